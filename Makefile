@@ -1,0 +1,42 @@
+# The one place that knows how to install, run, test, lint and benchmark Relay.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint format
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+# A per-install secret for the embedded default, made once and kept under var/.
+var/secret_key: | $(STAMP)
+	@mkdir -p var
+	@$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
+	@chmod 600 $@
+
+run: install var/secret_key
+	@export SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" && \
+	$(PY) manage.py migrate --noinput && \
+	$(PY) manage.py collectstatic --noinput --verbosity 0 && \
+	exec $(PY) manage.py runrelay --host $(HOST) --port $(PORT)
+
+test: install
+	SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}" \
+		$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .

@@ -1,0 +1,100 @@
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.forms import BaseUserCreationForm, UserChangeForm
+
+from accounts import services
+from accounts.models import LoginSession, User
+
+
+class UserCreationAdminForm(BaseUserCreationForm):
+    class Meta:
+        model = User
+        fields = ("email",)
+
+    def save(self, commit=True):
+        # Through the manager, so the user gets an API key like every other user.
+        user = User.objects.create_user(
+            email=self.cleaned_data["email"], password=self.cleaned_data["password1"]
+        )
+        self.instance = user
+        return user
+
+    def save_m2m(self):  # create_user already saved the row; groups are set on the change page
+        return None
+
+
+class UserChangeAdminForm(UserChangeForm):
+    class Meta:
+        model = User
+        fields = ("email", "plan", "matrix_id", "is_active", "is_staff", "is_superuser")
+
+    email = forms.EmailField()
+
+    def clean_email(self):
+        return self.cleaned_data["email"].strip().lower()
+
+
+class LoginSessionInline(admin.TabularInline):
+    model = LoginSession
+    extra = 0
+    can_delete = False
+    fields = ("id", "created_at", "last_seen", "active", "ended_at")
+    readonly_fields = fields
+    ordering = ("-created_at",)
+    max_num = 0
+    show_change_link = True
+
+
+@admin.register(User)
+class UserAdmin(DjangoUserAdmin):
+    form = UserChangeAdminForm
+    add_form = UserCreationAdminForm
+    ordering = ("-created_at",)
+    list_display = ("email", "plan", "matrix_id", "is_staff", "is_active", "created_at")
+    list_filter = ("plan", "is_staff", "is_active")
+    search_fields = ("email",)
+    readonly_fields = ("id", "created_at", "last_login")
+    fieldsets = (
+        (None, {"fields": ("id", "email", "password")}),
+        ("Profile", {"fields": ("plan", "matrix_id", "created_at", "last_login")}),
+        ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser", "groups")}),
+    )
+    add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
+    filter_horizontal = ("groups",)
+    inlines = [LoginSessionInline]
+    actions = ["end_all_sessions", "regenerate_api_keys"]
+
+    @admin.action(description="End all sessions of the selected users")
+    def end_all_sessions(self, request, queryset):
+        ended = sum(services.sessions_end_all(user=user) for user in queryset)
+        self.message_user(request, f"Ended {ended} session(s).", messages.SUCCESS)
+
+    @admin.action(description="Regenerate the API key of the selected users")
+    def regenerate_api_keys(self, request, queryset):
+        for user in queryset:
+            services.user_api_key_regenerate(user=user)
+        self.message_user(request, f"Regenerated {queryset.count()} API key(s).", messages.SUCCESS)
+
+
+@admin.register(LoginSession)
+class LoginSessionAdmin(admin.ModelAdmin):
+    list_display = ("id", "user", "created_at", "last_seen", "active", "ended_at")
+    list_filter = ("active",)
+    search_fields = ("user__email", "id")
+    list_select_related = ("user",)
+    raw_id_fields = ("user",)
+    readonly_fields = ("id", "user", "created_at", "last_seen", "active", "ended_at")
+    ordering = ("-created_at",)
+    actions = ["end_sessions"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="End the selected sessions")
+    def end_sessions(self, request, queryset):
+        count = 0
+        for session in queryset.filter(active=True):
+            services.session_end(session=session)
+            count += 1
+        self.message_user(request, f"Ended {count} session(s).", messages.SUCCESS)

@@ -1,0 +1,102 @@
+"""The two ways to authenticate: `Authorization: Bearer <JWT>` and `X-API-Key: <key>`."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions
+from rest_framework_simplejwt.authentication import JWTAuthentication
+from rest_framework_simplejwt.exceptions import TokenError
+from rest_framework_simplejwt.tokens import AccessToken
+
+from accounts import apikeys, services
+from accounts.models import LoginSession, User
+
+logger = logging.getLogger(__name__)
+
+INVALID_TOKEN = _("Invalid or expired token.")
+
+
+def session_for_token(raw_token: str) -> LoginSession:
+    """The active LoginSession behind an access JWT, with its user loaded in the same query.
+
+    Raises AuthenticationFailed for a bad signature, an expired token, `alg: none`, a token
+    without `sid`, an ended session or an inactive user; all give the same message.
+    """
+    try:
+        token = AccessToken(raw_token)
+    except TokenError as exc:
+        raise exceptions.AuthenticationFailed(INVALID_TOKEN) from exc
+    session_id, user_id = token.get("sid"), token.get("user_id")
+    if not session_id or not user_id:
+        raise exceptions.AuthenticationFailed(INVALID_TOKEN)
+    try:
+        session = LoginSession.objects.select_related("user").get(pk=session_id)
+    except (LoginSession.DoesNotExist, DjangoValidationError, ValueError, TypeError) as exc:
+        # ValidationError: a signed token whose sid is not a UUID
+        raise exceptions.AuthenticationFailed(INVALID_TOKEN) from exc
+    if not session.active or str(session.user_id) != str(user_id) or not session.user.is_active:
+        raise exceptions.AuthenticationFailed(INVALID_TOKEN)
+    return session
+
+
+class SessionJWTAuthentication(JWTAuthentication):
+    """Bearer JWT whose login session (claim `sid`) must still be active.
+
+    On success request.user is the user and request.auth the LoginSession.
+    """
+
+    def authenticate(self, request):
+        header = self.get_header(request)
+        if header is None:
+            return None
+        raw_token = self.get_raw_token(header)
+        if raw_token is None:
+            return None
+        session = session_for_token(raw_token.decode("latin-1"))
+        services.session_touch(session=session)
+        request.jwt = raw_token.decode("latin-1")
+        return session.user, session
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """`X-API-Key: vr_...`, found by its SHA-256 digest. request.auth is None."""
+
+    header = "HTTP_X_API_KEY"
+
+    def authenticate(self, request):
+        key = request.META.get(self.header)
+        if key is None:
+            return None
+        key = key.strip()
+        if not apikeys.looks_like_key(key):
+            raise exceptions.AuthenticationFailed(_("Invalid API key."))
+        wanted = apikeys.digest(key)
+        user = User.objects.filter(api_key_digest=wanted, is_active=True).first()
+        # The digest lookup already matched; compare again in constant time so the decision
+        # never rests on a short-circuiting string comparison.
+        if user is None or not apikeys.digests_match(user.api_key_digest, wanted):
+            raise exceptions.AuthenticationFailed(_("Invalid API key."))
+        return user, None
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="api"'
+
+
+class SessionJWTScheme(OpenApiAuthenticationExtension):
+    target_class = SessionJWTAuthentication
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    target_class = ApiKeyAuthentication
+    name = "apiKeyAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "header", "name": "X-API-Key"}

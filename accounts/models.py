@@ -1,0 +1,102 @@
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
+from django.contrib.auth.models import PermissionsMixin
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from accounts import apikeys
+
+
+class Plan(models.TextChoices):
+    FREE = "free", "Free"
+
+
+class UserManager(BaseUserManager):
+    use_in_migrations = True
+
+    @staticmethod
+    def normalize_email_address(email: str) -> str:
+        return (email or "").strip().lower()
+
+    def create_user(self, email: str, password: str | None = None, **extra) -> "User":
+        user = self.model(email=self.normalize_email_address(email), **extra)
+        user.set_password(password)  # None -> an unusable password
+        user.assign_api_key(apikeys.issue())
+        user.save(using=self._db)
+        return user
+
+    def create_superuser(self, email: str, password: str | None = None, **extra) -> "User":
+        extra.setdefault("is_staff", True)
+        extra.setdefault("is_superuser", True)
+        return self.create_user(email, password, **extra)
+
+    def get_by_natural_key(self, username):
+        return self.get(email=self.normalize_email_address(username))
+
+
+class User(AbstractBaseUser, PermissionsMixin):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.EmailField(max_length=254, unique=True)
+    plan = models.CharField(max_length=16, choices=Plan.choices, default=Plan.FREE)
+    matrix_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null means "not set", as the API shows it
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    is_active = models.BooleanField(default=True)
+    is_staff = models.BooleanField(default=False)
+    # The API key: its SHA-256 digest for lookup, the key itself only Fernet-encrypted.
+    api_key_digest = models.CharField(max_length=64, unique=True, editable=False)
+    api_key_ciphertext = models.TextField(editable=False)
+
+    objects = UserManager()
+
+    USERNAME_FIELD = "email"
+    EMAIL_FIELD = "email"
+    REQUIRED_FIELDS: list[str] = []
+
+    class Meta:
+        constraints = [
+            # E-mail is unique case-insensitively because it is always stored lower-cased.
+            models.CheckConstraint(
+                condition=models.Q(email=Lower("email")), name="accounts_user_email_lowercase"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.email
+
+    def clean(self) -> None:
+        super().clean()
+        self.email = UserManager.normalize_email_address(self.email)
+
+    def assign_api_key(self, issued: "apikeys.IssuedApiKey") -> None:
+        self.api_key_digest = issued.digest
+        self.api_key_ciphertext = issued.ciphertext
+
+    @property
+    def api_key(self) -> str | None:
+        return apikeys.decrypt(self.api_key_ciphertext)
+
+    @property
+    def number_limit(self) -> int:
+        return settings.PLAN_NUMBER_LIMITS.get(self.plan, 0)
+
+
+class LoginSession(models.Model):
+    """A login (register or login call). Its JWTs carry its id as `sid` and die with it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="login_sessions")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now)
+    active = models.BooleanField(default=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user", "-created_at"], name="loginsession_user_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"session {self.id} of {self.user_id}"

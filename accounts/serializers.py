@@ -1,0 +1,84 @@
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from relay.fields import MillisecondsField, StrictCharField
+
+extend_schema_field(OpenApiTypes.INT)(MillisecondsField)
+
+
+# --- input ---------------------------------------------------------------------------------
+class CredentialsInput(serializers.Serializer):
+    email = StrictCharField(max_length=254, trim_whitespace=True)
+    password = StrictCharField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+
+
+class RegisterInput(CredentialsInput):
+    email = serializers.EmailField(max_length=254)
+
+    def validate_email(self, value: str) -> str:
+        return value.strip().lower()
+
+    def to_internal_value(self, data):
+        # EmailField coerces numbers to strings; the API takes only strings.
+        if isinstance(data, dict) and "email" in data and not isinstance(data["email"], str):
+            raise serializers.ValidationError({"email": ["Must be a string."]})
+        return super().to_internal_value(data)
+
+
+class MatrixIdInput(serializers.Serializer):
+    matrixId = StrictCharField(allow_null=True, max_length=1024, trim_whitespace=False)  # noqa: N815
+
+
+# --- output --------------------------------------------------------------------------------
+class AuthUserOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    email = serializers.EmailField()
+    apiKey = serializers.CharField(source="api_key")  # noqa: N815
+
+
+class AuthOutput(serializers.Serializer):
+    token = serializers.CharField(help_text="Access JWT; send as `Authorization: Bearer`.")
+    user = AuthUserOutput()
+
+
+class MeOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    email = serializers.EmailField()
+    plan = serializers.CharField()
+    matrixId = serializers.CharField(source="matrix_id", allow_null=True)  # noqa: N815
+    createdAt = MillisecondsField(source="created_at")  # noqa: N815
+
+
+class MatrixIdOutput(serializers.Serializer):
+    success = serializers.BooleanField()
+    matrixId = serializers.CharField(allow_null=True)  # noqa: N815
+
+
+class ApiKeyOutput(serializers.Serializer):
+    apiKey = serializers.CharField()  # noqa: N815
+
+
+class SessionOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    created_at = MillisecondsField()
+    last_seen = MillisecondsField()
+    active = serializers.SerializerMethodField()
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_active(self, session) -> int:
+        return 1 if session.active else 0
+
+
+class DashboardOutput(serializers.Serializer):
+    email = serializers.EmailField()
+    plan = serializers.CharField()
+    matrixId = serializers.CharField(allow_null=True)  # noqa: N815
+    apiKey = serializers.CharField()  # noqa: N815
+    wsUrl = serializers.CharField()  # noqa: N815
+    sessions = SessionOutput(many=True)
+
+
+class SuccessOutput(serializers.Serializer):
+    success = serializers.BooleanField()

@@ -1,0 +1,150 @@
+"""Every write on accounts: registration, login, sessions, profile, API key."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from uuid import UUID
+
+from django.conf import settings
+from django.contrib.auth import authenticate
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework_simplejwt.tokens import AccessToken
+
+from accounts import apikeys
+from accounts.models import LoginSession, User, UserManager
+from realtime import events
+from relay import ratelimit
+from relay.errors import ApplicationError, Conflict, InvalidRequest, NotFound
+
+# Matrix user ID: @localpart:server_name, server_name = host [":" port].
+MATRIX_ID_RE = re.compile(
+    r"^@[a-z0-9._=/+\-]+:"
+    r"(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9])?)"
+    r"(?::[0-9]{1,5})?$"
+)
+MATRIX_ID_MAX_LENGTH = 255
+
+
+@dataclass(frozen=True)
+class AuthResult:
+    user: User
+    session: LoginSession
+    token: str
+
+
+class InvalidCredentials(ApplicationError):
+    status, code, message = 401, "invalid_credentials", "Wrong e-mail or password."
+
+
+def auth_rate_limit(*, scope: str, ip: str, email: str) -> None:
+    """Count one register or login attempt per client IP and per e-mail; 429 past either."""
+    ratelimit.hit(f"{scope}:ip", ip, settings.RATE_LIMIT_AUTH_PER_IP)
+    ratelimit.hit(f"{scope}:email", email, settings.RATE_LIMIT_AUTH_PER_EMAIL)
+
+
+def session_token_issue(*, session: LoginSession) -> str:
+    """A signed access JWT for `session`'s user, carrying the session id as `sid`."""
+    token = AccessToken.for_user(session.user)
+    token["sid"] = str(session.id)
+    return str(token)
+
+
+def session_open(*, user: User) -> AuthResult:
+    """Open a new login session for `user` and issue its JWT."""
+    session = LoginSession.objects.create(user=user)
+    return AuthResult(user=user, session=session, token=session_token_issue(session=session))
+
+
+def user_register(*, email: str, password: str) -> AuthResult:
+    """Create a user (plan free, a fresh API key) and open its first session.
+
+    Raises InvalidRequest with `fields.password` for a weak password and Conflict
+    `email_taken` when the address is registered in any letter case, even under a race
+    (the unique index decides).
+    """
+    email = UserManager.normalize_email_address(email)
+    try:
+        validate_password(password, user=User(email=email))
+    except DjangoValidationError as exc:
+        raise InvalidRequest(exc.messages[0], fields={"password": exc.messages}) from exc
+    try:
+        with transaction.atomic():
+            user = User.objects.create_user(email=email, password=password)
+            return session_open(user=user)
+    except IntegrityError as exc:
+        raise Conflict("This e-mail address is already registered.", code="email_taken") from exc
+
+
+def user_login(*, email: str, password: str) -> AuthResult:
+    """Check the password and open a session. Unknown e-mail and wrong password give the same
+    InvalidCredentials, and take the same time (Django hashes a dummy password for unknown
+    users)."""
+    user = authenticate(username=UserManager.normalize_email_address(email), password=password)
+    if user is None:
+        raise InvalidCredentials()
+    return session_open(user=user)
+
+
+def session_end(*, session: LoginSession) -> None:
+    """Mark `session` ended: its JWTs are refused from the next request, its sockets close."""
+    updated = LoginSession.objects.filter(pk=session.pk, active=True).update(
+        active=False, ended_at=timezone.now()
+    )
+    if updated:
+        events.session_ended_on_commit(session_id=session.pk)
+
+
+def session_end_for_user(*, user: User, session_id: UUID | str) -> None:
+    """End one of `user`'s sessions. Another user's or an unknown id is NotFound."""
+    try:
+        session = LoginSession.objects.get(pk=session_id, user=user)
+    except (LoginSession.DoesNotExist, DjangoValidationError, ValueError) as exc:
+        raise NotFound() from exc
+    session_end(session=session)
+
+
+def sessions_end_all(*, user: User) -> int:
+    """End every active session of `user` (admin action). Returns how many were ended."""
+    ids = list(LoginSession.objects.filter(user=user, active=True).values_list("pk", flat=True))
+    for session_id in ids:
+        session_end(session=LoginSession(pk=session_id, user=user))
+    return len(ids)
+
+
+def session_touch(*, session: LoginSession) -> None:
+    """Move last_seen to now, at most once per SESSION_TOUCH_INTERVAL (one cheap UPDATE)."""
+    now = timezone.now()
+    threshold = now - timedelta(seconds=settings.SESSION_TOUCH_INTERVAL)
+    if session.last_seen > threshold:
+        return
+    LoginSession.objects.filter(pk=session.pk, last_seen__lte=threshold).update(last_seen=now)
+    session.last_seen = now
+
+
+def user_matrix_id_set(*, user: User, matrix_id: str | None) -> User:
+    """Store the Matrix user ID (`@localpart:server[:port]`), or clear it with None."""
+    if matrix_id is not None and (
+        len(matrix_id) > MATRIX_ID_MAX_LENGTH or not MATRIX_ID_RE.match(matrix_id)
+    ):
+        raise InvalidRequest(
+            "matrixId must look like @name:server (lower-case name, at most 255 characters).",
+            fields={"matrixId": ["Not a valid Matrix user ID."]},
+        )
+    user.matrix_id = matrix_id
+    user.save(update_fields=["matrix_id"])
+    return user
+
+
+def user_api_key_regenerate(*, user: User) -> str:
+    """Replace the user's API key in one UPDATE: the old key fails on the very next request."""
+    issued = apikeys.issue()
+    User.objects.filter(pk=user.pk).update(
+        api_key_digest=issued.digest, api_key_ciphertext=issued.ciphertext
+    )
+    user.assign_api_key(issued)
+    return issued.plaintext

@@ -1,0 +1,72 @@
+import json
+import logging
+import time
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from realtime import events
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_TOO_BIG = 1009
+MAX_FRAME_BYTES = 64 * 1024
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RelayConsumer(AsyncWebsocketConsumer):
+    """`/ws?token=<JWT>`: one authenticated client socket. Thin: parse, call a service, reply."""
+
+    groups_joined: list[str]
+
+    async def connect(self):
+        self.groups_joined = []
+        user, session = self.scope.get("user"), self.scope.get("login_session")
+        await self.accept()
+        if user is None or not user.is_authenticated or session is None:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        for group in (events.user_group(user.pk), events.session_group(session.pk)):
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups_joined.append(group)
+        logger.info("ws connect user=%s", user.pk)
+
+    async def disconnect(self, code):
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.groups_joined = []
+
+    async def receive(self, text_data=None, bytes_data=None):
+        raw = text_data if text_data is not None else (bytes_data or b"")
+        size = len(raw.encode() if isinstance(raw, str) else raw)
+        if size > MAX_FRAME_BYTES:
+            await self.close(code=CLOSE_TOO_BIG)
+            return
+        try:
+            frame = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            await self.send_error("invalid_request", "Frames must be JSON objects.")
+            return
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            await self.send_error("invalid_request", "Frames must be JSON objects with a type.")
+            return
+        if frame["type"] == "ping":
+            await self.send_json({"type": "pong", "ts": now_ms()})
+            return
+        await self.send_error("invalid_request", f"Unknown frame type {frame['type'][:32]!r}.")
+
+    async def send_json(self, payload: dict) -> None:
+        await self.send(text_data=json.dumps(payload, separators=(",", ":")))
+
+    async def send_error(self, code: str, message: str, **extra) -> None:
+        await self.send_json({"type": "error", "code": code, "error": message, **extra})
+
+    # --- channel-layer handlers ---------------------------------------------------------------
+    async def relay_event(self, message):
+        await self.send_json(message["event"])
+
+    async def relay_session_ended(self, message):
+        await self.close(code=CLOSE_UNAUTHENTICATED)

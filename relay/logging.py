@@ -1,0 +1,39 @@
+"""Defence in depth for the rule "no secret in any log line".
+
+Code never logs a token, key, password or PIN on purpose; this filter also scrubs anything
+that looks like one (a JWT, a Relay API key, an Authorization value, a token query parameter)
+from every record, in case a library logs a request it was handed.
+"""
+
+import logging
+import re
+
+_PATTERNS = [
+    re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),  # JWT
+    re.compile(r"vr_[A-Za-z0-9_-]{20,}"),  # API key
+    re.compile(r"(?i)(bearer\s+)[^\s\"',]+"),
+    re.compile(r"(?i)((?:token|password|pin|currentPin|newPin|apiKey|api_key)=)[^&\s\"']+"),
+]
+_MASK = "[redacted]"
+
+
+def redact(text: str) -> str:
+    for pattern in _PATTERNS:
+        if pattern.groups:
+            text = pattern.sub(lambda m: m.group(1) + _MASK, text)
+        else:
+            text = pattern.sub(_MASK, text)
+    return text
+
+
+class RedactSecretsFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True

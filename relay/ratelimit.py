@@ -1,0 +1,47 @@
+"""Fixed-window rate limits counted in the shared cache (Redis when REDIS_URL is set), so a
+limit holds across every Daphne process."""
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+from django.core.cache import cache
+
+from relay.errors import RateLimited
+
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+@dataclass(frozen=True)
+class Rate:
+    count: int
+    seconds: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Rate":
+        """'30/m' -> Rate(30, 60). Raises ValueError on anything else."""
+        count, _, unit = text.partition("/")
+        if unit not in _UNITS or not count.isdigit() or int(count) < 1:
+            raise ValueError(f"rate must look like '30/m', not {text!r}")
+        return cls(int(count), _UNITS[unit])
+
+
+def hit(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -> None:
+    """Count one attempt of `ident` under `scope`; raise RateLimited past the rate.
+
+    The identifier is hashed so that e-mail addresses and IPs never sit in the cache in clear.
+    """
+    rate = rate if isinstance(rate, Rate) else Rate.parse(rate)
+    now = time.time() if now is None else now
+    window = int(now // rate.seconds)
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:32]
+    key = f"rl:{scope}:{digest}:{window}"
+    cache.add(key, 0, timeout=rate.seconds + 1)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=rate.seconds + 1)
+        count = 1
+    if count > rate.count:
+        retry_after = int((window + 1) * rate.seconds - now) + 1
+        raise RateLimited(retry_after)

@@ -1,0 +1,38 @@
+"""OpenAPI helpers: every operation documents its error responses with the one error shape."""
+
+from drf_spectacular.utils import OpenApiResponse, inline_serializer
+from rest_framework import serializers
+
+ErrorOutput = inline_serializer(
+    name="Error",
+    fields={
+        "error": serializers.CharField(help_text="Message for people."),
+        "code": serializers.CharField(help_text="Stable machine-readable code."),
+        "fields": serializers.DictField(
+            child=serializers.ListField(child=serializers.CharField()),
+            required=False,
+            help_text="Per-field messages (validation errors only).",
+        ),
+    },
+)
+
+_DESCRIPTIONS = {
+    400: "invalid_request: malformed JSON, a missing or wrong-typed field, or a bad value.",
+    401: "not_authenticated / authentication_failed / invalid_credentials.",
+    403: "pin_mismatch.",
+    404: "not_found: unknown, or not the caller's.",
+    405: "method_not_allowed.",
+    409: "Conflict (email_taken, number_limit_reached, ...).",
+    413: "Request body too large.",
+    415: "unsupported_media_type: the body is not JSON.",
+    429: "rate_limited or pin_locked; see Retry-After.",
+    503: "Service unavailable.",
+}
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    return {s: OpenApiResponse(ErrorOutput, description=_DESCRIPTIONS[s]) for s in statuses}
+
+
+AUTHED = (401, 405, 415, 429)
+OPEN = (400, 405, 415, 429)

@@ -1,0 +1,278 @@
+"""Relay settings, read from environment variables (every one is listed in the README).
+
+The embedded default needs no variable at all except SECRET_KEY, which `make run` provisions
+under var/ on first start; DEBUG never supplies a secret outside development.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+
+class StrictEnv(environ.Env):
+    """django-environ, except that a boolean must be a recognisable true/false word.
+
+    environ.Env.bool() reads any unknown word as False; a typo such as DEBUG=ture would then
+    silently switch a setting off. Here it fails at start-up instead.
+    """
+
+    TRUE = ("true", "1", "yes", "on")
+    FALSE = ("false", "0", "no", "off")
+
+    def bool(self, var, default=environ.Env.NOTSET):  # noqa: A003 - mirrors environ.Env
+        raw = self.get_value(var, cast=str, default=default)
+        if isinstance(raw, bool):
+            return raw
+        word = raw.strip().lower()
+        if word in self.TRUE:
+            return True
+        if word in self.FALSE:
+            return False
+        raise ImproperlyConfigured(f"{var} must be true or false, not {raw!r}")
+
+
+env = StrictEnv()
+
+DEBUG = env.bool("DEBUG", default=False)
+
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. `make run` and `make test` provide one; in production set "
+            "it to a long random value."
+        )
+    SECRET_KEY = "insecure-development-only-key-do-not-use-in-production"  # noqa: S105
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "django_tasks",
+    "django_tasks_db",
+    "accounts",
+    "virtual_numbers",
+    "captcha",
+    "history",
+    "realtime",
+]
+
+MIDDLEWARE = [
+    "relay.middleware.AccessLogMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "relay.urls"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+ASGI_APPLICATION = "relay.asgi.application"
+WSGI_APPLICATION = None
+
+# --- Database -------------------------------------------------------------------------------
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'relay.sqlite3'}"),
+}
+_db = DATABASES["default"]
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # Daphne, the task worker and management commands share one file: WAL lets readers run
+    # beside the writer, IMMEDIATE takes the write lock up front (no deadlock on upgrade) and
+    # the busy timeout makes a writer wait for the lock instead of failing "database is locked".
+    _db["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=30),
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # A file, not :memory:, so live-server tests with several threads share one database.
+    _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+else:
+    _db["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+    _db["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: cache and channel layer --------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "relay",
+        }
+    }
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": "relay"},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Tasks ------------------------------------------------------------------------------------
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default"],
+    }
+}
+
+# --- Auth -----------------------------------------------------------------------------------
+AUTH_USER_MODEL = "accounts.User"
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {
+        "NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",
+        "OPTIONS": {"user_attributes": ("email",)},
+    },
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+PASSWORD_MAX_LENGTH = 256
+
+JWT_ACCESS_TTL = env.int("JWT_ACCESS_TTL", default=24 * 60 * 60)
+SIMPLE_JWT = {
+    "ACCESS_TOKEN_LIFETIME": timedelta(seconds=JWT_ACCESS_TTL),
+    "ALGORITHM": "HS256",
+    "SIGNING_KEY": env.str("JWT_SIGNING_KEY", default=SECRET_KEY),
+    "AUTH_HEADER_TYPES": ("Bearer",),
+    "USER_ID_FIELD": "id",
+    "USER_ID_CLAIM": "user_id",
+    "UPDATE_LAST_LOGIN": False,
+    "LEEWAY": 0,
+}
+
+# Fernet keys (comma-separated, newest first) that encrypt API keys at rest. When unset, one
+# key is derived from SECRET_KEY; set it explicitly so SECRET_KEY can rotate on its own.
+API_KEY_ENCRYPTION_KEYS = env.list("API_KEY_ENCRYPTION_KEYS", default=[])
+API_KEY_PREFIX = "vr_"
+
+# Login sessions: last_seen moves at most this often; the dashboard lists this many.
+SESSION_TOUCH_INTERVAL = 60
+DASHBOARD_SESSION_COUNT = 20
+
+PUBLIC_WS_URL = env.str("PUBLIC_WS_URL", default="")
+
+# Clients reach us through this many reverse proxies, each appending to X-Forwarded-For.
+# 0 trusts no header at all: the client address is the socket's peer.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+
+# Rate limits, "<count>/<s|m|h>".
+RATE_LIMIT_AUTH_PER_IP = env.str("RATE_LIMIT_AUTH_PER_IP", default="30/m")
+RATE_LIMIT_AUTH_PER_EMAIL = env.str("RATE_LIMIT_AUTH_PER_EMAIL", default="10/m")
+
+PLAN_NUMBER_LIMITS = {"free": env.int("PLAN_FREE_NUMBERS", default=5)}
+
+# --- REST framework ---------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.SessionJWTAuthentication",
+        "accounts.authentication.ApiKeyAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "relay.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Relay API",
+    "DESCRIPTION": (
+        "Virtual numbers and call relay. Errors are always "
+        '`{"error": "...", "code": "...", "fields"?: {...}}`.'
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Static files -----------------------------------------------------------------------------
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Serve straight from the app folders too, so a checkout works before collectstatic has run.
+WHITENOISE_USE_FINDERS = True
+
+# --- Misc -------------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT > 0 else None
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"redact": {"()": "relay.logging.RedactSecretsFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact"],
+        },
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # Our access line replaces Django's "Not Found: /path" warnings.
+        "django.request": {"level": "ERROR"},
+        "django.server": {"level": "ERROR"},
+        "daphne": {"level": "WARNING"},
+    },
+}

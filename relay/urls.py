@@ -1,0 +1,19 @@
+from django.contrib import admin
+from django.urls import include, path
+from django.views.decorators.http import require_GET
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from relay.health import healthz
+
+handler400 = "relay.errors.handler400"
+handler403 = "relay.errors.handler403"
+handler404 = "relay.errors.handler404"
+handler500 = "relay.errors.handler500"
+
+urlpatterns = [
+    path("healthz", require_GET(healthz), name="healthz"),
+    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/", include("accounts.urls")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,64 @@
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from accounts import services
+from tests.factories import UserFactory
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(settings):
+    # Argon2 costs ~100 ms a hash by design; the suite hashes hundreds of passwords. The test
+    # that checks production hashing restores Argon2 for itself.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    # Rate-limit counters live in the cache; each test starts from zero.
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def api_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def user(db):
+    return UserFactory()
+
+
+@pytest.fixture
+def other_user(db):
+    return UserFactory()
+
+
+@pytest.fixture
+def login(user) -> services.AuthResult:
+    """An open login session of `user`, with its JWT."""
+    return services.session_open(user=user)
+
+
+def jwt_client(token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+def api_key_client(key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=key)
+    return client
+
+
+@pytest.fixture
+def client_jwt(login) -> APIClient:
+    return jwt_client(login.token)
+
+
+@pytest.fixture
+def client_key(user) -> APIClient:
+    return api_key_client(user.api_key)
