@@ -65,6 +65,9 @@ class UserAdmin(DjangoUserAdmin):
     inlines = [LoginSessionInline]
     actions = ["end_all_sessions", "regenerate_api_keys"]
 
+    def get_inlines(self, request, obj):
+        return self.inlines if obj is not None else []  # a new user has no sessions yet
+
     @admin.action(description="End all sessions of the selected users")
     def end_all_sessions(self, request, queryset):
         ended = sum(services.sessions_end_all(user=user) for user in queryset)

@@ -1,0 +1,93 @@
+import time
+
+import pytest
+
+
+@pytest.mark.django_db
+def test_me_returns_the_profile_with_exact_fields(user, client_jwt):
+    response = client_jwt.get("/api/user/me")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"id", "email", "plan", "matrixId", "createdAt"}
+    assert body["id"] == str(user.pk)
+    assert body["email"] == user.email
+    assert body["plan"] == "free"
+    assert body["matrixId"] is None
+    assert isinstance(body["createdAt"], int)
+    assert abs(body["createdAt"] - time.time() * 1000) < 60_000
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "matrix_id",
+    [
+        "@alice:example.org",
+        "@a.b_c=d/e+f-9:matrix.example.com:8448",
+        "@bob:[::1]:8448",
+        "@carol:127.0.0.1",
+    ],
+)
+def test_a_valid_matrix_id_is_stored_and_shown(client_jwt, matrix_id):
+    response = client_jwt.put("/api/user/matrix", {"matrixId": matrix_id}, format="json")
+
+    assert response.status_code == 200
+    assert response.json() == {"success": True, "matrixId": matrix_id}
+    assert client_jwt.get("/api/user/me").json()["matrixId"] == matrix_id
+    assert client_jwt.get("/api/dashboard").json()["matrixId"] == matrix_id
+
+
+@pytest.mark.django_db
+def test_null_clears_the_matrix_id(client_jwt):
+    client_jwt.put("/api/user/matrix", {"matrixId": "@alice:example.org"}, format="json")
+
+    response = client_jwt.put("/api/user/matrix", {"matrixId": None}, format="json")
+
+    assert response.json() == {"success": True, "matrixId": None}
+    assert client_jwt.get("/api/user/me").json()["matrixId"] is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "matrix_id",
+    [
+        "alice",
+        "alice:example.org",
+        "@Alice:example.org",
+        "@alice",
+        "@alice:",
+        "@:example.org",
+        "@al ice:example.org",
+        "@alice:exa mple.org",
+        "@alice:example.org:port",
+        "@" + "a" * 250 + ":example.org",
+        "",
+        123,
+        True,
+        ["@alice:example.org"],
+    ],
+)
+def test_a_bad_matrix_id_is_rejected_and_nothing_changes(user, client_jwt, matrix_id):
+    response = client_jwt.put("/api/user/matrix", {"matrixId": matrix_id}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_request"
+    assert "matrixId" in response.json()["fields"]
+    user.refresh_from_db()
+    assert user.matrix_id is None
+
+
+@pytest.mark.django_db
+def test_a_missing_matrix_id_is_rejected(client_jwt):
+    response = client_jwt.put("/api/user/matrix", {}, format="json")
+
+    assert response.status_code == 400
+    assert "matrixId" in response.json()["fields"]
+
+
+@pytest.mark.django_db
+def test_other_methods_on_matrix_are_not_allowed(client_jwt):
+    response = client_jwt.get("/api/user/matrix")
+
+    assert response.status_code == 405
+    assert response.json()["code"] == "method_not_allowed"

@@ -1,0 +1,98 @@
+"""`manage.py runrelay` for real: the processes `make run` starts, serving HTTP and WebSocket,
+and all of them gone after SIGTERM."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+from django.conf import settings
+from websockets.sync.client import connect
+
+ROOT = Path(settings.BASE_DIR)
+DEADLINE = 60
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request(method: str, url: str, body: dict | None = None, token: str | None = None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - our own server
+    req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(req, timeout=10) as response:  # noqa: S310
+        return response.status, json.loads(response.read())
+
+
+@pytest.fixture
+def relay_server(tmp_path):
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'relay.sqlite3'}",
+        SECRET_KEY="runrelay-test-secret-key-0123456789",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+    )
+    env.pop("REDIS_URL", None)  # the embedded default: runrelay starts its own Redis
+    subprocess.run(  # noqa: S603
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    port = free_port()
+    proc = subprocess.Popen(  # noqa: S603
+        [sys.executable, "manage.py", "runrelay", "--port", str(port)], cwd=ROOT, env=env
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        try:
+            if request("GET", f"{base}/healthz")[0] == 200:
+                break
+        except OSError:
+            pass
+        assert proc.poll() is None, "runrelay exited during start-up"
+        assert time.monotonic() < deadline, "runrelay did not serve in time"
+        time.sleep(0.1)
+    yield proc, base, port
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server):
+    proc, base, port = relay_server
+    children = psutil.Process(proc.pid).children(recursive=True)
+    names = " ".join(" ".join(c.cmdline()) for c in children)
+    assert "redis-server" in names and "daphne" in names and "db_worker" in names
+
+    status, health = request("GET", f"{base}/healthz")
+    assert health == {"status": "ok", "database": "ok", "channelLayer": "ok"}
+    status, body = request(
+        "POST",
+        f"{base}/api/auth/register",
+        {"email": "run@example.com", "password": "a-long-and-unusual-passphrase"},
+    )
+    assert status == 201
+    status, dashboard = request("GET", f"{base}/api/dashboard", token=body["token"])
+    assert dashboard["wsUrl"] == f"ws://127.0.0.1:{port}/ws?token={body['token']}"
+    with connect(dashboard["wsUrl"], open_timeout=10) as ws:
+        ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "pong"
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"left running: {alive}"

@@ -1,0 +1,73 @@
+import pytest
+
+ACCOUNT_PATHS = {
+    "/api/auth/register": {"post"},
+    "/api/auth/login": {"post"},
+    "/api/auth/logout": {"post"},
+    "/api/user/me": {"get"},
+    "/api/user/matrix": {"put"},
+    "/api/user/regenerate-api-key": {"post"},
+    "/api/user/sessions/{session_id}": {"delete"},
+    "/api/dashboard": {"get"},
+}
+
+
+@pytest.fixture
+def schema(client, db):
+    response = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_schema_documents_every_accounts_operation(schema):
+    for path, methods in ACCOUNT_PATHS.items():
+        assert path in schema["paths"], path
+        assert methods <= set(schema["paths"][path]), path
+
+
+def test_every_operation_documents_its_errors_with_the_error_shape(schema):
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            error_codes = [c for c in operation["responses"] if c.startswith(("4", "5"))]
+            assert error_codes, f"{method} {path} documents no error"
+            for code in error_codes:
+                ref = operation["responses"][code]["content"]["application/json"]["schema"]["$ref"]
+                assert ref.endswith("/Error"), (method, path, code)
+
+
+def test_authenticated_operations_accept_both_schemes(schema):
+    me = schema["paths"]["/api/user/me"]["get"]
+    assert {"bearerAuth": []} in me["security"]
+    assert {"apiKeyAuth": []} in me["security"]
+    register = schema["paths"]["/api/auth/register"]["post"]
+    assert not register.get("security")
+
+
+def test_response_fields_are_spelled_as_the_interface_says(schema):
+    components = schema["components"]["schemas"]
+    assert set(components["MeOutput"]["properties"]) == {
+        "id",
+        "email",
+        "plan",
+        "matrixId",
+        "createdAt",
+    }
+    assert set(components["DashboardOutput"]["properties"]) == {
+        "email",
+        "plan",
+        "matrixId",
+        "apiKey",
+        "wsUrl",
+        "sessions",
+    }
+    assert components["MeOutput"]["properties"]["createdAt"]["type"] == "integer"
+
+
+@pytest.mark.django_db
+def test_swagger_ui_is_served_with_offline_assets(client):
+    page = client.get("/api/docs")
+    assert page.status_code == 200
+    assert b"swagger-ui" in page.content
+    assert b"cdn.jsdelivr" not in page.content
+    asset = client.get("/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js")
+    assert asset.status_code == 200
