@@ -27,6 +27,7 @@ run: install var/secret_key
 	@export SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" && \
 	$(PY) manage.py migrate --noinput && \
 	$(PY) manage.py collectstatic --noinput --verbosity 0 && \
+	$(PY) manage.py provision_numbers --if-empty --start +442079460000 --count 1000 && \
 	exec $(PY) manage.py runrelay --host $(HOST) --port $(PORT)
 
 test: install

@@ -203,6 +203,8 @@ TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 # Rate limits, "<count>/<s|m|h>".
 RATE_LIMIT_AUTH_PER_IP = env.str("RATE_LIMIT_AUTH_PER_IP", default="30/m")
 RATE_LIMIT_AUTH_PER_EMAIL = env.str("RATE_LIMIT_AUTH_PER_EMAIL", default="10/m")
+RATE_LIMIT_CAPTCHA_PER_IP = env.str("RATE_LIMIT_CAPTCHA_PER_IP", default="60/m")
+RATE_LIMIT_CAPTCHA_VERIFY_PER_IP = env.str("RATE_LIMIT_CAPTCHA_VERIFY_PER_IP", default="20/m")
 
 PLAN_NUMBER_LIMITS = {"free": env.int("PLAN_FREE_NUMBERS", default=5)}
 

@@ -15,5 +15,7 @@ urlpatterns = [
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("accounts.urls")),
+    path("api/", include("captcha.urls")),
+    path("api/", include("virtual_numbers.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -62,3 +62,55 @@ def client_jwt(login) -> APIClient:
 @pytest.fixture
 def client_key(user) -> APIClient:
     return api_key_client(user.api_key)
+
+
+@pytest.fixture
+def inventory(db):
+    """Ten free inventory numbers."""
+    from virtual_numbers.services import inventory_provision
+
+    inventory_provision(start="+442079460100", count=10)
+
+
+@pytest.fixture
+def captcha_token(db):
+    """A factory of fresh, valid CAPTCHA tokens (as the API returns them)."""
+    from captcha import services as captcha
+
+    def make() -> str:
+        challenge = captcha.captcha_challenge_issue()
+        token = captcha.captcha_verify(
+            a=challenge.a,
+            b=challenge.b,
+            answer=challenge.a + challenge.b,
+            challenge_id=challenge.pk,
+        )
+        return str(token.pk)
+
+    return make
+
+
+class Clock:
+    """Moves django.utils.timezone.now forward without sleeping."""
+
+    def __init__(self, monkeypatch):
+        from django.utils import timezone
+
+        self._real_now = timezone.now
+        self.offset = None
+        monkeypatch.setattr(timezone, "now", self.now)
+
+    def now(self):
+        from datetime import timedelta
+
+        return self._real_now() + (self.offset or timedelta())
+
+    def advance(self, **delta):
+        from datetime import timedelta
+
+        self.offset = (self.offset or timedelta()) + timedelta(**delta)
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    return Clock(monkeypatch)

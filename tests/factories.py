@@ -1,4 +1,5 @@
 import factory
+from django.contrib.auth.hashers import make_password
 
 from accounts.models import LoginSession, User
 
@@ -24,3 +25,23 @@ class LoginSessionFactory(factory.django.DjangoModelFactory):
         model = LoginSession
 
     user = factory.SubFactory(UserFactory)
+
+
+class InventoryNumberFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "numbers.InventoryNumber"
+
+    e164 = factory.Sequence(lambda n: f"+4420794{60000 + n:05d}"[:13])
+
+
+class NumberFactory(factory.django.DjangoModelFactory):
+    """A held number whose PIN is 1234."""
+
+    class Meta:
+        model = "numbers.Number"
+
+    owner = factory.SubFactory(UserFactory)
+    inventory = factory.SubFactory(InventoryNumberFactory)
+    number = factory.LazyAttribute(lambda o: o.inventory.e164)
+    alias = factory.Sequence(lambda n: f"line {n}")
+    pin_hash = factory.LazyFunction(lambda: make_password("1234"))

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 STOP_GRACE_SECONDS = 10
+HOUSEKEEPING_INTERVAL = 600  # purge expired CAPTCHA challenges and tokens this often
 REDIS_START_DEADLINE = 10.0
 UNIX_SOCKET_MAX_PATH = 100
 
@@ -134,13 +135,27 @@ class Command(BaseCommand):
         self.stopping = True
 
     def _supervise(self) -> int:
+        housekeeping: subprocess.Popen | None = None
+        next_housekeeping = time.monotonic()
         while not self.stopping:
             for name, proc in self.children:
                 code = proc.poll()
                 if code is not None:
                     self.stderr.write(f"{name} exited with status {code}; stopping Relay")
                     return code or 1
+            now = time.monotonic()
+            if now >= next_housekeeping and (
+                housekeeping is None or housekeeping.poll() is not None
+            ):
+                housekeeping = subprocess.Popen(  # noqa: S603
+                    [sys.executable, "manage.py", "purge_expired"],
+                    cwd=settings.BASE_DIR,
+                    stdout=subprocess.DEVNULL,
+                )
+                next_housekeeping = now + HOUSEKEEPING_INTERVAL
             time.sleep(0.2)
+        if housekeeping is not None and housekeeping.poll() is None:
+            housekeeping.terminate()
         return 0
 
     def _stop_all(self) -> None:

@@ -1,0 +1,53 @@
+import pytest
+
+from accounts.models import User
+from tests.factories import InventoryNumberFactory, NumberFactory
+from virtual_numbers.models import InventoryNumber, Number
+
+
+@pytest.fixture
+def staff_client(client, db):
+    client.force_login(User.objects.create_superuser("admin@example.com", "admin-password-long"))
+    return client
+
+
+def test_numbers_are_searchable_by_number_alias_and_owner(staff_client):
+    number = NumberFactory(alias="findable", owner__email="owner@example.com")
+    NumberFactory(alias="unrelated-line")
+
+    for q in (number.number, "findable", "owner@example"):
+        page = staff_client.get("/admin/numbers/number/", {"q": q})
+        assert page.status_code == 200
+        assert b"findable" in page.content and b"unrelated-line" not in page.content
+
+
+def test_the_number_page_never_shows_the_pin(staff_client):
+    number = NumberFactory()
+
+    page = staff_client.get(f"/admin/numbers/number/{number.pk}/change/")
+
+    assert page.status_code == 200
+    assert number.pin_hash.encode() not in page.content
+    assert b"pin_hash" not in page.content
+
+
+def test_the_inventory_filters_free_and_held(staff_client):
+    held = NumberFactory().inventory
+    free = InventoryNumberFactory(e164="+442079460777")
+
+    free_page = staff_client.get("/admin/numbers/inventorynumber/", {"state": "free"})
+    held_page = staff_client.get("/admin/numbers/inventorynumber/", {"state": "held"})
+
+    assert free.e164.encode() in free_page.content and held.e164.encode() not in free_page.content
+    assert held.e164.encode() in held_page.content and free.e164.encode() not in held_page.content
+
+
+def test_releasing_a_number_returns_it_to_the_inventory(staff_client):
+    number = NumberFactory()
+
+    staff_client.post(
+        "/admin/numbers/number/", {"action": "release", "_selected_action": [str(number.pk)]}
+    )
+
+    assert not Number.objects.filter(pk=number.pk).exists()
+    assert InventoryNumber.objects.filter(e164=number.number, holding__isnull=True).exists()

@@ -1,0 +1,116 @@
+"""Truly concurrent requests against a live threaded server: the limits hold, nothing 500s.
+
+Each test releases its requests together from a barrier; the database (row lock on the user,
+conditional UPDATE on the token, unique inventory holder) must decide, not timing luck.
+"""
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from accounts import services as accounts
+from captcha import services as captcha
+from tests.factories import NumberFactory, UserFactory
+from virtual_numbers.models import InventoryNumber, Number
+from virtual_numbers.services import inventory_provision
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def fresh_token() -> str:
+    challenge = captcha.captcha_challenge_issue()
+    return str(
+        captcha.captcha_verify(
+            a=challenge.a,
+            b=challenge.b,
+            answer=challenge.a + challenge.b,
+            challenge_id=challenge.pk,
+        ).pk
+    )
+
+
+def post_json(url: str, body: dict, token: str) -> int:
+    request = urllib.request.Request(  # noqa: S310 - the test's own live server
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def race(calls) -> list[int]:
+    """Run the callables at once, released together by a barrier; their status codes."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call):
+        barrier.wait(timeout=30)
+        return call()
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(run, calls))
+
+
+def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server):
+    inventory_provision(start="+442079460000", count=100)
+    user = UserFactory()
+    for _ in range(4):
+        NumberFactory(
+            owner=user, inventory=InventoryNumber.objects.filter(holding__isnull=True).first()
+        )
+    jwt = accounts.session_open(user=user).token
+    tokens = [fresh_token() for _ in range(20)]
+    url = f"{live_server.url}/api/numbers"
+
+    codes = race(
+        [
+            lambda t=t: post_json(url, {"alias": "race", "pin": "1234", "captchaToken": t}, jwt)
+            for t in tokens
+        ]
+    )
+
+    assert sorted(codes) == [201] + [409] * 19
+    assert Number.objects.filter(owner=user).count() == 5
+
+
+def test_ten_parallel_creations_sharing_one_token_give_exactly_one(live_server):
+    inventory_provision(start="+442079460000", count=100)
+    user = UserFactory()
+    jwt = accounts.session_open(user=user).token
+    token = fresh_token()
+    url = f"{live_server.url}/api/numbers"
+
+    codes = race(
+        [lambda: post_json(url, {"alias": "race", "pin": "1234", "captchaToken": token}, jwt)] * 10
+    )
+
+    assert sorted(codes) == [201] + [400] * 9
+    assert Number.objects.count() == 1
+
+
+def test_two_users_racing_for_the_last_free_number(live_server):
+    inventory_provision(start="+442079460000", count=1)
+    users = [UserFactory(), UserFactory()]
+    jwts = [accounts.session_open(user=u).token for u in users]
+    tokens = [fresh_token(), fresh_token()]
+    url = f"{live_server.url}/api/numbers"
+
+    codes = race(
+        [
+            lambda i=i: post_json(
+                url, {"alias": "last", "pin": "1234", "captchaToken": tokens[i]}, jwts[i]
+            )
+            for i in range(2)
+        ]
+    )
+
+    assert sorted(codes) == [201, 503]
+    assert Number.objects.count() == 1

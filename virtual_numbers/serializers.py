@@ -1,0 +1,29 @@
+from rest_framework import serializers
+
+from relay.fields import MillisecondsField, StrictCharField
+
+
+class NumberOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    number = serializers.CharField(help_text="E.164, assigned by the service.")
+    alias = serializers.CharField()
+    created_at = MillisecondsField()
+
+
+class NumberListOutput(serializers.Serializer):
+    numbers = NumberOutput(many=True)
+
+
+class NumberCreateInput(serializers.Serializer):
+    alias = StrictCharField(max_length=1024, trim_whitespace=False)
+    pin = StrictCharField(max_length=64, trim_whitespace=False, help_text="4 to 8 digits.")
+    captchaToken = StrictCharField(max_length=64)  # noqa: N815
+
+
+class AliasInput(serializers.Serializer):
+    alias = StrictCharField(max_length=1024, trim_whitespace=False)
+
+
+class PinChangeInput(serializers.Serializer):
+    currentPin = StrictCharField(max_length=64, trim_whitespace=False)  # noqa: N815
+    newPin = StrictCharField(max_length=64, trim_whitespace=False)  # noqa: N815

@@ -1,0 +1,251 @@
+"""Every write on numbers: inventory, creation behind the CAPTCHA, alias, PIN, deletion."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+import phonenumbers
+from django.contrib.auth.hashers import check_password, make_password
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.models import User
+from captcha.services import captcha_token_consume
+from relay.errors import ApplicationError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
+from virtual_numbers.models import InventoryNumber, Number, PinFailure
+
+ALIAS_MAX_LENGTH = 64
+PIN_RE = re.compile(r"^[0-9]{4,8}$")
+PIN_FAILURE_LIMIT = 5
+PIN_FAILURE_WINDOW = timedelta(minutes=15)
+ALLOCATION_ATTEMPTS = 8
+
+
+class PinMismatch(ApplicationError):
+    status, code, message = 403, "pin_mismatch", "The current PIN is wrong."
+
+
+class PinLocked(ApplicationError):
+    status, code = 429, "pin_locked"
+    message = "Too many wrong PINs: PIN changes for this number are locked for a while."
+
+
+# --- validation ----------------------------------------------------------------------------
+def alias_clean(alias: str, *, field: str = "alias") -> str:
+    """Trimmed alias of 1-64 characters without control characters, else InvalidRequest."""
+    alias = alias.strip()
+    if not alias or len(alias) > ALIAS_MAX_LENGTH:
+        raise InvalidRequest(
+            f"{field} must be 1 to {ALIAS_MAX_LENGTH} characters.",
+            fields={field: [f"Must be 1 to {ALIAS_MAX_LENGTH} characters after trimming."]},
+        )
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in alias):
+        raise InvalidRequest(
+            f"{field} must not contain control characters.",
+            fields={field: ["Must not contain control characters."]},
+        )
+    return alias
+
+
+def pin_clean(pin: str, *, field: str) -> str:
+    if not PIN_RE.match(pin):
+        raise InvalidRequest(
+            f"{field} must be 4 to 8 digits.", fields={field: ["Must be 4 to 8 digits."]}
+        )
+    return pin
+
+
+def e164_parse(raw: str) -> str | None:
+    """`raw` as an E.164 string if it is a valid number written with its + prefix, else None."""
+    if not isinstance(raw, str) or not raw.startswith("+") or len(raw) > 32:
+        return None
+    try:
+        parsed = phonenumbers.parse(raw, None)
+    except phonenumbers.NumberParseException:
+        return None
+    if not phonenumbers.is_valid_number(parsed):
+        return None
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+
+
+# --- inventory -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProvisionResult:
+    added: int
+    existing: int
+    invalid: int
+
+
+def inventory_provision(*, start: str, count: int) -> ProvisionResult:
+    """Add `count` consecutive numbers from `start` to the inventory.
+
+    Each is validated with phonenumbers (invalid ones are skipped and counted); numbers that
+    exist already are skipped. Raises InvalidRequest when `start` itself is not valid E.164.
+    """
+    first = e164_parse(start)
+    if first is None:
+        raise InvalidRequest(f"{start!r} is not a valid E.164 number.")
+    if count < 1:
+        raise InvalidRequest("count must be at least 1.")
+    parsed = phonenumbers.parse(first, None)
+    width = len(str(parsed.national_number))
+    candidates, invalid = [], 0
+    for offset in range(count):
+        national = parsed.national_number + offset
+        if len(str(national)) > width:
+            invalid += count - offset  # ran past the end of the numbering block
+            break
+        e164 = e164_parse(f"+{parsed.country_code}{national}")
+        if e164 is None:
+            invalid += 1
+        else:
+            candidates.append(e164)
+    existing = set(
+        InventoryNumber.objects.filter(e164__in=candidates).values_list("e164", flat=True)
+    )
+    fresh = [InventoryNumber(e164=e) for e in candidates if e not in existing]
+    InventoryNumber.objects.bulk_create(fresh, batch_size=1000, ignore_conflicts=True)
+    return ProvisionResult(added=len(fresh), existing=len(existing), invalid=invalid)
+
+
+def _free_inventory():
+    return InventoryNumber.objects.filter(holding__isnull=True)
+
+
+def _random_free_entry() -> InventoryNumber | None:
+    """A random free entry, or None when none is free.
+
+    Count and pick are two reads: other requests may take entries in between, so a pick past
+    the shrunken end falls back to the first free entry instead of failing.
+    """
+    free = _free_inventory().order_by("pk")
+    total = free.count()
+    if not total:
+        return None
+    offset = secrets.randbelow(total)
+    picked = list(free[offset : offset + 1])
+    return picked[0] if picked else free.first()
+
+
+# --- numbers -------------------------------------------------------------------------------
+def number_create(*, user: User, alias: str, pin: str, captcha_token: str) -> Number:
+    """Give `user` a random free inventory number, spending the CAPTCHA token.
+
+    All in one transaction with the user's row locked, so the per-plan limit holds under
+    concurrent requests and the token is spent only if the number is created:
+    409 number_limit_reached past the plan's limit, 400 captcha_invalid for an unknown, spent
+    or expired token, 503 no_numbers_available when the inventory is empty.
+    """
+    alias = alias_clean(alias)
+    pin = pin_clean(pin, field="pin")
+    pin_hash = make_password(pin)  # slow by design: hash before taking any lock
+    with transaction.atomic():
+        locked_user = User.objects.select_for_update().get(pk=user.pk)
+        if Number.objects.filter(owner=locked_user).count() >= locked_user.number_limit:
+            raise Conflict(
+                f"Your plan allows {locked_user.number_limit} numbers; delete one first.",
+                code="number_limit_reached",
+            )
+        captcha_token_consume(token=captcha_token)
+        for _attempt in range(ALLOCATION_ATTEMPTS):
+            entry = _random_free_entry()
+            if entry is None:
+                break
+            try:
+                with transaction.atomic():  # a savepoint: a lost race leaves the outer intact
+                    return Number.objects.create(
+                        owner=locked_user,
+                        inventory=entry,
+                        number=entry.e164,
+                        alias=alias,
+                        pin_hash=pin_hash,
+                    )
+            except IntegrityError:
+                continue  # another request took this entry a moment ago: pick again
+        raise ServiceUnavailable(
+            "No numbers are available right now. Try again later.", code="no_numbers_available"
+        )
+
+
+def number_get_owned(*, user: User, number_id: str | uuid.UUID, lock: bool = False) -> Number:
+    """The caller's number, or NotFound for an id that is malformed, unknown or not theirs."""
+    try:
+        pk = uuid.UUID(str(number_id))
+    except ValueError as exc:
+        raise NotFound() from exc
+    queryset = Number.objects.select_for_update() if lock else Number.objects
+    try:
+        return queryset.get(pk=pk, owner=user)
+    except Number.DoesNotExist as exc:
+        raise NotFound() from exc
+
+
+def number_alias_set(*, user: User, number_id: str, alias: str) -> Number:
+    """Rename one of the caller's numbers."""
+    alias = alias_clean(alias)
+    number = number_get_owned(user=user, number_id=number_id)
+    number.alias = alias
+    number.save(update_fields=["alias"])
+    return number
+
+
+def _pin_lock_retry_after(*, number: Number, now) -> int | None:
+    """Seconds until PIN changes unlock, or None while fewer than 5 recent failures exist."""
+    recent = list(
+        PinFailure.objects.filter(number=number, created_at__gt=now - PIN_FAILURE_WINDOW)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)[:PIN_FAILURE_LIMIT]
+    )
+    if len(recent) < PIN_FAILURE_LIMIT:
+        return None
+    unlock_at = recent[-1] + PIN_FAILURE_WINDOW
+    return max(1, int((unlock_at - now).total_seconds()) + 1)
+
+
+def number_pin_change(*, user: User, number_id: str, current_pin: str, new_pin: str) -> None:
+    """Change the PIN after checking the current one (constant-time hash comparison).
+
+    Five wrong current PINs within 15 minutes lock PIN changes of that number until the window
+    has moved on: PinLocked (429, Retry-After), even for the right PIN. Failures are counted
+    in the database under the number's row lock, so parallel guesses cannot overshoot.
+    """
+    new_pin = pin_clean(new_pin, field="newPin")
+    if not isinstance(current_pin, str) or not current_pin:
+        raise InvalidRequest("currentPin is required.", fields={"currentPin": ["Required."]})
+    outcome: ApplicationError | None = None
+    with transaction.atomic():
+        number = number_get_owned(user=user, number_id=number_id, lock=True)
+        now = timezone.now()
+        retry_after = _pin_lock_retry_after(number=number, now=now)
+        if retry_after is not None:
+            outcome = PinLocked(headers={"Retry-After": str(retry_after)})
+        elif check_password(current_pin, number.pin_hash):
+            number.pin_hash = make_password(new_pin)
+            number.save(update_fields=["pin_hash"])
+        else:
+            # Recorded and committed before the error is raised: the count must survive it.
+            PinFailure.objects.create(number=number, created_at=now)
+            retry_after = _pin_lock_retry_after(number=number, now=now)
+            if retry_after is not None:
+                outcome = PinLocked(headers={"Retry-After": str(retry_after)})
+            else:
+                outcome = PinMismatch()
+    if outcome is not None:
+        raise outcome
+
+
+def number_delete(*, user: User, number_id: str) -> None:
+    """Delete one of the caller's numbers; its history goes with it, its entry is free again."""
+    with transaction.atomic():
+        number = number_get_owned(user=user, number_id=number_id, lock=True)
+        number.delete()
+
+
+def number_release(*, number: Number) -> None:
+    """Staff action: take a number from its holder and return it to the inventory."""
+    number.delete()
