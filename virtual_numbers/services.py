@@ -133,6 +133,35 @@ def _random_free_entry() -> InventoryNumber | None:
 
 
 # --- numbers -------------------------------------------------------------------------------
+def _allocate(*, owner: User, alias: str, pin_hash: str) -> Number:
+    """Inside the caller's transaction: give `owner` a random free entry, or 503."""
+    for _attempt in range(ALLOCATION_ATTEMPTS):
+        entry = _random_free_entry()
+        if entry is None:
+            break
+        try:
+            with transaction.atomic():  # a savepoint: a lost race leaves the outer intact
+                return Number.objects.create(
+                    owner=owner, inventory=entry, number=entry.e164, alias=alias, pin_hash=pin_hash
+                )
+        except IntegrityError:
+            continue  # another request took this entry a moment ago: pick again
+    raise ServiceUnavailable(
+        "No numbers are available right now. Try again later.", code="no_numbers_available"
+    )
+
+
+def _lock_user_under_limit(user: User) -> User:
+    """Lock the user's row and raise number_limit_reached if the plan is already full."""
+    locked_user = User.objects.select_for_update().get(pk=user.pk)
+    if Number.objects.filter(owner=locked_user).count() >= locked_user.number_limit:
+        raise Conflict(
+            f"Your plan allows {locked_user.number_limit} numbers; delete one first.",
+            code="number_limit_reached",
+        )
+    return locked_user
+
+
 def number_create(*, user: User, alias: str, pin: str, captcha_token: str) -> Number:
     """Give `user` a random free inventory number, spending the CAPTCHA token.
 
@@ -145,31 +174,21 @@ def number_create(*, user: User, alias: str, pin: str, captcha_token: str) -> Nu
     pin = pin_clean(pin, field="pin")
     pin_hash = make_password(pin)  # slow by design: hash before taking any lock
     with transaction.atomic():
-        locked_user = User.objects.select_for_update().get(pk=user.pk)
-        if Number.objects.filter(owner=locked_user).count() >= locked_user.number_limit:
-            raise Conflict(
-                f"Your plan allows {locked_user.number_limit} numbers; delete one first.",
-                code="number_limit_reached",
-            )
+        locked_user = _lock_user_under_limit(user)
         captcha_token_consume(token=captcha_token)
-        for _attempt in range(ALLOCATION_ATTEMPTS):
-            entry = _random_free_entry()
-            if entry is None:
-                break
-            try:
-                with transaction.atomic():  # a savepoint: a lost race leaves the outer intact
-                    return Number.objects.create(
-                        owner=locked_user,
-                        inventory=entry,
-                        number=entry.e164,
-                        alias=alias,
-                        pin_hash=pin_hash,
-                    )
-            except IntegrityError:
-                continue  # another request took this entry a moment ago: pick again
-        raise ServiceUnavailable(
-            "No numbers are available right now. Try again later.", code="no_numbers_available"
-        )
+        return _allocate(owner=locked_user, alias=alias, pin_hash=pin_hash)
+
+
+def number_grant(*, user: User, alias: str, pin: str) -> Number:
+    """Operator path (seed and admin commands): like number_create, without a CAPTCHA.
+
+    The CAPTCHA keeps bots off the public API; operators are trusted. The plan limit and
+    the inventory rules still hold.
+    """
+    alias = alias_clean(alias)
+    pin_hash = make_password(pin_clean(pin, field="pin"))
+    with transaction.atomic():
+        return _allocate(owner=_lock_user_under_limit(user), alias=alias, pin_hash=pin_hash)
 
 
 def number_get_owned(*, user: User, number_id: str | uuid.UUID, lock: bool = False) -> Number:

@@ -20,6 +20,14 @@ ROOT = Path(settings.BASE_DIR)
 DEADLINE = 60
 
 
+def cmdline(process: psutil.Process) -> list[str]:
+    """A child's command line; [] for one that has already exited (the periodic purge)."""
+    try:
+        return process.cmdline()
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+        return []
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -75,7 +83,7 @@ def relay_server(tmp_path):
 def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server):
     proc, base, port = relay_server
     children = psutil.Process(proc.pid).children(recursive=True)
-    names = " ".join(" ".join(c.cmdline()) for c in children)
+    names = " ".join(" ".join(cmdline(c)) for c in children)
     assert "redis-server" in names and "daphne" in names and "db_worker" in names
 
     status, health = request("GET", f"{base}/healthz")
