@@ -206,6 +206,8 @@ RATE_LIMIT_AUTH_PER_EMAIL = env.str("RATE_LIMIT_AUTH_PER_EMAIL", default="10/m")
 RATE_LIMIT_CAPTCHA_PER_IP = env.str("RATE_LIMIT_CAPTCHA_PER_IP", default="60/m")
 RATE_LIMIT_CAPTCHA_VERIFY_PER_IP = env.str("RATE_LIMIT_CAPTCHA_VERIFY_PER_IP", default="20/m")
 
+HISTORY_MAX_LIMIT = 200
+
 PLAN_NUMBER_LIMITS = {"free": env.int("PLAN_FREE_NUMBERS", default=5)}
 
 # --- REST framework ---------------------------------------------------------------------------

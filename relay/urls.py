@@ -17,5 +17,6 @@ urlpatterns = [
     path("api/", include("accounts.urls")),
     path("api/", include("captcha.urls")),
     path("api/", include("virtual_numbers.urls")),
+    path("api/", include("history.urls")),
     path("admin/", admin.site.urls),
 ]

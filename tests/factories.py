@@ -45,3 +45,14 @@ class NumberFactory(factory.django.DjangoModelFactory):
     number = factory.LazyAttribute(lambda o: o.inventory.e164)
     alias = factory.Sequence(lambda n: f"line {n}")
     pin_hash = factory.LazyFunction(lambda: make_password("1234"))
+
+
+class CallRecordFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "history.CallRecord"
+
+    number = factory.SubFactory(NumberFactory)
+    owner = factory.LazyAttribute(lambda o: o.number.owner)
+    caller_num = "+447700900123"
+    status = "answered"
+    duration = 45

@@ -17,6 +17,7 @@ from django.utils import timezone
 from accounts.models import User
 from captcha.services import captcha_token_consume
 from relay.errors import ApplicationError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
+from relay.phone import e164_valid
 from virtual_numbers.models import InventoryNumber, Number, PinFailure
 
 ALIAS_MAX_LENGTH = 64
@@ -60,19 +61,6 @@ def pin_clean(pin: str, *, field: str) -> str:
     return pin
 
 
-def e164_parse(raw: str) -> str | None:
-    """`raw` as an E.164 string if it is a valid number written with its + prefix, else None."""
-    if not isinstance(raw, str) or not raw.startswith("+") or len(raw) > 32:
-        return None
-    try:
-        parsed = phonenumbers.parse(raw, None)
-    except phonenumbers.NumberParseException:
-        return None
-    if not phonenumbers.is_valid_number(parsed):
-        return None
-    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
-
-
 # --- inventory -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ProvisionResult:
@@ -87,7 +75,7 @@ def inventory_provision(*, start: str, count: int) -> ProvisionResult:
     Each is validated with phonenumbers (invalid ones are skipped and counted); numbers that
     exist already are skipped. Raises InvalidRequest when `start` itself is not valid E.164.
     """
-    first = e164_parse(start)
+    first = e164_valid(start)
     if first is None:
         raise InvalidRequest(f"{start!r} is not a valid E.164 number.")
     if count < 1:
@@ -100,7 +88,7 @@ def inventory_provision(*, start: str, count: int) -> ProvisionResult:
         if len(str(national)) > width:
             invalid += count - offset  # ran past the end of the numbering block
             break
-        e164 = e164_parse(f"+{parsed.country_code}{national}")
+        e164 = e164_valid(f"+{parsed.country_code}{national}")
         if e164 is None:
             invalid += 1
         else:

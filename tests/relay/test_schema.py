@@ -15,6 +15,8 @@ ACCOUNT_PATHS = {
     "/api/numbers/{number_id}": {"delete"},
     "/api/numbers/{number_id}/alias": {"put"},
     "/api/numbers/{number_id}/pin": {"put"},
+    "/api/numbers/{number_id}/blocked": {"get", "post", "delete"},
+    "/api/history": {"get"},
 }
 
 

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from accounts.models import User
+from history.models import CallRecord
+from relay.errors import NotFound
+from virtual_numbers.models import Number
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    records: list[CallRecord]
+    total: int
+    limit: int
+    offset: int
+
+
+def history_page(
+    *,
+    user: User,
+    status: str | None,
+    limit: int,
+    offset: int,
+    number_id: uuid.UUID | None = None,
+) -> HistoryPage:
+    """The user's call records, newest first (created_at desc, then id desc).
+
+    Served by the (owner[, status], created_at, id) indexes: a range scan in order, never a
+    sort over the user's rows. `number_id` must be one of the user's numbers (else NotFound).
+    """
+    records = CallRecord.objects.filter(owner=user)
+    if number_id is not None:
+        if not Number.objects.filter(pk=number_id, owner=user).exists():
+            raise NotFound()
+        records = records.filter(number_id=number_id)
+    if status is not None:
+        records = records.filter(status=status)
+    total = records.count()
+    page = []
+    if offset < total:
+        page = list(
+            records.select_related("number").order_by("-created_at", "-id")[offset : offset + limit]
+        )
+    return HistoryPage(records=page, total=total, limit=limit, offset=offset)

@@ -1,0 +1,62 @@
+from django.conf import settings
+from rest_framework import serializers
+
+from history.models import CallStatus
+from relay.fields import MillisecondsField, StrictCharField
+
+STATUS_FILTERS = [*CallStatus.values, "all"]
+
+
+class HistoryQuery(serializers.Serializer):
+    """Query parameters: strings on the wire, so parsed here with explicit messages."""
+
+    status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all")
+    limit = serializers.CharField(required=False)
+    offset = serializers.CharField(required=False)
+    number_id = serializers.UUIDField(required=False)
+
+    @staticmethod
+    def _int(value: str, name: str, minimum: int) -> int:
+        if not value.isascii() or not value.isdigit():
+            raise serializers.ValidationError({name: [f"Must be an integer >= {minimum}."]})
+        number = int(value)
+        if number < minimum:
+            raise serializers.ValidationError({name: [f"Must be an integer >= {minimum}."]})
+        return number
+
+    def validate(self, attrs):
+        limit = self._int(attrs.get("limit", "50"), "limit", 1)
+        attrs["limit"] = min(limit, settings.HISTORY_MAX_LIMIT)  # clamped, and echoed as applied
+        attrs["offset"] = self._int(attrs.get("offset", "0"), "offset", 0)
+        return attrs
+
+
+class CallRecordOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    number_id = serializers.UUIDField()
+    caller_num = serializers.CharField()
+    status = serializers.ChoiceField(choices=CallStatus.values)
+    duration = serializers.IntegerField(help_text="seconds")
+    created_at = MillisecondsField()
+    number = serializers.CharField(source="number.number")
+    alias = serializers.CharField(source="number.alias")
+
+
+class HistoryOutput(serializers.Serializer):
+    history = CallRecordOutput(many=True)
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
+class BlockedCallerInput(serializers.Serializer):
+    caller_num = StrictCharField(max_length=64)
+
+
+class BlockedCallerOutput(serializers.Serializer):
+    caller_num = serializers.CharField()
+    created_at = MillisecondsField()
+
+
+class BlocklistOutput(serializers.Serializer):
+    blocked = BlockedCallerOutput(many=True)

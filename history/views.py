@@ -1,0 +1,91 @@
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status as http
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.serializers import SuccessOutput
+from history import selectors, services
+from history.serializers import (
+    STATUS_FILTERS,
+    BlockedCallerInput,
+    BlockedCallerOutput,
+    BlocklistOutput,
+    CallRecordOutput,
+    HistoryOutput,
+    HistoryQuery,
+)
+from relay.schema import errors
+
+
+class HistoryView(APIView):
+    @extend_schema(
+        operation_id="history_list",
+        parameters=[
+            OpenApiParameter("status", str, enum=STATUS_FILTERS, default="all"),
+            OpenApiParameter("limit", int, description="1-200 (larger is clamped)", default=50),
+            OpenApiParameter("offset", int, description=">= 0", default=0),
+            OpenApiParameter("number_id", str, description="one of your numbers (uuid)"),
+        ],
+        responses={200: HistoryOutput, **errors(400, 401, 404)},
+    )
+    def get(self, request):
+        # A plain dict: with a QueryDict DRF would read `?status=` as "not given".
+        query = HistoryQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        page = selectors.history_page(
+            user=request.user,
+            status=None if q["status"] == "all" else q["status"],
+            limit=q["limit"],
+            offset=q["offset"],
+            number_id=q.get("number_id"),
+        )
+        return Response(
+            {
+                "history": CallRecordOutput(page.records, many=True).data,
+                "total": page.total,
+                "limit": page.limit,
+                "offset": page.offset,
+            }
+        )
+
+
+class BlocklistView(APIView):
+    @extend_schema(
+        operation_id="numbers_blocked_list", responses={200: BlocklistOutput, **errors(401, 404)}
+    )
+    def get(self, request, number_id):
+        entries = services.blocklist_of(user=request.user, number_id=number_id)
+        return Response({"blocked": BlockedCallerOutput(entries, many=True).data})
+
+    @extend_schema(
+        operation_id="numbers_blocked_add",
+        request=BlockedCallerInput,
+        responses={
+            200: BlockedCallerOutput,
+            201: BlockedCallerOutput,
+            **errors(400, 401, 404, 415),
+        },
+    )
+    def post(self, request, number_id):
+        body = BlockedCallerInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        entry, created = services.blocked_caller_add(
+            user=request.user, number_id=number_id, caller_num=body.validated_data["caller_num"]
+        )
+        return Response(
+            BlockedCallerOutput(entry).data, status=http.HTTP_201_CREATED if created else 200
+        )
+
+    @extend_schema(
+        operation_id="numbers_blocked_remove",
+        request=BlockedCallerInput,
+        responses={200: SuccessOutput, **errors(400, 401, 404, 415)},
+    )
+    def delete(self, request, number_id):
+        body = BlockedCallerInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.blocked_caller_remove(
+            user=request.user, number_id=number_id, caller_num=body.validated_data["caller_num"]
+        )
+        return Response({"success": True})

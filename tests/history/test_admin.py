@@ -1,0 +1,36 @@
+import pytest
+
+from accounts.models import User
+from tests.factories import CallRecordFactory
+
+
+@pytest.fixture
+def staff_client(client, db):
+    client.force_login(User.objects.create_superuser("admin@example.com", "admin-password-long"))
+    return client
+
+
+def test_history_admin_filters_searches_and_is_read_only(staff_client):
+    record = CallRecordFactory(caller_num="+447700900555", status="missed")
+    CallRecordFactory(caller_num="+447700900444", status="answered")
+
+    by_status = staff_client.get("/admin/history/callrecord/", {"status__exact": "missed"})
+    by_caller = staff_client.get("/admin/history/callrecord/", {"q": "+447700900555"})
+    by_owner = staff_client.get("/admin/history/callrecord/", {"q": record.owner.email})
+    detail = staff_client.get(f"/admin/history/callrecord/{record.pk}/change/")
+
+    assert b"+447700900555" in by_status.content and b"+447700900444" not in by_status.content
+    assert b"+447700900555" in by_caller.content and b"+447700900444" not in by_caller.content
+    assert b"+447700900555" in by_owner.content
+    assert detail.status_code == 200
+    assert b'name="_save"' not in detail.content  # no save button: read-only
+
+
+def test_history_changelist_queries_are_bounded(staff_client, django_assert_max_num_queries):
+    for _ in range(30):
+        CallRecordFactory()
+
+    with django_assert_max_num_queries(12):
+        response = staff_client.get("/admin/history/callrecord/")
+
+    assert response.status_code == 200

@@ -1,0 +1,67 @@
+"""On PostgreSQL the history page is an index range scan in order: no Sort node, ever."""
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from history.models import CallRecord
+from tests.factories import NumberFactory, UserFactory
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="plans are PostgreSQL's"),
+]
+
+
+def plan_nodes(plan: dict) -> list[str]:
+    nodes = [plan["Node Type"]]
+    for child in plan.get("Plans", []):
+        nodes.extend(plan_nodes(child))
+    return nodes
+
+
+@pytest.fixture
+def loaded_user():
+    user = UserFactory()
+    numbers = [NumberFactory(owner=user), NumberFactory(owner=user)]
+    others = [NumberFactory() for _ in range(3)]
+    now = timezone.now()
+    rows = [
+        CallRecord(
+            number=(numbers + others)[i % 5],
+            owner=(numbers + others)[i % 5].owner,
+            caller_num="+447700900123",
+            status=("answered", "missed", "blocked")[i % 3],
+            duration=i % 100,
+            created_at=now - timedelta(seconds=i),
+        )
+        for i in range(30_000)
+    ]
+    CallRecord.objects.bulk_create(rows, batch_size=5000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE history_callrecord")
+    return user
+
+
+@pytest.mark.parametrize("status", [None, "missed"])
+@pytest.mark.parametrize("offset", [0, 3_000])
+def test_history_page_uses_an_index_and_never_sorts(loaded_user, status, offset):
+    from history.selectors import history_page
+
+    records = CallRecord.objects.filter(owner=loaded_user)
+    if status:
+        records = records.filter(status=status)
+    query = records.select_related("number").order_by("-created_at", "-id")[offset : offset + 50]
+    # With sorting priced out, a Sort node can only appear if no index delivers this order.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_sort = off")
+        plan = json.loads(query.explain(format="json"))[0]["Plan"]
+
+    nodes = plan_nodes(plan)
+    assert "Sort" not in nodes and "Incremental Sort" not in nodes, nodes
+    assert any("Index" in n for n in nodes), nodes
+    page = history_page(user=loaded_user, status=status, limit=50, offset=offset)
+    assert len(page.records) == 50

@@ -1,0 +1,183 @@
+import pytest
+from django.core.management import CommandError, call_command
+
+from history.models import CallRecord
+from history.services import record_inbound_call
+from relay.errors import InvalidRequest
+from tests.factories import NumberFactory
+
+
+@pytest.fixture
+def number(user):
+    return NumberFactory(owner=user, inventory__e164="+442079460001")
+
+
+@pytest.mark.django_db
+def test_record_call_command_records_a_call(number, capsys):
+    call_command(
+        "record_call",
+        "--number",
+        "+442079460001",
+        "--caller",
+        "+447700900123",
+        "--status",
+        "answered",
+        "--duration",
+        "45",
+        "--at",
+        "1795320000000",
+    )
+
+    record = CallRecord.objects.get()
+    assert (record.number, record.owner, record.caller_num, record.status, record.duration) == (
+        number,
+        number.owner,
+        "+447700900123",
+        "answered",
+        45,
+    )
+    assert int(record.created_at.timestamp() * 1000) == 1795320000000
+    assert "Recorded answered call" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--number", "+442079460999", "--caller", "+447700900123", "--status", "answered"],
+            "holds",
+        ),
+        (["--number", "nonsense", "--caller", "+447700900123", "--status", "answered"], "holds"),
+        (
+            ["--number", "+442079460001", "--caller", "+447700900123", "--status", "rejected"],
+            "status",
+        ),
+        (["--number", "+442079460001", "--caller", "07700900123", "--status", "missed"], "E.164"),
+        (["--number", "+442079460001", "--caller", "+44", "--status", "missed"], "E.164"),
+        (
+            ["--number", "+442079460001", "--caller", "+44 7700 900abc", "--status", "missed"],
+            "E.164",
+        ),
+        (
+            [
+                "--number",
+                "+442079460001",
+                "--caller",
+                "+447700900123",
+                "--status",
+                "answered",
+                "--duration",
+                "-5",
+            ],
+            "duration",
+        ),
+    ],
+)
+def test_record_call_command_fails_clearly_on_bad_input(number, argv, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("record_call", *argv)
+    assert not CallRecord.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_bad_at_timestamp_fails_clearly(number):
+    with pytest.raises(CommandError, match="--at"):
+        call_command(
+            "record_call",
+            "--number",
+            "+442079460001",
+            "--caller",
+            "+447700900123",
+            "--status",
+            "missed",
+            "--at",
+            str(10**20),
+        )
+
+
+def test_record_call_exits_non_zero_from_the_shell(db):
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    result = subprocess.run(  # noqa: S603
+        [
+            sys.executable,
+            "manage.py",
+            "record_call",
+            "--number",
+            "+442079460999",
+            "--caller",
+            "+447700900123",
+            "--status",
+            "answered",
+        ],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**__import__("os").environ, "DATABASE_URL": "sqlite:///:memory:"},
+    )
+    assert result.returncode != 0
+    assert "CommandError" in result.stderr or "Error" in result.stderr
+
+
+@pytest.mark.django_db
+def test_a_blocked_caller_is_recorded_as_blocked_with_no_duration(number):
+    from history.models import BlockedCaller
+
+    BlockedCaller.objects.create(number=number, caller_num="+447700900666")
+
+    record = record_inbound_call(
+        number=number, caller_num="+447700900666", status="answered", duration=120
+    )
+    other = record_inbound_call(
+        number=number, caller_num="+447700900123", status="answered", duration=120
+    )
+
+    assert (record.status, record.duration) == ("blocked", 0)
+    assert (other.status, other.duration) == ("answered", 120)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("duration", [-1, 1.5, "45", True, 10**9])
+def test_record_inbound_call_refuses_bad_durations(number, duration):
+    with pytest.raises(InvalidRequest):
+        record_inbound_call(
+            number=number, caller_num="+447700900123", status="missed", duration=duration
+        )
+
+
+@pytest.mark.django_db
+def test_seed_demo_creates_a_demo_once(capsys):
+    call_command("seed_demo")
+    first = capsys.readouterr().out
+    counts = (CallRecord.objects.count(), NumberFactory._meta.model.objects.count())
+
+    call_command("seed_demo")
+
+    assert "demo@relay.example" in first and "relay-demo-password" in first
+    assert 200 <= counts[0] <= 1000 and counts[1] == 3
+    assert (CallRecord.objects.count(), NumberFactory._meta.model.objects.count()) == counts
+    assert "exists already" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_seed_history_bulk_loads_records(user, capsys):
+    call_command("seed_history", "--email", user.email, "--count", "1200")
+
+    assert CallRecord.objects.filter(owner=user).count() == 1200
+    assert set(CallRecord.objects.values_list("status", flat=True)) <= {
+        "answered",
+        "missed",
+        "blocked",
+    }
+    assert "Loaded 1200 records" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_seed_history_refuses_an_unknown_user():
+    with pytest.raises(CommandError, match="No user"):
+        call_command("seed_history", "--email", "ghost@example.com", "--count", "10")
