@@ -2,9 +2,12 @@ import json
 import logging
 import time
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from realtime import events
+from realtime.services import call_request_submit
+from relay.errors import ApplicationError
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +59,28 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if frame["type"] == "ping":
             await self.send_json({"type": "pong", "ts": now_ms()})
             return
+        if frame["type"] == "call":
+            await self.handle_call(frame)
+            return
         await self.send_error("invalid_request", f"Unknown frame type {frame['type'][:32]!r}.")
+
+    async def handle_call(self, frame: dict) -> None:
+        call_id = frame.get("callId")
+        echo = {"callId": call_id} if isinstance(call_id, str) else {}
+        try:
+            call, _created = await database_sync_to_async(call_request_submit)(
+                user=self.scope["user"],
+                call_id=call_id,
+                to=frame.get("to"),
+                message=frame.get("message"),
+                from_number=frame.get("from"),
+            )
+        except ApplicationError as exc:
+            extra = {**echo, "fields": exc.fields} if exc.fields else echo
+            await self.send_error(exc.code, exc.message, **extra)
+            return
+        # The call is committed (and its dispatch enqueued) before this ack leaves.
+        await self.send_json({"type": "call_ack", "callId": call.call_id, "status": call.status})
 
     async def send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":")))

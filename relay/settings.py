@@ -4,6 +4,7 @@ The embedded default needs no variable at all except SECRET_KEY, which `make run
 under var/ on first start; DEBUG never supplies a secret outside development.
 """
 
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,8 +12,6 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
-VAR_DIR.mkdir(exist_ok=True)
 
 
 class StrictEnv(environ.Env):
@@ -38,6 +37,10 @@ class StrictEnv(environ.Env):
 
 
 env = StrictEnv()
+
+# Runtime files: the SQLite database, the embedded Redis socket, collected static files.
+VAR_DIR = Path(env.str("RELAY_VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env.bool("DEBUG", default=False)
 
@@ -130,6 +133,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache and channel layer --------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+# While `runrelay` runs its embedded Redis it writes the URL here, so that a management
+# command started from another shell (record_call) reaches the same sockets. Never under
+# pytest: unit tests use the in-memory layer whatever else runs on the machine.
+EMBEDDED_REDIS_URL_FILE = VAR_DIR / "embedded_redis_url"
+if not REDIS_URL and "pytest" not in sys.modules and EMBEDDED_REDIS_URL_FILE.exists():
+    REDIS_URL = EMBEDDED_REDIS_URL_FILE.read_text().strip()
 if REDIS_URL:
     CACHES = {
         "default": {
@@ -207,6 +216,18 @@ RATE_LIMIT_CAPTCHA_PER_IP = env.str("RATE_LIMIT_CAPTCHA_PER_IP", default="60/m")
 RATE_LIMIT_CAPTCHA_VERIFY_PER_IP = env.str("RATE_LIMIT_CAPTCHA_VERIFY_PER_IP", default="20/m")
 
 HISTORY_MAX_LIMIT = 200
+
+# --- Calls -----------------------------------------------------------------------------------
+RATE_LIMIT_CALLS_PER_USER = env.str("RATE_LIMIT_CALLS_PER_USER", default="60/m")
+TELEPHONY_PROVIDER = env.str("TELEPHONY_PROVIDER", default="simulated")
+SERVICE_CALLER_ID = env.str("SERVICE_CALLER_ID", default="+441632960000")
+SIMULATED_STEP_SECONDS = env.float("SIMULATED_STEP_SECONDS", default=1.0)
+SIMULATED_TALK_SCALE = env.float("SIMULATED_TALK_SCALE", default=0.1)
+# A call whose next step is this late (and has no task waiting) lost its worker.
+CALL_RECOVERY_GRACE = env.int("CALL_RECOVERY_GRACE", default=30)
+CALL_RECOVERY_INTERVAL = env.float("CALL_RECOVERY_INTERVAL", default=10.0)
+CALL_MAX_RECOVERIES = env.int("CALL_MAX_RECOVERIES", default=3)
+WORKER_POLL_INTERVAL = env.float("WORKER_POLL_INTERVAL", default=0.2)
 
 PLAN_NUMBER_LIMITS = {"free": env.int("PLAN_FREE_NUMBERS", default=5)}
 

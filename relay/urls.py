@@ -18,5 +18,6 @@ urlpatterns = [
     path("api/", include("captcha.urls")),
     path("api/", include("virtual_numbers.urls")),
     path("api/", include("history.urls")),
+    path("api/", include("realtime.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -114,3 +114,36 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
     return Clock(monkeypatch)
+
+
+@pytest.fixture(autouse=True)
+def _instant_simulated_calls(settings):
+    settings.SIMULATED_STEP_SECONDS = 0
+    settings.SIMULATED_TALK_SCALE = 0
+
+
+def drain_tasks(max_rounds: int = 1000) -> None:
+    """Run every task that is due, in this process (so the in-memory channel layer is shared),
+    until none is left: what a worker would do, without signals or sleeping."""
+    from unittest import mock
+
+    from django_tasks_db.management.commands import db_worker
+    from django_tasks_db.management.commands.db_worker import Worker
+
+    # The worker recycles connections between tasks; inside a test that would close the
+    # connection holding the test's transaction.
+    with mock.patch.object(db_worker, "close_old_connections", lambda: None):
+        _run_worker(Worker, max_rounds)
+
+
+def _run_worker(Worker, max_rounds: int) -> None:  # noqa: N803 - a class
+    Worker(
+        queue_names=["default"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=max_rounds,
+        worker_id="test-worker",
+        excluded_queue_names=[],
+    ).run()

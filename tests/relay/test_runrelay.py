@@ -84,7 +84,7 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
     proc, base, port = relay_server
     children = psutil.Process(proc.pid).children(recursive=True)
     names = " ".join(" ".join(cmdline(c)) for c in children)
-    assert "redis-server" in names and "daphne" in names and "db_worker" in names
+    assert "redis-server" in names and "daphne" in names and "relay_worker" in names
 
     status, health = request("GET", f"{base}/healthz")
     assert health == {"status": "ok", "database": "ok", "channelLayer": "ok"}

@@ -17,6 +17,9 @@ ACCOUNT_PATHS = {
     "/api/numbers/{number_id}/pin": {"put"},
     "/api/numbers/{number_id}/blocked": {"get", "post", "delete"},
     "/api/history": {"get"},
+    "/api/calls": {"get", "post"},
+    "/api/calls/{call_id}": {"get"},
+    "/api/calls/{call_id}/cancel": {"post"},
 }
 
 

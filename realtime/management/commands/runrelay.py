@@ -39,6 +39,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         self.children: list[tuple[str, subprocess.Popen]] = []
         self.stopping = False
+        self.published_url_file = False
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         env = dict(os.environ)
@@ -67,11 +68,13 @@ class Command(BaseCommand):
                     [
                         sys.executable,
                         "manage.py",
-                        "db_worker",
+                        "relay_worker",
                         "--queue-name",
                         "default",
                         "--no-reload",
                         "--no-startup-delay",
+                        "--interval",
+                        str(settings.WORKER_POLL_INTERVAL),
                     ],
                     env,
                 )
@@ -124,6 +127,8 @@ class Command(BaseCommand):
             try:
                 if redis.Redis.from_url(url, socket_timeout=0.5).ping():
                     self.stdout.write(f"Embedded Redis listening on {socket_path}")
+                    settings.EMBEDDED_REDIS_URL_FILE.write_text(url)
+                    self.published_url_file = True
                     return url
             except (redis.RedisError, OSError):
                 pass
@@ -159,6 +164,8 @@ class Command(BaseCommand):
         return 0
 
     def _stop_all(self) -> None:
+        if self.published_url_file:
+            settings.EMBEDDED_REDIS_URL_FILE.unlink(missing_ok=True)
         # Stop in reverse start order: worker and Daphne before the Redis they use.
         for _name, proc in reversed(self.children):
             if proc.poll() is None:

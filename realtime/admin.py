@@ -1,0 +1,45 @@
+from django.contrib import admin, messages
+
+from realtime import services
+from realtime.models import CallEvent, CallRequest, CallState
+
+
+class CallEventInline(admin.TabularInline):
+    model = CallEvent
+    extra = 0
+    max_num = 0
+    can_delete = False
+    fields = ("status", "at", "detail")
+    readonly_fields = fields
+    ordering = ("at", "id")
+
+
+@admin.register(CallRequest)
+class CallRequestAdmin(admin.ModelAdmin):
+    list_display = ("call_id", "owner", "to", "caller_id", "status", "duration", "created_at")
+    list_filter = ("status",)
+    search_fields = ("=call_id", "=to", "owner__email")
+    list_select_related = ("owner",)
+    raw_id_fields = ("owner", "from_number")
+    ordering = ("-created_at", "-id")
+    show_full_result_count = False
+    inlines = [CallEventInline]
+    readonly_fields = [f.name for f in CallRequest._meta.fields]
+    actions = ["cancel_queued"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Cancel the selected queued calls")
+    def cancel_queued(self, request, queryset):
+        canceled = 0
+        for call in queryset.filter(status=CallState.QUEUED).select_related("owner"):
+            try:
+                services.call_request_cancel(user=call.owner, call_id=call.call_id)
+                canceled += 1
+            except services.Conflict:
+                pass  # it left the queue meanwhile
+        self.message_user(request, f"Canceled {canceled} call(s).", messages.SUCCESS)

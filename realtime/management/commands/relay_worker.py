@@ -1,0 +1,48 @@
+"""`manage.py relay_worker`: django-tasks-db's db_worker plus the call recovery loop.
+
+Recovery runs at start (so a worker restarted after a crash picks up what its predecessor
+dropped) and every CALL_RECOVERY_INTERVAL seconds in a background thread.
+"""
+
+import logging
+import threading
+
+from django.conf import settings
+from django.db import close_old_connections
+from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
+
+from realtime.services import calls_recover
+
+logger = logging.getLogger(__name__)
+
+
+class RecoveryLoop(threading.Thread):
+    def __init__(self, interval: float):
+        super().__init__(name="call-recovery", daemon=True)
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                close_old_connections()
+                touched = calls_recover()
+                if touched:
+                    logger.warning("call recovery touched %d call(s)", touched)
+            except Exception:  # keep the loop alive through a database restart
+                logger.exception("call recovery pass failed")
+            finally:
+                close_old_connections()
+            self.stopped.wait(self.interval)
+
+
+class Command(DbWorkerCommand):
+    help = "Run the task worker with the call recovery loop."
+
+    def handle(self, *args, **options):
+        loop = RecoveryLoop(settings.CALL_RECOVERY_INTERVAL)
+        loop.start()
+        try:
+            return super().handle(*args, **options)
+        finally:
+            loop.stopped.set()

@@ -1,0 +1,100 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class CallState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    DIALING = "dialing", "Dialing"
+    RINGING = "ringing", "Ringing"
+    IN_PROGRESS = "in_progress", "In progress"
+    COMPLETED = "completed", "Completed"
+    BUSY = "busy", "Busy"
+    NO_ANSWER = "no_answer", "No answer"
+    FAILED = "failed", "Failed"
+    CANCELED = "canceled", "Canceled"
+
+
+TERMINAL_STATES = frozenset(
+    {CallState.COMPLETED, CallState.BUSY, CallState.NO_ANSWER, CallState.FAILED, CallState.CANCELED}
+)
+ACTIVE_STATES = frozenset(set(CallState.values) - TERMINAL_STATES)
+
+
+class CallRequest(models.Model):
+    """An outbound call a user asked for: ring `to`, say `message`."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="call_requests"
+    )
+    call_id = models.CharField(max_length=64, help_text="the client's callId")
+    to = models.CharField(max_length=16)
+    message = models.TextField()
+    # The held number it calls from; kept null if that number is deleted later.
+    from_number = models.ForeignKey(
+        "numbers.Number",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="outbound_calls",
+    )
+    caller_id = models.CharField(max_length=16, help_text="the number presented to the callee")
+    status = models.CharField(max_length=16, choices=CallState.choices, default=CallState.QUEUED)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    dialing_at = models.DateTimeField(null=True, blank=True)
+    ringing_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    duration = models.PositiveIntegerField(null=True, blank=True, help_text="seconds")
+    failure_reason = models.CharField(max_length=200, blank=True, default="")
+    provider_call_id = models.CharField(max_length=100, blank=True, default="")
+    # When the next step is due at the latest; a non-terminal call past it (plus grace) has
+    # lost its worker and is driven again by the recovery pass.
+    step_deadline = models.DateTimeField(null=True, blank=True)
+    recoveries = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "call_id"], name="callrequest_unique_call_id"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=CallState.values), name="callrequest_status_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["owner", "-created_at", "-id"], name="callrequest_owner_newest"),
+            models.Index(
+                fields=["owner", "status", "-created_at", "-id"], name="callrequest_owner_status"
+            ),
+            models.Index(
+                fields=["step_deadline"],
+                condition=models.Q(status__in=sorted(ACTIVE_STATES)),
+                name="callrequest_active_deadline",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.call_id} -> {self.to} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATES
+
+
+class CallEvent(models.Model):
+    """One state a call went through, in order: its read-only timeline."""
+
+    call = models.ForeignKey(CallRequest, on_delete=models.CASCADE, related_name="events")
+    status = models.CharField(max_length=16, choices=CallState.choices)
+    at = models.DateTimeField(default=timezone.now)
+    detail = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["call", "at"], name="callevent_call_at")]
+
+    def __str__(self) -> str:
+        return f"{self.call_id}: {self.status}"

@@ -1,0 +1,16 @@
+from history.selectors import HistoryPage
+from realtime.models import CallRequest
+
+
+def calls_page(*, user, status: str | None, limit: int, offset: int) -> HistoryPage:
+    """The user's outbound calls, newest first; same paging as history."""
+    calls = CallRequest.objects.filter(owner=user)
+    if status is not None:
+        calls = calls.filter(status=status)
+    total = calls.count()
+    page = (
+        list(calls.order_by("-created_at", "-id")[offset : offset + limit])
+        if offset < total
+        else []
+    )
+    return HistoryPage(records=page, total=total, limit=limit, offset=offset)

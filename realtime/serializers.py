@@ -1,0 +1,64 @@
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from realtime.models import CallState
+from relay.fields import MillisecondsField
+
+STATUS_FILTERS = [*CallState.values, "all"]
+
+
+class CallSubmitInput(serializers.Serializer):
+    """Documented shape only: the service validates the raw values itself, exactly as it does
+    for the WebSocket `call` frame, so both paths answer the same errors."""
+
+    callId = serializers.CharField(max_length=64)  # noqa: N815
+    to = serializers.CharField(help_text="E.164, e.g. +442079460123")
+    message = serializers.CharField(max_length=1000)
+    # "from" is a Python keyword: declared through the fields mapping below.
+
+
+CallSubmitInput._declared_fields["from"] = serializers.CharField(
+    required=False, help_text="one of your numbers (E.164); default: your oldest"
+)
+
+
+class CallAckOutput(serializers.Serializer):
+    type = serializers.CharField(default="call_ack")
+    callId = serializers.CharField()  # noqa: N815
+    status = serializers.ChoiceField(choices=CallState.values)
+
+
+class CallEventOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=CallState.values)
+    at = MillisecondsField()
+    detail = serializers.CharField()
+
+
+class CallOutput(serializers.Serializer):
+    callId = serializers.CharField(source="call_id")  # noqa: N815
+    to = serializers.CharField()
+    message = serializers.CharField()
+    status = serializers.ChoiceField(choices=CallState.values)
+    duration = serializers.IntegerField(allow_null=True, help_text="seconds")
+    reason = serializers.CharField(source="failure_reason")
+    createdAt = MillisecondsField(source="created_at")  # noqa: N815
+    updatedAt = MillisecondsField(source="updated_at")  # noqa: N815
+    endedAt = MillisecondsField(source="ended_at", allow_null=True)  # noqa: N815
+
+
+CallOutput._declared_fields["from"] = serializers.CharField(source="caller_id")
+
+
+class CallDetailOutput(CallOutput):
+    timeline = CallEventOutput(source="events.all", many=True)
+
+
+class CallListOutput(serializers.Serializer):
+    calls = CallOutput(many=True)
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
+extend_schema_field(OpenApiTypes.INT)(MillisecondsField)

@@ -1,0 +1,90 @@
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from history.serializers import HistoryQuery
+from realtime import selectors, services
+from realtime.serializers import (
+    STATUS_FILTERS,
+    CallAckOutput,
+    CallDetailOutput,
+    CallListOutput,
+    CallOutput,
+    CallSubmitInput,
+)
+from relay.errors import InvalidRequest
+from relay.schema import errors
+
+
+class CallsQuery(HistoryQuery):
+    status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all")
+    number_id = None
+
+
+class CallCollectionView(APIView):
+    @extend_schema(
+        operation_id="calls_list",
+        parameters=[
+            OpenApiParameter("status", str, enum=STATUS_FILTERS, default="all"),
+            OpenApiParameter("limit", int, default=50),
+            OpenApiParameter("offset", int, default=0),
+        ],
+        responses={200: CallListOutput, **errors(400, 401)},
+    )
+    def get(self, request):
+        query = CallsQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        page = selectors.calls_page(
+            user=request.user,
+            status=None if q["status"] == "all" else q["status"],
+            limit=q["limit"],
+            offset=q["offset"],
+        )
+        return Response(
+            {
+                "calls": CallOutput(page.records, many=True).data,
+                "total": page.total,
+                "limit": page.limit,
+                "offset": page.offset,
+            }
+        )
+
+    @extend_schema(
+        operation_id="calls_submit",
+        request=CallSubmitInput,
+        responses={202: CallAckOutput, **errors(400, 401, 415, 429)},
+    )
+    def post(self, request):
+        if not isinstance(request.data, dict):
+            raise InvalidRequest("The body must be a JSON object.")
+        call, _created = services.call_request_submit(
+            user=request.user,
+            call_id=request.data.get("callId"),
+            to=request.data.get("to"),
+            message=request.data.get("message"),
+            from_number=request.data.get("from"),
+        )
+        return Response(
+            {"type": "call_ack", "callId": call.call_id, "status": call.status},
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class CallView(APIView):
+    @extend_schema(operation_id="calls_get", responses={200: CallDetailOutput, **errors(401, 404)})
+    def get(self, request, call_id):
+        call = services.call_request_get(user=request.user, call_id=call_id)
+        return Response(CallDetailOutput(call).data)
+
+
+class CallCancelView(APIView):
+    @extend_schema(
+        operation_id="calls_cancel",
+        request=None,
+        responses={200: CallOutput, **errors(401, 404, 409)},
+    )
+    def post(self, request, call_id):
+        call = services.call_request_cancel(user=request.user, call_id=call_id)
+        return Response(CallOutput(call).data)

@@ -1,0 +1,217 @@
+"""The WebSocket `call` protocol of DESIGN §5.5, through Channels' WebsocketCommunicator."""
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from accounts import services as accounts
+from history.services import record_inbound_call
+from realtime.models import CallRequest
+from relay.asgi import application
+from tests.conftest import drain_tasks
+from tests.factories import NumberFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
+
+
+@pytest.fixture
+def auth(user):
+    return accounts.session_open(user=user)
+
+
+@pytest.fixture
+async def ws(auth):
+    communicator = WebsocketCommunicator(application, f"/ws?token={auth.token}")
+    connected, _ = await communicator.connect()
+    assert connected
+    yield communicator
+    await communicator.disconnect()
+
+
+async def frames_until(ws, predicate, timeout=5):
+    """Read frames until one satisfies `predicate`; return them all."""
+    seen = []
+    while True:
+        frame = await ws.receive_json_from(timeout=timeout)
+        seen.append(frame)
+        if predicate(frame):
+            return seen
+
+
+async def submit_and_run(ws, frame):
+    """Send a call, wait for its ack (so it is committed), run the worker, and return every
+    frame up to the call's terminal status."""
+    await ws.send_json_to(frame)
+    frames = await frames_until(ws, lambda f: f["type"] == "call_ack")
+    await sync_to_async(drain_tasks)()
+    if not any(f.get("status") in TERMINAL for f in frames):
+        frames += await frames_until(ws, lambda f: f.get("status") in TERMINAL)
+    return frames
+
+
+def call_frame(call_id="c1", to="+442079460120", message="Hello from Relay", **extra):
+    return {"type": "call", "callId": call_id, "to": to, "message": message, **extra}
+
+
+async def test_a_call_is_acked_as_queued_after_it_is_committed(ws):
+    await ws.send_json_to(call_frame())
+
+    frames = await frames_until(ws, lambda f: f["type"] == "call_ack")
+
+    assert frames[-1] == {"type": "call_ack", "callId": "c1", "status": "queued"}
+    assert await sync_to_async(CallRequest.objects.filter(call_id="c1", status="queued").exists)()
+
+
+async def test_a_duplicate_call_id_acks_the_existing_call_with_its_status(ws):
+    await submit_and_run(ws, call_frame())
+
+    await ws.send_json_to(call_frame(to="+442079460127", message="another body"))
+    ack = (await frames_until(ws, lambda f: f["type"] == "call_ack"))[-1]
+
+    assert ack == {"type": "call_ack", "callId": "c1", "status": "completed"}
+    assert await sync_to_async(CallRequest.objects.count)() == 1
+
+
+@pytest.mark.parametrize(
+    ("frame", "field"),
+    [
+        (call_frame(to="07700900123"), "to"),
+        (call_frame(to="+4420"), "to"),
+        (call_frame(message=""), "message"),
+        (call_frame(message="x" * 1001), "message"),
+        ({"type": "call", "to": "+442079460120", "message": "hi"}, "callId"),
+        (call_frame(call_id=7), "callId"),
+    ],
+)
+async def test_each_bad_call_gets_an_error_frame_and_the_socket_stays_open(ws, frame, field):
+    await ws.send_json_to(frame)
+
+    error = await ws.receive_json_from(timeout=5)
+
+    assert error["type"] == "error"
+    assert error["code"] == "invalid_request"
+    assert field in error["fields"]
+    if isinstance(frame.get("callId"), str):
+        assert error["callId"] == frame["callId"]
+    await ws.send_json_to({"type": "ping"})
+    assert (await ws.receive_json_from(timeout=5))["type"] == "pong"
+    assert not await sync_to_async(CallRequest.objects.exists)()
+
+
+@pytest.mark.parametrize("raw", ["not json", "[1, 2]", '"ping"', '{"no_type": 1}', '{"type": 5}'])
+async def test_frames_that_are_not_json_objects_with_a_type_are_errors(ws, raw):
+    await ws.send_to(text_data=raw)
+
+    error = await ws.receive_json_from(timeout=5)
+
+    assert (error["type"], error["code"]) == ("error", "invalid_request")
+    await ws.send_json_to({"type": "ping"})
+    assert (await ws.receive_json_from(timeout=5))["type"] == "pong"
+
+
+async def test_an_unknown_type_is_an_error(ws):
+    await ws.send_json_to({"type": "dance"})
+
+    error = await ws.receive_json_from(timeout=5)
+
+    assert error["type"] == "error" and "dance" in error["error"]
+
+
+async def test_an_oversized_frame_closes_the_socket_with_1009(ws):
+    await ws.send_to(text_data=json.dumps(call_frame(message="x" * (64 * 1024))))
+
+    assert await ws.receive_output(timeout=5) == {"type": "websocket.close", "code": 1009}
+
+
+async def test_calls_are_rate_limited_per_user(ws, settings):
+    settings.RATE_LIMIT_CALLS_PER_USER = "2/m"
+    for i in range(2):
+        await ws.send_json_to(call_frame(call_id=f"c{i}"))
+        await frames_until(ws, lambda f: f["type"] == "call_ack")
+
+    await ws.send_json_to(call_frame(call_id="c9"))
+    error = (await frames_until(ws, lambda f: f["type"] == "error"))[-1]
+
+    assert error["code"] == "rate_limited"
+    assert error["callId"] == "c9"
+
+
+@pytest.mark.parametrize(
+    ("to", "sequence"),
+    [
+        ("+442079460120", ["queued", "dialing", "ringing", "in_progress", "completed"]),
+        ("+442079460127", ["queued", "dialing", "ringing", "busy"]),
+        ("+442079460128", ["queued", "dialing", "ringing", "no_answer"]),
+        ("+442079460129", ["queued", "dialing", "ringing", "failed"]),
+    ],
+)
+async def test_call_status_frames_follow_each_simulated_ending(ws, to, sequence):
+    frames = await submit_and_run(ws, call_frame(to=to))
+
+    statuses = [f["status"] for f in frames if f["type"] == "call_status"]
+    assert statuses == sequence
+    assert [f for f in frames if f["type"] == "call_ack"] == [
+        {"type": "call_ack", "callId": "c1", "status": "queued"}
+    ]
+    last = frames[-1]
+    assert last["callId"] == "c1" and isinstance(last["ts"], int)
+    if last["status"] == "completed":
+        assert last["duration"] == 2  # three words at 150 a minute
+    if last["status"] == "failed":
+        assert last["reason"] == "unreachable"
+
+
+async def test_every_socket_of_the_user_sees_the_call(auth, ws):
+    other = WebsocketCommunicator(application, f"/ws?token={auth.token}")
+    await other.connect()
+    try:
+        await submit_and_run(ws, call_frame())
+
+        frames = await frames_until(other, lambda f: f.get("status") in TERMINAL)
+
+        assert [f["status"] for f in frames] == [
+            "queued",
+            "dialing",
+            "ringing",
+            "in_progress",
+            "completed",
+        ]
+    finally:
+        await other.disconnect()
+
+
+async def test_another_users_socket_sees_nothing(ws, other_user):
+    theirs = await sync_to_async(accounts.session_open)(user=other_user)
+    outsider = WebsocketCommunicator(application, f"/ws?token={theirs.token}")
+    await outsider.connect()
+    try:
+        await submit_and_run(ws, call_frame())
+
+        assert await outsider.receive_nothing(timeout=0.2)
+    finally:
+        await outsider.disconnect()
+
+
+async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):
+    number = await sync_to_async(NumberFactory)(owner=user, alias="Office")
+
+    record = await sync_to_async(record_inbound_call)(
+        number=number, caller_num="+447700900123", status="answered", duration=45
+    )
+
+    frame = await ws.receive_json_from(timeout=5)
+    assert frame == {
+        "type": "call_record",
+        "id": str(record.id),
+        "number_id": str(number.pk),
+        "caller_num": "+447700900123",
+        "status": "answered",
+        "duration": 45,
+        "created_at": int(record.created_at.timestamp() * 1000),
+        "number": number.number,
+        "alias": "Office",
+    }
