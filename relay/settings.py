@@ -133,6 +133,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache and channel layer --------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+# Frames a socket may have waiting before the channel layer drops new ones for it (the
+# layers' default, 100, is a burst of ~20 calls' events for a user with one busy socket).
+CHANNEL_CAPACITY = env.int("CHANNEL_CAPACITY", default=5000)
 # While `runrelay` runs its embedded Redis it writes the URL here, so that a management
 # command started from another shell (record_call) reaches the same sockets. Never under
 # pytest: unit tests use the in-memory layer whatever else runs on the machine.
@@ -150,12 +153,24 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": "relay"},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout by default, exactly the length
+                # of channels-redis's idle blocking pop, so idle sockets died with 1011. The
+                # read timeout must outlast the pop.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "prefix": "relay",
+                "capacity": CHANNEL_CAPACITY,
+            },
         }
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": CHANNEL_CAPACITY},
+        }
+    }
 
 # --- Tasks ------------------------------------------------------------------------------------
 TASKS = {

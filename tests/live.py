@@ -1,0 +1,126 @@
+"""Start Relay's real processes against the test database, for end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(settings.BASE_DIR)
+START_DEADLINE = 60
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_database_url() -> str:
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    user = db.get("USER") or "postgres"
+    return (
+        f"postgres://{user}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    )
+
+
+def relay_env(var_dir: Path, **extra) -> dict:
+    """The environment of a child process: the test's database, secret and Redis (if any)."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=test_database_url(),
+        SECRET_KEY=settings.SECRET_KEY,
+        RELAY_VAR_DIR=str(var_dir),
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        RATE_LIMIT_CALLS_PER_USER="100000/m",
+        SIMULATED_STEP_SECONDS="0.02",
+        SIMULATED_TALK_SCALE="0",
+        WORKER_POLL_INTERVAL="0.02",
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def wait_until(predicate, *, deadline: float, what: str, interval: float = 0.05):
+    end = time.monotonic() + deadline
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+class RelayProcess:
+    """`manage.py runrelay` on a free port; stop() sends SIGTERM and waits."""
+
+    def __init__(self, var_dir: Path, *args: str, **env):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.ws_base = f"ws://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(  # noqa: S603
+            [sys.executable, "manage.py", "runrelay", "--port", str(self.port), *args],
+            cwd=ROOT,
+            env=relay_env(var_dir, **env),
+        )
+        wait_until(self._healthy, deadline=START_DEADLINE, what="runrelay to serve")
+
+    def _healthy(self) -> bool:
+        assert self.proc.poll() is None, "runrelay exited during start-up"
+        try:
+            with urllib.request.urlopen(f"{self.base}/healthz", timeout=2) as r:  # noqa: S310
+                return json.loads(r.read())["status"] == "ok"
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class WorkerProcess:
+    """`manage.py relay_worker` alone, so a test can kill and restart it."""
+
+    def __init__(self, var_dir: Path, **env):
+        self.proc = subprocess.Popen(  # noqa: S603
+            [
+                sys.executable,
+                "manage.py",
+                "relay_worker",
+                "--no-reload",
+                "--no-startup-delay",
+                "--interval",
+                "0.02",
+            ],
+            cwd=ROOT,
+            env=relay_env(var_dir, **env),
+        )
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()

@@ -1,0 +1,217 @@
+"""End to end on real processes: Daphne, the worker, Redis (embedded or the machine's), real
+WebSocket clients. These are the claims of DESIGN §5.5 that only a live system can show."""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from asgiref.sync import sync_to_async
+from websockets.asyncio.client import connect
+
+from accounts import services as accounts
+from realtime.models import CallEvent, CallRequest
+from tests.factories import NumberFactory
+from tests.live import ROOT, RelayProcess, WorkerProcess, relay_env, wait_until
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+
+TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
+CALLS, SOCKETS = 200, 4
+
+
+@pytest.fixture
+def relay(tmp_path):
+    process = RelayProcess(tmp_path)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def token(user):
+    return accounts.session_open(user=user).token
+
+
+def target(i: int) -> str:
+    return f"+4420794602{i % 100:02d}"  # last digits 0-9 cycle through every ending
+
+
+async def read_until(ws, done, timeout=120):
+    """Collect JSON frames until done(frames) holds."""
+    frames = []
+    async with asyncio.timeout(timeout):
+        while not done(frames):
+            frames.append(json.loads(await ws.recv()))
+    return frames
+
+
+def terminal_for_all(call_ids):
+    def done(frames):
+        ended = {
+            f["callId"] for f in frames if f["type"] == "call_status" and f["status"] in TERMINAL
+        }
+        return call_ids <= ended
+
+    return done
+
+
+async def test_two_hundred_calls_over_four_sockets_all_acked_ended_and_seen_everywhere(
+    relay, token
+):
+    call_ids = {f"call-{i}" for i in range(CALLS)}
+    sockets = [await connect(f"{relay.ws_base}/ws?token={token}") for _ in range(SOCKETS)]
+    try:
+
+        async def client(n: int, ws):
+            mine = [i for i in range(CALLS) if i % SOCKETS == n]
+            for i in mine:
+                await ws.send(
+                    json.dumps(
+                        {
+                            "type": "call",
+                            "callId": f"call-{i}",
+                            "to": target(i),
+                            "message": f"Message {i}",
+                        }
+                    )
+                )
+            return await read_until(ws, terminal_for_all(call_ids))
+
+        results = await asyncio.gather(*(client(n, ws) for n, ws in enumerate(sockets)))
+    finally:
+        for ws in sockets:
+            await ws.close()
+
+    acks = [f for frames in results for f in frames if f["type"] == "call_ack"]
+    assert sorted(f["callId"] for f in acks) == sorted(call_ids)
+    assert all(f["status"] == "queued" for f in acks)
+    assert not [f for frames in results for f in frames if f["type"] == "error"]
+
+    calls = await sync_to_async(lambda: {c.call_id: c for c in CallRequest.objects.all()})()
+    assert set(calls) == call_ids
+    assert all(c.status in TERMINAL for c in calls.values())
+    timelines = await sync_to_async(
+        lambda: {
+            c.call_id: list(
+                CallEvent.objects.filter(call=c)
+                .order_by("at", "id")
+                .values_list("status", flat=True)
+            )
+            for c in calls.values()
+        }
+    )()
+    for frames in results:  # every socket saw every state of every call, in order
+        pushed: dict[str, list[str]] = {}
+        for f in frames:
+            if f["type"] == "call_status":
+                pushed.setdefault(f["callId"], []).append(f["status"])
+        assert pushed == timelines
+    for call_id, call in calls.items():
+        assert timelines[call_id][-1] == call.status
+
+
+async def test_an_inbound_call_recorded_from_another_shell_reaches_the_open_socket(
+    relay, user, token, tmp_path
+):
+    number = await sync_to_async(NumberFactory)(owner=user)
+    async with connect(f"{relay.ws_base}/ws?token={token}") as ws:
+        env = relay_env(tmp_path)  # no REDIS_URL on the embedded default: found via var/
+        result = await asyncio.to_thread(
+            subprocess.run,
+            [
+                sys.executable,
+                "manage.py",
+                "record_call",
+                "--number",
+                number.number,
+                "--caller",
+                "+447700900123",
+                "--status",
+                "answered",
+                "--duration",
+                "45",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+
+        frames = await read_until(
+            ws, lambda fs: any(f["type"] == "call_record" for f in fs), timeout=30
+        )
+
+    record = frames[-1]
+    assert (record["caller_num"], record["status"], record["duration"]) == (
+        "+447700900123",
+        "answered",
+        45,
+    )
+    assert record["number"] == number.number
+
+
+@pytest.mark.skipif(
+    not os.environ.get("REDIS_URL"), reason="two processes share events only through a real Redis"
+)
+async def test_events_cross_two_daphne_processes(relay, token, tmp_path):
+    listener = await sync_to_async(RelayProcess)(tmp_path / "second", "--no-worker")
+    try:
+        async with (
+            connect(f"{relay.ws_base}/ws?token={token}") as submitter,
+            connect(f"{listener.ws_base}/ws?token={token}") as watcher,
+        ):
+            await submitter.send(
+                json.dumps({"type": "call", "callId": "x1", "to": target(0), "message": "hi"})
+            )
+            frames = await read_until(watcher, terminal_for_all({"x1"}), timeout=60)
+    finally:
+        await sync_to_async(listener.stop)()
+
+    assert [f["status"] for f in frames if f["type"] == "call_status"] == [
+        "queued",
+        "dialing",
+        "ringing",
+        "in_progress",
+        "completed",
+    ]
+
+
+def test_a_worker_killed_mid_call_leaves_no_call_hanging(user, tmp_path):
+    from realtime.services import call_request_submit
+
+    slow = {
+        "SIMULATED_STEP_SECONDS": "0.5",
+        "CALL_RECOVERY_GRACE": "1",
+        "CALL_RECOVERY_INTERVAL": "0.3",
+    }
+    calls = [
+        call_request_submit(user=user, call_id=f"k{i}", to=target(i), message="hello")[0]
+        for i in range(10)
+    ]
+    worker = WorkerProcess(tmp_path, **slow)
+    try:
+        wait_until(
+            lambda: CallRequest.objects.filter(status__in=["ringing", "in_progress"]).exists(),
+            deadline=60,
+            what="a call in progress",
+        )
+        worker.kill()
+        assert CallRequest.objects.exclude(status__in=TERMINAL).exists()  # killed mid-call
+
+        worker = WorkerProcess(tmp_path, **slow)
+        wait_until(
+            lambda: not CallRequest.objects.exclude(status__in=TERMINAL).exists(),
+            deadline=90,
+            what="every call to end",
+        )
+    finally:
+        worker.stop()
+
+    for call in calls:
+        call.refresh_from_db()
+        assert call.status in TERMINAL
+        assert call.step_deadline is None
