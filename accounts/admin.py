@@ -2,9 +2,11 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import BaseUserCreationForm, UserChangeForm
+from django.utils.html import format_html
 
 from accounts import services
 from accounts.models import LoginSession, User
+from relay.admin_links import change_link, changelist_link
 
 
 class UserCreationAdminForm(BaseUserCreationForm):
@@ -54,16 +56,35 @@ class UserAdmin(DjangoUserAdmin):
     list_display = ("email", "plan", "matrix_id", "is_staff", "is_active", "created_at")
     list_filter = ("plan", "is_staff", "is_active")
     search_fields = ("email",)
-    readonly_fields = ("id", "created_at", "last_login")
+    readonly_fields = ("id", "created_at", "last_login", "password_state", "related")
     fieldsets = (
-        (None, {"fields": ("id", "email", "password")}),
-        ("Profile", {"fields": ("plan", "matrix_id", "created_at", "last_login")}),
+        (None, {"fields": ("id", "email", "password_state")}),
+        ("Profile", {"fields": ("plan", "matrix_id", "created_at", "last_login", "related")}),
         ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser", "groups")}),
     )
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
     filter_horizontal = ("groups",)
     inlines = [LoginSessionInline]
     actions = ["end_all_sessions", "regenerate_api_keys"]
+
+    @admin.display(description="password")
+    def password_state(self, obj):
+        # Never the hash, not even Django's masked summary of it: only whether one is set.
+        state = "set" if obj.has_usable_password() else "not set"
+        return format_html('{} (<a href="../password/">change</a>)', state)
+
+    @admin.display(description="related")
+    def related(self, obj):
+        from history.models import CallRecord
+        from realtime.models import CallRequest
+        from virtual_numbers.models import Number
+
+        return format_html(
+            "{} &middot; {} &middot; {}",
+            changelist_link(Number, "numbers", owner=obj.pk),
+            changelist_link(CallRecord, "call history", owner=obj.pk),
+            changelist_link(CallRequest, "outbound calls", owner=obj.pk),
+        )
 
     def get_inlines(self, request, obj):
         return self.inlines if obj is not None else []  # a new user has no sessions yet
@@ -82,7 +103,7 @@ class UserAdmin(DjangoUserAdmin):
 
 @admin.register(LoginSession)
 class LoginSessionAdmin(admin.ModelAdmin):
-    list_display = ("id", "user", "created_at", "last_seen", "active", "ended_at")
+    list_display = ("id", "user_link", "created_at", "last_seen", "active", "ended_at")
     list_filter = ("active",)
     search_fields = ("user__email", "id")
     list_select_related = ("user",)
@@ -93,6 +114,10 @@ class LoginSessionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="user", ordering="user__email")
+    def user_link(self, obj):
+        return change_link(obj.user)
 
     @admin.action(description="End the selected sessions")
     def end_sessions(self, request, queryset):

@@ -1,7 +1,9 @@
 from django.contrib import admin, messages
 
+from history.admin import EstimatedCountPaginator
 from realtime import services
 from realtime.models import CallEvent, CallRequest, CallState
+from relay.admin_links import change_link
 
 
 class CallEventInline(admin.TabularInline):
@@ -16,13 +18,14 @@ class CallEventInline(admin.TabularInline):
 
 @admin.register(CallRequest)
 class CallRequestAdmin(admin.ModelAdmin):
-    list_display = ("call_id", "owner", "to", "caller_id", "status", "duration", "created_at")
+    list_display = ("call_id", "owner_link", "to", "caller_id", "status", "duration", "created_at")
     list_filter = ("status",)
     search_fields = ("=call_id", "=to", "owner__email")
     list_select_related = ("owner",)
     raw_id_fields = ("owner", "from_number")
     ordering = ("-created_at", "-id")
     show_full_result_count = False
+    paginator = EstimatedCountPaginator
     inlines = [CallEventInline]
     readonly_fields = [f.name for f in CallRequest._meta.fields]
     actions = ["cancel_queued"]
@@ -32,6 +35,13 @@ class CallRequestAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    def lookup_allowed(self, lookup, value, request=None):
+        return lookup == "owner" or super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="owner", ordering="owner__email")
+    def owner_link(self, obj):
+        return change_link(obj.owner)
 
     @admin.action(description="Cancel the selected queued calls")
     def cancel_queued(self, request, queryset):

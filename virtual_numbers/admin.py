@@ -1,23 +1,82 @@
 from django.contrib import admin, messages
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef
+from django.utils.html import format_html, format_html_join
 
+from history.models import BlockedCaller, CallRecord
+from relay.admin_links import change_link, changelist_link
 from virtual_numbers import services
 from virtual_numbers.models import InventoryNumber, Number
+
+TOP_CALLERS = 10
+
+
+class BlockedCallerInline(admin.TabularInline):
+    model = BlockedCaller
+    extra = 0
+    max_num = 0
+    fields = ("caller_num", "created_at")
+    readonly_fields = fields
+    can_delete = True  # deleting a row unblocks that caller
 
 
 @admin.register(Number)
 class NumberAdmin(admin.ModelAdmin):
-    list_display = ("number", "alias", "owner", "created_at")
-    search_fields = ("number", "alias", "owner__email")
+    list_display = ("number", "alias", "owner_link", "created_at")
+    search_fields = ("=number", "alias", "owner__email")
     list_select_related = ("owner",)
     raw_id_fields = ("owner", "inventory")
-    fields = ("id", "number", "alias", "owner", "inventory", "created_at")  # never the PIN
-    readonly_fields = ("id", "number", "owner", "inventory", "created_at")
+    # never the PIN (pin_hash is not a field here, not even read-only)
+    fields = ("id", "number", "alias", "owner", "inventory", "created_at", "history", "top_callers")
+    readonly_fields = (
+        "id",
+        "number",
+        "owner",
+        "inventory",
+        "created_at",
+        "history",
+        "top_callers",
+    )
     ordering = ("-created_at",)
+    inlines = [BlockedCallerInline]
     actions = ["release"]
 
     def has_add_permission(self, request):
         return False  # numbers are created through the API, behind the CAPTCHA
+
+    @admin.display(description="owner", ordering="owner__email")
+    def owner_link(self, obj):
+        return change_link(obj.owner)
+
+    @admin.display(description="call history")
+    def history(self, obj):
+        return changelist_link(CallRecord, "calls to this number", number=obj.pk)
+
+    @admin.display(description="who keeps calling")
+    def top_callers(self, obj):
+        rows = (
+            CallRecord.objects.filter(number=obj)
+            .values("caller_num")
+            .annotate(calls=Count("id"))
+            .order_by("-calls", "caller_num")[:TOP_CALLERS]
+        )
+        if not rows:
+            return "No calls yet."
+        return format_html(
+            "<table>{}</table>",
+            format_html_join(
+                "",
+                "<tr><td>{}</td><td>{} calls</td></tr>",
+                (
+                    (
+                        changelist_link(
+                            CallRecord, r["caller_num"], number=obj.pk, caller_num=r["caller_num"]
+                        ),
+                        r["calls"],
+                    )
+                    for r in rows
+                ),
+            ),
+        )
 
     @admin.action(description="Release the selected numbers back to the inventory")
     def release(self, request, queryset):
@@ -45,10 +104,11 @@ class HeldFilter(admin.SimpleListFilter):
 
 @admin.register(InventoryNumber)
 class InventoryNumberAdmin(admin.ModelAdmin):
-    list_display = ("e164", "is_held", "created_at")
+    list_display = ("e164", "is_held", "holder", "created_at")
     list_filter = (HeldFilter,)
     search_fields = ("e164",)
-    readonly_fields = ("created_at",)
+    readonly_fields = ("created_at", "holder")
+    list_select_related = ("holding__owner",)
 
     def get_queryset(self, request):
         held = Number.objects.filter(inventory=OuterRef("pk"))
@@ -57,3 +117,10 @@ class InventoryNumberAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="held", ordering="held")
     def is_held(self, obj):
         return obj.held
+
+    @admin.display(description="held by")
+    def holder(self, obj):
+        number = getattr(obj, "holding", None)
+        if number is None:
+            return "-"
+        return format_html("{} ({})", change_link(number), change_link(number.owner))

@@ -1,0 +1,252 @@
+"""Staff work in Django admin: proved in a real browser (Playwright driving Debian's Chromium).
+
+Each test logs in through the login form, works the pages as a person would, and checks the
+effect in the database. Screenshots of every page land in test-artifacts/admin/.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from accounts import services as accounts
+from accounts.models import LoginSession, User
+from history.models import BlockedCaller
+from realtime.models import CallRequest
+from tests.factories import CallRecordFactory, NumberFactory, UserFactory
+from virtual_numbers.models import InventoryNumber, Number
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts" / "admin"
+STAFF_PASSWORD = "staff-password-long-enough"
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        CHROMIUM is None and not os.environ.get("CI"),
+        reason="Chromium is not installed (apt-get install chromium); CI always installs it",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
+    # between page actions are still plain synchronous code.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def world(db):
+    """A staff member, a customer with numbers, history, calls and sessions."""
+    staff = User.objects.create_superuser("staff@example.com", STAFF_PASSWORD)
+    customer = UserFactory(email="customer@example.com")
+    number = NumberFactory(owner=customer, alias="Office", inventory__e164="+442079460001")
+    for _ in range(5):
+        CallRecordFactory(number=number, caller_num="+447700900666", status="missed")
+    CallRecordFactory(number=number, caller_num="+447700900123", status="answered")
+    session = accounts.session_open(user=customer).session
+    queued = CallRequest.objects.create(
+        owner=customer, call_id="q1", to="+442079460120", message="hi", caller_id=number.number
+    )
+    failed = CallRequest.objects.create(
+        owner=customer,
+        call_id="f1",
+        to="+442079460129",
+        message="hi",
+        caller_id=number.number,
+        status="failed",
+        failure_reason="unreachable",
+    )
+    InventoryNumber.objects.create(e164="+442079460777")
+    return {
+        "staff": staff,
+        "customer": customer,
+        "number": number,
+        "session": session,
+        "queued": queued,
+        "failed": failed,
+    }
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def log_in(page, base: str, email: str, password: str) -> None:
+    page.goto(f"{base}/admin/login/")
+    page.fill("#id_username", email)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
+
+
+def run_action(page, base: str, path: str, action: str, pk) -> None:
+    page.goto(f"{base}{path}")
+    page.check(f"input[name=_selected_action][value='{pk}']")
+    page.select_option("select[name=action]", action)
+    page.click("button[name=index]")
+    page.wait_for_selector("ul.messagelist")
+
+
+def test_a_non_staff_user_is_refused(live_server, page, world):
+    log_in(page, live_server.url, "customer@example.com", "correct-horse-battery-staple")
+
+    assert page.url.endswith("/admin/login/")
+    assert "staff account" in page.inner_text(".errornote")
+    shot(page, "login-refused")
+
+
+def test_the_index_shows_the_service_state(live_server, page, world):
+    log_in(page, live_server.url, "staff@example.com", STAFF_PASSWORD)
+
+    assert page.inner_text("#state-users") == "2"
+    assert page.inner_text("#state-held") == "1"
+    assert page.inner_text("#state-free") == "1"
+    assert "f1" in page.inner_text("#state-failed")
+    shot(page, "index")
+    page.click("#state-failed a:text('f1')")
+    page.wait_for_url("**/admin/realtime/callrequest/*/change/**")
+    assert "unreachable" in page.inner_text("#content-main")
+    shot(page, "call-request")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/admin/accounts/user/",
+        "/admin/accounts/loginsession/",
+        "/admin/numbers/number/",
+        "/admin/numbers/inventorynumber/",
+        "/admin/history/callrecord/",
+        "/admin/history/blockedcaller/",
+        "/admin/realtime/callrequest/",
+    ],
+)
+def test_every_list_opens(live_server, page, world, path):
+    log_in(page, live_server.url, "staff@example.com", STAFF_PASSWORD)
+
+    response = page.goto(f"{live_server.url}{path}")
+
+    assert response.status == 200
+    assert page.locator("#changelist").count() == 1
+    shot(page, path.strip("/").replace("/", "-"))
+
+
+def test_filter_search_and_follow_links_both_ways(live_server, page, world):
+    base = live_server.url
+    log_in(page, base, "staff@example.com", STAFF_PASSWORD)
+
+    # Filter the history by status.
+    page.goto(f"{base}/admin/history/callrecord/")
+    page.click("#changelist-filter a:text('Missed')")
+    page.wait_for_url("**status__exact=missed**")
+    assert page.locator("#result_list tbody tr").count() == 5
+    shot(page, "history-missed")
+
+    # Search users by e-mail, then follow the user to their numbers and back.
+    page.goto(f"{base}/admin/accounts/user/")
+    page.fill("#searchbar", "customer@")
+    page.press("#searchbar", "Enter")
+    page.wait_for_url("**q=customer**")
+    assert page.locator("#result_list tbody tr").count() == 1
+    page.click("#result_list a:text('customer@example.com')")
+    page.wait_for_url("**/admin/accounts/user/*/change/**")
+    page.click(".field-related a:text('numbers')")
+    page.wait_for_url("**/admin/numbers/number/?owner=**")
+    assert "+442079460001" in page.inner_text("#result_list")
+    page.click("#result_list a:text('customer@example.com')")  # number -> its owner
+    page.wait_for_url("**/admin/accounts/user/*/change/**")
+    assert f"/admin/accounts/user/{world['customer'].pk}/change/" in page.url
+
+    # Whose is this number? Who keeps calling it?
+    page.goto(f"{base}/admin/numbers/inventorynumber/?q=%2B442079460001")
+    page.click("#result_list a:text('Office')")
+    page.wait_for_url("**/admin/numbers/number/*/change/**")
+    assert "+447700900666" in page.inner_text(".field-top_callers")
+    assert "5 calls" in page.inner_text(".field-top_callers")
+    shot(page, "number-top-callers")
+    page.click(".field-top_callers a:text('+447700900666')")
+    page.wait_for_url("**caller_num=**")
+    assert page.locator("#result_list tbody tr").count() == 5
+
+
+def test_actions_run_through_the_services(live_server, page, world):
+    base = live_server.url
+    customer, number = world["customer"], world["number"]
+    old_digest = customer.api_key_digest
+    log_in(page, base, "staff@example.com", STAFF_PASSWORD)
+
+    run_action(page, base, "/admin/accounts/user/", "end_all_sessions", customer.pk)
+    assert not LoginSession.objects.filter(user=customer, active=True).exists()
+
+    run_action(page, base, "/admin/accounts/user/", "regenerate_api_keys", customer.pk)
+    customer.refresh_from_db()
+    assert customer.api_key_digest != old_digest
+
+    record = number.calls.filter(caller_num="+447700900123").get()
+    run_action(page, base, "/admin/history/callrecord/", "block_callers", record.pk)
+    assert BlockedCaller.objects.filter(number=number, caller_num="+447700900123").exists()
+
+    run_action(page, base, "/admin/realtime/callrequest/", "cancel_queued", world["queued"].pk)
+    world["queued"].refresh_from_db()
+    assert world["queued"].status == "canceled"
+    shot(page, "call-canceled")
+
+    run_action(page, base, "/admin/numbers/number/", "release", number.pk)
+    assert not Number.objects.filter(pk=number.pk).exists()
+    assert InventoryNumber.objects.filter(e164="+442079460001", holding__isnull=True).exists()
+
+
+def test_no_page_shows_a_pin_password_hash_or_api_key(live_server, page, world):
+    base = live_server.url
+    customer, number = world["customer"], world["number"]
+    log_in(page, base, "staff@example.com", STAFF_PASSWORD)
+    secrets = [
+        customer.password,
+        customer.password.split("$")[-1],
+        customer.api_key,
+        customer.api_key_ciphertext,
+        number.pin_hash,
+        number.pin_hash.split("$")[-1],
+    ]
+
+    for path in (
+        f"/admin/accounts/user/{customer.pk}/change/",
+        f"/admin/numbers/number/{number.pk}/change/",
+        "/admin/accounts/user/",
+        "/admin/numbers/number/",
+    ):
+        page.goto(f"{base}{path}")
+        html = page.content()
+        assert not [s for s in secrets if s and s in html], path
+    shot(page, "number-list")
