@@ -3,19 +3,30 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from relay.fields import MillisecondsField, StrictCharField
+from relay.fields import (
+    TEXT_PATTERN,
+    MillisecondsField,
+    StrictCharField,
+    TextField,
+    documented,
+)
 
 extend_schema_field(OpenApiTypes.INT)(MillisecondsField)
+
+MATRIX_ID_PATTERN = r"^@[a-z0-9._=/+\-]+:[A-Za-z0-9.\-\[\]:]+$"
 
 
 # --- input ---------------------------------------------------------------------------------
 class CredentialsInput(serializers.Serializer):
-    email = StrictCharField(max_length=254, trim_whitespace=True)
-    password = StrictCharField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    email = TextField(max_length=254, trim_whitespace=True)
+    password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
 
 
 class RegisterInput(CredentialsInput):
     email = serializers.EmailField(max_length=254)
+    password = documented(
+        StrictCharField, minLength=8, maxLength=settings.PASSWORD_MAX_LENGTH, pattern=TEXT_PATTERN
+    )(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
 
     def validate_email(self, value: str) -> str:
         return value.strip().lower()
@@ -28,7 +39,9 @@ class RegisterInput(CredentialsInput):
 
 
 class MatrixIdInput(serializers.Serializer):
-    matrixId = StrictCharField(allow_null=True, max_length=1024, trim_whitespace=False)  # noqa: N815
+    matrixId = documented(  # noqa: N815
+        StrictCharField, maxLength=255, pattern=MATRIX_ID_PATTERN, nullable=True
+    )(allow_null=True, max_length=1024, trim_whitespace=False)
 
 
 # --- output --------------------------------------------------------------------------------

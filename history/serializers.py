@@ -2,7 +2,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from history.models import CallStatus
-from relay.fields import MillisecondsField, StrictCharField
+from relay.fields import E164Field, MillisecondsField
 
 STATUS_FILTERS = [*CallStatus.values, "all"]
 
@@ -50,7 +50,17 @@ class HistoryOutput(serializers.Serializer):
 
 
 class BlockedCallerInput(serializers.Serializer):
-    caller_num = StrictCharField(max_length=64)
+    caller_num = E164Field(max_length=64)
+
+
+class HistoryParameters(serializers.Serializer):
+    """The query parameters as documented (HistoryQuery parses them from strings)."""
+
+    status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all", required=False)
+    limit = serializers.IntegerField(
+        min_value=1, default=50, required=False, help_text="1-200; larger values are clamped"
+    )
+    offset = serializers.IntegerField(min_value=0, default=0, required=False)
 
 
 class BlockedCallerOutput(serializers.Serializer):
@@ -60,3 +70,7 @@ class BlockedCallerOutput(serializers.Serializer):
 
 class BlocklistOutput(serializers.Serializer):
     blocked = BlockedCallerOutput(many=True)
+
+
+class HistoryListParameters(HistoryParameters):
+    number_id = serializers.UUIDField(required=False, help_text="one of your numbers")

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -6,26 +6,22 @@ from rest_framework.views import APIView
 from accounts.serializers import SuccessOutput
 from history import selectors, services
 from history.serializers import (
-    STATUS_FILTERS,
     BlockedCallerInput,
     BlockedCallerOutput,
     BlocklistOutput,
     CallRecordOutput,
+    HistoryListParameters,
     HistoryOutput,
     HistoryQuery,
 )
 from relay.schema import errors
+from virtual_numbers.services import number_get_owned
 
 
 class HistoryView(APIView):
     @extend_schema(
         operation_id="history_list",
-        parameters=[
-            OpenApiParameter("status", str, enum=STATUS_FILTERS, default="all"),
-            OpenApiParameter("limit", int, description="1-200 (larger is clamped)", default=50),
-            OpenApiParameter("offset", int, description=">= 0", default=0),
-            OpenApiParameter("number_id", str, description="one of your numbers (uuid)"),
-        ],
+        parameters=[HistoryListParameters],
         responses={200: HistoryOutput, **errors(400, 401, 404)},
     )
     def get(self, request):
@@ -68,6 +64,7 @@ class BlocklistView(APIView):
         },
     )
     def post(self, request, number_id):
+        number_get_owned(user=request.user, number_id=number_id)  # 404 before 400
         body = BlockedCallerInput(data=request.data)
         body.is_valid(raise_exception=True)
         entry, created = services.blocked_caller_add(
@@ -83,6 +80,7 @@ class BlocklistView(APIView):
         responses={200: SuccessOutput, **errors(400, 401, 404, 415)},
     )
     def delete(self, request, number_id):
+        number_get_owned(user=request.user, number_id=number_id)  # 404 before 400
         body = BlockedCallerInput(data=request.data)
         body.is_valid(raise_exception=True)
         services.blocked_caller_remove(

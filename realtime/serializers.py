@@ -3,7 +3,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from realtime.models import CallState
-from relay.fields import MillisecondsField
+from relay.fields import (
+    E164Field,
+    MillisecondsField,
+    documented,
+)
 
 STATUS_FILTERS = [*CallState.values, "all"]
 
@@ -12,13 +16,18 @@ class CallSubmitInput(serializers.Serializer):
     """Documented shape only: the service validates the raw values itself, exactly as it does
     for the WebSocket `call` frame, so both paths answer the same errors."""
 
-    callId = serializers.CharField(max_length=64)  # noqa: N815
-    to = serializers.CharField(help_text="E.164, e.g. +442079460123")
-    message = serializers.CharField(max_length=1000)
+    callId = documented(
+        serializers.CharField,
+        minLength=1,
+        maxLength=64,
+        pattern=r"^[^\u0000-\u001f\u007f-\u009f]+$",
+    )()  # noqa: N815
+    to = E164Field(help_text="E.164, e.g. +442079460123")
+    message = documented(serializers.CharField, minLength=1, maxLength=1000, pattern=r"\S")()
     # "from" is a Python keyword: declared through the fields mapping below.
 
 
-CallSubmitInput._declared_fields["from"] = serializers.CharField(
+CallSubmitInput._declared_fields["from"] = E164Field(
     required=False, help_text="one of your numbers (E.164); default: your oldest"
 )
 

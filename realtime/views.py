@@ -1,9 +1,9 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from history.serializers import HistoryQuery
+from history.serializers import HistoryParameters, HistoryQuery
 from realtime import selectors, services
 from realtime.serializers import (
     STATUS_FILTERS,
@@ -17,6 +17,10 @@ from relay.errors import InvalidRequest
 from relay.schema import errors
 
 
+class CallListParameters(HistoryParameters):
+    status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all", required=False)
+
+
 class CallsQuery(HistoryQuery):
     status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all")
     number_id = None
@@ -25,11 +29,7 @@ class CallsQuery(HistoryQuery):
 class CallCollectionView(APIView):
     @extend_schema(
         operation_id="calls_list",
-        parameters=[
-            OpenApiParameter("status", str, enum=STATUS_FILTERS, default="all"),
-            OpenApiParameter("limit", int, default=50),
-            OpenApiParameter("offset", int, default=0),
-        ],
+        parameters=[CallListParameters],
         responses={200: CallListOutput, **errors(400, 401)},
     )
     def get(self, request):

@@ -43,3 +43,31 @@ class MillisecondsField(serializers.Field):
 
     def to_representation(self, value):
         return to_ms(value)
+
+
+# --- documented constraints ------------------------------------------------------------------
+# Fields whose OpenAPI schema states the rule the service enforces, so that generated clients
+# (and schemathesis) know what is accepted. Validation itself stays in the services.
+# NUL and lone surrogates are refused everywhere (a lone surrogate cannot even be encoded).
+NO_CONTROL = r"\u0000-\u001f\u007f-\u009f\u2028\u2029\ud800-\udfff"
+TEXT_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
+MESSAGE_PATTERN = r"^[^\u0000\ud800-\udfff]*[^\s\u0000\ud800-\udfff][^\u0000\ud800-\udfff]*$"
+CALL_ID_PATTERN = rf"^[^{NO_CONTROL}]+$"
+ALIAS_PATTERN = rf"^[^{NO_CONTROL}]*[^\s{NO_CONTROL}][^{NO_CONTROL}]*$"
+PIN_PATTERN = r"^[0-9]{4,8}$"
+E164_PATTERN = r"^\+[1-9][0-9]{6,14}$"
+
+
+def documented(field_class, **schema):
+    """A subclass of `field_class` whose OpenAPI schema is `schema`."""
+    from drf_spectacular.utils import extend_schema_field
+
+    return extend_schema_field({"type": "string", **schema})(
+        type(f"Documented{field_class.__name__}", (field_class,), {})
+    )
+
+
+AliasField = documented(StrictCharField, minLength=1, maxLength=64, pattern=ALIAS_PATTERN)
+PinField = documented(StrictCharField, pattern=PIN_PATTERN)
+E164Field = documented(StrictCharField, pattern=E164_PATTERN)
+TextField = documented(StrictCharField, pattern=TEXT_PATTERN)

@@ -1,6 +1,10 @@
 import logging
 import time
 
+from django.conf import settings
+
+from relay.errors import json_error
+
 logger = logging.getLogger("relay.access")
 
 
@@ -29,3 +33,26 @@ class AccessLogMiddleware:
             user_id,
         )
         return response
+
+
+class BodySizeLimitMiddleware:
+    """413 for an API request whose declared body is larger than API_MAX_BODY_BYTES, before
+    anything reads it. (DRF reads a body without Content-Length as empty.)"""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith("/api/"):
+            limit = settings.API_MAX_BODY_BYTES
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                return json_error("Content-Length is not a number.", "invalid_request", 400)
+            if length > limit:
+                return _too_large(limit)
+        return self.get_response(request)
+
+
+def _too_large(limit: int):
+    return json_error(f"The request body is larger than {limit} bytes.", "payload_too_large", 413)

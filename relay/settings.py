@@ -79,6 +79,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "relay.middleware.AccessLogMiddleware",
+    "relay.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -274,6 +275,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "CallRecordStatusEnum": ["answered", "missed", "blocked"],
+        "CallStateEnum": [
+            "queued",
+            "dialing",
+            "ringing",
+            "in_progress",
+            "completed",
+            "busy",
+            "no_answer",
+            "failed",
+            "canceled",
+        ],
+    },
 }
 
 # --- Static files -----------------------------------------------------------------------------
@@ -291,6 +306,19 @@ USE_TZ = True
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Behind TLS in production set these (docs/operations.md); off by default so `make run`
+# works over plain http on localhost.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain http
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# The largest JSON body the API reads (DRF reads the request stream itself, so Django's
+# DATA_UPLOAD_MAX_MEMORY_SIZE never applies to it). Larger bodies get 413.
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=64 * 1024)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT > 0 else None
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

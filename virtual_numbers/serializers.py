@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from relay.fields import MillisecondsField, StrictCharField
+from relay.fields import AliasField, MillisecondsField, PinField, StrictCharField
 
 
 class NumberOutput(serializers.Serializer):
@@ -15,15 +15,15 @@ class NumberListOutput(serializers.Serializer):
 
 
 class NumberCreateInput(serializers.Serializer):
-    alias = StrictCharField(max_length=1024, trim_whitespace=False)
-    pin = StrictCharField(max_length=64, trim_whitespace=False, help_text="4 to 8 digits.")
-    captchaToken = StrictCharField(max_length=64)  # noqa: N815
+    alias = AliasField(max_length=1024, trim_whitespace=False)
+    pin = PinField(max_length=64, trim_whitespace=False, help_text="4 to 8 digits.")
+    captchaToken = StrictCharField(max_length=64, help_text="uuid from /api/captcha/verify")  # noqa: N815
 
 
 class AliasInput(serializers.Serializer):
-    alias = StrictCharField(max_length=1024, trim_whitespace=False)
+    alias = AliasField(max_length=1024, trim_whitespace=False)
 
 
 class PinChangeInput(serializers.Serializer):
-    currentPin = StrictCharField(max_length=64, trim_whitespace=False)  # noqa: N815
-    newPin = StrictCharField(max_length=64, trim_whitespace=False)  # noqa: N815
+    currentPin = PinField(max_length=64, trim_whitespace=False)  # noqa: N815
+    newPin = PinField(max_length=64, trim_whitespace=False)  # noqa: N815

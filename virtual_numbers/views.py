@@ -57,6 +57,7 @@ class NumberAliasView(APIView):
         responses={200: NumberOutput, **errors(400, 401, 404, 415)},
     )
     def put(self, request, number_id):
+        services.number_get_owned(user=request.user, number_id=number_id)  # 404 before 400
         body = AliasInput(data=request.data)
         body.is_valid(raise_exception=True)
         number = services.number_alias_set(
@@ -72,6 +73,7 @@ class NumberPinView(APIView):
         responses={200: SuccessOutput, **errors(400, 401, 403, 404, 415, 429)},
     )
     def put(self, request, number_id):
+        services.number_get_owned(user=request.user, number_id=number_id)  # 404 before 400
         body = PinChangeInput(data=request.data)
         body.is_valid(raise_exception=True)
         services.number_pin_change(
