@@ -1,9 +1,11 @@
+import contextlib
 import json
 import logging
 import time
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from redis.exceptions import RedisError
 
 from realtime import events
 from realtime.services import call_request_submit
@@ -12,7 +14,13 @@ from relay.errors import ApplicationError
 logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
+# Under Daphne, autobahn enforces the size itself (runrelay passes the limit) and closes
+# with 1009; this check covers other ASGI servers.
 CLOSE_TOO_BIG = 1009
+# The channel layer (Redis) is unreachable: "try again later". Not 1013: under Daphne the
+# application may only close with 1000 or 3000-4999 (autobahn); 4503 mirrors HTTP 503 as
+# 4401 mirrors 401.
+CLOSE_UNAVAILABLE = 4503
 MAX_FRAME_BYTES = 64 * 1024
 
 
@@ -24,6 +32,16 @@ class RelayConsumer(AsyncWebsocketConsumer):
     """`/ws?token=<JWT>`: one authenticated client socket. Thin: parse, call a service, reply."""
 
     groups_joined: list[str]
+
+    async def __call__(self, scope, receive, send):
+        # Losing the channel layer (Redis down) ends the consumer's receive loop with a
+        # connection error; close the socket with "try again later" instead of a bare 1011.
+        try:
+            await super().__call__(scope, receive, send)
+        except (RedisError, OSError) as exc:
+            logger.warning("closing a socket: channel layer unavailable (%s)", type(exc).__name__)
+            with contextlib.suppress(Exception):  # the client may be gone already
+                await send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
 
     async def connect(self):
         self.groups_joined = []
@@ -39,7 +57,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         for group in self.groups_joined:
-            await self.channel_layer.group_discard(group, self.channel_name)
+            with contextlib.suppress(RedisError, OSError):  # the layer may be what failed
+                await self.channel_layer.group_discard(group, self.channel_name)
         self.groups_joined = []
 
     async def receive(self, text_data=None, bytes_data=None):

