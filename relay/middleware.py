@@ -56,3 +56,29 @@ class BodySizeLimitMiddleware:
 
 def _too_large(limit: int):
     return json_error(f"The request body is larger than {limit} bytes.", "payload_too_large", 413)
+
+
+class DatabaseUnavailableMiddleware:
+    """503 JSON while the database cannot be reached, instead of a 500.
+
+    Only connection-level failures (OperationalError, InterfaceError) count; a bug that
+    happens to raise a database error elsewhere still reaches handler500 and the logs.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from django.db import InterfaceError, OperationalError
+
+        if isinstance(exception, (OperationalError, InterfaceError)):
+            logger.warning("database unavailable: %s", type(exception).__name__)
+            response = json_error(
+                "The database is unavailable. Try again shortly.", "database_unavailable", 503
+            )
+            response["Retry-After"] = "5"
+            return response
+        return None

@@ -26,7 +26,7 @@ _DESCRIPTIONS = {
     413: "Request body too large.",
     415: "unsupported_media_type: the body is not JSON.",
     429: "rate_limited or pin_locked; see Retry-After.",
-    503: "Service unavailable.",
+    503: "Service unavailable (no_numbers_available, database_unavailable).",
 }
 
 

@@ -173,3 +173,56 @@ class PrivateRedis:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+class PrivatePostgres:
+    """A PostgreSQL cluster of the test's own (Debian's initdb, run as the postgres user) that
+    it may stop and start, so the machine's shared server is never touched."""
+
+    def __init__(self):
+        import glob
+        import shutil
+        import tempfile
+
+        # Not under pytest's tmp_path: that tree is private to root, and postgres must own it.
+        workdir = Path(tempfile.mkdtemp(prefix="relay-pg-"))
+        self.workdir = workdir
+        bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+        self.pg_ctl = f"{bindir}/pg_ctl"
+        self.datadir = workdir / "data"
+        self.socketdir = workdir / "socket"
+        self.port = free_port()
+        for d in (workdir, self.socketdir):
+            d.mkdir(parents=True, exist_ok=True)
+            shutil.chown(d, "postgres", "postgres")
+        self._as_postgres(
+            f"{bindir}/initdb", "-D", str(self.datadir), "-A", "trust", "-U", "postgres"
+        )
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+        self.start()
+
+    def _as_postgres(self, *argv: str, check: bool = True) -> None:
+        import shutil
+
+        runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+        subprocess.run(  # noqa: S603
+            [runuser, "-u", "postgres", "--", *argv],
+            check=check,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.socketdir} -c listen_addresses=127.0.0.1"
+        self._as_postgres(self.pg_ctl, "-D", str(self.datadir), "-o", options, "-w", "start")
+
+    def stop(self, *, check: bool = True) -> None:
+        self._as_postgres(
+            self.pg_ctl, "-D", str(self.datadir), "-m", "immediate", "-w", "stop", check=check
+        )
+
+    def remove(self) -> None:
+        import shutil
+
+        self.stop(check=False)
+        shutil.rmtree(self.workdir, ignore_errors=True)

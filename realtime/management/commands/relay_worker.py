@@ -6,9 +6,11 @@ dropped) and every CALL_RECOVERY_INTERVAL seconds in a background thread.
 
 import logging
 import threading
+import time
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
+from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
 from realtime.services import calls_recover
@@ -36,10 +38,30 @@ class RecoveryLoop(threading.Thread):
             self.stopped.wait(self.interval)
 
 
+class ResilientWorker(db_worker.Worker):
+    """db_worker's loop exits on any database error; a database restart must not end the
+    worker (and with it runrelay). Connection errors are waited out with backoff."""
+
+    MAX_BACKOFF = 10.0
+
+    def run(self) -> None:
+        backoff = 0.5
+        while self.running:
+            try:
+                return super().run()
+            except (OperationalError, InterfaceError) as exc:
+                logger.warning("database unavailable (%s); retrying in %.1fs", exc, backoff)
+                close_old_connections()
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.MAX_BACKOFF)
+        return None
+
+
 class Command(DbWorkerCommand):
     help = "Run the task worker with the call recovery loop."
 
     def handle(self, *args, **options):
+        db_worker.Worker = ResilientWorker  # the base command builds its worker from this name
         loop = RecoveryLoop(settings.CALL_RECOVERY_INTERVAL)
         loop.start()
         try:
