@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint format
+.PHONY: install run test lint format bench bench-smoke install-bench
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,3 +41,26 @@ lint: install
 format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# The benchmark harness (bench/run.py, issue 6): its own PostgreSQL database and Redis DB,
+# its own servers on free ports. `bench` rewrites docs/benchmarks.md; `bench-smoke` runs
+# every scenario at tiny scale and reports to var/bench-smoke.md only.
+BENCH_STAMP := $(VENV)/.installed-bench
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relay_bench_run
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/5
+SMOKE_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relay_bench_smoke
+SMOKE_REDIS_URL ?= redis://127.0.0.1:6379/6
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	@touch $(BENCH_STAMP)
+
+install-bench: $(BENCH_STAMP)
+
+bench: install-bench
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) \
+		$(PY) bench/run.py --write-docs
+
+bench-smoke: install-bench
+	BENCH_DATABASE_URL=$(SMOKE_DATABASE_URL) BENCH_REDIS_URL=$(SMOKE_REDIS_URL) \
+		$(PY) bench/run.py --smoke

@@ -1,0 +1,258 @@
+"""One WebSocket load-generator process: `python -m bench.wsclient <config.json>`.
+
+It opens its sockets, prints `READY {...}`, waits for `GO` on stdin, runs its mode, prints
+`RESULT {...}` and exits. Modes:
+- idle: hold the sockets until `STOP` (W1).
+- ping: send `ping` frames at a fixed total rate, open loop, round-robin over the sockets;
+  latency runs from each frame's scheduled send time to its pong, so a slow server cannot
+  slow the load down and hide its own queueing (W2).
+- call: submit `call` frames at a fixed rate (open loop) or keep `window` calls in flight per
+  socket (closed loop, for sustained acks/s); latency to the `call_ack` (W3).
+- status: submit calls at a fixed rate and time every `call_status` from its `ts` (W4).
+- probe: hold the sockets and time `bench_probe` frames pushed through the channel layer by
+  the harness, until `STOP` (W4's baseline).
+Every mode is bounded by `deadline` seconds, whatever the server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections import deque
+
+from websockets.asyncio.client import connect
+
+CONNECT_CONCURRENCY = 25  # per process: Twisted's listen backlog is only 50
+CONNECT_TRIES = 3
+DRAIN_SECONDS = 3.0  # how long to wait for late replies after the load stops
+
+
+class Client:
+    def __init__(self, config: dict):
+        self.config = config
+        self.sockets: list = []
+        self.failed = 0
+        self.latencies: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.other_frames = 0
+        self.lost = 0
+        self.acked: list[str] = []
+        self.sent = 0
+
+    async def open_all(self) -> None:
+        gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
+
+        async def one(url: str):
+            async with gate:
+                for attempt in range(CONNECT_TRIES):
+                    try:
+                        # No client pings: idle means idle, Daphne's own keep-alive still runs.
+                        return await connect(
+                            url, ping_interval=None, open_timeout=20, max_queue=None
+                        )
+                    except Exception:  # noqa: BLE001 - refused, reset, timed out: all mean retry
+                        await asyncio.sleep(0.2 * (attempt + 1))
+                return None
+
+        results = await asyncio.gather(*(one(u) for u in self.config["urls"]))
+        self.sockets = [ws for ws in results if ws is not None]
+        self.failed = len(results) - len(self.sockets)
+
+    async def close_all(self) -> None:
+        await asyncio.gather(
+            *(asyncio.wait_for(ws.close(), 5) for ws in self.sockets), return_exceptions=True
+        )
+
+    # --- modes --------------------------------------------------------------------------------
+    async def ping(self) -> None:
+        pending = [deque() for _ in self.sockets]
+        readers = [
+            asyncio.create_task(self._read_pongs(ws, q))
+            for ws, q in zip(self.sockets, pending, strict=True)
+        ]
+
+        def send_ping(_i, ws, queue):
+            queue.append(time.perf_counter())
+            return ws.send('{"type":"ping"}')
+
+        await self._schedule(send_ping, pending)
+        await self._drain(lambda: sum(len(q) for q in pending))
+        self.lost = sum(len(q) for q in pending)
+        for task in readers:
+            task.cancel()
+
+    async def _read_pongs(self, ws, queue: deque) -> None:
+        async for raw in ws:
+            now = time.perf_counter()
+            if json.loads(raw).get("type") == "pong" and queue:
+                self.latencies.append((now - queue.popleft()) * 1000)
+            else:
+                self.other_frames += 1
+
+    async def call(self) -> None:
+        started: dict[str, float] = {}
+        window = self.config.get("window")
+        slots = [asyncio.Semaphore(window) for _ in self.sockets] if window else None
+        readers = [
+            asyncio.create_task(self._read_acks(ws, started, slots[n] if slots else None))
+            for n, ws in enumerate(self.sockets)
+        ]
+        if window:
+            await self._closed_loop(started, slots)
+        else:
+            await self._schedule(lambda i, ws, _q: self._send_call(ws, started, i), None)
+        await self._drain(lambda: len(started))
+        self.lost = len(started)
+        for task in readers:
+            task.cancel()
+
+    def _send_call(self, ws, started: dict, i: int):
+        call_id = f"{self.config['prefix']}-{i}"
+        started[call_id] = time.perf_counter()
+        self.sent += 1
+        # The last digit 0 makes the simulated provider complete the call.
+        frame = {"type": "call", "callId": call_id, "to": "+442079460120", "message": "Bench"}
+        return ws.send(json.dumps(frame))
+
+    async def _closed_loop(self, started: dict, slots: list) -> None:
+        end = time.monotonic() + self.config["seconds"]
+        counter = iter(range(10**9))
+
+        async def feed(ws, slot):
+            while time.monotonic() < end:
+                await slot.acquire()
+                if time.monotonic() >= end:
+                    return
+                await self._send_call(ws, started, next(counter))
+
+        await asyncio.gather(*(feed(ws, s) for ws, s in zip(self.sockets, slots, strict=True)))
+
+    async def _read_acks(self, ws, started: dict, slot) -> None:
+        async for raw in ws:
+            now = time.perf_counter()
+            frame = json.loads(raw)
+            kind = frame.get("type")
+            if kind == "call_ack" and frame.get("callId") in started:
+                self.latencies.append((now - started.pop(frame["callId"])) * 1000)
+                self.acked.append(frame["callId"])
+                if slot:
+                    slot.release()
+            elif kind == "error":
+                self.errors[frame.get("code", "?")] = self.errors.get(frame.get("code", "?"), 0) + 1
+                if frame.get("callId") in started:
+                    started.pop(frame["callId"])
+                    if slot:
+                        slot.release()
+            else:
+                self.other_frames += 1
+
+    async def status(self) -> None:
+        self.by_status: dict[str, list[float]] = {}
+        readers = [asyncio.create_task(self._read_status(ws)) for ws in self.sockets]
+        await self._schedule(lambda i, ws, _q: self._send_call(ws, {}, i), None)
+        # Let the calls run to their end (they are short with a small SIMULATED_STEP_SECONDS).
+        await asyncio.sleep(self.config.get("settle", 3.0))
+        for task in readers:
+            task.cancel()
+
+    async def _read_status(self, ws) -> None:
+        async for raw in ws:
+            now_ms = time.time() * 1000
+            frame = json.loads(raw)
+            if frame.get("type") == "call_status":
+                # ts is the state change's updated_at, written in the committing transaction
+                # (whole milliseconds, so this reads up to 1 ms high).
+                latency = now_ms - frame["ts"]
+                self.latencies.append(latency)
+                self.by_status.setdefault(frame["status"], []).append(latency)
+            elif frame.get("type") == "error":
+                self.errors[frame.get("code", "?")] = self.errors.get(frame.get("code", "?"), 0) + 1
+            else:
+                self.other_frames += 1
+
+    async def probe(self) -> None:
+        readers = [asyncio.create_task(self._read_probes(ws)) for ws in self.sockets]
+        await _stdin_line()
+        for task in readers:
+            task.cancel()
+
+    async def _read_probes(self, ws) -> None:
+        async for raw in ws:
+            now = time.time()
+            frame = json.loads(raw)
+            if frame.get("type") == "bench_probe":
+                self.latencies.append((now - frame["t"]) * 1000)
+            else:
+                self.other_frames += 1
+
+    # --- shared -------------------------------------------------------------------------------
+    async def _schedule(self, send_one, queues) -> None:
+        """Send frame i at start + i/rate whatever the replies do (open loop)."""
+        rate, seconds = self.config["rate"], self.config["seconds"]
+        total = max(1, int(rate * seconds))
+        start = time.perf_counter()
+        i = 0
+        while i < total:
+            due = start + i / rate
+            now = time.perf_counter()
+            if due > now:
+                await asyncio.sleep(due - now)
+            n = i % len(self.sockets)
+            await send_one(i, self.sockets[n], queues[n] if queues else None)
+            self.sent = max(self.sent, i + 1)
+            i += 1
+
+    async def _drain(self, outstanding) -> None:
+        end = time.monotonic() + DRAIN_SECONDS
+        while outstanding() and time.monotonic() < end:
+            await asyncio.sleep(0.05)
+
+    def result(self) -> dict:
+        out = {
+            "connected": len(self.sockets),
+            "failed": self.failed,
+            "sent": self.sent,
+            "latencies": [round(x, 3) for x in self.latencies],
+            "errors": self.errors,
+            "other_frames": self.other_frames,
+            "lost": self.lost,
+        }
+        if self.acked:
+            out["acked"] = self.acked
+        if hasattr(self, "by_status"):
+            out["by_status"] = {k: [round(x, 3) for x in v] for k, v in self.by_status.items()}
+        return out
+
+
+async def _stdin_line() -> str:
+    return (await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)).strip()
+
+
+def _say(tag: str, payload: dict) -> None:
+    sys.stdout.write(f"{tag} {json.dumps(payload)}\n")
+    sys.stdout.flush()
+
+
+async def main(config: dict) -> None:
+    client = Client(config)
+    await client.open_all()
+    _say("READY", {"connected": len(client.sockets), "failed": client.failed})
+    command = await _stdin_line()
+    mode = config["mode"]
+    if command == "GO" and client.sockets and mode != "idle":
+        await getattr(client, mode)()
+    await client.close_all()
+    _say("RESULT", client.result())
+
+
+if __name__ == "__main__":
+    # The config is a file: a thousand JWTs would overflow one command-line argument.
+    with open(sys.argv[1]) as f:
+        cfg = json.load(f)
+    try:
+        asyncio.run(asyncio.wait_for(main(cfg), cfg["deadline"]))
+    except TimeoutError:
+        sys.stderr.write("wsclient: deadline reached\n")
+        sys.exit(3)
