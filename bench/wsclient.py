@@ -1,16 +1,18 @@
 """One WebSocket load-generator process: `python -m bench.wsclient <config.json>`.
 
-It opens its sockets, prints `READY {...}`, waits for `GO` on stdin, runs its mode, prints
-`RESULT {...}` and exits. Modes:
+It opens its sockets and prints `READY {...}`; then, for every `RUN {overrides}` line on
+stdin, it runs its mode with the config updated by the overrides and prints `RESULT {...}`;
+`STOP` (or end of input) closes the sockets and ends it. Modes:
 - idle: hold the sockets until `STOP` (W1).
 - ping: send `ping` frames at a fixed total rate, open loop, round-robin over the sockets;
   latency runs from each frame's scheduled send time to its pong, so a slow server cannot
-  slow the load down and hide its own queueing (W2).
+  slow the load down and hide its own queueing (W2). With `window`, closed loop instead:
+  each socket keeps that many pings in flight (round trips/s at saturation).
 - call: submit `call` frames at a fixed rate (open loop) or keep `window` calls in flight per
   socket (closed loop, for sustained acks/s); latency to the `call_ack` (W3).
 - status: submit calls at a fixed rate and time every `call_status` from its `ts` (W4).
-- probe: hold the sockets and time `bench_probe` frames pushed through the channel layer by
-  the harness, until `STOP` (W4's baseline).
+- probe: time `bench_probe` frames pushed through the channel layer by the harness, until
+  an `END` line (W4's baseline).
 Every mode is bounded by `deadline` seconds, whatever the server does.
 """
 
@@ -34,12 +36,18 @@ class Client:
         self.config = config
         self.sockets: list = []
         self.failed = 0
+        self.reset({})
+
+    def reset(self, overrides: dict) -> None:
+        self.config = {**self.config, **overrides}
         self.latencies: list[float] = []
         self.errors: dict[str, int] = {}
         self.other_frames = 0
         self.lost = 0
         self.acked: list[str] = []
         self.sent = 0
+        self.refill_until = 0.0
+        self.by_status: dict[str, list[float]] = {}
 
     async def open_all(self) -> None:
         gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
@@ -77,17 +85,34 @@ class Client:
             queue.append(time.perf_counter())
             return ws.send('{"type":"ping"}')
 
-        await self._schedule(send_ping, pending)
+        if self.config.get("window"):
+            await self._closed_loop_pings(pending)
+        else:
+            await self._schedule(send_ping, pending)
         await self._drain(lambda: sum(len(q) for q in pending))
         self.lost = sum(len(q) for q in pending)
         for task in readers:
             task.cancel()
+
+    async def _closed_loop_pings(self, pending: list[deque]) -> None:
+        # Fill each socket's window; every pong then sends the next ping (see _read_pongs).
+        self.refill_until = time.monotonic() + self.config["seconds"]
+        for ws, queue in zip(self.sockets, pending, strict=True):
+            for _ in range(self.config["window"]):
+                queue.append(time.perf_counter())
+                self.sent += 1
+                await ws.send('{"type":"ping"}')
+        await asyncio.sleep(self.config["seconds"])
 
     async def _read_pongs(self, ws, queue: deque) -> None:
         async for raw in ws:
             now = time.perf_counter()
             if json.loads(raw).get("type") == "pong" and queue:
                 self.latencies.append((now - queue.popleft()) * 1000)
+                if time.monotonic() < self.refill_until:
+                    queue.append(time.perf_counter())
+                    self.sent += 1
+                    await ws.send('{"type":"ping"}')
             else:
                 self.other_frames += 1
 
@@ -149,7 +174,6 @@ class Client:
                 self.other_frames += 1
 
     async def status(self) -> None:
-        self.by_status: dict[str, list[float]] = {}
         readers = [asyncio.create_task(self._read_status(ws)) for ws in self.sockets]
         await self._schedule(lambda i, ws, _q: self._send_call(ws, {}, i), None)
         # Let the calls run to their end (they are short with a small SIMULATED_STEP_SECONDS).
@@ -221,7 +245,7 @@ class Client:
         }
         if self.acked:
             out["acked"] = self.acked
-        if hasattr(self, "by_status"):
+        if self.by_status:
             out["by_status"] = {k: [round(x, 3) for x in v] for k, v in self.by_status.items()}
         return out
 
@@ -239,12 +263,15 @@ async def main(config: dict) -> None:
     client = Client(config)
     await client.open_all()
     _say("READY", {"connected": len(client.sockets), "failed": client.failed})
-    command = await _stdin_line()
-    mode = config["mode"]
-    if command == "GO" and client.sockets and mode != "idle":
-        await getattr(client, mode)()
+    while True:
+        command = await _stdin_line()
+        if not command.startswith("RUN "):
+            break  # STOP, or stdin closed
+        client.reset(json.loads(command[4:]))
+        if client.sockets and config["mode"] != "idle":
+            await getattr(client, config["mode"])()
+        _say("RESULT", client.result())
     await client.close_all()
-    _say("RESULT", client.result())
 
 
 if __name__ == "__main__":

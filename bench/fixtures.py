@@ -1,0 +1,174 @@
+"""The Django side of the harness: database, users, tokens, history rows, SQL baselines.
+
+run.py puts the bench environment (DATABASE_URL, REDIS_URL, ...) into os.environ before
+setup(), so this process talks to the same PostgreSQL database and Redis DB as the servers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+PASSWORD = "bench-passphrase-not-secret"  # noqa: S105 - a throwaway user of a bench database
+HTTP_EMAIL = "bench-http@relay.example"
+HISTORY_EMAIL = "bench-history@relay.example"  # the user bench/history_plans.py loads too
+WS_EMAIL = "bench-ws-{}@relay.example"
+
+
+def ensure_database(url: str) -> None:
+    """CREATE DATABASE for `url` unless it exists (connecting to the `postgres` database)."""
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def setup(env: dict) -> None:
+    import django
+
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relay.settings")
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def flush_redis(url: str) -> None:
+    """Empty the bench's own Redis DB (never DB 0), so no stale channel or limit lingers."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    assert client.connection_pool.connection_kwargs.get("db", 0) != 0, "bench never uses DB 0"
+    client.flushdb()
+
+
+def user(email: str, *, password: str | None = None):
+    from accounts.models import User
+
+    found = User.objects.filter(email=email).first()
+    return found or User.objects.create_user(email=email, password=password)
+
+
+def token_for(account) -> str:
+    from accounts.services import session_open
+
+    return session_open(user=account).token
+
+
+def ws_accounts(count: int) -> list[tuple[str, str]]:
+    """(JWT, user id) of `count` distinct users, so a call's events reach only its socket."""
+    out = []
+    for n in range(count):
+        account = user(WS_EMAIL.format(n))
+        out.append((token_for(account), str(account.pk)))
+    return out
+
+
+def history_user(count: int):
+    """The history user with at least `count` records, loading only what is missing."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    from history.models import CallRecord
+
+    account = user(HISTORY_EMAIL)
+    have = CallRecord.objects.filter(owner=account).count()
+    if have < count:
+        call_command("seed_history", "--email", HISTORY_EMAIL, "--count", str(count - have))
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE history_callrecord")
+    return account
+
+
+def history_sql_ms(account, *, status: str | None, offset: int, runs: int) -> list[float]:
+    """Wall time of the two statements `history_page` runs (COUNT, then the page), raw SQL.
+
+    The SQL is compiled from the same querysets the selector builds and executed straight on
+    Django's psycopg connection: no ORM row building, no view, no HTTP.
+    """
+    from django.db import connection
+
+    from history.models import CallRecord
+
+    records = CallRecord.objects.filter(owner=account)
+    if status:
+        records = records.filter(status=status)
+    page = records.select_related("number").order_by("-created_at", "-id")[offset : offset + 50]
+    page_sql, page_params = page.query.sql_with_params()
+    count_sql, count_params = records.values("pk").query.sql_with_params()
+    count_sql = f"SELECT COUNT(*) FROM ({count_sql}) c"  # noqa: S608 - ORM-generated SQL
+    timings = []
+    with connection.cursor() as cursor:
+        for _ in range(runs):
+            started = time.perf_counter()
+            cursor.execute(count_sql, count_params)
+            cursor.fetchall()
+            cursor.execute(page_sql, page_params)
+            cursor.fetchall()
+            timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def calls_persisted(prefix: str) -> set[str]:
+    from realtime.models import CallRequest
+
+    return set(
+        CallRequest.objects.filter(call_id__startswith=prefix).values_list("call_id", flat=True)
+    )
+
+
+def calls_reset() -> None:
+    """Drop earlier runs' calls and queued steps, so a worker starts with an empty queue."""
+    from django_tasks_db.models import DBTaskResult
+
+    from realtime.models import CallRequest
+
+    DBTaskResult.objects.all().delete()
+    CallRequest.objects.filter(owner__email__startswith="bench-ws-").delete()
+
+
+def argon2_verify_ms(runs: int) -> list[float]:
+    """One password check with Relay's hasher, in this process (one core)."""
+    from django.contrib.auth.hashers import check_password, make_password
+
+    encoded = make_password(PASSWORD)
+    timings = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        check_password(PASSWORD, encoded)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def probe_sender(user_ids: list[str], *, rate: float, seconds: float) -> int:
+    """Push `bench_probe` frames to the users' groups through the channel layer at `rate`.
+
+    One event loop and one Redis connection pool throughout: this is the transport's floor,
+    without the per-call event loop a worker's on_commit hook pays.
+    """
+    import asyncio
+
+    from channels.layers import get_channel_layer
+
+    from realtime.events import user_group
+
+    async def send_all() -> int:
+        layer = get_channel_layer()
+        total = max(1, int(rate * seconds))
+        start = time.perf_counter()
+        for i in range(total):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            group = user_group(user_ids[i % len(user_ids)])
+            event = {"type": "bench_probe", "t": time.time()}
+            await layer.group_send(group, {"type": "relay.event", "event": event})
+        return total
+
+    return asyncio.run(send_all())
