@@ -1,0 +1,74 @@
+"""Scales of a run: `full` for docs/benchmarks.md (under 10 minutes on 2 cores), `smoke` for CI
+(every scenario at tiny scale, under a minute)."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    http_seconds: float  # each wrk run
+    saturation_connections: int
+    history_records: int
+    history_offsets: dict  # status (None = all) -> the deep offset measured
+    history_sql_runs: int
+    login_connections: int
+    w1_steps: tuple[int, ...]  # cumulative idle connections
+    w1_connections_per_process: int
+    idle_seconds: float
+    w2_rates: tuple[int, ...]
+    w2_connections: tuple[int, ...]
+    ws_seconds: float  # each W2/W3 run
+    w3_connections: int
+    w3_window: int
+    w4_connections: int
+    w4_rate: float
+    w4_seconds: float
+    client_processes: int  # W2-W4 load-generator processes
+
+
+FULL = Profile(
+    name="full",
+    http_seconds=5,
+    saturation_connections=50,
+    history_records=1_000_000,
+    # The missed rows are 300,000 of the 1,000,000: offset 500,000 would be past their end
+    # (an empty page), so missed is measured at 250,000, as in the query plans below.
+    history_offsets={None: 500_000, "missed": 250_000},
+    history_sql_runs=30,
+    login_connections=4,
+    w1_steps=(1_000, 5_000, 10_000),
+    w1_connections_per_process=1_250,
+    idle_seconds=5,
+    w2_rates=(500, 1_000, 2_000),
+    w2_connections=(100, 1_000),
+    ws_seconds=5,
+    w3_connections=100,
+    w3_window=4,
+    w4_connections=50,
+    w4_rate=20,
+    w4_seconds=6,
+    client_processes=2,
+)
+
+SMOKE = Profile(
+    name="smoke",
+    http_seconds=1,
+    saturation_connections=10,
+    history_records=2_000,
+    history_offsets={None: 1_000, "missed": 500},
+    history_sql_runs=3,
+    login_connections=2,
+    w1_steps=(20, 50, 100),
+    w1_connections_per_process=50,
+    idle_seconds=0.5,
+    w2_rates=(50, 100),
+    w2_connections=(5, 20),
+    ws_seconds=1,
+    w3_connections=5,
+    w3_window=2,
+    w4_connections=3,
+    w4_rate=5,
+    w4_seconds=1,
+    client_processes=2,
+)

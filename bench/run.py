@@ -1,0 +1,177 @@
+"""`make bench` / `make bench-smoke`: every scenario of issue 6 in one unattended run.
+
+Usage: BENCH_DATABASE_URL=postgres://... BENCH_REDIS_URL=redis://.../5 \
+       .venv/bin/python bench/run.py [--smoke] [--write-docs] [--only H1,W2]
+
+Starts its own servers (Daphne with Relay, Daphne and uvicorn with a bare ASGI app, the
+worker for W4) on free ports, measures, stops them, and prints the report. --write-docs
+rewrites docs/benchmarks.md (keeping its "History query plans" section); otherwise the
+report goes to var/bench-<profile>.md. Exits non-zero only when a scenario failed to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import fixtures, procs, report  # noqa: E402
+from bench.profiles import FULL, SMOKE  # noqa: E402
+
+
+def bench_env(var_dir: Path) -> dict:
+    """Production-like: DEBUG off, PostgreSQL, Redis, no access log, rate limits out of the
+    way (the scenarios measure the service, not its limiter's refusals)."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=os.environ["BENCH_DATABASE_URL"],
+        REDIS_URL=os.environ["BENCH_REDIS_URL"],
+        SECRET_KEY="bench-only-secret-key-" + "x" * 40,
+        DEBUG="false",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        LOG_LEVEL="WARNING",  # Relay's access line is INFO
+        RELAY_VAR_DIR=str(var_dir),
+        RATE_LIMIT_AUTH_PER_IP="1000000/m",
+        RATE_LIMIT_AUTH_PER_EMAIL="1000000/m",
+        RATE_LIMIT_CALLS_PER_USER="1000000/m",
+        SIMULATED_STEP_SECONDS="0.05",
+        SIMULATED_TALK_SCALE="0",
+        WORKER_POLL_INTERVAL="0.2",
+        PYTHONUNBUFFERED="1",
+    )
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    return env
+
+
+SETTINGS_NOTE = (
+    "Settings: DEBUG=false, PostgreSQL (`DATABASE_CONN_MAX_AGE` at its default 0), Redis "
+    "channel layer and cache, Daphne `-v 0` and LOG_LEVEL=WARNING (no access log), rate limits "
+    "raised to 1,000,000/m, one Daphne process; the task worker runs only during W4 (in "
+    "production workers are separate processes, here they would only steal one of the 2 cores)."
+)
+
+METHOD_NOTES = """\
+### How each figure is measured
+
+- **Ratio** is value / baseline, both measured in this run on this machine. For req/s higher
+  is better; for latency and memory lower is better.
+- **Server CPU** is the measured server process's CPU time per wall second (100% = one core);
+  **load-gen CPU** is the same for wrk or for the WebSocket client processes. Server, load
+  generator, PostgreSQL and Redis share the machine's 2 cores, so a load-gen figure near 100%
+  means the client, not the server, may be the limit.
+- **H1**: `bench/bare_app.py`, a framework-free ASGI app, under Daphne (Relay's server) and
+  uvicorn (h11, no uvloop unless installed). wrk, 2 threads, closed loop.
+- **H2**: saturation is wrk closed loop; "half load" paces wrk at half the saturated rate with
+  a Lua `delay()` of connections/rate per request. That is not a perfect open loop (a slow
+  response delays its own connection's next request, so tails are under- rather than
+  over-stated); the achieved rate is in the note. The baseline runs the bare app at the
+  same rate and connections.
+- **H3**: one wrk connection, closed loop, so each request is timed alone. Baseline: the two
+  statements `history_page` runs (COUNT for `total`, then the page with its number join),
+  compiled from the same querysets and run on psycopg in the harness process.
+- **H4**: login with the real Argon2 hash; every login also opens a session row.
+- **W1**: client processes of asyncio `websockets` clients (no client pings) open sockets in
+  steps; RSS per socket is (process RSS now - RSS before the first socket) / sockets open;
+  idle CPU is measured over a quiet window. Relay's sockets are authenticated (JWT) and have
+  joined their user and session groups in Redis; 1,000 users hold the 10,000 sockets.
+- **W2**: open loop: pings are scheduled at a fixed total rate round-robin over the sockets
+  and timed from their scheduled send time to their pong, so queueing shows in the tail.
+  "Saturation" keeps one ping in flight per socket.
+- **W3**: one user per socket, so each call's events reach only its own socket. Sustained
+  acks/s keeps a fixed number of calls in flight per socket; latency is open loop at half that
+  rate. Afterwards every acked callId is looked up in the database.
+- **W4**: the worker places short simulated calls (steps of 50 ms); each `call_status` frame
+  is timed from its `ts` (the `updated_at` written in the committing transaction, whole
+  milliseconds, so up to 1 ms high) to its arrival. Baseline: frames pushed with
+  `group_send` to the same sockets from another process, timed from just before the send.
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--smoke", action="store_true", help="every scenario at tiny scale")
+    parser.add_argument("--write-docs", action="store_true", help="rewrite docs/benchmarks.md")
+    parser.add_argument("--only", default="", help="comma-separated scenarios, e.g. H1,W2")
+    args = parser.parse_args()
+    profile = SMOKE if args.smoke else FULL
+    only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
+    started = time.monotonic()
+
+    var_dir = Path(tempfile.mkdtemp(prefix=f"relay-bench-{profile.name}-"))
+    env = bench_env(var_dir)
+    open_files = procs.raise_open_files_limit()
+    fixtures.ensure_database(env["DATABASE_URL"])
+    fixtures.setup(env)
+    fixtures.flush_redis(env["REDIS_URL"])
+
+    from bench import scenarios  # after setup(): it imports Django models lazily
+
+    print(f"[bench] {profile.name}: preparing users and {profile.history_records:,} history "
+          "records", flush=True)  # fmt: skip
+    http_user = fixtures.user(fixtures.HTTP_EMAIL, password=fixtures.PASSWORD)
+    history_account = fixtures.history_user(profile.history_records)
+    ws_needed = max(*profile.w2_connections, profile.w3_connections, profile.w4_connections)
+    bench = None
+    failures: list[str] = []
+    bare = procs.daphne("daphne-bare", "bench.bare_app:app", env)
+    try:
+        relay = procs.daphne("daphne-relay", "relay.asgi:application", env)
+        try:
+            bench = scenarios.Bench(
+                profile=profile, env=env, bare=bare, relay=relay,
+                http_token=fixtures.token_for(http_user), api_key=http_user.api_key,
+                history_account=history_account,
+                history_token=fixtures.token_for(history_account),
+                ws=fixtures.ws_accounts(ws_needed),
+            )  # fmt: skip
+            for name, scenario in scenarios.SCENARIOS:
+                if only and name not in only:
+                    continue
+                t = time.monotonic()
+                print(f"[bench] {name} ...", flush=True)
+                try:
+                    scenario(bench)
+                except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the rest
+                    traceback.print_exc()
+                    failures.append(f"{name}: {type(exc).__name__}: {exc}")
+                print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", flush=True)
+        finally:
+            relay.stop()
+    finally:
+        bare.stop()
+
+    elapsed = time.monotonic() - started
+    header = (
+        f"# Benchmarks\n\n"
+        f"Produced by `make bench` (`bench/run.py`, profile `{profile.name}`) on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {elapsed:.0f} s.\n\n"
+        f"Machine: {procs.machine()}; open-file limit {open_files:,}. Shared and noisy: every "
+        f"figure sits next to a baseline measured in the same run.\n\n{SETTINGS_NOTE}\n\n"
+        "Targets are goals: a figure that misses one is reported as it is.\n\n"
+        "## Results"
+    )
+    if failures:
+        header += "\n\nScenarios that failed to run: " + "; ".join(failures)
+    text = report.render(bench.rows if bench else [], header=header, notes=METHOD_NOTES)
+    print(text)
+    if args.write_docs:
+        report.write_docs(text)
+        print(f"[bench] wrote {report.DOC}")
+    else:
+        out = ROOT / "var" / f"bench-{profile.name}.md"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(text)
+        print(f"[bench] wrote {out}")
+    print(f"[bench] finished in {elapsed:.0f} s; {len(failures)} scenario(s) failed to run")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

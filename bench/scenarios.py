@@ -1,0 +1,353 @@
+"""H1-H4 and W1-W4 (issue 6). Each appends Rows to the Bench; none decides pass or fail of
+the run: a missed target is a finding, only a scenario that cannot run is an error."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+
+from bench import fixtures, procs, wrk
+from bench.profiles import Profile
+from bench.report import Row
+from bench.wsload import ClientGroup, percentile
+
+
+@dataclass
+class Bench:
+    profile: Profile
+    env: dict
+    bare: procs.Server
+    relay: procs.Server
+    http_token: str = ""
+    api_key: str = ""
+    history_account: object = None
+    history_token: str = ""
+    ws: list = field(default_factory=list)  # (JWT, user id) of distinct users
+    rows: list = field(default_factory=list)
+    h1_rps: float = math.nan
+    w2_relay: dict = field(default_factory=dict)  # (connections, rate or "sat") -> figures
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+
+
+class CpuMeter:
+    """A server's CPU seconds per wall second across a `with` block."""
+
+    def __init__(self, server):
+        self.server = server
+        self.value = math.nan
+
+    def __enter__(self):
+        self._cpu, self._t = self.server.cpu_seconds(), time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        self.value = (self.server.cpu_seconds() - self._cpu) / (time.monotonic() - self._t)
+
+
+def _paced_connections(rate: float) -> int:
+    # About 25 ms between a connection's requests: few connections, little rounding in delay().
+    return max(2, round(rate / 40))
+
+
+# --- H1-H4: HTTP under wrk ----------------------------------------------------------------------
+def h1(b: Bench) -> None:
+    p = b.profile
+    with CpuMeter(b.bare) as cpu:
+        daphne = wrk.run(b.bare.base + "/", seconds=p.http_seconds,
+                         connections=p.saturation_connections)  # fmt: skip
+    uvicorn_server = procs.uvicorn("uvicorn-bare", "bench.bare_app:app", b.env)
+    try:
+        with CpuMeter(uvicorn_server) as ucpu:
+            uv = wrk.run(uvicorn_server.base + "/", seconds=p.http_seconds,
+                         connections=p.saturation_connections)  # fmt: skip
+    finally:
+        uvicorn_server.stop()
+    b.h1_rps = daphne.rps
+    b.add(Row("H1", "bare ASGI JSON, Daphne: req/s at saturation", daphne.rps, "req/s",
+              uv.rps, "same app, uvicorn", server_cpu=cpu.value,
+              client_cpu=daphne.client_cpu))  # fmt: skip
+    b.add(Row("H1", "bare ASGI JSON, uvicorn (reference): req/s", uv.rps, "req/s",
+              daphne.rps, "same app, Daphne", server_cpu=ucpu.value,
+              client_cpu=uv.client_cpu))  # fmt: skip
+
+
+def h2(b: Bench) -> None:
+    p = b.profile
+    url = b.relay.base + "/api/user/me"
+    for label, headers in (
+        ("JWT", {"Authorization": f"Bearer {b.http_token}"}),
+        ("API key", {"X-API-Key": b.api_key}),
+    ):
+        with CpuMeter(b.relay) as cpu:
+            sat = wrk.run(url, seconds=p.http_seconds, connections=p.saturation_connections,
+                          headers=headers)  # fmt: skip
+        ratio = sat.rps / b.h1_rps
+        b.add(Row("H2", f"GET /api/user/me ({label}): req/s at saturation", sat.rps, "req/s",
+                  b.h1_rps, "H1 Daphne", ">= 25% of H1 Daphne", ratio >= 0.25,
+                  cpu.value, sat.client_cpu, _http_errors(sat)))  # fmt: skip
+        half = sat.rps / 2
+        conns = _paced_connections(half)
+        with CpuMeter(b.relay) as cpu:
+            run = wrk.run(url, seconds=p.http_seconds, connections=conns, rate=half,
+                          headers=headers)  # fmt: skip
+        base = wrk.run(b.bare.base + "/", seconds=p.http_seconds, connections=conns, rate=half)
+        note = f"{run.rps:,.0f} req/s achieved of {half:,.0f}"
+        extra = _http_errors(run)
+        note = f"{note}; {extra}" if extra else note
+        b.add(Row("H2", f"GET /api/user/me ({label}): p50 at half load", run.p50_ms, "ms",
+                  base.p50_ms, "H1 Daphne, same rate", server_cpu=cpu.value,
+                  client_cpu=run.client_cpu, note=note))  # fmt: skip
+        b.add(Row("H2", f"GET /api/user/me ({label}): p99 at half load", run.p99_ms, "ms",
+                  base.p99_ms, "H1 Daphne, same rate", "<= 10 ms", run.p99_ms <= 10,
+                  cpu.value, run.client_cpu))  # fmt: skip
+
+
+def _http_errors(result: wrk.WrkResult) -> str:
+    bad = []
+    if result.non2xx:
+        bad.append(f"{result.non2xx:,} non-2xx")
+    if result.errors:
+        bad.append(f"{result.errors:,} socket errors")
+    return ", ".join(bad)
+
+
+def h3(b: Bench) -> None:
+    p = b.profile
+    headers = {"Authorization": f"Bearer {b.history_token}"}
+    for status, deep in p.history_offsets.items():
+        for offset in (0, deep):
+            query = f"limit=50&offset={offset}" + (f"&status={status}" if status else "")
+            # One connection, closed loop: the latency of one request at a time.
+            with CpuMeter(b.relay) as cpu:
+                run = wrk.run(f"{b.relay.base}/api/history?{query}", seconds=p.http_seconds,
+                              connections=1, threads=1, headers=headers)  # fmt: skip
+            sql = fixtures.history_sql_ms(b.history_account, status=status, offset=offset,
+                                          runs=p.history_sql_runs)  # fmt: skip
+            label = f"GET /api/history status={status or 'all'} offset={offset:,}"
+            target_ms = 10 if offset == 0 else 50
+            note = f"{run.requests:,} requests"
+            extra = _http_errors(run)
+            note = f"{note}; {extra}" if extra else note
+            b.add(Row("H3", f"{label}: p50", run.p50_ms, "ms", percentile(sql, 50),
+                      "raw SQL COUNT + page, psycopg", f"<= {target_ms} ms",
+                      run.p50_ms <= target_ms, cpu.value, run.client_cpu, note))  # fmt: skip
+            b.add(Row("H3", f"{label}: p99", run.p99_ms, "ms", percentile(sql, 99),
+                      "raw SQL COUNT + page, psycopg", server_cpu=cpu.value,
+                      client_cpu=run.client_cpu))  # fmt: skip
+
+
+def h4(b: Bench) -> None:
+    p = b.profile
+    body = json.dumps({"email": fixtures.HTTP_EMAIL, "password": fixtures.PASSWORD})
+    with CpuMeter(b.relay) as cpu:
+        run = wrk.run(b.relay.base + "/api/auth/login", seconds=p.http_seconds,
+                      connections=p.login_connections, method="POST", body=body,
+                      headers={"Content-Type": "application/json"})  # fmt: skip
+    b.add(Row("H4", "POST /api/auth/login: req/s", run.rps, "req/s", b.h1_rps, "H1 Daphne",
+              server_cpu=cpu.value, client_cpu=run.client_cpu,
+              note=_http_errors(run)))  # fmt: skip
+    checks = fixtures.argon2_verify_ms(max(3, p.history_sql_runs // 3))
+    b.add(Row("H4", "Argon2 check_password alone, one thread: checks/s",
+              1000 / percentile(checks, 50), "checks/s",
+              note=f"median {percentile(checks, 50):.0f} ms each"))  # fmt: skip
+
+
+# --- W1-W4: WebSocket clients in separate processes ---------------------------------------------
+def _relay_urls(b: Bench, count: int) -> list[str]:
+    """One user per socket up to len(b.ws); past that (W1 only) users hold several sockets."""
+    return [f"{b.relay.ws_base}/ws?token={b.ws[i % len(b.ws)][0]}" for i in range(count)]
+
+
+def _bare_urls(b: Bench, count: int) -> list[str]:
+    return [f"{b.bare.ws_base}/ws"] * count
+
+
+def _idle_capacity(b: Bench, server: procs.Server, urls: list[str]) -> list[dict]:
+    p = b.profile
+    rss0 = server.rss()
+    groups, steps, opened = [], [], 0
+    try:
+        for step in p.w1_steps:
+            part = urls[opened:step]
+            processes = math.ceil(len(part) / p.w1_connections_per_process)
+            group = ClientGroup(part, processes, {"mode": "idle"}, deadline=900)
+            groups.append(group)
+            started = time.monotonic()
+            connected = group.ready(timeout=300)
+            steps.append({"step": step, "added": step - opened, "connected": connected,
+                          "connect_s": time.monotonic() - started})  # fmt: skip
+            opened = step
+            time.sleep(min(1.0, p.idle_seconds))  # let the accept bursts settle
+            total = sum(s["connected"] for s in steps)
+            with CpuMeter(server) as cpu:
+                time.sleep(p.idle_seconds)
+            rss = server.rss()
+            steps[-1].update(total=total, rss=rss, cpu=cpu.value,
+                             per_conn_kib=(rss - rss0) / max(total, 1) / 1024)  # fmt: skip
+    finally:
+        for group in groups:
+            group.close()
+    return steps
+
+
+def w1(b: Bench) -> None:
+    top = b.profile.w1_steps[-1]
+    bare = _idle_capacity(b, b.bare, _bare_urls(b, top))
+    relay = _idle_capacity(b, b.relay, _relay_urls(b, top))
+    for r, base in zip(relay, bare, strict=True):
+        last = r["step"] == top
+        kib_met = r["per_conn_kib"] <= 50 and r["total"] >= r["step"] if last else None
+        b.add(Row("W1", f"idle sockets open of {r['step']:,} attempted", r["total"], "sockets",
+                  base["total"], "bare Daphne", f">= {top:,}" if last else "",
+                  (r["total"] >= top) if last else None,
+                  note=f"{r['added']:,} more opened in {r['connect_s']:.1f} s"))  # fmt: skip
+        b.add(Row("W1", f"RSS per idle socket at {r['step']:,}", r["per_conn_kib"], "KiB",
+                  base["per_conn_kib"], "bare Daphne", "<= 50 KiB at 10,000" if last else "",
+                  kib_met, note=f"process RSS {r['rss'] / 2**20:,.0f} MiB"))  # fmt: skip
+        b.add(Row("W1", f"idle CPU at {r['step']:,} sockets", r["cpu"] * 100, "%",
+                  base["cpu"] * 100, "bare Daphne", server_cpu=r["cpu"]))  # fmt: skip
+
+
+def _pings(b: Bench, server: procs.Server, urls: list[str], figures: dict) -> None:
+    p = b.profile
+    with ClientGroup(urls, p.client_processes, {"mode": "ping"}, deadline=600) as group:
+        connected = group.ready(timeout=180)
+        if connected < len(urls):
+            raise RuntimeError(f"only {connected} of {len(urls)} sockets opened for W2")
+        if len(urls) == p.w2_connections[0]:
+            with CpuMeter(server) as cpu:
+                sat = group.run({"window": 1, "seconds": p.ws_seconds}, timeout=60)
+            figures[(len(urls), "sat")] = {
+                "rate": len(sat.merged("latencies")) / p.ws_seconds,
+                "cpu": cpu.value, "client_cpu": sat.client_cpu,
+            }  # fmt: skip
+        for rate in p.w2_rates:
+            with CpuMeter(server) as cpu:
+                run = group.run({"rate": rate, "seconds": p.ws_seconds, "window": 0}, timeout=60)
+            lat = run.merged("latencies")
+            figures[(len(urls), rate)] = {
+                "p50": percentile(lat, 50), "p99": percentile(lat, 99),
+                "lost": run.total("lost"), "sent": run.total("sent"),
+                "cpu": cpu.value, "client_cpu": run.client_cpu,
+            }  # fmt: skip
+
+
+def w2(b: Bench) -> None:
+    p = b.profile
+    bare: dict = {}
+    for conns in p.w2_connections:
+        _pings(b, b.bare, _bare_urls(b, conns), bare)
+        _pings(b, b.relay, _relay_urls(b, conns), b.w2_relay)
+    first = p.w2_connections[0]
+    r, base = b.w2_relay[(first, "sat")], bare[(first, "sat")]
+    b.add(Row("W2", f"ping round trips/s at saturation, {first} sockets (closed loop)",
+              r["rate"], "msg/s", base["rate"], "bare Daphne", server_cpu=r["cpu"],
+              client_cpu=r["client_cpu"]))  # fmt: skip
+    for conns in p.w2_connections:
+        for rate in p.w2_rates:
+            r, base = b.w2_relay[(conns, rate)], bare[(conns, rate)]
+            note = f"{r['lost']:,} of {r['sent']:,} unanswered" if r["lost"] else ""
+            where = f"{rate:,} msg/s over {conns:,} sockets"
+            b.add(Row("W2", f"ping RTT p50, {where}", r["p50"], "ms", base["p50"],
+                      "bare Daphne", server_cpu=r["cpu"], client_cpu=r["client_cpu"],
+                      note=note))  # fmt: skip
+            target = rate == 1000 or (rate == p.w2_rates[len(p.w2_rates) // 2])
+            b.add(Row("W2", f"ping RTT p99, {where}", r["p99"], "ms", base["p99"],
+                      "bare Daphne", "<= 10 ms" if target else "",
+                      (r["p99"] <= 10) if target else None, r["cpu"],
+                      r["client_cpu"]))  # fmt: skip
+
+
+def _w2_reference(b: Bench) -> dict:
+    """W2 on Relay at 1,000 msg/s (the target's reference) over the fewest sockets."""
+    p = b.profile
+    rate = 1000 if 1000 in p.w2_rates else p.w2_rates[len(p.w2_rates) // 2]
+    return {"rate": rate, **b.w2_relay.get((p.w2_connections[0], rate), {})}
+
+
+def w3(b: Bench) -> None:
+    p = b.profile
+    fixtures.calls_reset()
+    stamp = f"w3-{int(time.time())}"
+    ref = _w2_reference(b)
+    urls = _relay_urls(b, p.w3_connections)
+    acked: list[str] = []
+    with ClientGroup(urls, p.client_processes, {"mode": "call"}, deadline=600) as group:
+        group.ready(timeout=120)
+        with CpuMeter(b.relay) as cpu:
+            sat = group.run({"window": p.w3_window, "seconds": p.ws_seconds,
+                             "prefix": f"{stamp}-sat"}, timeout=90)  # fmt: skip
+        acked += sat.merged("acked")
+        acks_per_s = len(sat.merged("acked")) / p.ws_seconds
+        sat_ref = b.w2_relay.get((p.w2_connections[0], "sat"), {}).get("rate")
+        errors = sat.errors()
+        b.add(Row("W3", f"sustained acks/s, {len(urls)} sockets x {p.w3_window} in flight",
+                  acks_per_s, "acks/s", sat_ref, "W2 round trips/s at saturation",
+                  ">= 1,000", acks_per_s >= 1000, cpu.value, sat.client_cpu,
+                  ", ".join(f"{n} {c}" for c, n in errors.items())))  # fmt: skip
+        rate = max(1.0, acks_per_s / 2)
+        with CpuMeter(b.relay) as cpu:
+            run = group.run({"rate": rate, "seconds": p.ws_seconds, "window": 0,
+                             "prefix": f"{stamp}-rate"}, timeout=90)  # fmt: skip
+        acked += run.merged("acked")
+    lat = run.merged("latencies")
+    note = f"at {rate:,.0f} calls/s (half the sustained rate)"
+    b.add(Row("W3", "call submit to call_ack p50", percentile(lat, 50), "ms", ref.get("p50"),
+              f"W2 p50, {ref['rate']:,} msg/s", server_cpu=cpu.value,
+              client_cpu=run.client_cpu, note=note))  # fmt: skip
+    limit = ref.get("p99", math.nan) + 5
+    b.add(Row("W3", "call submit to call_ack p99", percentile(lat, 99), "ms", ref.get("p99"),
+              f"W2 p99, {ref['rate']:,} msg/s", f"<= W2 p99 + 5 ms ({limit:.1f} ms)",
+              percentile(lat, 99) <= limit, cpu.value, run.client_cpu, note))  # fmt: skip
+    persisted = fixtures.calls_persisted(stamp)
+    lost = len(set(acked) - persisted)
+    b.add(Row("W3", "acked calls missing from the database", lost, "lost", target="0",
+              met=lost == 0,
+              note=f"{len(acked):,} acked, {len(persisted):,} persisted; "
+              f"{sat.total('lost') + run.total('lost'):,} submitted calls got no ack"))  # fmt: skip
+
+
+def w4(b: Bench) -> None:
+    p = b.profile
+    fixtures.calls_reset()
+    worker = procs.Worker(b.env)
+    accounts = b.ws[: p.w4_connections]
+    urls = [f"{b.relay.ws_base}/ws?token={token}" for token, _ in accounts]
+    try:
+        with ClientGroup(urls, 1, {"mode": "status"}, deadline=300) as group:
+            group.ready(timeout=60)
+            with CpuMeter(b.relay) as cpu:
+                run = group.run({"rate": p.w4_rate, "seconds": p.w4_seconds, "settle": 3.0,
+                                 "prefix": f"w4-{int(time.time())}"}, timeout=60)  # fmt: skip
+    finally:
+        worker.stop()
+    with ClientGroup(urls, 1, {"mode": "probe"}, deadline=300) as group:
+        group.ready(timeout=60)
+        group.start({})
+        time.sleep(0.3)  # the probe readers are running before the first frame
+        fixtures.probe_sender([uid for _, uid in accounts], rate=max(20.0, p.w4_rate * 4),
+                              seconds=p.w4_seconds)  # fmt: skip
+        time.sleep(0.5)
+        group.send("END")
+        probe = group.collect(timeout=30)
+    lat, base = run.merged("latencies"), probe.merged("latencies")
+    counts = {}
+    for r in run.results:
+        for status, values in r.get("by_status", {}).items():
+            counts[status] = counts.get(status, 0) + len(values)
+    note = f"{len(lat):,} frames: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    label = "channel-layer push from another process"
+    b.add(Row("W4", "call_status, commit to client: p50", percentile(lat, 50), "ms",
+              percentile(base, 50), label, server_cpu=cpu.value, client_cpu=run.client_cpu,
+              note=note))  # fmt: skip
+    b.add(Row("W4", "call_status, commit to client: p99", percentile(lat, 99), "ms",
+              percentile(base, 99), label, server_cpu=cpu.value,
+              client_cpu=run.client_cpu))  # fmt: skip
+
+
+SCENARIOS = [("H1", h1), ("H2", h2), ("H3", h3), ("H4", h4),
+             ("W1", w1), ("W2", w2), ("W3", w3), ("W4", w4)]  # fmt: skip
