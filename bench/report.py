@@ -27,7 +27,9 @@ class Row:
 
     @property
     def ratio(self) -> float | None:
-        if self.baseline in (None, 0) or math.isnan(self.baseline) or math.isnan(self.value):
+        if self.baseline is None or math.isnan(self.baseline) or math.isnan(self.value):
+            return None
+        if self.baseline <= 0:  # e.g. an RSS delta lost in the allocator's noise
             return None
         return self.value / self.baseline
 
