@@ -131,6 +131,17 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
 else:
     _db["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
     _db["CONN_HEALTH_CHECKS"] = True
+    # Under ASGI every request and every database_sync_to_async call may run on a new thread,
+    # so CONN_MAX_AGE cannot keep connections; a psycopg pool can (Django 5.1+), and saves a
+    # PostgreSQL connection set-up per request and per WebSocket connect (docs/benchmarks.md).
+    DATABASE_POOL_SIZE = env.int("DATABASE_POOL_SIZE", default=0)
+    if DATABASE_POOL_SIZE > 0:
+        _db["CONN_MAX_AGE"] = 0  # Django refuses persistent connections together with a pool
+        _db.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": DATABASE_POOL_SIZE,
+            "timeout": 10,
+        }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache and channel layer --------------------------------------------------------
