@@ -50,6 +50,7 @@ BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relay_bench_run
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/5
 SMOKE_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relay_bench_smoke
 SMOKE_REDIS_URL ?= redis://127.0.0.1:6379/6
+BENCH_DATABASE_POOL_SIZE ?= 8
 
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
@@ -59,8 +60,8 @@ install-bench: $(BENCH_STAMP)
 
 bench: install-bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) \
-		$(PY) bench/run.py --write-docs
+		BENCH_DATABASE_POOL_SIZE=$(BENCH_DATABASE_POOL_SIZE) $(PY) bench/run.py --write-docs
 
 bench-smoke: install-bench
 	BENCH_DATABASE_URL=$(SMOKE_DATABASE_URL) BENCH_REDIS_URL=$(SMOKE_REDIS_URL) \
-		$(PY) bench/run.py --smoke
+		BENCH_DATABASE_POOL_SIZE=$(BENCH_DATABASE_POOL_SIZE) $(PY) bench/run.py --smoke

@@ -45,13 +45,16 @@ def bench_env(var_dir: Path) -> dict:
         SIMULATED_TALK_SCALE="0",
         WORKER_POLL_INTERVAL="0.2",
         PYTHONUNBUFFERED="1",
+        # 0 is Relay's default (a new PostgreSQL connection per request); the Makefile passes
+        # the pool size a production deployment should use.
+        DATABASE_POOL_SIZE=os.environ.get("BENCH_DATABASE_POOL_SIZE", "0"),
     )
     env.pop("DJANGO_SETTINGS_MODULE", None)
     return env
 
 
 SETTINGS_NOTE = (
-    "Settings: DEBUG=false, PostgreSQL (`DATABASE_CONN_MAX_AGE` at its default 0), Redis "
+    "Settings: DEBUG=false, PostgreSQL (`DATABASE_POOL_SIZE={pool}`), Redis "
     "channel layer and cache, Daphne `-v 0` and LOG_LEVEL=WARNING (no access log), rate limits "
     "raised to 1,000,000/m, one Daphne process; the task worker runs only during W4 (in "
     "production workers are separate processes, here they would only steal one of the 2 cores)."
@@ -153,7 +156,8 @@ def main() -> int:
         f"Produced by `make bench` (`bench/run.py`, profile `{profile.name}`) on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {elapsed:.0f} s.\n\n"
         f"Machine: {procs.machine()}; open-file limit {open_files:,}. Shared and noisy: every "
-        f"figure sits next to a baseline measured in the same run.\n\n{SETTINGS_NOTE}\n\n"
+        f"figure sits next to a baseline measured in the same run.\n\n"
+        f"{SETTINGS_NOTE.format(pool=env['DATABASE_POOL_SIZE'])}\n\n"
         "Targets are goals: a figure that misses one is reported as it is.\n\n"
         "## Results"
     )
