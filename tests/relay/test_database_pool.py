@@ -1,0 +1,45 @@
+"""DATABASE_POOL_SIZE turns on Django's psycopg pool for PostgreSQL (settings only, no server)."""
+
+import json
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+
+PRINT_DB = (
+    "import django, json; django.setup(); from django.conf import settings; "
+    "db = settings.DATABASES['default']; "
+    "print(json.dumps({'pool': db.get('OPTIONS', {}).get('pool'), 'age': db['CONN_MAX_AGE']}))"
+)
+
+
+def database_settings(**env) -> dict:
+    # The default case must not inherit a pool size from the shell running the tests.
+    inherited = {k: v for k, v in os.environ.items() if k != "DATABASE_POOL_SIZE"}
+    child_env = {
+        **inherited,
+        "DJANGO_SETTINGS_MODULE": "relay.settings",
+        "SECRET_KEY": "test-only",
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/relay_settings_only",
+        **env,
+    }
+    out = subprocess.run(  # noqa: S603 - our own interpreter, fixed code
+        [sys.executable, "-c", PRINT_DB],
+        cwd=settings.BASE_DIR,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def test_no_pool_by_default():
+    assert database_settings()["pool"] is None
+
+
+def test_pool_size_turns_on_the_pool_and_drops_persistent_connections():
+    db = database_settings(DATABASE_POOL_SIZE="4", DATABASE_CONN_MAX_AGE="60")
+    assert db["pool"]["max_size"] == 4
+    assert db["age"] == 0
