@@ -24,6 +24,7 @@ class Profile:
     w4_connections: int
     w4_rate: float
     w4_seconds: float
+    w4_settle: float  # how long the last calls get to finish after the submits stop
     client_processes: int  # W2-W4 load-generator processes
 
 
@@ -48,6 +49,7 @@ FULL = Profile(
     w4_connections=50,
     w4_rate=20,
     w4_seconds=6,
+    w4_settle=3.0,
     client_processes=2,
 )
 
@@ -64,11 +66,12 @@ SMOKE = Profile(
     idle_seconds=0.5,
     w2_rates=(50, 100),
     w2_connections=(5, 20),
-    ws_seconds=1,
+    ws_seconds=0.5,
     w3_connections=5,
     w3_window=2,
     w4_connections=3,
     w4_rate=5,
     w4_seconds=1,
+    w4_settle=1.5,
     client_processes=2,
 )

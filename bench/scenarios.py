@@ -324,7 +324,7 @@ def w4(b: Bench) -> None:
         with ClientGroup(urls, 1, {"mode": "status"}, deadline=300) as group:
             group.ready(timeout=60)
             with CpuMeter(b.relay) as cpu:
-                run = group.run({"rate": p.w4_rate, "seconds": p.w4_seconds, "settle": 3.0,
+                run = group.run({"rate": p.w4_rate, "seconds": p.w4_seconds, "settle": p.w4_settle,
                                  "prefix": f"w4-{int(time.time())}"}, timeout=60)  # fmt: skip
     finally:
         worker.stop()
