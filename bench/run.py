@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -150,6 +151,10 @@ def main() -> int:
     finally:
         bare.stop()
 
+    if failures:
+        print(f"[bench] server logs kept in {var_dir}", flush=True)
+    else:
+        shutil.rmtree(var_dir, ignore_errors=True)  # only server logs; nothing failed
     elapsed = time.monotonic() - started
     header = (
         f"# Benchmarks\n\n"
