@@ -1,20 +1,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from accounts.models import User
 from history.models import CallRecord
 from relay.errors import NotFound
+from relay.pagination import Page
 from virtual_numbers.models import Number
-
-
-@dataclass(frozen=True)
-class HistoryPage:
-    records: list[CallRecord]
-    total: int
-    limit: int
-    offset: int
 
 
 def history_page(
@@ -24,7 +16,7 @@ def history_page(
     limit: int,
     offset: int,
     number_id: uuid.UUID | None = None,
-) -> HistoryPage:
+) -> Page:
     """The user's call records, newest first (created_at desc, then id desc).
 
     Served by the (owner[, status], created_at, id) indexes: a range scan in order, never a
@@ -43,4 +35,4 @@ def history_page(
         page = list(
             records.select_related("number").order_by("-created_at", "-id")[offset : offset + limit]
         )
-    return HistoryPage(records=page, total=total, limit=limit, offset=offset)
+    return Page(records=page, total=total, limit=limit, offset=offset)

@@ -36,14 +36,7 @@ class HistoryView(APIView):
             offset=q["offset"],
             number_id=q.get("number_id"),
         )
-        return Response(
-            {
-                "history": CallRecordOutput(page.records, many=True).data,
-                "total": page.total,
-                "limit": page.limit,
-                "offset": page.offset,
-            }
-        )
+        return Response(page.body("history", CallRecordOutput))
 
 
 class BlocklistView(APIView):

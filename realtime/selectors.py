@@ -1,8 +1,8 @@
-from history.selectors import HistoryPage
 from realtime.models import CallRequest
+from relay.pagination import Page
 
 
-def calls_page(*, user, status: str | None, limit: int, offset: int) -> HistoryPage:
+def calls_page(*, user, status: str | None, limit: int, offset: int) -> Page:
     """The user's outbound calls, newest first; same paging as history."""
     calls = CallRequest.objects.filter(owner=user)
     if status is not None:
@@ -13,4 +13,4 @@ def calls_page(*, user, status: str | None, limit: int, offset: int) -> HistoryP
         if offset < total
         else []
     )
-    return HistoryPage(records=page, total=total, limit=limit, offset=offset)
+    return Page(records=page, total=total, limit=limit, offset=offset)

@@ -42,14 +42,7 @@ class CallCollectionView(APIView):
             limit=q["limit"],
             offset=q["offset"],
         )
-        return Response(
-            {
-                "calls": CallOutput(page.records, many=True).data,
-                "total": page.total,
-                "limit": page.limit,
-                "offset": page.offset,
-            }
-        )
+        return Response(page.body("calls", CallOutput))
 
     @extend_schema(
         operation_id="calls_submit",

@@ -65,6 +65,15 @@ def client_key(user) -> APIClient:
 
 
 @pytest.fixture
+def staff_client(client, db):
+    """Django's test client logged in as a superuser."""
+    from accounts.models import User
+
+    client.force_login(User.objects.create_superuser("admin@example.com", "admin-password-long"))
+    return client
+
+
+@pytest.fixture
 def inventory(db):
     """Ten free inventory numbers."""
     from virtual_numbers.services import inventory_provision

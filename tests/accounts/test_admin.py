@@ -1,17 +1,9 @@
-import pytest
 from django.core.management import call_command
 
 from accounts import services
 from accounts.models import LoginSession, User
 from tests.conftest import api_key_client, jwt_client
 from tests.factories import UserFactory
-
-
-@pytest.fixture
-def staff_client(client, db):
-    admin = User.objects.create_superuser("admin@example.com", "admin-password-long")
-    client.force_login(admin)
-    return client
 
 
 def test_the_user_list_searches_by_email_and_filters_by_plan(staff_client):

@@ -1,13 +1,4 @@
-import pytest
-
-from accounts.models import User
 from tests.factories import CallRecordFactory
-
-
-@pytest.fixture
-def staff_client(client, db):
-    client.force_login(User.objects.create_superuser("admin@example.com", "admin-password-long"))
-    return client
 
 
 def test_history_admin_filters_searches_and_is_read_only(staff_client):

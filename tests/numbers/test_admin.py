@@ -1,14 +1,5 @@
-import pytest
-
-from accounts.models import User
 from tests.factories import InventoryNumberFactory, NumberFactory
 from virtual_numbers.models import InventoryNumber, Number
-
-
-@pytest.fixture
-def staff_client(client, db):
-    client.force_login(User.objects.create_superuser("admin@example.com", "admin-password-long"))
-    return client
 
 
 def test_numbers_are_searchable_by_number_alias_and_owner(staff_client):
