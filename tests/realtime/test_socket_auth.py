@@ -95,3 +95,33 @@ async def test_an_allowed_origin_is_accepted(auth):
         assert (await communicator.receive_json_from(timeout=2))["type"] == "pong"
     finally:
         await communicator.disconnect()
+
+
+async def test_an_expired_token_is_closed_with_4401(auth):
+    import time
+
+    import jwt as pyjwt
+    from django.conf import settings
+
+    now = int(time.time())
+    expired = pyjwt.encode(
+        {
+            "token_type": "access",
+            "exp": now - 1,
+            "iat": now - 3600,
+            "jti": "x",
+            "user_id": str(auth.user.pk),
+            "sid": str(auth.session.pk),
+        },
+        settings.SIMPLE_JWT["SIGNING_KEY"],
+        algorithm="HS256",
+    )
+
+    communicator, _ = await connect(expired)
+    try:
+        assert await communicator.receive_output(timeout=2) == {
+            "type": "websocket.close",
+            "code": 4401,
+        }
+    finally:
+        await communicator.disconnect()
