@@ -4,7 +4,6 @@ The embedded default needs no variable at all except SECRET_KEY, which `make run
 under var/ on first start; DEBUG never supplies a secret outside development.
 """
 
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -44,12 +43,21 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env.bool("DEBUG", default=False)
 
+# The embedded default is the database that needs no DATABASE_URL: a SQLite file under var/.
+# There, every process started from the checkout (`make run`'s and any `manage.py` an operator
+# runs from another shell) shares the secret `make run` generated into var/secret_key.
+# Anywhere else a missing SECRET_KEY stops start-up: production never falls back to a file.
+EMBEDDED_DATABASE = not env.str("DATABASE_URL", default="")
+SECRET_KEY_FILE = VAR_DIR / "secret_key"
+
 SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY and EMBEDDED_DATABASE and SECRET_KEY_FILE.exists():
+    SECRET_KEY = SECRET_KEY_FILE.read_text().strip()
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY is not set. `make run` and `make test` provide one; in production set "
-            "it to a long random value."
+            "SECRET_KEY is not set. On the embedded default run `make run` once (it generates "
+            f"{SECRET_KEY_FILE}); in production set SECRET_KEY to a long random value."
         )
     SECRET_KEY = "insecure-development-only-key-do-not-use-in-production"  # noqa: S105
 
@@ -145,45 +153,55 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: cache and channel layer --------------------------------------------------------
-REDIS_URL = env.str("REDIS_URL", default="")
 # Frames a socket may have waiting before the channel layer drops new ones for it (the
 # layers' default, 100, is a burst of ~20 calls' events for a user with one busy socket).
 CHANNEL_CAPACITY = env.int("CHANNEL_CAPACITY", default=5000)
-# While `runrelay` runs its embedded Redis it writes the URL here, so that a management
-# command started from another shell (record_call) reaches the same sockets. Never under
-# pytest: unit tests use the in-memory layer whatever else runs on the machine.
-EMBEDDED_REDIS_URL_FILE = VAR_DIR / "embedded_redis_url"
-if not REDIS_URL and "pytest" not in sys.modules and EMBEDDED_REDIS_URL_FILE.exists():
-    REDIS_URL = EMBEDDED_REDIS_URL_FILE.read_text().strip()
-if REDIS_URL:
-    CACHES = {
+
+
+def redis_settings(url: str) -> tuple[dict, dict]:
+    """CACHES and CHANNEL_LAYERS for a Redis URL; for "", the in-process equivalents."""
+    if not url:
+        return (
+            {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
+            {
+                "default": {
+                    "BACKEND": "channels.layers.InMemoryChannelLayer",
+                    "CONFIG": {"capacity": CHANNEL_CAPACITY},
+                }
+            },
+        )
+    caches = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
+            "LOCATION": url,
             "KEY_PREFIX": "relay",
         }
     }
-    CHANNEL_LAYERS = {
+    layers = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
                 # redis-py 8 reads with a 5 s socket timeout by default, exactly the length
                 # of channels-redis's idle blocking pop, so idle sockets died with 1011. The
                 # read timeout must outlast the pop.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "hosts": [{"address": url, "socket_timeout": 15}],
                 "prefix": "relay",
                 "capacity": CHANNEL_CAPACITY,
             },
         }
     }
-else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels.layers.InMemoryChannelLayer",
-            "CONFIG": {"capacity": CHANNEL_CAPACITY},
-        }
-    }
+    return caches, layers
+
+
+REDIS_URL = env.str("REDIS_URL", default="")
+# Without REDIS_URL, `runrelay` starts an embedded Redis and writes its URL to this file while
+# it runs, so that a management command started from another shell (record_call) reaches the
+# same sockets. tests/settings.py turns the lookup off: the suite never joins a running Relay.
+EMBEDDED_REDIS = not REDIS_URL
+EMBEDDED_REDIS_URL_FILE = VAR_DIR / "embedded_redis_url"
+if EMBEDDED_REDIS and EMBEDDED_REDIS_URL_FILE.exists():
+    REDIS_URL = EMBEDDED_REDIS_URL_FILE.read_text().strip()
+CACHES, CHANNEL_LAYERS = redis_settings(REDIS_URL)
 
 # --- Tasks ------------------------------------------------------------------------------------
 TASKS = {

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
@@ -156,3 +158,17 @@ def _run_worker(Worker, max_rounds: int) -> None:  # noqa: N803 - a class
         worker_id="test-worker",
         excluded_queue_names=[],
     ).run()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Leave var/ as the run found it: SQLite's -wal and -shm files outlive the test database
+    that pytest-django deletes when a live-server child still had it open."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] != "django.db.backends.sqlite3":
+        return
+    name = Path(database.get("TEST", {}).get("NAME") or "")
+    if name.name and not name.exists():
+        for suffix in ("-wal", "-shm"):
+            name.with_name(name.name + suffix).unlink(missing_ok=True)

@@ -35,9 +35,17 @@ def test_database_url() -> str:
     )
 
 
+def child_environ(**extra) -> dict:
+    """This process's environment for a child, which runs Relay's own settings, not the
+    suite's (tests/settings.py), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
 def relay_env(var_dir: Path, **extra) -> dict:
     """The environment of a child process: the test's database, secret and Redis (if any)."""
-    env = dict(os.environ)
+    env = child_environ()
     env.update(
         DATABASE_URL=test_database_url(),
         SECRET_KEY=settings.SECRET_KEY,

@@ -2,36 +2,26 @@
 and all of them gone after SIGTERM."""
 
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
-from pathlib import Path
 
 import psutil
 import pytest
-from django.conf import settings
 from websockets.sync.client import connect
 
-ROOT = Path(settings.BASE_DIR)
+from tests.live import ROOT, child_environ, free_port, wait_until
+
 DEADLINE = 60
 
 
 def cmdline(process: psutil.Process) -> list[str]:
-    """A child's command line; [] for one that has already exited (the periodic purge)."""
+    """A child's command line; [] for one that has already exited."""
     try:
         return process.cmdline()
     except (psutil.ZombieProcess, psutil.NoSuchProcess):
         return []
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(method: str, url: str, body: dict | None = None, token: str | None = None):
@@ -46,11 +36,11 @@ def request(method: str, url: str, body: dict | None = None, token: str | None =
 
 @pytest.fixture
 def relay_server(tmp_path):
-    env = dict(os.environ)
-    env.update(
+    env = child_environ(
         DATABASE_URL=f"sqlite:///{tmp_path / 'relay.sqlite3'}",
         SECRET_KEY="runrelay-test-secret-key-0123456789",
         ALLOWED_HOSTS="127.0.0.1,localhost",
+        RELAY_VAR_DIR=tmp_path,
     )
     env.pop("REDIS_URL", None)  # the embedded default: runrelay starts its own Redis
     subprocess.run(  # noqa: S603
@@ -64,16 +54,15 @@ def relay_server(tmp_path):
         [sys.executable, "manage.py", "runrelay", "--port", str(port)], cwd=ROOT, env=env
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + DEADLINE
-    while True:
-        try:
-            if request("GET", f"{base}/healthz")[0] == 200:
-                break
-        except OSError:
-            pass
+
+    def healthy() -> bool:
         assert proc.poll() is None, "runrelay exited during start-up"
-        assert time.monotonic() < deadline, "runrelay did not serve in time"
-        time.sleep(0.1)
+        try:
+            return request("GET", f"{base}/healthz")[0] == 200
+        except OSError:
+            return False
+
+    wait_until(healthy, deadline=DEADLINE, what="runrelay to serve")
     yield proc, base, port
     if proc.poll() is None:
         proc.kill()
@@ -104,3 +93,23 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
     assert proc.wait(timeout=30) == 0
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, f"left running: {alive}"
+
+
+def test_runrelay_reaps_its_housekeeping_child(relay_server):
+    """The purge it starts at once and every 10 minutes is waited for as soon as it exits,
+    not left a zombie until the next cycle."""
+    proc, _base, _port = relay_server
+    runrelay = psutil.Process(proc.pid)
+
+    def purges() -> list[psutil.Process]:
+        return [
+            child
+            for child in runrelay.children()
+            if child.status() == psutil.STATUS_ZOMBIE or "purge_expired" in cmdline(child)
+        ]
+
+    # The first purge starts with runrelay, before it serves; once it has finished, nothing
+    # of it is left (it used to stay a zombie for the whole 10-minute cycle).
+    wait_until(lambda: not purges(), deadline=DEADLINE, what="the purge child to be reaped")
+    zombies = [c for c in runrelay.children() if c.status() == psutil.STATUS_ZOMBIE]
+    assert zombies == []

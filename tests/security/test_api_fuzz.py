@@ -64,7 +64,7 @@ def schemathesis(base: str, auth: str, tmp_path, *extra: str) -> subprocess.Comp
             str(tmp_path / "reports"),
             *extra,
         ],
-        cwd=ROOT,
+        cwd=tmp_path,  # schemathesis keeps its cache under the working directory
         env=relay_env(tmp_path),
         capture_output=True,
         text=True,

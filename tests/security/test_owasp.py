@@ -1,7 +1,6 @@
 """OWASP API Security Top 10 cases that are not covered beside their features."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -14,6 +13,7 @@ from history.models import BlockedCaller
 from realtime.models import CallRequest
 from tests.conftest import jwt_client
 from tests.factories import NumberFactory
+from tests.live import child_environ
 from virtual_numbers.models import Number
 
 pytestmark = pytest.mark.django_db
@@ -159,7 +159,7 @@ def test_history_limit_is_clamped_not_trusted(client_jwt):
 
 def test_deploy_checks_pass_with_production_settings(tmp_path):
     env = {
-        **os.environ,
+        **child_environ(),
         "DEBUG": "false",
         "SECRET_KEY": "p" + "roduction-secret-" * 4 + "0123456789abcdef",
         "ALLOWED_HOSTS": "relay.example.com",
@@ -185,7 +185,7 @@ def test_deploy_checks_pass_with_production_settings(tmp_path):
 
 
 def test_booleans_must_be_true_or_false(tmp_path):
-    env = {**os.environ, "DEBUG": "ture", "RELAY_VAR_DIR": str(tmp_path)}
+    env = {**child_environ(), "DEBUG": "ture", "RELAY_VAR_DIR": str(tmp_path)}
     result = subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", "check"],
         cwd=settings.BASE_DIR,

@@ -46,7 +46,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, self._on_signal)
         env = dict(os.environ)
         try:
-            if not settings.REDIS_URL:
+            if settings.EMBEDDED_REDIS:
                 env["REDIS_URL"] = self._start_embedded_redis()
             self._spawn(
                 "daphne",
@@ -155,10 +155,10 @@ class Command(BaseCommand):
                 if code is not None:
                     self.stderr.write(f"{name} exited with status {code}; stopping Relay")
                     return code or 1
+            if housekeeping is not None and housekeeping.poll() is not None:
+                housekeeping = None  # poll() reaped it: no zombie waits for the next cycle
             now = time.monotonic()
-            if now >= next_housekeeping and (
-                housekeeping is None or housekeeping.poll() is not None
-            ):
+            if now >= next_housekeeping and housekeeping is None:
                 housekeeping = subprocess.Popen(  # noqa: S603
                     [sys.executable, "manage.py", "purge_expired"],
                     cwd=settings.BASE_DIR,
