@@ -7,32 +7,51 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint format bench bench-smoke install-bench
+.PHONY: install run test test-repeat lint format bench bench-smoke install-bench
 
 $(STAMP): pyproject.toml
+	@echo "== Installing Relay and its dependencies into $(VENV) (about a minute the first time)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
 install: $(STAMP)
 
-# A per-install secret for the embedded default, made once and kept under var/.
-var/secret_key: | $(STAMP)
-	@mkdir -p var
+# Runtime files of the embedded default (settings read RELAY_VAR_DIR the same way).
+VAR_DIR := $(or $(RELAY_VAR_DIR),var)
+
+# A per-install secret for the embedded default, made once and kept under var/; every
+# manage.py started from this checkout without SECRET_KEY reads it (relay/settings.py).
+$(VAR_DIR)/secret_key: | $(STAMP)
+	@mkdir -p $(VAR_DIR)
+	@echo "== Generating a secret key into $@"
 	@$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
 	@chmod 600 $@
 
-run: install var/secret_key
-	@export SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" && \
-	$(PY) manage.py migrate --noinput && \
+run: install $(VAR_DIR)/secret_key
+	@export SECRET_KEY="$${SECRET_KEY:-$$(cat $(VAR_DIR)/secret_key)}" && \
+	echo "== Migrating the database" && \
+	$(PY) manage.py migrate --noinput --verbosity 0 && \
+	echo "== Collecting static files" && \
 	$(PY) manage.py collectstatic --noinput --verbosity 0 && \
+	echo "== Stocking the number inventory (when it is empty)" && \
 	$(PY) manage.py provision_numbers --if-empty --start +442079460000 --count 1000 && \
+	echo "== Starting Relay" && \
 	exec $(PY) manage.py runrelay --host $(HOST) --port $(PORT)
 
 test: install
 	SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}" \
 		$(PY) -m pytest $(PYTEST_ARGS)
+
+# The whole suite N times in a row, stopping at the first failing run: a flaky test is a bug.
+N ?= 10
+test-repeat: install
+	@for i in $$(seq 1 $(N)); do \
+		echo "== run $$i of $(N)"; \
+		SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}" \
+			$(PY) -m pytest -q $(PYTEST_ARGS) || { echo "== run $$i of $(N) failed"; exit 1; }; \
+	done; echo "== $(N) runs in a row passed"
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -121,10 +121,14 @@ def _random_free_entry() -> InventoryNumber | None:
 
 
 # --- numbers -------------------------------------------------------------------------------
-def _allocate(*, owner: User, alias: str, pin_hash: str) -> Number:
-    """Inside the caller's transaction: give `owner` a random free entry, or 503."""
-    for _attempt in range(ALLOCATION_ATTEMPTS):
-        entry = _random_free_entry()
+def _allocate(*, owner: User, alias: str, pin_hash: str, preferred: str | None = None) -> Number:
+    """Inside the caller's transaction: give `owner` the free entry `preferred` if there is
+    one, else a random free entry, or 503."""
+    for attempt in range(ALLOCATION_ATTEMPTS):
+        entry = None
+        if preferred and attempt == 0:
+            entry = _free_inventory().filter(e164=preferred).first()
+        entry = entry or _random_free_entry()
         if entry is None:
             break
         try:
@@ -167,16 +171,19 @@ def number_create(*, user: User, alias: str, pin: str, captcha_token: str) -> Nu
         return _allocate(owner=locked_user, alias=alias, pin_hash=pin_hash)
 
 
-def number_grant(*, user: User, alias: str, pin: str) -> Number:
+def number_grant(*, user: User, alias: str, pin: str, preferred: str | None = None) -> Number:
     """Operator path (seed and admin commands): like number_create, without a CAPTCHA.
 
     The CAPTCHA keeps bots off the public API; operators are trusted. The plan limit and
-    the inventory rules still hold.
+    the inventory rules still hold. `preferred` (E.164) is taken when it is free; otherwise
+    the number is random, as on the API.
     """
     alias = alias_clean(alias)
     pin_hash = make_password(pin_clean(pin, field="pin"))
     with transaction.atomic():
-        return _allocate(owner=_lock_user_under_limit(user), alias=alias, pin_hash=pin_hash)
+        return _allocate(
+            owner=_lock_user_under_limit(user), alias=alias, pin_hash=pin_hash, preferred=preferred
+        )
 
 
 def number_get_owned(*, user: User, number_id: str | uuid.UUID, lock: bool = False) -> Number:

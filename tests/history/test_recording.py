@@ -5,6 +5,7 @@ from history.models import CallRecord
 from history.services import record_inbound_call
 from relay.errors import InvalidRequest
 from tests.factories import NumberFactory
+from virtual_numbers.services import inventory_provision, number_grant
 
 
 @pytest.fixture
@@ -161,7 +162,25 @@ def test_seed_demo_creates_a_demo_once(capsys):
     assert "demo@relay.example" in first and "relay-demo-password" in first
     assert 200 <= counts[0] <= 1000 and counts[1] == 3
     assert (CallRecord.objects.count(), NumberFactory._meta.model.objects.count()) == counts
-    assert "exists already" in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert "exists already" in again
+    # Both runs print the demo numbers, which are the fixed ones the README names.
+    for e164 in ("+442079460001", "+442079460002", "+442079460003"):
+        assert e164 in first and e164 in again
+
+
+@pytest.mark.django_db
+def test_seed_demo_takes_random_numbers_when_its_own_are_held(user, capsys):
+    inventory_provision(start="+442079460000", count=10)
+    taken = number_grant(user=user, alias="Mine", pin="1234", preferred="+442079460001")
+
+    call_command("seed_demo")
+
+    demo_numbers = set(
+        NumberFactory._meta.model.objects.exclude(owner=user).values_list("number", flat=True)
+    )
+    assert taken.number == "+442079460001" and taken.number not in demo_numbers
+    assert len(demo_numbers) == 3 and {"+442079460002", "+442079460003"} < demo_numbers
 
 
 @pytest.mark.django_db

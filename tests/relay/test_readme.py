@@ -1,0 +1,202 @@
+"""The README's operator commands, run exactly as printed against a freshly started `make run`.
+
+Each `manage.py` line of the README's code blocks runs in a new shell whose environment holds
+nothing of Relay's: no SECRET_KEY, DATABASE_URL or REDIS_URL. The one variable it does get is
+RELAY_VAR_DIR, which points this `make run` (and so the commands) at a fresh var/ of the
+test's own, so the suite never touches a developer's var/ or a Relay they have running.
+"""
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from websockets.sync.client import connect
+
+from tests.live import ROOT, free_port, wait_until
+
+pytestmark = pytest.mark.timeout(600)
+
+START_DEADLINE = 180
+COMMAND_DEADLINE = 120
+
+
+def readme_manage_commands() -> list[str]:
+    """Every shell line of the README's ```sh blocks that runs manage.py, continuation lines
+    joined and trailing comments dropped."""
+    text = (ROOT / "README.md").read_text()
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        for line in joined.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if "manage.py" in line:
+                commands.append(line)
+    return commands
+
+
+def clean_env(var_dir: Path, **extra) -> dict:
+    """What a new login shell has: PATH, HOME, a locale, and no Relay variable."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/root"),
+        "LANG": "C.UTF-8",
+        "RELAY_VAR_DIR": str(var_dir),
+    }
+    env.update(extra)
+    return env
+
+
+def http(method: str, url: str, body: dict | None = None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - our server
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        return json.loads(response.read())
+
+
+def run_interactive(command: str, env: dict, answers: dict[str, str]) -> tuple[int, str]:
+    """Run `command` on a terminal, answering each prompt that contains a key of `answers`."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command, in a shell, on the terminal
+        os.chdir(ROOT)
+        os.execve("/bin/sh", ["/bin/sh", "-c", command], env)  # noqa: S606
+    output, pending = "", ""
+    deadline = time.monotonic() + COMMAND_DEADLINE
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096).decode(errors="replace")
+            except OSError:  # the terminal closed: the command is done
+                break
+            if not chunk:
+                break
+            output += chunk
+            pending += chunk
+            for prompt, answer in answers.items():
+                if prompt in pending:
+                    os.write(fd, f"{answer}\n".encode())
+                    pending = ""
+                    break
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), output
+
+
+@pytest.fixture
+def make_run(tmp_path):
+    """`make run` as the README prints it, on a free port and a fresh var/."""
+    var_dir = tmp_path / "var"
+    port = free_port()
+    log = (tmp_path / "make-run.log").open("w")
+    proc = subprocess.Popen(
+        ["make", "run"],  # noqa: S607 - make from PATH, as the README says
+        cwd=ROOT,
+        env=clean_env(var_dir, PORT=str(port)),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def serving() -> bool:
+        assert proc.poll() is None, (tmp_path / "make-run.log").read_text()
+        try:
+            return http("GET", f"{base}/healthz")["status"] == "ok"
+        except OSError:
+            return False
+
+    try:
+        wait_until(serving, deadline=START_DEADLINE, what="make run to serve", interval=0.2)
+        yield var_dir, base, port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+    startup = (tmp_path / "make-run.log").read_text()
+    # A cold start says what it is doing.
+    for step in ("Migrating", "Stocking the number inventory", "Starting Relay"):
+        assert step in startup, startup
+
+
+def test_the_readme_shows_every_operator_command():
+    names = {re.search(r"manage\.py (\S+)", line).group(1) for line in readme_manage_commands()}
+    assert {
+        "provision_numbers",
+        "seed_demo",
+        "record_call",
+        "seed_history",
+        "createsuperuser",
+        "purge_expired",
+        "recover_calls",
+    } <= names
+    assert all(line.startswith(".venv/bin/python manage.py ") for line in readme_manage_commands())
+
+
+def run_printed(command: str, var_dir: Path) -> str:
+    """Run one README line in a clean shell; its stdout, after asserting it succeeded."""
+    result = subprocess.run(  # noqa: S603
+        ["/bin/sh", "-c", command],
+        cwd=ROOT,
+        env=clean_env(var_dir),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_DEADLINE,
+        check=False,
+    )
+    assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
+    var_dir, base, port = make_run
+    commands = readme_manage_commands()
+    # seed_demo first: the commands after it aim at the demo user and numbers it creates.
+    seed = [c for c in commands if "seed_demo" in c]
+    for command in seed + [c for c in commands if c not in seed]:
+        if "createsuperuser" in command:
+            code, output = run_interactive(
+                command,
+                clean_env(var_dir),
+                {
+                    "Email": "staff@example.com",
+                    "Password (again)": "a-staff-passphrase-9",
+                    "Password": "a-staff-passphrase-9",
+                },
+            )
+            assert code == 0, output
+            assert "Superuser created successfully" in output
+        elif "record_call" in command:
+            # The demo user's open socket hears of the call the command records: the command
+            # found make run's embedded Redis with nothing exported.
+            token = http(
+                "POST",
+                f"{base}/api/auth/login",
+                {"email": "demo@relay.example", "password": "relay-demo-password"},
+            )["token"]
+            with connect(f"ws://127.0.0.1:{port}/ws?token={token}", open_timeout=10) as socket:
+                socket.send(json.dumps({"type": "ping"}))
+                assert json.loads(socket.recv(timeout=10))["type"] == "pong"
+                run_printed(command, var_dir)
+                frame = json.loads(socket.recv(timeout=10))
+            assert frame["type"] == "call_record", frame
+            assert (frame["number"], frame["caller_num"]) == ("+442079460001", "+447700900123")
+        elif "seed_demo" in command:
+            assert "+442079460001" in run_printed(command, var_dir)
+        else:
+            run_printed(command, var_dir)
