@@ -65,8 +65,12 @@ def relay_server(tmp_path):
     wait_until(healthy, deadline=DEADLINE, what="runrelay to serve")
     yield proc, base, port
     if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+        proc.send_signal(signal.SIGTERM)  # runrelay stops its children; a kill would orphan them
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server):
