@@ -50,7 +50,7 @@ test-repeat: install
 	@for i in $$(seq 1 $(N)); do \
 		echo "== run $$i of $(N)"; \
 		SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}" \
-			$(PY) -m pytest -q $(PYTEST_ARGS) || { echo "== run $$i of $(N) failed"; exit 1; }; \
+			$(PY) -m pytest -q -rfE $(PYTEST_ARGS) || { echo "== run $$i of $(N) failed"; exit 1; }; \
 	done; echo "== $(N) runs in a row passed"
 
 lint: install

@@ -1,18 +1,10 @@
-from django.urls import path
-
 from accounts import views
+from relay.viewsets import Router
 
-urlpatterns = [
-    path("auth/register", views.RegisterView.as_view(), name="auth-register"),
-    path("auth/login", views.LoginView.as_view(), name="auth-login"),
-    path("auth/logout", views.LogoutView.as_view(), name="auth-logout"),
-    path("user/me", views.MeView.as_view(), name="user-me"),
-    path("user/matrix", views.MatrixIdView.as_view(), name="user-matrix"),
-    path(
-        "user/regenerate-api-key",
-        views.RegenerateApiKeyView.as_view(),
-        name="user-regenerate-api-key",
-    ),
-    path("user/sessions/<str:session_id>", views.SessionEndView.as_view(), name="user-session"),
-    path("dashboard", views.DashboardView.as_view(), name="dashboard"),
-]
+router = Router()
+router.register("auth", views.AuthViewSet, basename="auth")
+router.register("user/sessions", views.SessionViewSet, basename="user-session")
+router.register("user", views.UserViewSet, basename="user")
+router.register("dashboard", views.DashboardViewSet, basename="dashboard")
+
+urlpatterns = router.urls

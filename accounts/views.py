@@ -1,9 +1,9 @@
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts import selectors, services
 from accounts.models import LoginSession
@@ -22,15 +22,25 @@ from accounts.serializers import (
 from relay.clientip import client_ip
 from relay.errors import InvalidRequest
 from relay.schema import errors
+from relay.viewsets import ResourceViewSet
 
 
-def auth_body(result: services.AuthResult) -> dict:
-    return AuthOutput({"token": result.token, "user": result.user}).data
+class AuthViewSet(ResourceViewSet):
+    # `/api/auth/*`: register and log in (open to everyone), log out (the current session).
 
+    input_serializers = {"register": RegisterInput, "login": CredentialsInput}
 
-class RegisterView(APIView):
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
+    def _open_session(self, scope: str, service, status_code: int) -> Response:
+        """Rate-limit by IP and e-mail before anything else, then validate and call `service`
+        (register or login), answering the token and the user."""
+        request = self.request
+        data = request.data if isinstance(request.data, dict) else {}
+        services.auth_rate_limit(
+            scope=scope, ip=client_ip(request), email=str(data.get("email", "")).lower()
+        )
+        result = service(**self.validated())
+        body = AuthOutput({"token": result.token, "user": result.user}).data
+        return Response(body, status=status_code)
 
     @extend_schema(
         operation_id="auth_register",
@@ -38,20 +48,11 @@ class RegisterView(APIView):
         responses={201: AuthOutput, **errors(400, 409, 415, 429)},
         auth=[],
     )
-    def post(self, request):
-        data = request.data if isinstance(request.data, dict) else {}
-        services.auth_rate_limit(
-            scope="register", ip=client_ip(request), email=str(data.get("email", "")).lower()
-        )
-        body = RegisterInput(data=request.data)
-        body.is_valid(raise_exception=True)
-        result = services.user_register(**body.validated_data)
-        return Response(auth_body(result), status=status.HTTP_201_CREATED)
-
-
-class LoginView(APIView):
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
+    @action(
+        detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
+    )
+    def register(self, request):
+        return self._open_session("register", services.user_register, status.HTTP_201_CREATED)
 
     @extend_schema(
         operation_id="auth_login",
@@ -59,24 +60,19 @@ class LoginView(APIView):
         responses={200: AuthOutput, **errors(400, 401, 415, 429)},
         auth=[],
     )
-    def post(self, request):
-        data = request.data if isinstance(request.data, dict) else {}
-        services.auth_rate_limit(
-            scope="login", ip=client_ip(request), email=str(data.get("email", "")).lower()
-        )
-        body = CredentialsInput(data=request.data)
-        body.is_valid(raise_exception=True)
-        result = services.user_login(**body.validated_data)
-        return Response(auth_body(result))
+    @action(
+        detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
+    )
+    def login(self, request):
+        return self._open_session("login", services.user_login, status.HTTP_200_OK)
 
-
-class LogoutView(APIView):
     @extend_schema(
         operation_id="auth_logout",
         request=None,
         responses={200: SuccessOutput, **errors(400, 401)},
     )
-    def post(self, request):
+    @action(detail=False, methods=["post"])
+    def logout(self, request):
         if not isinstance(request.auth, LoginSession):
             raise InvalidRequest(
                 "An API key has no session to end; regenerate the key to revoke it."
@@ -85,44 +81,49 @@ class LogoutView(APIView):
         return Response({"success": True})
 
 
-class MeView(APIView):
+class UserViewSet(ResourceViewSet):
+    # `/api/user/*`: the caller's profile, Matrix id and API key.
+
+    input_serializers = {"matrix": MatrixIdInput}
+
     @extend_schema(operation_id="user_me", responses={200: MeOutput, **errors(401)})
-    def get(self, request):
+    @action(detail=False, methods=["get"])
+    def me(self, request):
         return Response(MeOutput(request.user).data)
 
-
-class MatrixIdView(APIView):
     @extend_schema(
         operation_id="user_matrix_set",
         request=MatrixIdInput,
         responses={200: MatrixIdOutput, **errors(400, 401, 415)},
     )
-    def put(self, request):
-        body = MatrixIdInput(data=request.data)
-        body.is_valid(raise_exception=True)
+    @action(detail=False, methods=["put"])
+    def matrix(self, request):
         user = services.user_matrix_id_set(
-            user=request.user, matrix_id=body.validated_data["matrixId"]
+            user=request.user, matrix_id=self.validated()["matrixId"]
         )
         return Response({"success": True, "matrixId": user.matrix_id})
 
-
-class RegenerateApiKeyView(APIView):
     @extend_schema(
         operation_id="user_api_key_regenerate",
         request=None,
         responses={200: ApiKeyOutput, **errors(401)},
     )
-    def post(self, request):
+    @action(detail=False, methods=["post"], url_path="regenerate-api-key")
+    def regenerate_api_key(self, request):
         return Response({"apiKey": services.user_api_key_regenerate(user=request.user)})
 
 
-class SessionEndView(APIView):
+class SessionViewSet(ResourceViewSet):
+    # `/api/user/sessions/:id`: end one of the caller's login sessions.
+
+    lookup_url_kwarg = "session_id"
+
     @extend_schema(
         operation_id="user_session_end",
         request=None,
         responses={200: SuccessOutput, **errors(401, 404)},
     )
-    def delete(self, request, session_id):
+    def destroy(self, request, session_id):
         services.session_end_for_user(user=request.user, session_id=session_id)
         return Response({"success": True})
 
@@ -134,9 +135,11 @@ def ws_base_url(request) -> str:
     return f"{scheme}://{request.get_host()}"
 
 
-class DashboardView(APIView):
+class DashboardViewSet(ResourceViewSet):
+    # `/api/dashboard`: profile, API key, a ready WebSocket URL and the newest sessions.
+
     @extend_schema(operation_id="dashboard", responses={200: DashboardOutput, **errors(401)})
-    def get(self, request):
+    def list(self, request):
         user = request.user
         jwt = getattr(request, "jwt", None)
         if jwt is None:

@@ -1,8 +1,7 @@
-from django.urls import path
-
 from captcha import views
+from relay.viewsets import Router
 
-urlpatterns = [
-    path("captcha", views.ChallengeView.as_view(), name="captcha"),
-    path("captcha/verify", views.VerifyView.as_view(), name="captcha-verify"),
-]
+router = Router()
+router.register("captcha", views.CaptchaViewSet, basename="captcha")
+
+urlpatterns = router.urls

@@ -1,8 +1,8 @@
-from django.urls import path
-
 from history import views
+from relay.viewsets import Router
 
-urlpatterns = [
-    path("history", views.HistoryView.as_view(), name="history"),
-    path("numbers/<str:number_id>/blocked", views.BlocklistView.as_view(), name="number-blocked"),
-]
+router = Router()
+router.register("history", views.HistoryViewSet, basename="history")
+router.register("numbers", views.BlocklistViewSet, basename="number-blocklist")
+
+urlpatterns = router.urls

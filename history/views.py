@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import status as http
+from rest_framework.decorators import action
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounts.serializers import SuccessOutput
 from history import selectors, services
@@ -15,16 +15,19 @@ from history.serializers import (
     HistoryQuery,
 )
 from relay.schema import errors
+from relay.viewsets import ResourceViewSet
 from virtual_numbers.services import number_get_owned
 
 
-class HistoryView(APIView):
+class HistoryViewSet(ResourceViewSet):
+    # `/api/history`: the call history of the caller's numbers, newest first.
+
     @extend_schema(
         operation_id="history_list",
         parameters=[HistoryListParameters],
         responses={200: HistoryOutput, **errors(400, 401, 404)},
     )
-    def get(self, request):
+    def list(self, request):
         # A plain dict: with a QueryDict DRF would read `?status=` as "not given".
         query = HistoryQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
@@ -39,11 +42,17 @@ class HistoryView(APIView):
         return Response(page.body("history", CallRecordOutput))
 
 
-class BlocklistView(APIView):
+class BlocklistViewSet(ResourceViewSet):
+    # `/api/numbers/:id/blocked`: the callers blocked on one of the caller's numbers.
+
+    lookup_url_kwarg = "number_id"
+    input_serializers = {"blocked_add": BlockedCallerInput, "blocked_remove": BlockedCallerInput}
+
     @extend_schema(
         operation_id="numbers_blocked_list", responses={200: BlocklistOutput, **errors(401, 404)}
     )
-    def get(self, request, number_id):
+    @action(detail=True, methods=["get"])
+    def blocked(self, request, number_id):
         entries = services.blocklist_of(user=request.user, number_id=number_id)
         return Response({"blocked": BlockedCallerOutput(entries, many=True).data})
 
@@ -56,12 +65,11 @@ class BlocklistView(APIView):
             **errors(400, 401, 404, 415),
         },
     )
-    def post(self, request, number_id):
+    @blocked.mapping.post
+    def blocked_add(self, request, number_id):
         number_get_owned(user=request.user, number_id=number_id)  # 404 before 400
-        body = BlockedCallerInput(data=request.data)
-        body.is_valid(raise_exception=True)
         entry, created = services.blocked_caller_add(
-            user=request.user, number_id=number_id, caller_num=body.validated_data["caller_num"]
+            user=request.user, number_id=number_id, caller_num=self.validated()["caller_num"]
         )
         return Response(
             BlockedCallerOutput(entry).data, status=http.HTTP_201_CREATED if created else 200
@@ -72,11 +80,10 @@ class BlocklistView(APIView):
         request=BlockedCallerInput,
         responses={200: SuccessOutput, **errors(400, 401, 404, 415)},
     )
-    def delete(self, request, number_id):
+    @blocked.mapping.delete
+    def blocked_remove(self, request, number_id):
         number_get_owned(user=request.user, number_id=number_id)  # 404 before 400
-        body = BlockedCallerInput(data=request.data)
-        body.is_valid(raise_exception=True)
         services.blocked_caller_remove(
-            user=request.user, number_id=number_id, caller_num=body.validated_data["caller_num"]
+            user=request.user, number_id=number_id, caller_num=self.validated()["caller_num"]
         )
         return Response({"success": True})

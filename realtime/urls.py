@@ -1,11 +1,15 @@
-from django.urls import path, re_path
-
 from realtime import views
+from relay.viewsets import Router
 
-urlpatterns = [
-    path("calls", views.CallCollectionView.as_view(), name="calls"),
-    # callId is the client's string: it may contain anything but control characters, so the
-    # cancel route is matched first and the detail route takes the rest of the path.
-    re_path(r"^calls/(?P<call_id>.+)/cancel$", views.CallCancelView.as_view(), name="call-cancel"),
-    path("calls/<path:call_id>", views.CallView.as_view(), name="call"),
-]
+
+class CallRouter(Router):
+    """A call's id may contain slashes, so `calls/<id>/cancel` would also match the detail
+    route `calls/<id>`: the actions on one call are matched before the call itself."""
+
+    routes = [*Router.routes[:2], Router.routes[3], Router.routes[2]]
+
+
+router = CallRouter()
+router.register("calls", views.CallViewSet, basename="call")
+
+urlpatterns = router.urls

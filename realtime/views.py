@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.decorators import action
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from history.serializers import HistoryParameters, HistoryQuery
 from realtime import selectors, services
@@ -15,6 +15,7 @@ from realtime.serializers import (
 )
 from relay.errors import InvalidRequest
 from relay.schema import errors
+from relay.viewsets import ResourceViewSet
 
 
 class CallListParameters(HistoryParameters):
@@ -26,13 +27,19 @@ class CallsQuery(HistoryQuery):
     number_id = None
 
 
-class CallCollectionView(APIView):
+class CallViewSet(ResourceViewSet):
+    # `/api/calls`: the caller's outbound calls; submit, read and cancel them.
+
+    lookup_url_kwarg = "call_id"
+    # callId is the client's string: anything but control characters, slashes included.
+    lookup_value_converter = "path"
+
     @extend_schema(
         operation_id="calls_list",
         parameters=[CallListParameters],
         responses={200: CallListOutput, **errors(400, 401)},
     )
-    def get(self, request):
+    def list(self, request):
         query = CallsQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         q = query.validated_data
@@ -49,7 +56,7 @@ class CallCollectionView(APIView):
         request=CallSubmitInput,
         responses={202: CallAckOutput, **errors(400, 401, 415, 429)},
     )
-    def post(self, request):
+    def create(self, request):
         if not isinstance(request.data, dict):
             raise InvalidRequest("The body must be a JSON object.")
         call, _created = services.call_request_submit(
@@ -64,20 +71,20 @@ class CallCollectionView(APIView):
             status=status.HTTP_202_ACCEPTED,
         )
 
-
-class CallView(APIView):
-    @extend_schema(operation_id="calls_get", responses={200: CallDetailOutput, **errors(401, 404)})
-    def get(self, request, call_id):
+    @extend_schema(
+        operation_id="calls_get",
+        responses={200: CallDetailOutput, **errors(401, 404)},
+    )
+    def retrieve(self, request, call_id):
         call = services.call_request_get(user=request.user, call_id=call_id)
         return Response(CallDetailOutput(call).data)
 
-
-class CallCancelView(APIView):
     @extend_schema(
         operation_id="calls_cancel",
         request=None,
         responses={200: CallOutput, **errors(401, 404, 409)},
     )
-    def post(self, request, call_id):
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, call_id):
         call = services.call_request_cancel(user=request.user, call_id=call_id)
         return Response(CallOutput(call).data)

@@ -1,5 +1,7 @@
 """OpenAPI helpers: every operation documents its error responses with the one error shape."""
 
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import is_list_serializer
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
@@ -36,3 +38,16 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
 
 AUTHED = (401, 405, 415, 429)
 OPEN = (400, 405, 415, 429)
+
+
+class RelayAutoSchema(AutoSchema):
+    """Every Relay response is a JSON object (lists come wrapped: `{"numbers": [...]}`), so
+    a ViewSet's `list` action is not documented as a bare array, as drf-spectacular would
+    guess from the action's name."""
+
+    def _is_list_view(self, serializer=None) -> bool:
+        if serializer is None:
+            serializer = self.get_response_serializers()
+        if isinstance(serializer, dict) and serializer:
+            serializer = serializer[min(serializer, key=str)]
+        return is_list_serializer(serializer)

@@ -1,10 +1,7 @@
-from django.urls import path
-
+from relay.viewsets import Router
 from virtual_numbers import views
 
-urlpatterns = [
-    path("numbers", views.NumberCollectionView.as_view(), name="numbers"),
-    path("numbers/<str:number_id>", views.NumberView.as_view(), name="number"),
-    path("numbers/<str:number_id>/alias", views.NumberAliasView.as_view(), name="number-alias"),
-    path("numbers/<str:number_id>/pin", views.NumberPinView.as_view(), name="number-pin"),
-]
+router = Router()
+router.register("numbers", views.NumberViewSet, basename="number")
+
+urlpatterns = router.urls
