@@ -3,7 +3,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from relay.fields import (
+from core.fields import (
     TEXT_PATTERN,
     MillisecondsField,
     StrictCharField,
@@ -91,7 +91,3 @@ class DashboardOutput(serializers.Serializer):
     apiKey = serializers.CharField()  # noqa: N815
     wsUrl = serializers.CharField()  # noqa: N815
     sessions = SessionOutput(many=True)
-
-
-class SuccessOutput(serializers.Serializer):
-    success = serializers.BooleanField()

@@ -17,9 +17,8 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import apikeys
 from accounts.models import LoginSession, User, UserManager
-from realtime import events
-from relay import ratelimit
-from relay.errors import ApplicationError, Conflict, InvalidRequest, NotFound
+from core import events, ratelimit
+from core.errors import ApplicationError, Conflict, InvalidRequest, NotFound
 
 # Matrix user ID: @localpart:server_name, server_name = host [":" port].
 MATRIX_ID_RE = re.compile(

@@ -1,5 +1,5 @@
 from accounts import views
-from relay.viewsets import Router
+from core.viewsets import Router
 
 router = Router()
 router.register("auth", views.AuthViewSet, basename="auth")

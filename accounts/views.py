@@ -17,12 +17,11 @@ from accounts.serializers import (
     MeOutput,
     RegisterInput,
     SessionOutput,
-    SuccessOutput,
 )
-from relay.clientip import client_ip
-from relay.errors import InvalidRequest
-from relay.schema import errors
-from relay.viewsets import ResourceViewSet
+from core.clientip import client_ip
+from core.errors import InvalidRequest
+from core.schema import SuccessOutput, errors
+from core.viewsets import ResourceViewSet
 
 
 class AuthViewSet(ResourceViewSet):

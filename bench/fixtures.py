@@ -156,7 +156,7 @@ def probe_sender(user_ids: list[str], *, rate: float, seconds: float) -> int:
 
     from channels.layers import get_channel_layer
 
-    from realtime.events import user_group
+    from core.events import user_group
 
     async def send_all() -> int:
         layer = get_channel_layer()

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from relay.fields import StrictIntegerField
+from core.fields import StrictIntegerField
 
 
 class ChallengeOutput(serializers.Serializer):

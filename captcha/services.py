@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from captcha.models import CaptchaChallenge, CaptchaToken
-from relay.errors import ApplicationError
+from core.errors import ApplicationError
 
 ADDEND_MIN, ADDEND_MAX = 1, 50
 CHALLENGE_TTL = timedelta(minutes=5)

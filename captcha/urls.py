@@ -1,5 +1,5 @@
 from captcha import views
-from relay.viewsets import Router
+from core.viewsets import Router
 
 router = Router()
 router.register("captcha", views.CaptchaViewSet, basename="captcha")

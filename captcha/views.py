@@ -6,10 +6,10 @@ from rest_framework.response import Response
 
 from captcha import services
 from captcha.serializers import ChallengeOutput, TokenOutput, VerifyInput
-from relay import ratelimit
-from relay.clientip import client_ip
-from relay.schema import errors
-from relay.viewsets import ResourceViewSet
+from core import ratelimit
+from core.clientip import client_ip
+from core.schema import errors
+from core.viewsets import ResourceViewSet
 
 
 class CaptchaViewSet(ResourceViewSet):

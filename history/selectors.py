@@ -3,9 +3,9 @@ from __future__ import annotations
 import uuid
 
 from accounts.models import User
+from core.errors import NotFound
+from core.pagination import Page
 from history.models import CallRecord
-from relay.errors import NotFound
-from relay.pagination import Page
 from virtual_numbers.models import Number
 
 

@@ -1,8 +1,8 @@
 from django.conf import settings
 from rest_framework import serializers
 
+from core.fields import MillisecondsField
 from history.models import CallStatus
-from relay.fields import E164Field, MillisecondsField
 
 STATUS_FILTERS = [*CallStatus.values, "all"]
 
@@ -49,10 +49,6 @@ class HistoryOutput(serializers.Serializer):
     offset = serializers.IntegerField()
 
 
-class BlockedCallerInput(serializers.Serializer):
-    caller_num = E164Field(max_length=64)
-
-
 class HistoryParameters(serializers.Serializer):
     """The query parameters as documented (HistoryQuery parses them from strings)."""
 
@@ -61,15 +57,6 @@ class HistoryParameters(serializers.Serializer):
         min_value=1, default=50, required=False, help_text="1-200; larger values are clamped"
     )
     offset = serializers.IntegerField(min_value=0, default=0, required=False)
-
-
-class BlockedCallerOutput(serializers.Serializer):
-    caller_num = serializers.CharField()
-    created_at = MillisecondsField()
-
-
-class BlocklistOutput(serializers.Serializer):
-    blocked = BlockedCallerOutput(many=True)
 
 
 class HistoryListParameters(HistoryParameters):

@@ -1,33 +1,20 @@
-"""How call records get written (record_inbound_call, the only way) and the blocklist."""
+"""How call records get written: record_inbound_call, the only way."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import User
-from history.models import BlockedCaller, CallRecord, CallStatus
-from realtime import events
-from relay.errors import InvalidRequest, NotFound
-from relay.fields import to_ms
-from relay.phone import e164_possible
-from virtual_numbers.models import Number
-from virtual_numbers.services import number_get_owned
+from core import events
+from core.errors import InvalidRequest
+from core.fields import to_ms
+from history.models import CallRecord, CallStatus
+from virtual_numbers.models import BlockedCaller, Number
+from virtual_numbers.services import caller_clean
 
-BLOCKLIST_MAX_PER_NUMBER = 500
 DURATION_MAX_SECONDS = 7 * 24 * 3600
-
-
-def caller_clean(raw, *, field: str = "caller_num") -> str:
-    caller = e164_possible(raw)
-    if caller is None:
-        raise InvalidRequest(
-            f"{field} must be a phone number in E.164 form, like +447700900123.",
-            fields={field: ["Not an E.164 phone number."]},
-        )
-    return caller
 
 
 def call_record_event(record: CallRecord) -> dict:
@@ -87,40 +74,3 @@ def record_inbound_call(
         )
         events.send_to_user_on_commit(user_id=number.owner_id, event=call_record_event(record))
     return record
-
-
-# --- blocklist -----------------------------------------------------------------------------
-def blocklist_of(*, user: User, number_id: str) -> list[BlockedCaller]:
-    number = number_get_owned(user=user, number_id=number_id)
-    return list(number.blocked_callers.order_by("created_at", "id"))
-
-
-def blocked_caller_add(
-    *, user: User, number_id: str, caller_num: str
-) -> tuple[BlockedCaller, bool]:
-    """Block a caller on one of the user's numbers. Returns (entry, created); idempotent."""
-    caller = caller_clean(caller_num)
-    with transaction.atomic():
-        number = number_get_owned(user=user, number_id=number_id, lock=True)
-        existing = BlockedCaller.objects.filter(number=number, caller_num=caller).first()
-        if existing is not None:
-            return existing, False
-        if number.blocked_callers.count() >= BLOCKLIST_MAX_PER_NUMBER:
-            raise InvalidRequest(
-                f"A number can block at most {BLOCKLIST_MAX_PER_NUMBER} callers.",
-                code="blocklist_full",
-            )
-        try:
-            with transaction.atomic():
-                return BlockedCaller.objects.create(number=number, caller_num=caller), True
-        except IntegrityError:
-            return BlockedCaller.objects.get(number=number, caller_num=caller), False
-
-
-def blocked_caller_remove(*, user: User, number_id: str, caller_num: str) -> None:
-    """Unblock a caller; NotFound if the caller is not blocked on that number."""
-    caller = caller_clean(caller_num)
-    number = number_get_owned(user=user, number_id=number_id)
-    deleted, _ = BlockedCaller.objects.filter(number=number, caller_num=caller).delete()
-    if not deleted:
-        raise NotFound()

@@ -1,9 +1,8 @@
 from django.contrib import admin, messages
 
-from history.admin import EstimatedCountPaginator
+from core.admin_links import EstimatedCountPaginator, OwnerLinkMixin
 from realtime import services
 from realtime.models import CallEvent, CallRequest, CallState
-from relay.admin_links import change_link
 
 
 class CallEventInline(admin.TabularInline):
@@ -17,7 +16,7 @@ class CallEventInline(admin.TabularInline):
 
 
 @admin.register(CallRequest)
-class CallRequestAdmin(admin.ModelAdmin):
+class CallRequestAdmin(OwnerLinkMixin, admin.ModelAdmin):
     list_display = ("call_id", "owner_link", "to", "caller_id", "status", "duration", "created_at")
     list_filter = ("status",)
     search_fields = ("=call_id", "=to", "owner__email")
@@ -38,10 +37,6 @@ class CallRequestAdmin(admin.ModelAdmin):
 
     def lookup_allowed(self, lookup, value, request=None):
         return lookup == "owner" or super().lookup_allowed(lookup, value, request)
-
-    @admin.display(description="owner", ordering="owner__email")
-    def owner_link(self, obj):
-        return change_link(obj.owner)
 
     @admin.action(description="Cancel the selected queued calls")
     def cancel_queued(self, request, queryset):

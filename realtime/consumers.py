@@ -7,9 +7,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
-from realtime import events
+from core import events
+from core.errors import ApplicationError
 from realtime.services import call_request_submit
-from relay.errors import ApplicationError
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
+from core.pagination import Page
 from realtime.models import CallRequest
-from relay.pagination import Page
 
 
 def calls_page(*, user, status: str | None, limit: int, offset: int) -> Page:

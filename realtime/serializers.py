@@ -2,12 +2,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from realtime.models import CallState
-from relay.fields import (
+from core.fields import (
     E164Field,
     MillisecondsField,
     documented,
 )
+from realtime.models import CallState
 
 STATUS_FILTERS = [*CallState.values, "all"]
 

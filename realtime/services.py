@@ -17,13 +17,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
-from realtime import events
+from core import events, ratelimit
+from core.errors import Conflict, InvalidRequest, NotFound
+from core.fields import to_ms
+from core.phone import e164_valid
 from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallEvent, CallRequest, CallState
 from realtime.providers import Step, get_provider
-from relay import ratelimit
-from relay.errors import Conflict, InvalidRequest, NotFound
-from relay.fields import to_ms
-from relay.phone import e164_valid
 from virtual_numbers.models import Number
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
+from core.viewsets import Router
 from realtime import views
-from relay.viewsets import Router
 
 
 class CallRouter(Router):

@@ -3,6 +3,9 @@ from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from core.errors import InvalidRequest
+from core.schema import errors
+from core.viewsets import ResourceViewSet
 from history.serializers import HistoryParameters, HistoryQuery
 from realtime import selectors, services
 from realtime.serializers import (
@@ -13,9 +16,6 @@ from realtime.serializers import (
     CallOutput,
     CallSubmitInput,
 )
-from relay.errors import InvalidRequest
-from relay.schema import errors
-from relay.viewsets import ResourceViewSet
 
 
 class CallListParameters(HistoryParameters):

@@ -3,7 +3,7 @@ import time
 
 from django.conf import settings
 
-from relay.errors import json_error
+from core.errors import json_error
 
 logger = logging.getLogger("relay.access")
 

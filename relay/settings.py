@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "captcha",
     "history",
     "realtime",
+    "relay",  # the site itself: runrelay, the command that runs every process
 ]
 
 MIDDLEWARE = [
@@ -286,8 +287,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "relay.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "relay.schema.RelayAutoSchema",
+    "EXCEPTION_HANDLER": "core.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "core.schema.RelayAutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 

@@ -5,10 +5,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from relay.health import healthz
 
-handler400 = "relay.errors.handler400"
-handler403 = "relay.errors.handler403"
-handler404 = "relay.errors.handler404"
-handler500 = "relay.errors.handler500"
+handler400 = "core.errors.handler400"
+handler403 = "core.errors.handler403"
+handler404 = "core.errors.handler404"
+handler500 = "core.errors.handler500"
 
 urlpatterns = [
     path("healthz", require_GET(healthz), name="healthz"),

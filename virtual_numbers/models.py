@@ -53,3 +53,21 @@ class PinFailure(models.Model):
 
     def __str__(self) -> str:
         return f"wrong PIN for {self.number_id} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class BlockedCaller(models.Model):
+    """A caller blocked on one number: their calls are recorded as blocked, duration 0."""
+
+    number = models.ForeignKey(Number, on_delete=models.CASCADE, related_name="blocked_callers")
+    caller_num = models.CharField(max_length=16)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["number", "caller_num"], name="blockedcaller_unique_per_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.caller_num} blocked on {self.number_id}"

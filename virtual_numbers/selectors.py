@@ -1,10 +1,34 @@
+"""Reads of numbers: the caller's own (a 404 for anything else), the blocklist, inventory."""
+
+import uuid
+
 from accounts.models import User
-from virtual_numbers.models import InventoryNumber, Number
+from core.errors import NotFound
+from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
+
+
+def number_access(*, user: User, number_id: str | uuid.UUID, lock: bool = False) -> Number:
+    """The user's number `number_id`; NotFound for an id that is malformed, unknown or another
+    user's (never saying which). `lock` row-locks it for the caller's transaction."""
+    try:
+        pk = uuid.UUID(str(number_id))
+    except ValueError as exc:
+        raise NotFound() from exc
+    queryset = Number.objects.select_for_update() if lock else Number.objects
+    found = queryset.filter(pk=pk, owner=user).first()
+    if found is None:
+        raise NotFound()
+    return found
 
 
 def numbers_of(*, user: User) -> list[Number]:
     """The user's numbers, oldest first."""
     return list(Number.objects.filter(owner=user).order_by("created_at", "id"))
+
+
+def blocklist_of(*, number: Number) -> list[BlockedCaller]:
+    """The callers blocked on `number`, in the order they were blocked."""
+    return list(number.blocked_callers.order_by("created_at", "id"))
 
 
 def inventory_counts() -> dict[str, int]:

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from relay.fields import AliasField, MillisecondsField, PinField, StrictCharField
+from core.fields import AliasField, E164Field, MillisecondsField, PinField, StrictCharField
 
 
 class NumberOutput(serializers.Serializer):
@@ -27,3 +27,16 @@ class AliasInput(serializers.Serializer):
 class PinChangeInput(serializers.Serializer):
     currentPin = PinField(max_length=64, trim_whitespace=False)  # noqa: N815
     newPin = PinField(max_length=64, trim_whitespace=False)  # noqa: N815
+
+
+class BlockedCallerInput(serializers.Serializer):
+    caller_num = E164Field(max_length=64)
+
+
+class BlockedCallerOutput(serializers.Serializer):
+    caller_num = serializers.CharField()
+    created_at = MillisecondsField()
+
+
+class BlocklistOutput(serializers.Serializer):
+    blocked = BlockedCallerOutput(many=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -16,15 +15,16 @@ from django.utils import timezone
 
 from accounts.models import User
 from captcha.services import captcha_token_consume
-from relay.errors import ApplicationError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
-from relay.phone import e164_valid
-from virtual_numbers.models import InventoryNumber, Number, PinFailure
+from core.errors import ApplicationError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
+from core.phone import e164_possible, e164_valid
+from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, PinFailure
 
 ALIAS_MAX_LENGTH = 64
 PIN_RE = re.compile(r"^[0-9]{4,8}$")
 PIN_FAILURE_LIMIT = 5
 PIN_FAILURE_WINDOW = timedelta(minutes=15)
 ALLOCATION_ATTEMPTS = 8
+BLOCKLIST_MAX_PER_NUMBER = 500
 
 
 class PinMismatch(ApplicationError):
@@ -59,6 +59,16 @@ def pin_clean(pin: str, *, field: str) -> str:
             f"{field} must be 4 to 8 digits.", fields={field: ["Must be 4 to 8 digits."]}
         )
     return pin
+
+
+def caller_clean(raw, *, field: str = "caller_num") -> str:
+    caller = e164_possible(raw)
+    if caller is None:
+        raise InvalidRequest(
+            f"{field} must be a phone number in E.164 form, like +447700900123.",
+            fields={field: ["Not an E.164 phone number."]},
+        )
+    return caller
 
 
 # --- inventory -----------------------------------------------------------------------------
@@ -186,25 +196,21 @@ def number_grant(*, user: User, alias: str, pin: str, preferred: str | None = No
         )
 
 
-def number_get_owned(*, user: User, number_id: str | uuid.UUID, lock: bool = False) -> Number:
-    """The caller's number, or NotFound for an id that is malformed, unknown or not theirs."""
-    try:
-        pk = uuid.UUID(str(number_id))
-    except ValueError as exc:
-        raise NotFound() from exc
-    queryset = Number.objects.select_for_update() if lock else Number.objects
-    try:
-        return queryset.get(pk=pk, owner=user)
-    except Number.DoesNotExist as exc:
-        raise NotFound() from exc
+def _locked(number: Number) -> Number:
+    """`number` again, row-locked for the caller's transaction; NotFound if it is gone."""
+    locked = Number.objects.select_for_update().filter(pk=number.pk, owner_id=number.owner_id)
+    found = locked.first()
+    if found is None:
+        raise NotFound()
+    return found
 
 
-def number_alias_set(*, user: User, number_id: str, alias: str) -> Number:
-    """Rename one of the caller's numbers."""
+def number_alias_set(*, number: Number, alias: str) -> Number:
+    """Rename a number (one the caller reached through selectors.number_access)."""
     alias = alias_clean(alias)
-    number = number_get_owned(user=user, number_id=number_id)
+    if not Number.objects.filter(pk=number.pk).update(alias=alias):
+        raise NotFound()  # deleted a moment ago
     number.alias = alias
-    number.save(update_fields=["alias"])
     return number
 
 
@@ -221,7 +227,7 @@ def _pin_lock_retry_after(*, number: Number, now) -> int | None:
     return max(1, int((unlock_at - now).total_seconds()) + 1)
 
 
-def number_pin_change(*, user: User, number_id: str, current_pin: str, new_pin: str) -> None:
+def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None:
     """Change the PIN after checking the current one (constant-time hash comparison).
 
     Five wrong current PINs within 15 minutes lock PIN changes of that number until the window
@@ -233,7 +239,7 @@ def number_pin_change(*, user: User, number_id: str, current_pin: str, new_pin: 
         raise InvalidRequest("currentPin is required.", fields={"currentPin": ["Required."]})
     outcome: ApplicationError | None = None
     with transaction.atomic():
-        number = number_get_owned(user=user, number_id=number_id, lock=True)
+        number = _locked(number)
         now = timezone.now()
         retry_after = _pin_lock_retry_after(number=number, now=now)
         if retry_after is not None:
@@ -253,13 +259,42 @@ def number_pin_change(*, user: User, number_id: str, current_pin: str, new_pin: 
         raise outcome
 
 
-def number_delete(*, user: User, number_id: str) -> None:
-    """Delete one of the caller's numbers; its history goes with it, its entry is free again."""
+def number_delete(*, number: Number) -> None:
+    """Delete a number; its history goes with it, its entry is free again."""
     with transaction.atomic():
-        number = number_get_owned(user=user, number_id=number_id, lock=True)
-        number.delete()
+        _locked(number).delete()
 
 
 def number_release(*, number: Number) -> None:
     """Staff action: take a number from its holder and return it to the inventory."""
     number.delete()
+
+
+# --- blocklist -----------------------------------------------------------------------------
+def blocked_caller_add(*, number: Number, caller_num: str) -> tuple[BlockedCaller, bool]:
+    """Block a caller on a number. Returns (entry, created); idempotent. At most
+    BLOCKLIST_MAX_PER_NUMBER callers (`blocklist_full`), counted under the number's lock."""
+    caller = caller_clean(caller_num)
+    with transaction.atomic():
+        number = _locked(number)
+        existing = BlockedCaller.objects.filter(number=number, caller_num=caller).first()
+        if existing is not None:
+            return existing, False
+        if number.blocked_callers.count() >= BLOCKLIST_MAX_PER_NUMBER:
+            raise InvalidRequest(
+                f"A number can block at most {BLOCKLIST_MAX_PER_NUMBER} callers.",
+                code="blocklist_full",
+            )
+        try:
+            with transaction.atomic():
+                return BlockedCaller.objects.create(number=number, caller_num=caller), True
+        except IntegrityError:
+            return BlockedCaller.objects.get(number=number, caller_num=caller), False
+
+
+def blocked_caller_remove(*, number: Number, caller_num: str) -> None:
+    """Unblock a caller; NotFound if the caller is not blocked on that number."""
+    caller = caller_clean(caller_num)
+    deleted, _ = BlockedCaller.objects.filter(number=number, caller_num=caller).delete()
+    if not deleted:
+        raise NotFound()

@@ -1,4 +1,4 @@
-from relay.viewsets import Router
+from core.viewsets import Router
 from virtual_numbers import views
 
 router = Router()

@@ -3,12 +3,14 @@ from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from accounts.serializers import SuccessOutput
-from relay.schema import errors
-from relay.viewsets import ResourceViewSet
+from core.schema import SuccessOutput, errors
+from core.viewsets import ResourceViewSet
 from virtual_numbers import selectors, services
 from virtual_numbers.serializers import (
     AliasInput,
+    BlockedCallerInput,
+    BlockedCallerOutput,
+    BlocklistOutput,
     NumberCreateInput,
     NumberListOutput,
     NumberOutput,
@@ -24,7 +26,13 @@ class NumberViewSet(ResourceViewSet):
         "create": NumberCreateInput,
         "alias": AliasInput,
         "pin": PinChangeInput,
+        "blocked_add": BlockedCallerInput,
+        "blocked_remove": BlockedCallerInput,
     }
+
+    def number(self):
+        """The caller's number named in the path; 404 for anyone else's."""
+        return selectors.number_access(user=self.request.user, number_id=self.kwargs["number_id"])
 
     @extend_schema(operation_id="numbers_list", responses={200: NumberListOutput, **errors(401)})
     def list(self, request):
@@ -52,7 +60,7 @@ class NumberViewSet(ResourceViewSet):
         responses={200: SuccessOutput, **errors(401, 404)},
     )
     def destroy(self, request, number_id):
-        services.number_delete(user=request.user, number_id=number_id)
+        services.number_delete(number=self.number())
         return Response({"success": True})
 
     @extend_schema(
@@ -62,10 +70,8 @@ class NumberViewSet(ResourceViewSet):
     )
     @action(detail=True, methods=["put"])
     def alias(self, request, number_id):
-        services.number_get_owned(user=request.user, number_id=number_id)  # 404 before 400
-        number = services.number_alias_set(
-            user=request.user, number_id=number_id, alias=self.validated()["alias"]
-        )
+        number = self.number()  # 404 before 400
+        number = services.number_alias_set(number=number, alias=self.validated()["alias"])
         return Response(NumberOutput(number).data)
 
     @extend_schema(
@@ -75,12 +81,50 @@ class NumberViewSet(ResourceViewSet):
     )
     @action(detail=True, methods=["put"])
     def pin(self, request, number_id):
-        services.number_get_owned(user=request.user, number_id=number_id)  # 404 before 400
+        number = self.number()  # 404 before 400
         data = self.validated()
         services.number_pin_change(
-            user=request.user,
-            number_id=number_id,
+            number=number,
             current_pin=data["currentPin"],
             new_pin=data["newPin"],
         )
+        return Response({"success": True})
+
+    @extend_schema(
+        operation_id="numbers_blocked_list", responses={200: BlocklistOutput, **errors(401, 404)}
+    )
+    @action(detail=True, methods=["get"])
+    def blocked(self, request, number_id):
+        entries = selectors.blocklist_of(number=self.number())
+        return Response({"blocked": BlockedCallerOutput(entries, many=True).data})
+
+    @extend_schema(
+        operation_id="numbers_blocked_add",
+        request=BlockedCallerInput,
+        responses={
+            200: BlockedCallerOutput,
+            201: BlockedCallerOutput,
+            **errors(400, 401, 404, 415),
+        },
+    )
+    @blocked.mapping.post
+    def blocked_add(self, request, number_id):
+        number = self.number()  # 404 before 400
+        entry, created = services.blocked_caller_add(
+            number=number, caller_num=self.validated()["caller_num"]
+        )
+        return Response(
+            BlockedCallerOutput(entry).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    @extend_schema(
+        operation_id="numbers_blocked_remove",
+        request=BlockedCallerInput,
+        responses={200: SuccessOutput, **errors(400, 401, 404, 415)},
+    )
+    @blocked.mapping.delete
+    def blocked_remove(self, request, number_id):
+        number = self.number()  # 404 before 400
+        services.blocked_caller_remove(number=number, caller_num=self.validated()["caller_num"])
         return Response({"success": True})

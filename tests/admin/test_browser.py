@@ -13,10 +13,9 @@ from django.conf import settings
 
 from accounts import services as accounts
 from accounts.models import LoginSession, User
-from history.models import BlockedCaller
 from realtime.models import CallRequest
 from tests.factories import CallRecordFactory, NumberFactory, UserFactory
-from virtual_numbers.models import InventoryNumber, Number
+from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts" / "admin"
@@ -148,7 +147,7 @@ def test_the_index_shows_the_service_state(live_server, page, world):
         "/admin/numbers/number/",
         "/admin/numbers/inventorynumber/",
         "/admin/history/callrecord/",
-        "/admin/history/blockedcaller/",
+        "/admin/numbers/blockedcaller/",
         "/admin/realtime/callrequest/",
     ],
 )

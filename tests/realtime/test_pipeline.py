@@ -4,10 +4,10 @@ import pytest
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from core.errors import InvalidRequest, RateLimited
 from realtime import services
 from realtime.models import CallEvent, CallRequest, CallState
 from realtime.providers.simulated import spoken_seconds
-from relay.errors import InvalidRequest, RateLimited
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory
 

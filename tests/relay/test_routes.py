@@ -5,7 +5,7 @@ import re
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from relay.viewsets import ResourceViewSet
+from core.viewsets import ResourceViewSet
 
 DOCUMENTATION = {"api/schema", "api/docs"}
 

@@ -9,12 +9,11 @@ from django.conf import settings
 
 from accounts import services as accounts
 from accounts.models import LoginSession, User
-from history.models import BlockedCaller
 from realtime.models import CallRequest
 from tests.conftest import jwt_client
 from tests.factories import NumberFactory
 from tests.live import child_environ
-from virtual_numbers.models import Number
+from virtual_numbers.models import BlockedCaller, Number
 
 pytestmark = pytest.mark.django_db
 

@@ -2,9 +2,9 @@ from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ApplicationError
+from core.phone import e164_valid
 from history.services import record_inbound_call
-from relay.errors import ApplicationError
-from relay.phone import e164_valid
 from virtual_numbers.models import Number
 
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from relay.errors import ApplicationError
+from core.errors import ApplicationError
 from virtual_numbers import services
 from virtual_numbers.models import InventoryNumber
 

@@ -1,9 +1,9 @@
 import pytest
 
 from accounts import services
-from history.models import BlockedCaller
 from tests.conftest import jwt_client
 from tests.factories import NumberFactory
+from virtual_numbers.models import BlockedCaller
 
 
 @pytest.fixture

@@ -32,6 +32,12 @@ _DESCRIPTIONS = {
 }
 
 
+# `{"success": true}`: the body of an operation that has nothing else to return. (A comment:
+# drf-spectacular would publish a docstring as the component's description.)
+class SuccessOutput(serializers.Serializer):
+    success = serializers.BooleanField()
+
+
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     return {s: OpenApiResponse(ErrorOutput, description=_DESCRIPTIONS[s]) for s in statuses}
 

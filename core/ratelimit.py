@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.core.cache import cache
 
-from relay.errors import RateLimited
+from core.errors import RateLimited
 
 logger = logging.getLogger(__name__)
 _UNITS = {"s": 1, "m": 60, "h": 3600}

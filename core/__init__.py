@@ -1,0 +1,6 @@
+"""The kernel: what every app builds on, importing no app.
+
+Errors and their code registry, input fields and patterns, pagination, rate limits, phone
+numbers, client addresses, OpenAPI helpers, the ViewSet base and router, admin links, and the
+one helper through which events leave for sockets after commit. Nothing here knows a model.
+"""
