@@ -1,7 +1,8 @@
 from django.contrib import admin, messages
 
 from core.admin_links import EstimatedCountPaginator, OwnerLinkMixin
-from realtime import services
+from core.errors import Conflict
+from realtime import calls
 from realtime.models import CallEvent, CallRequest, CallState
 
 
@@ -43,8 +44,8 @@ class CallRequestAdmin(OwnerLinkMixin, admin.ModelAdmin):
         canceled = 0
         for call in queryset.filter(status=CallState.QUEUED).select_related("owner"):
             try:
-                services.call_request_cancel(user=call.owner, call_id=call.call_id)
+                calls.call_request_cancel(call=call)
                 canceled += 1
-            except services.Conflict:
+            except Conflict:
                 pass  # it left the queue meanwhile
         self.message_user(request, f"Canceled {canceled} call(s).", messages.SUCCESS)

@@ -9,7 +9,8 @@ from redis.exceptions import RedisError
 
 from core import events
 from core.errors import ApplicationError
-from realtime.services import call_request_submit
+from realtime import pipeline
+from realtime.calls import call_request_submit
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.send_error(exc.code, exc.message, **extra)
             return
         # The call is committed (and its dispatch enqueued) before this ack leaves.
-        await self.send_json({"type": "call_ack", "callId": call.call_id, "status": call.status})
+        await self.send_json(pipeline.call_ack_event(call))
 
     async def send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":")))

@@ -1,5 +1,17 @@
+"""Reads of outbound calls: the caller's own (a 404 for anything else) and their pages."""
+
+from accounts.models import User
+from core.errors import NotFound
 from core.pagination import Page
 from realtime.models import CallRequest
+
+
+def call_access(*, user: User, call_id: str) -> CallRequest:
+    """The user's call with this callId; NotFound for an unknown one or another user's."""
+    call = CallRequest.objects.filter(owner=user, call_id=call_id).first()
+    if call is None:
+        raise NotFound()
+    return call
 
 
 def calls_page(*, user, status: str | None, limit: int, offset: int) -> Page:

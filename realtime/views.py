@@ -7,7 +7,7 @@ from core.errors import InvalidRequest
 from core.schema import errors
 from core.viewsets import ResourceViewSet
 from history.serializers import HistoryParameters, HistoryQuery
-from realtime import selectors, services
+from realtime import calls, pipeline, selectors
 from realtime.serializers import (
     STATUS_FILTERS,
     CallAckOutput,
@@ -59,24 +59,21 @@ class CallViewSet(ResourceViewSet):
     def create(self, request):
         if not isinstance(request.data, dict):
             raise InvalidRequest("The body must be a JSON object.")
-        call, _created = services.call_request_submit(
+        call, _created = calls.call_request_submit(
             user=request.user,
             call_id=request.data.get("callId"),
             to=request.data.get("to"),
             message=request.data.get("message"),
             from_number=request.data.get("from"),
         )
-        return Response(
-            {"type": "call_ack", "callId": call.call_id, "status": call.status},
-            status=status.HTTP_202_ACCEPTED,
-        )
+        return Response(pipeline.call_ack_event(call), status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
         operation_id="calls_get",
         responses={200: CallDetailOutput, **errors(401, 404)},
     )
     def retrieve(self, request, call_id):
-        call = services.call_request_get(user=request.user, call_id=call_id)
+        call = selectors.call_access(user=request.user, call_id=call_id)
         return Response(CallDetailOutput(call).data)
 
     @extend_schema(
@@ -86,5 +83,7 @@ class CallViewSet(ResourceViewSet):
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request, call_id):
-        call = services.call_request_cancel(user=request.user, call_id=call_id)
+        call = calls.call_request_cancel(
+            call=selectors.call_access(user=request.user, call_id=call_id)
+        )
         return Response(CallOutput(call).data)

@@ -1,15 +1,12 @@
 """Telephony providers, chosen by the TELEPHONY_PROVIDER setting.
 
-A provider turns a call into steps: `start(call)` is asked once when the call leaves the
-queue, `advance(call)` each time the previous step's delay has passed. Each returns the next
-Step (the state to enter, how long to wait before asking again, and what it learned) or None
-when the call has ended. The pipeline persists every step before it is pushed, so a provider
-never writes to the database itself. A provider driven by webhooks instead would call
-`realtime.services.call_transition` from its webhook view and return None here.
+A provider turns a call into steps. The pipeline persists every step before it is pushed,
+so a provider never writes to the database itself.
 """
 
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Protocol
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -27,8 +24,28 @@ class Step:
     extra: dict = field(default_factory=dict)
 
 
+class TelephonyProvider(Protocol):
+    """What the pipeline asks of a provider (SIP trunk, HTTP API or the simulation).
+
+    - `place(call)` once, when the call leaves the queue: start dialing, and say what state
+      the call is in now and when to ask again.
+    - `advance(call)` each time the previous step's `wait` has passed: the next state, or None
+      when the provider has nothing to report yet (or the call has ended).
+    - `hang_up(call)` when the user cancels a call that has been placed: CANCEL while it
+      rings, BYE once answered.
+    A provider that learns of progress on its own (a SIP agent's events, an HTTP provider's
+    webhooks) reports it with `realtime.tasks.call_step_apply` and returns None from advance.
+    """
+
+    def place(self, call) -> Step: ...
+
+    def advance(self, call) -> Step | None: ...
+
+    def hang_up(self, call) -> None: ...
+
+
 @cache
-def get_provider():
+def get_provider() -> TelephonyProvider:
     path = PROVIDERS.get(settings.TELEPHONY_PROVIDER)
     if path is None:
         raise ValueError(f"unknown TELEPHONY_PROVIDER {settings.TELEPHONY_PROVIDER!r}")

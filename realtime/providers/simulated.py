@@ -27,7 +27,7 @@ def spoken_seconds(message: str) -> int:
 
 
 class SimulatedProvider:
-    def start(self, call) -> Step:
+    def place(self, call) -> Step:
         return Step(
             status=CallState.DIALING,
             wait=settings.SIMULATED_STEP_SECONDS,
@@ -53,3 +53,6 @@ class SimulatedProvider:
         if call.status == CallState.IN_PROGRESS:
             return Step(status=CallState.COMPLETED, duration=call.duration)
         return None
+
+    def hang_up(self, call) -> None:
+        """Nothing was placed, so there is nothing to hang up."""

@@ -4,8 +4,8 @@ import pytest
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from core.errors import InvalidRequest, RateLimited
-from realtime import services
+from core.errors import Conflict, InvalidRequest, RateLimited
+from realtime import calls, selectors, tasks
 from realtime.models import CallEvent, CallRequest, CallState
 from realtime.providers.simulated import spoken_seconds
 from tests.conftest import drain_tasks
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def submit(user, call_id="c1", to="+442079460120", message="Hello there", **kw):
-    return services.call_request_submit(user=user, call_id=call_id, to=to, message=message, **kw)
+    return calls.call_request_submit(user=user, call_id=call_id, to=to, message=message, **kw)
 
 
 def timeline(call):
@@ -161,7 +161,7 @@ def test_calls_are_rate_limited_per_user(user, settings):
 def test_a_queued_call_can_be_canceled_and_is_then_never_placed(user):
     call, _ = submit(user)
 
-    services.call_request_cancel(user=user, call_id="c1")
+    calls.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
     drain_tasks()
 
     call.refresh_from_db()
@@ -173,8 +173,8 @@ def test_a_call_that_left_the_queue_cannot_be_canceled(user):
     submit(user)
     drain_tasks()
 
-    with pytest.raises(services.Conflict) as error:
-        services.call_request_cancel(user=user, call_id="c1")
+    with pytest.raises(Conflict) as error:
+        calls.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
     assert error.value.code == "call_not_cancelable"
 
 
@@ -206,7 +206,7 @@ def test_recovery_drives_a_stranded_call_to_its_end(user):
     call, _ = submit(user)
     _strand(call, "ringing")
 
-    assert services.calls_recover() == 1
+    assert tasks.calls_recover() == 1
     drain_tasks()
 
     call.refresh_from_db()
@@ -218,10 +218,10 @@ def test_recovery_gives_up_after_the_configured_tries_with_a_reason(user, settin
     settings.CALL_MAX_RECOVERIES = 1
     call, _ = submit(user)
     _strand(call, "dialing")
-    services.calls_recover()
+    tasks.calls_recover()
     _strand(call, "dialing")
 
-    services.calls_recover()
+    tasks.calls_recover()
 
     call.refresh_from_db()
     assert call.status == "failed"
@@ -234,7 +234,7 @@ def test_recovery_leaves_a_call_that_is_only_waiting_in_the_queue(user):
         step_deadline=timezone.now() - timedelta(seconds=1)
     )
 
-    assert services.calls_recover() == 0
+    assert tasks.calls_recover() == 0
 
     call.refresh_from_db()
     assert call.step_deadline > timezone.now()

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from realtime.services import calls_recover
+from realtime.tasks import calls_recover
 
 
 class Command(BaseCommand):

@@ -13,7 +13,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
-from realtime.services import calls_recover
+from realtime.tasks import calls_recover
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,109 @@
+"""The state machine of an outbound call: every state change, and asking the provider for the
+next one. It knows nothing of queues: realtime.tasks schedules the steps.
+
+Every change is a conditional UPDATE (`WHERE status = <expected>`), persisted with its
+CallEvent and pushed as `call_status` after commit, so a duplicate or late step changes
+nothing and nothing is pushed about a row that was rolled back.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core import events
+from core.fields import to_ms
+from realtime.models import TERMINAL_STATES, CallEvent, CallRequest, CallState
+from realtime.providers import Step, get_provider
+
+logger = logging.getLogger(__name__)
+
+STATE_TIMESTAMP = {
+    CallState.DIALING: "dialing_at",
+    CallState.RINGING: "ringing_at",
+    CallState.IN_PROGRESS: "answered_at",
+}
+
+
+def call_status_event(call: CallRequest) -> dict:
+    """The `call_status` frame for the call's current state."""
+    event = {
+        "type": "call_status",
+        "callId": call.call_id,
+        "status": call.status,
+        "ts": to_ms(call.updated_at),
+    }
+    if call.duration is not None:
+        event["duration"] = call.duration
+    if call.failure_reason:
+        event["reason"] = call.failure_reason
+    return event
+
+
+def call_ack_event(call: CallRequest) -> dict:
+    """The `call_ack` frame (and the body of `POST /api/calls`): the call as it was stored."""
+    return {"type": "call_ack", "callId": call.call_id, "status": call.status}
+
+
+def push_status(call: CallRequest) -> None:
+    events.send_to_user_on_commit(user_id=call.owner_id, event=call_status_event(call))
+
+
+def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> bool:
+    """Move `call` from `expected_status` to `step.status`, persist and push it.
+
+    A conditional UPDATE: if the call is no longer in `expected_status` (canceled, or a
+    duplicate step already moved it) nothing happens and False is returned. A non-terminal
+    state gets a deadline of `step.wait` plus the recovery grace: past it, recovery drives the
+    call again. Scheduling the next step is the caller's (realtime.tasks), in the same
+    transaction.
+    """
+    now = timezone.now()
+    terminal = step.status in TERMINAL_STATES
+    fields: dict = {"status": step.status, "updated_at": now}
+    if terminal:
+        fields["ended_at"] = now
+        fields["step_deadline"] = None
+    else:
+        grace = settings.CALL_RECOVERY_GRACE
+        fields["step_deadline"] = now + timedelta(seconds=step.wait + grace)
+    if step.status in STATE_TIMESTAMP:
+        fields[STATE_TIMESTAMP[step.status]] = now
+    if step.duration is not None:
+        fields["duration"] = step.duration
+    if step.reason:
+        fields["failure_reason"] = step.reason[:200]
+    if step.provider_call_id:
+        fields["provider_call_id"] = step.provider_call_id
+    with transaction.atomic():
+        moved = CallRequest.objects.filter(pk=call.pk, status=expected_status).update(**fields)
+        if not moved:
+            return False
+        for name, value in fields.items():
+            setattr(call, name, value)
+        CallEvent.objects.create(call=call, status=step.status, at=now, detail=step.reason[:200])
+        push_status(call)
+    return True
+
+
+def call_next_step(*, call_request_id: str, expected_status: str) -> tuple[CallRequest, Step]:
+    """The call and the provider's next step for it, or None when there is nothing to do (the
+    call has left `expected_status`, has ended, or the provider has no step yet).
+
+    Asks the provider outside any transaction: a real provider may take its time. A provider
+    that fails ends the call `failed`: a call must never hang on a provider's bug.
+    """
+    call = CallRequest.objects.filter(pk=call_request_id).first()
+    if call is None or call.status != expected_status or call.is_terminal:
+        return None
+    provider = get_provider()
+    try:
+        step = provider.place(call) if call.status == CallState.QUEUED else provider.advance(call)
+    except Exception as exc:
+        logger.exception("provider failed on call %s", call.pk)
+        step = Step(status=CallState.FAILED, reason=f"provider error: {type(exc).__name__}")
+    return None if step is None else (call, step)
