@@ -11,6 +11,9 @@ class CallStatus(models.TextChoices):
     BLOCKED = "blocked", "Blocked"
 
 
+CALL_STATUS_VALUES = CallStatus.values  # the schema's CallRecordStatusEnum
+
+
 class CallRecord(models.Model):
     """An inbound call on one of a user's numbers. Written only by record_inbound_call."""
 

@@ -17,6 +17,7 @@ class CallState(models.TextChoices):
     CANCELED = "canceled", "Canceled"
 
 
+CALL_STATE_VALUES = CallState.values  # the schema's CallStateEnum (ENUM_NAME_OVERRIDES)
 TERMINAL_STATES = frozenset(
     {CallState.COMPLETED, CallState.BUSY, CallState.NO_ANSWER, CallState.FAILED, CallState.CANCELED}
 )

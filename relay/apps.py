@@ -1,4 +1,7 @@
+from pathlib import Path
+
 from django.apps import AppConfig
+from django.conf import settings
 from django.contrib.admin import apps as admin_apps
 
 
@@ -6,6 +9,11 @@ class RelayConfig(AppConfig):
     """The site itself (settings, urls, asgi, admin site, runrelay): the roof over the apps."""
 
     name = "relay"
+
+    def ready(self) -> None:
+        # The runtime folder (SQLite file, embedded Redis socket, static files) exists before
+        # any process writes to it; settings only name it.
+        Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
 
 
 class RelayAdminConfig(admin_apps.AdminConfig):

@@ -39,7 +39,6 @@ env = StrictEnv()
 
 # Runtime files: the SQLite database, the embedded Redis socket, collected static files.
 VAR_DIR = Path(env.str("RELAY_VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env.bool("DEBUG", default=False)
 
@@ -307,25 +306,15 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "CallRecordStatusEnum": ["answered", "missed", "blocked"],
-        "CallStateEnum": [
-            "queued",
-            "dialing",
-            "ringing",
-            "in_progress",
-            "completed",
-            "busy",
-            "no_answer",
-            "failed",
-            "canceled",
-        ],
+        # Named from the models' own choices, so the schema's enums cannot drift from them.
+        "CallRecordStatusEnum": "history.models.CALL_STATUS_VALUES",
+        "CallStateEnum": "realtime.models.CALL_STATE_VALUES",
     },
 }
 
 # --- Static files -----------------------------------------------------------------------------
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT = VAR_DIR / "static"  # created with VAR_DIR by RelayConfig.ready()
 # Serve straight from the app folders too, so a checkout works before collectstatic has run.
 WHITENOISE_USE_FINDERS = True
 
