@@ -5,11 +5,14 @@ dropped) and every CALL_RECOVERY_INTERVAL seconds in a background thread.
 """
 
 import logging
+import os
 import threading
 import time
 
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import InterfaceError, OperationalError, close_old_connections
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
@@ -58,13 +61,53 @@ class ResilientWorker(db_worker.Worker):
 
 
 class Command(DbWorkerCommand):
+    """db_worker's options and logging, with ResilientWorker and the recovery loop.
+
+    db_worker builds its worker from a module global; rather than patch that global, this
+    command builds the worker itself from the same options.
+    """
+
     help = "Run the task worker with the call recovery loop."
 
-    def handle(self, *args, **options):
-        db_worker.Worker = ResilientWorker  # the base command builds its worker from this name
+    def handle(
+        self,
+        *,
+        verbosity: int,
+        queue_name: str,
+        interval: float,
+        batch: bool,
+        backend_name: str,
+        startup_delay: bool,
+        reload: bool,
+        max_tasks: int | None,
+        worker_id: str,
+        exclude_queues: str,
+        **options,
+    ) -> None:
+        self.configure_logging(verbosity)
+        queue_names = queue_name.split(",")
+        excluded = exclude_queues.split(",") if exclude_queues else []
+        if excluded and "*" not in queue_names:
+            raise CommandError("--exclude-queues can only be used with --queue-name=*")
+        worker = ResilientWorker(
+            queue_names=queue_names,
+            interval=interval,
+            batch=batch,
+            backend_name=backend_name,
+            startup_delay=startup_delay,
+            max_tasks=max_tasks,
+            worker_id=worker_id,
+            excluded_queue_names=excluded,
+        )
         loop = RecoveryLoop(settings.CALL_RECOVERY_INTERVAL)
         loop.start()
         try:
-            return super().handle(*args, **options)
+            if reload and not batch:
+                if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+                    worker.configure_signals()  # only the reloader's child handles signals
+                run_with_reloader(worker.run)
+            else:
+                worker.configure_signals()
+                worker.run()
         finally:
             loop.stopped.set()
