@@ -18,7 +18,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 from accounts import apikeys
 from accounts.models import LoginSession, User, UserManager
 from core import events, ratelimit
-from core.errors import ApplicationError, Conflict, InvalidRequest, NotFound
+from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
 
 # Matrix user ID: @localpart:server_name, server_name = host [":" port].
 MATRIX_ID_RE = re.compile(
@@ -37,7 +37,7 @@ class AuthResult:
 
 
 class InvalidCredentials(ApplicationError):
-    status, code, message = 401, "invalid_credentials", "Wrong e-mail or password."
+    code, message = ErrorCode.INVALID_CREDENTIALS, "Wrong e-mail or password."
 
 
 def auth_rate_limit(*, scope: str, ip: str, email: str) -> None:
@@ -62,7 +62,7 @@ def session_open(*, user: User) -> AuthResult:
 def user_register(*, email: str, password: str) -> AuthResult:
     """Create a user (plan free, a fresh API key) and open its first session.
 
-    Raises InvalidRequest with `fields.password` for a weak password and Conflict
+    Raises InvalidRequest with `fields.password` for a weak password and `email_taken`
     `email_taken` when the address is registered in any letter case, even under a race
     (the unique index decides).
     """
@@ -76,7 +76,9 @@ def user_register(*, email: str, password: str) -> AuthResult:
             user = User.objects.create_user(email=email, password=password)
             return session_open(user=user)
     except IntegrityError as exc:
-        raise Conflict("This e-mail address is already registered.", code="email_taken") from exc
+        raise ApplicationError(
+            "This e-mail address is already registered.", code=ErrorCode.EMAIL_TAKEN
+        ) from exc
 
 
 def user_login(*, email: str, password: str) -> AuthResult:

@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from captcha.models import CaptchaChallenge, CaptchaToken
-from core.errors import ApplicationError
+from core.errors import ApplicationError, ErrorCode
 
 ADDEND_MIN, ADDEND_MAX = 1, 50
 CHALLENGE_TTL = timedelta(minutes=5)
@@ -18,11 +18,11 @@ WRONG_ANSWER_TEXT = "答案错误"  # the interface document's error text: "wron
 
 
 class CaptchaWrongAnswer(ApplicationError):
-    status, code, message = 400, "captcha_wrong_answer", WRONG_ANSWER_TEXT
+    code, message = ErrorCode.CAPTCHA_WRONG_ANSWER, WRONG_ANSWER_TEXT
 
 
 class CaptchaInvalid(ApplicationError):
-    status, code = 400, "captcha_invalid"
+    code = ErrorCode.CAPTCHA_INVALID
     message = "This CAPTCHA is unknown, already used or expired. Ask for a new one."
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from enum import StrEnum
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
@@ -17,59 +18,116 @@ from rest_framework.response import Response
 logger = logging.getLogger(__name__)
 
 
-class ApplicationError(Exception):
-    """A failure a client can act on. Rendered as JSON with `status` by the exception handler."""
+class ErrorCode(StrEnum):
+    """Every code the API answers with, over HTTP and on the socket: its HTTP status and what
+    it means. A code outside this registry cannot be raised; docs/errors.md and the schema's
+    `code` enum are generated from the same list and checked against it."""
 
-    status = 400
-    code = "invalid_request"
+    def __new__(cls, value: str, status: int, meaning: str):
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.status = status
+        member.meaning = meaning
+        return member
+
+    INVALID_REQUEST = (
+        "invalid_request",
+        400,
+        "Malformed JSON, a missing or wrong-typed field, or a bad value.",
+    )
+    CAPTCHA_WRONG_ANSWER = ("captcha_wrong_answer", 400, "The CAPTCHA answer is wrong.")
+    CAPTCHA_INVALID = (
+        "captcha_invalid",
+        400,
+        "The CAPTCHA challenge or token is unknown, used or expired.",
+    )
+    BLOCKLIST_FULL = ("blocklist_full", 400, "The number already blocks as many callers as it may.")
+    NOT_AUTHENTICATED = ("not_authenticated", 401, "No credentials were sent.")
+    AUTHENTICATION_FAILED = (
+        "authentication_failed",
+        401,
+        "A bad or expired JWT, an ended session, or an unknown or replaced API key.",
+    )
+    INVALID_CREDENTIALS = ("invalid_credentials", 401, "Wrong e-mail or password.")
+    PIN_MISMATCH = ("pin_mismatch", 403, "The current PIN is wrong.")
+    PERMISSION_DENIED = ("permission_denied", 403, "Not allowed.")
+    NOT_FOUND = ("not_found", 404, "The id is unknown or not the caller's (never saying which).")
+    METHOD_NOT_ALLOWED = ("method_not_allowed", 405, "The path does not take this method.")
+    NOT_ACCEPTABLE = ("not_acceptable", 406, "The API only produces JSON.")
+    EMAIL_TAKEN = ("email_taken", 409, "The e-mail address is already registered.")
+    NUMBER_LIMIT_REACHED = ("number_limit_reached", 409, "The plan's numbers are all held.")
+    CALL_NOT_CANCELABLE = ("call_not_cancelable", 409, "The call has left the queue.")
+    PAYLOAD_TOO_LARGE = ("payload_too_large", 413, "The body is larger than API_MAX_BODY_BYTES.")
+    UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415, "The body is not JSON.")
+    RATE_LIMITED = ("rate_limited", 429, "Too many attempts; see Retry-After.")
+    PIN_LOCKED = (
+        "pin_locked",
+        429,
+        "Five wrong PINs in 15 minutes: PIN changes are locked; see Retry-After.",
+    )
+    SERVER_ERROR = ("server_error", 500, "A bug in Relay (logged).")
+    NO_NUMBERS_AVAILABLE = ("no_numbers_available", 503, "The number inventory is empty.")
+    DATABASE_UNAVAILABLE = (
+        "database_unavailable",
+        503,
+        "The database cannot be reached; see Retry-After.",
+    )
+
+
+class ApplicationError(Exception):
+    """A failure a client can act on: a code from the registry (which gives the status by
+    default), a message for people, and optionally per-field messages and headers."""
+
+    code = ErrorCode.INVALID_REQUEST
     message = "The request is invalid."
 
     def __init__(
         self,
         message: str | None = None,
         *,
-        code: str | None = None,
+        code: ErrorCode | None = None,
         status: int | None = None,
         fields: Mapping[str, list[str]] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self.message = message or self.message
-        self.code = code or self.code
-        self.status = status or self.status
+        self.code = ErrorCode(code or self.code)
+        self.status = status or self.code.status
         self.fields = dict(fields) if fields else None
         self.headers = dict(headers) if headers else {}
         super().__init__(self.message)
 
     def as_body(self) -> dict:
-        body: dict = {"error": self.message, "code": self.code}
+        body: dict = {"error": self.message, "code": self.code.value}
         if self.fields:
             body["fields"] = self.fields
         return body
 
+    def as_response(self) -> JsonResponse:
+        """The error as a plain Django response, for code that runs outside DRF."""
+        response = JsonResponse(self.as_body(), status=self.status)
+        for name, value in self.headers.items():
+            response[name] = value
+        return response
+
 
 class InvalidRequest(ApplicationError):
-    status, code = 400, "invalid_request"
+    code = ErrorCode.INVALID_REQUEST
 
 
 class NotFound(ApplicationError):
-    status, code, message = 404, "not_found", "Not found."
-
-
-class Conflict(ApplicationError):
-    status = 409
+    code, message = ErrorCode.NOT_FOUND, "Not found."
 
 
 class RateLimited(ApplicationError):
-    status, code, message = 429, "rate_limited", "Too many requests. Try again later."
+    code, message = ErrorCode.RATE_LIMITED, "Too many requests. Try again later."
 
-    def __init__(self, retry_after: int, message: str | None = None, *, code: str | None = None):
+    def __init__(
+        self, retry_after: int, message: str | None = None, *, code: ErrorCode | None = None
+    ):
         retry_after = max(1, int(retry_after))
         super().__init__(message, code=code, headers={"Retry-After": str(retry_after)})
         self.retry_after = retry_after
-
-
-class ServiceUnavailable(ApplicationError):
-    status = 503
 
 
 def flatten_field_errors(detail) -> dict[str, list[str]]:
@@ -112,27 +170,26 @@ def to_application_error(exc: Exception) -> ApplicationError | None:
     if isinstance(exc, drf.UnsupportedMediaType):
         return ApplicationError(
             "Send the body as JSON (Content-Type: application/json).",
-            code="unsupported_media_type",
-            status=415,
+            code=ErrorCode.UNSUPPORTED_MEDIA_TYPE,
         )
     if isinstance(exc, drf.NotAuthenticated):
         return ApplicationError(
-            "Authentication credentials were not provided.", code="not_authenticated", status=401
+            "Authentication credentials were not provided.", code=ErrorCode.NOT_AUTHENTICATED
         )
     if isinstance(exc, drf.AuthenticationFailed):
         # simplejwt puts token internals in detail; the client only needs to know it failed.
         message = exc.detail if isinstance(exc.detail, str) else "Invalid or expired token."
-        return ApplicationError(str(message), code="authentication_failed", status=401)
+        return ApplicationError(str(message), code=ErrorCode.AUTHENTICATION_FAILED)
     if isinstance(exc, (drf.PermissionDenied, DjangoPermissionDenied)):
         return ApplicationError(
-            "You do not have permission to do this.", code="permission_denied", status=403
+            "You do not have permission to do this.", code=ErrorCode.PERMISSION_DENIED
         )
     if isinstance(exc, (drf.NotFound, Http404)):
         return NotFound()
     if isinstance(exc, drf.MethodNotAllowed):
-        return ApplicationError(str(exc.detail), code="method_not_allowed", status=405)
+        return ApplicationError(str(exc.detail), code=ErrorCode.METHOD_NOT_ALLOWED)
     if isinstance(exc, drf.NotAcceptable):
-        return ApplicationError("This API only produces JSON.", code="not_acceptable", status=406)
+        return ApplicationError("This API only produces JSON.", code=ErrorCode.NOT_ACCEPTABLE)
     if isinstance(exc, drf.Throttled):
         return RateLimited(int(exc.wait or 1))
     return None
@@ -150,21 +207,19 @@ def exception_handler(exc: Exception, context) -> Response | None:
     return Response(error.as_body(), status=error.status, headers=headers)
 
 
-def json_error(message: str, code: str, status: int) -> JsonResponse:
-    return JsonResponse({"error": message, "code": code}, status=status)
-
-
 def handler400(request, exception=None):
-    return json_error("Bad request.", "invalid_request", 400)
+    return InvalidRequest("Bad request.").as_response()
 
 
 def handler403(request, exception=None):
-    return json_error("You do not have permission to do this.", "permission_denied", 403)
+    return ApplicationError(
+        "You do not have permission to do this.", code=ErrorCode.PERMISSION_DENIED
+    ).as_response()
 
 
 def handler404(request, exception=None):
-    return json_error("Not found.", "not_found", 404)
+    return NotFound().as_response()
 
 
 def handler500(request):
-    return json_error("Internal server error.", "server_error", 500)
+    return ApplicationError("Internal server error.", code=ErrorCode.SERVER_ERROR).as_response()

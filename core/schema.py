@@ -5,11 +5,16 @@ from drf_spectacular.plumbing import is_list_serializer
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
+from core.errors import ErrorCode
+
 ErrorOutput = inline_serializer(
     name="Error",
     fields={
         "error": serializers.CharField(help_text="Message for people."),
-        "code": serializers.CharField(help_text="Stable machine-readable code."),
+        "code": serializers.ChoiceField(
+            choices=[code.value for code in ErrorCode],
+            help_text="Stable machine-readable code (docs/errors.md).",
+        ),
         "fields": serializers.DictField(
             child=serializers.ListField(child=serializers.CharField()),
             required=False,
@@ -18,18 +23,12 @@ ErrorOutput = inline_serializer(
     },
 )
 
-_DESCRIPTIONS = {
-    400: "invalid_request: malformed JSON, a missing or wrong-typed field, or a bad value.",
-    401: "not_authenticated / authentication_failed / invalid_credentials.",
-    403: "pin_mismatch.",
-    404: "not_found: unknown, or not the caller's.",
-    405: "method_not_allowed.",
-    409: "Conflict (email_taken, number_limit_reached, ...).",
-    413: "Request body too large.",
-    415: "unsupported_media_type: the body is not JSON.",
-    429: "rate_limited or pin_locked; see Retry-After.",
-    503: "Service unavailable (no_numbers_available, database_unavailable).",
-}
+
+def _description(status: int) -> str:
+    """The registry's codes for `status`, each with its meaning."""
+    return "\n".join(
+        f"- `{code.value}`: {code.meaning}" for code in ErrorCode if code.status == status
+    )
 
 
 # `{"success": true}`: the body of an operation that has nothing else to return. (A comment:
@@ -39,7 +38,8 @@ class SuccessOutput(serializers.Serializer):
 
 
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    return {s: OpenApiResponse(ErrorOutput, description=_DESCRIPTIONS[s]) for s in statuses}
+    """The error responses of an operation, each described by the registry's codes."""
+    return {s: OpenApiResponse(ErrorOutput, description=_description(s)) for s in statuses}
 
 
 AUTHED = (401, 405, 415, 429)

@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from core.admin_links import EstimatedCountPaginator, OwnerLinkMixin
-from core.errors import Conflict
+from core.errors import ApplicationError, ErrorCode
 from realtime import calls
 from realtime.models import CallEvent, CallRequest, CallState
 
@@ -46,6 +46,8 @@ class CallRequestAdmin(OwnerLinkMixin, admin.ModelAdmin):
             try:
                 calls.call_request_cancel(call=call)
                 canceled += 1
-            except Conflict:
+            except ApplicationError as error:
+                if error.code != ErrorCode.CALL_NOT_CANCELABLE:
+                    raise
                 pass  # it left the queue meanwhile
         self.message_user(request, f"Canceled {canceled} call(s).", messages.SUCCESS)

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from core import ratelimit
-from core.errors import Conflict, InvalidRequest
+from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.phone import e164_valid
 from realtime import pipeline, tasks
 from realtime.models import CallEvent, CallRequest, CallState
@@ -125,12 +125,12 @@ def call_request_submit(
 # --- cancel --------------------------------------------------------------------------------
 def call_request_cancel(*, call: CallRequest) -> CallRequest:
     """Cancel a queued call (one the caller reached through selectors.call_access);
-    Conflict `call_not_cancelable` once it has moved on."""
+    `call_not_cancelable` once it has moved on."""
     step = Step(status=CallState.CANCELED, reason="canceled by the user")
     if not pipeline.call_transition(call=call, step=step, expected_status=CallState.QUEUED):
         call.refresh_from_db()
-        raise Conflict(
+        raise ApplicationError(
             f"Only a queued call can be canceled; this one is {call.status}.",
-            code="call_not_cancelable",
+            code=ErrorCode.CALL_NOT_CANCELABLE,
         )
     return call

@@ -2,8 +2,9 @@ import logging
 import time
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
-from core.errors import json_error
+from core.errors import ApplicationError, ErrorCode, InvalidRequest
 
 logger = logging.getLogger("relay.access")
 
@@ -48,14 +49,16 @@ class BodySizeLimitMiddleware:
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
-                return json_error("Content-Length is not a number.", "invalid_request", 400)
+                return InvalidRequest("Content-Length is not a number.").as_response()
             if length > limit:
                 return _too_large(limit)
         return self.get_response(request)
 
 
 def _too_large(limit: int):
-    return json_error(f"The request body is larger than {limit} bytes.", "payload_too_large", 413)
+    return ApplicationError(
+        f"The request body is larger than {limit} bytes.", code=ErrorCode.PAYLOAD_TOO_LARGE
+    ).as_response()
 
 
 class DatabaseUnavailableMiddleware:
@@ -72,13 +75,11 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        from django.db import InterfaceError, OperationalError
-
         if isinstance(exception, (OperationalError, InterfaceError)):
             logger.warning("database unavailable: %s", type(exception).__name__)
-            response = json_error(
-                "The database is unavailable. Try again shortly.", "database_unavailable", 503
-            )
-            response["Retry-After"] = "5"
-            return response
+            return ApplicationError(
+                "The database is unavailable. Try again shortly.",
+                code=ErrorCode.DATABASE_UNAVAILABLE,
+                headers={"Retry-After": "5"},
+            ).as_response()
         return None

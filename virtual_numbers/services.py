@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from captcha.services import captcha_token_consume
-from core.errors import ApplicationError, Conflict, InvalidRequest, NotFound, ServiceUnavailable
+from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
 from core.phone import e164_possible, e164_valid
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, PinFailure
 
@@ -28,11 +28,11 @@ BLOCKLIST_MAX_PER_NUMBER = 500
 
 
 class PinMismatch(ApplicationError):
-    status, code, message = 403, "pin_mismatch", "The current PIN is wrong."
+    code, message = ErrorCode.PIN_MISMATCH, "The current PIN is wrong."
 
 
 class PinLocked(ApplicationError):
-    status, code = 429, "pin_locked"
+    code = ErrorCode.PIN_LOCKED
     message = "Too many wrong PINs: PIN changes for this number are locked for a while."
 
 
@@ -148,8 +148,9 @@ def _allocate(*, owner: User, alias: str, pin_hash: str, preferred: str | None =
                 )
         except IntegrityError:
             continue  # another request took this entry a moment ago: pick again
-    raise ServiceUnavailable(
-        "No numbers are available right now. Try again later.", code="no_numbers_available"
+    raise ApplicationError(
+        "No numbers are available right now. Try again later.",
+        code=ErrorCode.NO_NUMBERS_AVAILABLE,
     )
 
 
@@ -157,9 +158,9 @@ def _lock_user_under_limit(user: User) -> User:
     """Lock the user's row and raise number_limit_reached if the plan is already full."""
     locked_user = User.objects.select_for_update().get(pk=user.pk)
     if Number.objects.filter(owner=locked_user).count() >= locked_user.number_limit:
-        raise Conflict(
+        raise ApplicationError(
             f"Your plan allows {locked_user.number_limit} numbers; delete one first.",
-            code="number_limit_reached",
+            code=ErrorCode.NUMBER_LIMIT_REACHED,
         )
     return locked_user
 
@@ -283,7 +284,7 @@ def blocked_caller_add(*, number: Number, caller_num: str) -> tuple[BlockedCalle
         if number.blocked_callers.count() >= BLOCKLIST_MAX_PER_NUMBER:
             raise InvalidRequest(
                 f"A number can block at most {BLOCKLIST_MAX_PER_NUMBER} callers.",
-                code="blocklist_full",
+                code=ErrorCode.BLOCKLIST_FULL,
             )
         try:
             with transaction.atomic():

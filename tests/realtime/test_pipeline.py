@@ -4,7 +4,7 @@ import pytest
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from core.errors import Conflict, InvalidRequest, RateLimited
+from core.errors import ApplicationError, InvalidRequest, RateLimited
 from realtime import calls, selectors, tasks
 from realtime.models import CallEvent, CallRequest, CallState
 from realtime.providers.simulated import spoken_seconds
@@ -173,7 +173,7 @@ def test_a_call_that_left_the_queue_cannot_be_canceled(user):
     submit(user)
     drain_tasks()
 
-    with pytest.raises(Conflict) as error:
+    with pytest.raises(ApplicationError) as error:
         calls.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
     assert error.value.code == "call_not_cancelable"
 
