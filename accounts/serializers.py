@@ -3,17 +3,28 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.fields import (
-    TEXT_PATTERN,
-    MillisecondsField,
-    StrictCharField,
-    TextField,
-    documented,
-)
-
-extend_schema_field(OpenApiTypes.INT)(MillisecondsField)
+from core.fields import TEXT_PATTERN, MillisecondsField, StrictCharField, TextField
 
 MATRIX_ID_PATTERN = r"^@[a-z0-9._=/+\-]+:[A-Za-z0-9.\-\[\]:]+$"
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 8,
+        "maxLength": settings.PASSWORD_MAX_LENGTH,
+        "pattern": TEXT_PATTERN,
+    }
+)
+class PasswordField(StrictCharField):
+    pass
+
+
+@extend_schema_field(
+    {"type": "string", "maxLength": 255, "pattern": MATRIX_ID_PATTERN, "nullable": True}
+)
+class MatrixIdField(StrictCharField):
+    pass
 
 
 # --- input ---------------------------------------------------------------------------------
@@ -24,9 +35,7 @@ class CredentialsInput(serializers.Serializer):
 
 class RegisterInput(CredentialsInput):
     email = serializers.EmailField(max_length=254)
-    password = documented(
-        StrictCharField, minLength=8, maxLength=settings.PASSWORD_MAX_LENGTH, pattern=TEXT_PATTERN
-    )(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    password = PasswordField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
 
     def validate_email(self, value: str) -> str:
         return value.strip().lower()
@@ -39,9 +48,7 @@ class RegisterInput(CredentialsInput):
 
 
 class MatrixIdInput(serializers.Serializer):
-    matrixId = documented(  # noqa: N815
-        StrictCharField, maxLength=255, pattern=MATRIX_ID_PATTERN, nullable=True
-    )(allow_null=True, max_length=1024, trim_whitespace=False)
+    matrixId = MatrixIdField(allow_null=True, max_length=1024, trim_whitespace=False)  # noqa: N815
 
 
 # --- output --------------------------------------------------------------------------------

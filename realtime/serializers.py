@@ -2,28 +2,36 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.fields import (
-    E164Field,
-    MillisecondsField,
-    documented,
-)
+from core.fields import E164Field, MillisecondsField
 from realtime.models import CallState
 
 STATUS_FILTERS = [*CallState.values, "all"]
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 64,
+        "pattern": r"^[^\u0000-\u001f\u007f-\u009f]+$",
+    }
+)
+class CallIdField(serializers.CharField):
+    pass
+
+
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": 1000, "pattern": r"\S"})
+class MessageField(serializers.CharField):
+    pass
 
 
 class CallSubmitInput(serializers.Serializer):
     """Documented shape only: the service validates the raw values itself, exactly as it does
     for the WebSocket `call` frame, so both paths answer the same errors."""
 
-    callId = documented(
-        serializers.CharField,
-        minLength=1,
-        maxLength=64,
-        pattern=r"^[^\u0000-\u001f\u007f-\u009f]+$",
-    )()  # noqa: N815
+    callId = CallIdField()  # noqa: N815
     to = E164Field(help_text="E.164, e.g. +442079460123")
-    message = documented(serializers.CharField, minLength=1, maxLength=1000, pattern=r"\S")()
+    message = MessageField()
     # "from" is a Python keyword: declared through the fields mapping below.
 
 
