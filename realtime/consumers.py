@@ -7,7 +7,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
-from core import events
+from core import events, parsing
 from core.errors import ApplicationError
 from realtime.services import call_request_submit
 
@@ -26,6 +26,14 @@ MAX_FRAME_BYTES = 64 * 1024
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def call_id_echo(frame) -> dict:
+    """{"callId": ...} for an error frame, when the frame carried an acceptable one."""
+    call_id = frame.get("callId") if isinstance(frame, dict) else None
+    if isinstance(call_id, str) and parsing.text_problem(call_id) is None:
+        return {"callId": call_id}
+    return {}
 
 
 class RelayConsumer(AsyncWebsocketConsumer):
@@ -68,9 +76,14 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_TOO_BIG)
             return
         try:
-            frame = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            await self.send_error("invalid_request", "Frames must be JSON objects.")
+            frame = parsing.loads(raw, what="frame")
+        except parsing.UnacceptableText as exc:
+            # Refused like any bad field; a clean callId is still echoed for the client.
+            echo = call_id_echo(exc.document)
+            await self.send_error(exc.code, exc.message, **echo, fields=exc.fields)
+            return
+        except ApplicationError as exc:
+            await self.send_error(exc.code, exc.message)
             return
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             await self.send_error("invalid_request", "Frames must be JSON objects with a type.")
@@ -84,12 +97,11 @@ class RelayConsumer(AsyncWebsocketConsumer):
         await self.send_error("invalid_request", f"Unknown frame type {frame['type'][:32]!r}.")
 
     async def handle_call(self, frame: dict) -> None:
-        call_id = frame.get("callId")
-        echo = {"callId": call_id} if isinstance(call_id, str) else {}
+        echo = call_id_echo(frame)
         try:
             call, _created = await database_sync_to_async(call_request_submit)(
                 user=self.scope["user"],
-                call_id=call_id,
+                call_id=frame.get("callId"),
                 to=frame.get("to"),
                 message=frame.get("message"),
                 from_number=frame.get("from"),
