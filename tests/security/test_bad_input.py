@@ -125,3 +125,26 @@ def test_a_bad_character_in_an_object_key_is_refused_too(api_client):
 def test_a_call_id_with_control_characters_in_the_path_is_not_found(client_jwt, call_id):
     assert_error(client_jwt.get(f"/api/calls/{call_id}"), 404, "not_found")
     assert_error(client_jwt.post(f"/api/calls/{call_id}/cancel"), 404, "not_found")
+
+
+@pytest.mark.parametrize("path", ["/api/history", "/api/calls"])
+def test_a_five_thousand_digit_limit_is_clamped(client_jwt, path):
+    response = client_jwt.get(path, {"limit": HUGE_INT})
+
+    assert response.status_code == 200
+    assert response.json()["limit"] == 200
+
+
+@pytest.mark.parametrize("offset", [HUGE_INT, str(10**18)])
+@pytest.mark.parametrize("path", ["/api/history", "/api/calls"])
+def test_an_offset_past_a_64_bit_integer_is_a_400_naming_it(client_jwt, path, offset):
+    body = assert_error(client_jwt.get(path, {"offset": offset}))
+
+    assert list(body["fields"]) == ["offset"]
+
+
+def test_the_largest_offset_is_an_empty_page(client_jwt):
+    response = client_jwt.get("/api/history", {"offset": str(10**18 - 1)})
+
+    assert response.status_code == 200
+    assert response.json()["history"] == []
