@@ -21,6 +21,8 @@ CLOSE_TOO_BIG = 1009
 # application may only close with 1000 or 3000-4999 (autobahn); 4503 mirrors HTTP 503 as
 # 4401 mirrors 401.
 CLOSE_UNAVAILABLE = 4503
+# A WebSocket handshake to any path but /ws (mirrors HTTP 404, as 4401 mirrors 401).
+CLOSE_NOT_FOUND = 4404
 MAX_FRAME_BYTES = 64 * 1024
 
 
@@ -125,3 +127,16 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def relay_session_ended(self, message):
         await self.close(code=CLOSE_UNAUTHENTICATED)
+
+
+async def unknown_path(scope, receive, send):
+    """Every WebSocket path but /ws: accepted and closed at once with 4404.
+
+    Without it the router raised "No route found" and Daphne answered the handshake with
+    HTTP 500. Refusing the handshake instead would reach the client as HTTP 403, which it
+    could not tell apart from a refused Origin; a close code says "wrong address".
+    """
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.close", "code": CLOSE_NOT_FOUND})

@@ -7,6 +7,7 @@ from channels.testing import WebsocketCommunicator
 
 from accounts import services as accounts
 from core.parsing import MAX_JSON_DEPTH
+from realtime.consumers import CLOSE_NOT_FOUND
 from realtime.models import CallRequest
 from relay.asgi import application
 
@@ -91,3 +92,17 @@ async def test_a_binary_frame_that_is_not_utf8_gets_an_error(ws):
     error = await ws.receive_json_from(timeout=5)
 
     assert (error["type"], error["code"]) == ("error", "invalid_request")
+
+
+@pytest.mark.parametrize("path", ["/wsx", "/ws/", "/", "/api/ws?token=x"])
+async def test_a_handshake_to_an_unknown_path_is_accepted_and_closed_with_4404(path):
+    communicator = WebsocketCommunicator(application, path)
+
+    connected, code = await communicator.connect()
+
+    assert connected
+    assert await communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": CLOSE_NOT_FOUND,
+    }
+    await communicator.disconnect()
