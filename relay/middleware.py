@@ -2,10 +2,12 @@ import logging
 import time
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 
 from core.errors import json_error
 
 logger = logging.getLogger("relay.access")
+security_logger = logging.getLogger("relay.security")
 
 
 class AccessLogMiddleware:
@@ -33,6 +35,31 @@ class AccessLogMiddleware:
             user_id,
         )
         return response
+
+
+class AllowedHostMiddleware:
+    """400 JSON for a Host header outside ALLOWED_HOSTS, logged as one WARNING line.
+
+    Left to Django, the first `request.get_host()` raises DisallowedHost deep inside some
+    middleware and it is logged at ERROR with a traceback: scanners send wrong Host headers
+    all day, which is noise to note, not a server error to investigate.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            request.get_host()
+        except DisallowedHost:
+            host = request.META.get("HTTP_HOST", "")
+            security_logger.warning("refused a request for host %r (ALLOWED_HOSTS)", host[:100])
+            return json_error(
+                "This server does not serve the host named in the Host header.",
+                "invalid_request",
+                400,
+            )
+        return self.get_response(request)
 
 
 class BodySizeLimitMiddleware:

@@ -88,6 +88,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "relay.middleware.AccessLogMiddleware",
+    "relay.middleware.AllowedHostMiddleware",
     "relay.middleware.BodySizeLimitMiddleware",
     "relay.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -4,6 +4,8 @@ Bodies are written as JSON text, not built with json.dumps, so that they carry e
 hostile client sends: `\\ud800` and `\\u0000` escapes, 30,000 brackets, a 5,000-digit number.
 """
 
+import logging
+
 import pytest
 
 from core.parsing import MAX_JSON_DEPTH
@@ -148,3 +150,14 @@ def test_the_largest_offset_is_an_empty_page(client_jwt):
 
     assert response.status_code == 200
     assert response.json()["history"] == []
+
+
+def test_a_disallowed_host_is_a_400_logged_as_one_warning_line(api_client, caplog):
+    caplog.set_level(logging.INFO)
+
+    response = api_client.get("/healthz", HTTP_HOST="evil.example")
+
+    assert_error(response)
+    refused = [r for r in caplog.records if "evil.example" in r.getMessage()]
+    assert [(r.levelname, r.exc_info) for r in refused] == [("WARNING", None)]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
