@@ -1,6 +1,7 @@
 """The kernel: what every app builds on, importing no app.
 
-Errors and their code registry, input fields and patterns, pagination, rate limits, phone
-numbers, client addresses, OpenAPI helpers, the ViewSet base and router, admin links, and the
-one helper through which events leave for sockets after commit. Nothing here knows a model.
+Errors and their code registry, the JSON and text rules every body and frame passes
+(parsing), input fields and patterns, pagination, rate limits, phone numbers, client
+addresses, OpenAPI helpers, the ViewSet base and router, admin links, and the one helper
+through which events leave for sockets after commit. Nothing here knows a model.
 """

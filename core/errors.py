@@ -58,6 +58,7 @@ class ErrorCode(StrEnum):
     NUMBER_LIMIT_REACHED = ("number_limit_reached", 409, "The plan's numbers are all held.")
     CALL_NOT_CANCELABLE = ("call_not_cancelable", 409, "The call has left the queue.")
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413, "The body is larger than API_MAX_BODY_BYTES.")
+    URI_TOO_LONG = ("uri_too_long", 414, "The request line is over 16 KiB.")
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415, "The body is not JSON.")
     RATE_LIMITED = ("rate_limited", 429, "Too many attempts; see Retry-After.")
     PIN_LOCKED = (
@@ -65,8 +66,14 @@ class ErrorCode(StrEnum):
         429,
         "Five wrong PINs in 15 minutes: PIN changes are locked; see Retry-After.",
     )
+    HEADER_TOO_LARGE = ("header_too_large", 431, "A request header is over 16 KiB.")
     SERVER_ERROR = ("server_error", 500, "A bug in Relay (logged).")
     NO_NUMBERS_AVAILABLE = ("no_numbers_available", 503, "The number inventory is empty.")
+    SERVICE_UNAVAILABLE = (
+        "service_unavailable",
+        503,
+        "The server could not take the request now (it is stopping or overloaded); try again.",
+    )
     DATABASE_UNAVAILABLE = (
         "database_unavailable",
         503,

@@ -51,7 +51,8 @@ class MillisecondsField(serializers.Field):
 # --- documented constraints ------------------------------------------------------------------
 # Fields whose OpenAPI schema states the rule the service enforces, so that generated clients
 # (and schemathesis) know what is accepted. Validation itself stays in the services.
-# NUL and lone surrogates are refused everywhere (a lone surrogate cannot even be encoded).
+# NUL and lone surrogates are refused in every string of every body and frame (core/parsing.py);
+# the patterns say so for generated clients.
 NO_CONTROL = r"\u0000-\u001f\u007f-\u009f\u2028\u2029\ud800-\udfff"
 TEXT_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
 MESSAGE_PATTERN = r"^[^\u0000\ud800-\udfff]*[^\s\u0000\ud800-\udfff][^\u0000\ud800-\udfff]*$"

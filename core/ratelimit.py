@@ -38,7 +38,8 @@ def hit(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -
     rate = rate if isinstance(rate, Rate) else Rate.parse(rate)
     now = time.time() if now is None else now
     window = int(now // rate.seconds)
-    digest = hashlib.sha256(ident.encode()).hexdigest()[:32]
+    # surrogatepass: an identifier is hashed whatever it holds, never refused here.
+    digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     key = f"rl:{scope}:{digest}:{window}"
     try:
         count = _count(key, rate.seconds + 1)

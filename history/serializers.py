@@ -5,6 +5,8 @@ from core.fields import MillisecondsField
 from history.models import CallStatus
 
 STATUS_FILTERS = [*CallStatus.values, "all"]
+# SQL OFFSET is a 64-bit integer (PostgreSQL bigint, SQLite integer); no table comes near.
+OFFSET_MAX = 10**18 - 1
 
 
 class HistoryQuery(serializers.Serializer):
@@ -19,7 +21,10 @@ class HistoryQuery(serializers.Serializer):
     def _int(value: str, name: str, minimum: int) -> int:
         if not value.isascii() or not value.isdigit():
             raise serializers.ValidationError({name: [f"Must be an integer >= {minimum}."]})
-        number = int(value)
+        digits = value.lstrip("0") or "0"
+        if len(digits) > len(str(OFFSET_MAX)):
+            return OFFSET_MAX + 1  # without converting it: int() refuses past 4,300 digits
+        number = int(digits)
         if number < minimum:
             raise serializers.ValidationError({name: [f"Must be an integer >= {minimum}."]})
         return number
@@ -28,6 +33,8 @@ class HistoryQuery(serializers.Serializer):
         limit = self._int(attrs.get("limit", "50"), "limit", 1)
         attrs["limit"] = min(limit, settings.HISTORY_MAX_LIMIT)  # clamped, and echoed as applied
         attrs["offset"] = self._int(attrs.get("offset", "0"), "offset", 0)
+        if attrs["offset"] > OFFSET_MAX:
+            raise serializers.ValidationError({"offset": [f"Must be at most {OFFSET_MAX}."]})
         return attrs
 
 
@@ -56,7 +63,7 @@ class HistoryParameters(serializers.Serializer):
     limit = serializers.IntegerField(
         min_value=1, default=50, required=False, help_text="1-200; larger values are clamped"
     )
-    offset = serializers.IntegerField(min_value=0, default=0, required=False)
+    offset = serializers.IntegerField(min_value=0, max_value=OFFSET_MAX, default=0, required=False)
 
 
 class HistoryListParameters(HistoryParameters):

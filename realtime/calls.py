@@ -7,7 +7,6 @@ realtime.selectors, the state machine in realtime.pipeline, the queue in realtim
 from __future__ import annotations
 
 import logging
-import unicodedata
 from datetime import timedelta
 
 from django.conf import settings
@@ -15,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
-from core import ratelimit
+from core import parsing, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.phone import e164_valid
 from realtime import pipeline, tasks
@@ -30,7 +29,7 @@ MESSAGE_MAX = 1000
 
 
 # --- submit ----------------------------------------------------------------------------------
-def _text(value, *, field: str, maximum: int) -> str:
+def _text(value, *, field: str, maximum: int, rule=parsing.text_problem) -> str:
     if not isinstance(value, str):
         raise InvalidRequest(f"{field} must be a string.", fields={field: ["Must be a string."]})
     if not value.strip() or len(value) > maximum:
@@ -38,13 +37,19 @@ def _text(value, *, field: str, maximum: int) -> str:
             f"{field} must be 1 to {maximum} characters.",
             fields={field: [f"Must be 1 to {maximum} characters."]},
         )
+    problem = rule(value)
+    if problem:
+        raise InvalidRequest(f"{field}: {problem}", fields={field: [problem]})
     return value
 
 
 def _validate_call(*, call_id, to, message) -> tuple[str, str, str]:
     errors: dict[str, list[str]] = {}
     checks = (
-        ("callId", lambda: _text(call_id, field="callId", maximum=CALL_ID_MAX)),
+        (
+            "callId",
+            lambda: _text(call_id, field="callId", maximum=CALL_ID_MAX, rule=parsing.id_problem),
+        ),
         ("message", lambda: _text(message, field="message", maximum=MESSAGE_MAX)),
     )
     for _name, check in checks:
@@ -52,8 +57,6 @@ def _validate_call(*, call_id, to, message) -> tuple[str, str, str]:
             check()
         except InvalidRequest as exc:
             errors.update(exc.fields or {})
-    if isinstance(call_id, str) and any(unicodedata.category(c) == "Cc" for c in call_id):
-        errors["callId"] = ["Must not contain control characters."]
     target = e164_valid(to)
     if target is None:
         errors["to"] = ["Must be a valid phone number in E.164 form, like +442079460123."]
@@ -90,7 +93,7 @@ def call_request_submit(
     the service's caller id); raises InvalidRequest naming every bad field, RateLimited past
     RATE_LIMIT_CALLS_PER_USER new calls. When this returns, the call is committed.
     """
-    if isinstance(call_id, str):
+    if isinstance(call_id, str) and parsing.id_problem(call_id) is None:
         existing = CallRequest.objects.filter(owner=user, call_id=call_id).first()
         if existing is not None:
             return existing, False

@@ -7,7 +7,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
-from core import events
+from core import events, parsing
 from core.errors import ApplicationError
 from realtime import pipeline
 from realtime.calls import call_request_submit
@@ -22,11 +22,21 @@ CLOSE_TOO_BIG = 1009
 # application may only close with 1000 or 3000-4999 (autobahn); 4503 mirrors HTTP 503 as
 # 4401 mirrors 401.
 CLOSE_UNAVAILABLE = 4503
+# A WebSocket handshake to any path but /ws (mirrors HTTP 404, as 4401 mirrors 401).
+CLOSE_NOT_FOUND = 4404
 MAX_FRAME_BYTES = 64 * 1024
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def call_id_echo(frame) -> dict:
+    """{"callId": ...} for an error frame, when the frame carried an acceptable one."""
+    call_id = frame.get("callId") if isinstance(frame, dict) else None
+    if isinstance(call_id, str) and parsing.text_problem(call_id) is None:
+        return {"callId": call_id}
+    return {}
 
 
 class RelayConsumer(AsyncWebsocketConsumer):
@@ -69,9 +79,14 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_TOO_BIG)
             return
         try:
-            frame = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            await self.send_error("invalid_request", "Frames must be JSON objects.")
+            frame = parsing.loads(raw, what="frame")
+        except parsing.UnacceptableText as exc:
+            # Refused like any bad field; a clean callId is still echoed for the client.
+            echo = call_id_echo(exc.document)
+            await self.send_error(exc.code, exc.message, **echo, fields=exc.fields)
+            return
+        except ApplicationError as exc:
+            await self.send_error(exc.code, exc.message)
             return
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             await self.send_error("invalid_request", "Frames must be JSON objects with a type.")
@@ -85,12 +100,11 @@ class RelayConsumer(AsyncWebsocketConsumer):
         await self.send_error("invalid_request", f"Unknown frame type {frame['type'][:32]!r}.")
 
     async def handle_call(self, frame: dict) -> None:
-        call_id = frame.get("callId")
-        echo = {"callId": call_id} if isinstance(call_id, str) else {}
+        echo = call_id_echo(frame)
         try:
             call, _created = await database_sync_to_async(call_request_submit)(
                 user=self.scope["user"],
-                call_id=call_id,
+                call_id=frame.get("callId"),
                 to=frame.get("to"),
                 message=frame.get("message"),
                 from_number=frame.get("from"),
@@ -114,3 +128,16 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def relay_session_ended(self, message):
         await self.close(code=CLOSE_UNAUTHENTICATED)
+
+
+async def unknown_path(scope, receive, send):
+    """Every WebSocket path but /ws: accepted and closed at once with 4404.
+
+    Without it the router raised "No route found" and Daphne answered the handshake with
+    HTTP 500. Refusing the handshake instead would reach the client as HTTP 403, which it
+    could not tell apart from a refused Origin; a close code says "wrong address".
+    """
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.close", "code": CLOSE_NOT_FOUND})

@@ -1,5 +1,8 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from realtime.consumers import RelayConsumer
+from realtime.consumers import RelayConsumer, unknown_path
 
-websocket_urlpatterns = [path("ws", RelayConsumer.as_asgi())]
+websocket_urlpatterns = [
+    path("ws", RelayConsumer.as_asgi()),
+    re_path(r"", unknown_path),  # any other path: closed with 4404 (docs/websocket.md)
+]

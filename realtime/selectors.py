@@ -1,13 +1,17 @@
 """Reads of outbound calls: the caller's own (a 404 for anything else) and their pages."""
 
 from accounts.models import User
+from core import parsing
 from core.errors import NotFound
 from core.pagination import Page
 from realtime.models import CallRequest
 
 
 def call_access(*, user: User, call_id: str) -> CallRequest:
-    """The user's call with this callId; NotFound for an unknown one or another user's."""
+    """The user's call with this callId; NotFound for one that is unknown, another user's,
+    or that no call can have (control characters are refused when calls are submitted)."""
+    if parsing.id_problem(call_id):
+        raise NotFound()
     call = CallRequest.objects.filter(owner=user, call_id=call_id).first()
     if call is None:
         raise NotFound()

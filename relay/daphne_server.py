@@ -1,13 +1,46 @@
-"""Daphne, with one WebSocket option its command line does not offer.
+"""Daphne, with the WebSocket and HTTP behaviour its command line does not offer.
 
 Autobahn, under Daphne, "fails by drop": a connection it must fail (a frame over the size
 limit) is cut without a close frame, so the client never learns why. With failByDrop off it
 sends the close frame first, and an oversized frame reaches the client as close code 1009.
+
+Twisted's HTTP channel and Daphne's request parse the request line and headers before any of
+Relay's code runs. A line over 16 KiB made Twisted drop the connection with no status at all,
+its other refusals are a bare "400 Bad Request", and Daphne's own errors (a non-ASCII path,
+an invalid header) are HTML pages; here each is a JSON error in Relay's shape: 414
+`uri_too_long`, 431 `header_too_large`, 400 `invalid_request`, 500 `server_error`.
+
 Run as `python -m relay.daphne_server <daphne arguments>` (runrelay does).
 """
 
-from daphne import server, ws_protocol
+import json
+import logging
+import re
+
+from daphne import http_protocol, server, ws_protocol
 from daphne.cli import CommandLineInterface
+from twisted.web import http
+
+from core.errors import ErrorCode
+
+logger = logging.getLogger("relay.http")
+
+# "METHOD SP target": the start of a request line; a header line is "Name: value".
+_REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ ")
+# The registry's code for each refusal the server makes itself.
+ERROR_CODES = {
+    400: ErrorCode.INVALID_REQUEST,
+    414: ErrorCode.URI_TOO_LONG,
+    431: ErrorCode.HEADER_TOO_LARGE,
+    500: ErrorCode.SERVER_ERROR,
+    503: ErrorCode.SERVICE_UNAVAILABLE,
+}
+
+
+def error_body(status: int, message: str) -> bytes:
+    """Relay's error shape, {"error", "code"}, for a refusal made before Django runs."""
+    code = ERROR_CODES.get(status, ErrorCode.SERVER_ERROR)
+    return json.dumps({"error": message, "code": code.value}).encode()
 
 
 class WebSocketFactory(ws_protocol.WebSocketFactory):
@@ -16,8 +49,85 @@ class WebSocketFactory(ws_protocol.WebSocketFactory):
         self.failByDrop = False
 
 
+class HTTPChannel(http.HTTPChannel):
+    """Twisted's HTTP/1.1 channel, refusing what it cannot parse with a JSON error."""
+
+    def lineLengthExceeded(self, line):  # noqa: N802 - Twisted's name
+        # A single line over MAX_LENGTH (16 KiB): Twisted would drop the connection.
+        if _REQUEST_LINE.match(line):
+            self.refuse(414, "URI Too Long", f"The request line is over {self.MAX_LENGTH} bytes.")
+        else:
+            self.refuse(
+                431,
+                "Request Header Fields Too Large",
+                f"A request header is over {self.MAX_LENGTH} bytes.",
+            )
+
+    def lineReceived(self, line):  # noqa: N802 - Twisted's name
+        # Twisted counts the request line and headers against totalHeadersSize and answers
+        # a bare 400 past it; this is the same count, answered as what it is.
+        if self._receivedHeaderSize + len(line) > self.totalHeadersSize:
+            self.refuse(
+                431,
+                "Request Header Fields Too Large",
+                f"The request headers are over {self.totalHeadersSize} bytes in all.",
+            )
+            return
+        super().lineReceived(line)
+
+    def _respondToBadRequestAndDisconnect(self):  # noqa: N802 - Twisted's name
+        # Every other request Twisted cannot parse (no colon, NUL in a value, a bad
+        # Content-Length, too many headers).
+        self.refuse(400, "Bad Request", "The request is not valid HTTP/1.1.")
+
+    def refuse(self, status: int, reason: str, message: str) -> None:
+        """Answer `status` with Relay's JSON error body and close the connection."""
+        logger.warning("refused a request before reading it: %s %s", status, message)
+        body = error_body(status, message)
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode()
+        self.transport.write(head + body)
+        self.loseConnection()
+
+
+class WebRequest(http_protocol.WebRequest):
+    """Daphne's request, with its errors (bad header bytes, a non-ASCII path or query
+    string, an application that failed or timed out) as JSON instead of an HTML page."""
+
+    def basic_error(self, status, status_text, body):
+        if status < 500:  # Daphne logs its 5xx itself
+            logger.warning("refused a request before reading it: %s %s", status, body)
+        self.handle_reply(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"Content-Type", b"application/json")],
+            }
+        )
+        self.handle_reply(
+            {"type": "http.response.body", "body": error_body(status, body.rstrip(".") + ".")}
+        )
+
+
+class HTTPFactory(http_protocol.HTTPFactory):
+    def protocol(self):
+        # What twisted.web.http.HTTPFactory.protocol builds, around Relay's channel.
+        return http._GenericHTTPChannelProtocol(HTTPChannel())
+
+    def buildProtocol(self, addr):  # noqa: N802 - Twisted's name
+        protocol = super().buildProtocol(addr)
+        protocol.requestFactory = WebRequest
+        return protocol
+
+
 def main() -> None:
-    server.WebSocketFactory = WebSocketFactory  # Server.run() builds its factory from this
+    # Server.__init__ and Server.run() build their factories from these names.
+    server.WebSocketFactory = WebSocketFactory
+    server.HTTPFactory = HTTPFactory
     CommandLineInterface.entrypoint()
 
 

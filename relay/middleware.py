@@ -2,11 +2,13 @@ import logging
 import time
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.db import InterfaceError, OperationalError
 
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 
 logger = logging.getLogger("relay.access")
+security_logger = logging.getLogger("relay.security")
 
 
 class AccessLogMiddleware:
@@ -34,6 +36,29 @@ class AccessLogMiddleware:
             user_id,
         )
         return response
+
+
+class AllowedHostMiddleware:
+    """400 JSON for a Host header outside ALLOWED_HOSTS, logged as one WARNING line.
+
+    Left to Django, the first `request.get_host()` raises DisallowedHost deep inside some
+    middleware and it is logged at ERROR with a traceback: scanners send wrong Host headers
+    all day, which is noise to note, not a server error to investigate.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            request.get_host()
+        except DisallowedHost:
+            host = request.META.get("HTTP_HOST", "")
+            security_logger.warning("refused a request for host %r (ALLOWED_HOSTS)", host[:100])
+            return InvalidRequest(
+                "This server does not serve the host named in the Host header."
+            ).as_response()
+        return self.get_response(request)
 
 
 class BodySizeLimitMiddleware:

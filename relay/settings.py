@@ -87,6 +87,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "relay.middleware.AccessLogMiddleware",
+    "relay.middleware.AllowedHostMiddleware",
     "relay.middleware.BodySizeLimitMiddleware",
     "relay.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -284,7 +285,7 @@ REST_FRAMEWORK = {
         "accounts.authentication.ApiKeyAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsing.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "core.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "core.schema.RelayAutoSchema",

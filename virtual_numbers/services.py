@@ -154,31 +154,36 @@ def _allocate(*, owner: User, alias: str, pin_hash: str, preferred: str | None =
     )
 
 
-def _lock_user_under_limit(user: User) -> User:
-    """Lock the user's row and raise number_limit_reached if the plan is already full."""
-    locked_user = User.objects.select_for_update().get(pk=user.pk)
+def _lock_user(user: User) -> User:
+    """The user's row, locked until the transaction ends: one creation per user at a time."""
+    return User.objects.select_for_update().get(pk=user.pk)
+
+
+def _refuse_past_limit(locked_user: User) -> None:
+    """Raise number_limit_reached if the (locked) user's plan is already full."""
     if Number.objects.filter(owner=locked_user).count() >= locked_user.number_limit:
         raise ApplicationError(
             f"Your plan allows {locked_user.number_limit} numbers; delete one first.",
             code=ErrorCode.NUMBER_LIMIT_REACHED,
         )
-    return locked_user
 
 
 def number_create(*, user: User, alias: str, pin: str, captcha_token: str) -> Number:
     """Give `user` a random free inventory number, spending the CAPTCHA token.
 
     All in one transaction with the user's row locked, so the per-plan limit holds under
-    concurrent requests and the token is spent only if the number is created:
-    409 number_limit_reached past the plan's limit, 400 captcha_invalid for an unknown, spent
-    or expired token, 503 no_numbers_available when the inventory is empty.
+    concurrent requests. The token is checked first: 400 captcha_invalid for an unknown,
+    spent or expired token whatever the user holds; then 409 number_limit_reached past the
+    plan's limit, 503 no_numbers_available when the inventory is empty. Either of those rolls
+    the transaction back, so the token is spent only if the number is created.
     """
     alias = alias_clean(alias)
     pin = pin_clean(pin, field="pin")
     pin_hash = make_password(pin)  # slow by design: hash before taking any lock
     with transaction.atomic():
-        locked_user = _lock_user_under_limit(user)
+        locked_user = _lock_user(user)
         captcha_token_consume(token=captcha_token)
+        _refuse_past_limit(locked_user)
         return _allocate(owner=locked_user, alias=alias, pin_hash=pin_hash)
 
 
@@ -192,9 +197,9 @@ def number_grant(*, user: User, alias: str, pin: str, preferred: str | None = No
     alias = alias_clean(alias)
     pin_hash = make_password(pin_clean(pin, field="pin"))
     with transaction.atomic():
-        return _allocate(
-            owner=_lock_user_under_limit(user), alias=alias, pin_hash=pin_hash, preferred=preferred
-        )
+        locked_user = _lock_user(user)
+        _refuse_past_limit(locked_user)
+        return _allocate(owner=locked_user, alias=alias, pin_hash=pin_hash, preferred=preferred)
 
 
 def _locked(number: Number) -> Number:

@@ -1,5 +1,6 @@
 import pytest
 
+from captcha.models import CaptchaToken
 from tests.conftest import api_key_client, jwt_client
 from tests.factories import NumberFactory
 from virtual_numbers.models import InventoryNumber, Number
@@ -78,6 +79,36 @@ def test_the_sixth_number_is_refused_and_the_token_is_kept(
     # The failed creation did not spend the token: after a delete it still works.
     client_jwt.delete(f"/api/numbers/{Number.objects.filter(owner=user).first().pk}")
     assert create(client_jwt, token).status_code == 201
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("token", ["made-up", "00000000-0000-0000-0000-000000000000"])
+def test_at_the_limit_a_made_up_token_is_captcha_invalid_not_the_limit(
+    user, client_jwt, inventory, captcha_token, token
+):
+    for i in range(5):
+        assert create(client_jwt, captcha_token(), alias=f"n{i}").status_code == 201
+
+    response = create(client_jwt, token)
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "captcha_invalid"
+    assert Number.objects.filter(owner=user).count() == 5
+
+
+@pytest.mark.django_db
+def test_at_the_limit_a_spent_token_is_captcha_invalid_and_a_valid_one_is_kept(
+    user, client_jwt, inventory, captcha_token
+):
+    spent = captcha_token()
+    for i in range(5):
+        token = spent if i == 0 else captcha_token()
+        assert create(client_jwt, token, alias=f"n{i}").status_code == 201
+    kept = captcha_token()
+
+    assert create(client_jwt, spent).json()["code"] == "captcha_invalid"
+    assert create(client_jwt, kept).json()["code"] == "number_limit_reached"
+    assert CaptchaToken.objects.get(pk=kept).used_at is None
 
 
 @pytest.mark.django_db

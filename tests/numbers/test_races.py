@@ -8,12 +8,14 @@ import json
 import threading
 import urllib.error
 import urllib.request
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from accounts import services as accounts
 from captcha import services as captcha
+from captcha.models import CaptchaToken
 from tests.factories import NumberFactory, UserFactory
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import inventory_provision
@@ -79,6 +81,32 @@ def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server)
 
     assert sorted(codes) == [201] + [409] * 19
     assert Number.objects.filter(owner=user).count() == 5
+
+
+def test_at_the_limit_parallel_made_up_tokens_are_invalid_and_valid_ones_stay_unspent(
+    live_server,
+):
+    inventory_provision(start="+442079460000", count=100)
+    user = UserFactory()
+    for _ in range(5):
+        NumberFactory(
+            owner=user, inventory=InventoryNumber.objects.filter(holding__isnull=True).first()
+        )
+    jwt = accounts.session_open(user=user).token
+    valid = [fresh_token() for _ in range(5)]
+    made_up = [str(uuid.uuid4()) for _ in range(5)]
+    url = f"{live_server.url}/api/numbers"
+
+    codes = race(
+        [
+            lambda t=t: post_json(url, {"alias": "race", "pin": "1234", "captchaToken": t}, jwt)
+            for t in valid + made_up
+        ]
+    )
+
+    assert codes == [409] * 5 + [400] * 5
+    assert Number.objects.filter(owner=user).count() == 5
+    assert CaptchaToken.objects.filter(pk__in=valid, used_at__isnull=True).count() == 5
 
 
 def test_ten_parallel_creations_sharing_one_token_give_exactly_one(live_server):
