@@ -4,10 +4,7 @@ Each test releases its requests together from a barrier; the database (row lock 
 conditional UPDATE on the token, unique inventory holder) must decide, not timing luck.
 """
 
-import json
 import threading
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,6 +12,7 @@ import pytest
 from accounts import services as accounts
 from captcha import services as captcha
 from tests.factories import NumberFactory, UserFactory
+from tests.live import http
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import inventory_provision
 
@@ -34,17 +32,7 @@ def fresh_token() -> str:
 
 
 def post_json(url: str, body: dict, token: str) -> int:
-    request = urllib.request.Request(  # noqa: S310 - the test's own live server
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
+    return http("POST", url, body, token, timeout=60)[0]
 
 
 def race(calls) -> list[int]:
