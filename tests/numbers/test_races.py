@@ -10,25 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from accounts import services as accounts
-from captcha import services as captcha
 from tests.factories import NumberFactory, UserFactory
 from tests.live import http
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import inventory_provision
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def fresh_token() -> str:
-    challenge = captcha.captcha_challenge_issue()
-    return str(
-        captcha.captcha_verify(
-            a=challenge.a,
-            b=challenge.b,
-            answer=challenge.a + challenge.b,
-            challenge_id=challenge.pk,
-        ).pk
-    )
 
 
 def post_json(url: str, body: dict, token: str) -> int:
@@ -47,7 +34,7 @@ def race(calls) -> list[int]:
         return list(pool.map(run, calls))
 
 
-def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server):
+def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server, captcha_token):
     inventory_provision(start="+442079460000", count=100)
     user = UserFactory()
     for _ in range(4):
@@ -55,7 +42,7 @@ def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server)
             owner=user, inventory=InventoryNumber.objects.filter(holding__isnull=True).first()
         )
     jwt = accounts.session_open(user=user).token
-    tokens = [fresh_token() for _ in range(20)]
+    tokens = [captcha_token() for _ in range(20)]
     url = f"{live_server.url}/api/numbers"
 
     codes = race(
@@ -69,11 +56,11 @@ def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server)
     assert Number.objects.filter(owner=user).count() == 5
 
 
-def test_ten_parallel_creations_sharing_one_token_give_exactly_one(live_server):
+def test_ten_parallel_creations_sharing_one_token_give_exactly_one(live_server, captcha_token):
     inventory_provision(start="+442079460000", count=100)
     user = UserFactory()
     jwt = accounts.session_open(user=user).token
-    token = fresh_token()
+    token = captcha_token()
     url = f"{live_server.url}/api/numbers"
 
     codes = race(
@@ -84,11 +71,11 @@ def test_ten_parallel_creations_sharing_one_token_give_exactly_one(live_server):
     assert Number.objects.count() == 1
 
 
-def test_two_users_racing_for_the_last_free_number(live_server):
+def test_two_users_racing_for_the_last_free_number(live_server, captcha_token):
     inventory_provision(start="+442079460000", count=1)
     users = [UserFactory(), UserFactory()]
     jwts = [accounts.session_open(user=u).token for u in users]
-    tokens = [fresh_token(), fresh_token()]
+    tokens = [captcha_token(), captcha_token()]
     url = f"{live_server.url}/api/numbers"
 
     codes = race(

@@ -45,8 +45,8 @@ def all_calls_listed(base: str, token: str) -> set[str]:
     return {c["callId"] for c in body["calls"]}
 
 
-async def test_a_web_process_restarted_mid_stream_loses_no_acked_call(user, tmp_path):
-    token = (await sync_to_async(accounts.session_open)(user=user)).token
+async def test_a_web_process_restarted_mid_stream_loses_no_acked_call(login, tmp_path):
+    token = login.token
     redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
     env = {"REDIS_URL": redis.url}
     worker = await sync_to_async(WorkerProcess)(tmp_path / "worker", **env)
