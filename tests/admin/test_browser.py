@@ -14,8 +14,13 @@ from django.conf import settings
 from accounts import services as accounts
 from accounts.models import LoginSession, User
 from history.models import BlockedCaller
-from realtime.models import CallRequest
-from tests.factories import CallRecordFactory, NumberFactory, UserFactory
+from tests.factories import (
+    CallRecordFactory,
+    CallRequestFactory,
+    InventoryNumberFactory,
+    NumberFactory,
+    UserFactory,
+)
 from virtual_numbers.models import InventoryNumber, Number
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -75,19 +80,16 @@ def world(db):
         CallRecordFactory(number=number, caller_num="+447700900666", status="missed")
     CallRecordFactory(number=number, caller_num="+447700900123", status="answered")
     session = accounts.session_open(user=customer).session
-    queued = CallRequest.objects.create(
-        owner=customer, call_id="q1", to="+442079460120", message="hi", caller_id=number.number
-    )
-    failed = CallRequest.objects.create(
+    queued = CallRequestFactory(owner=customer, call_id="q1", caller_id=number.number)
+    failed = CallRequestFactory(
         owner=customer,
         call_id="f1",
         to="+442079460129",
-        message="hi",
         caller_id=number.number,
         status="failed",
         failure_reason="unreachable",
     )
-    InventoryNumber.objects.create(e164="+442079460777")
+    InventoryNumberFactory(e164="+442079460777")
     return {
         "staff": staff,
         "customer": customer,

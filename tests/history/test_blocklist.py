@@ -1,7 +1,7 @@
 import pytest
 
 from history.models import BlockedCaller
-from tests.factories import NumberFactory
+from tests.factories import BlockedCallerFactory, NumberFactory
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_a_caller_that_is_not_e164_is_refused(client_jwt, number, caller):
 
 @pytest.mark.django_db
 def test_an_outsider_gets_404_on_the_blocklist_and_changes_nothing(outsider, number):
-    BlockedCaller.objects.create(number=number, caller_num="+447700900666")
+    BlockedCallerFactory(number=number, caller_num="+447700900666")
 
     for response in (
         outsider.get(url(number)),
