@@ -2,9 +2,8 @@
 child processes, HTTP to them, and waiting with a deadline.
 
 bench/ imports this module outside pytest and before Django is set up: nothing here reads
-settings at import time. Only the helpers that point a child at the test database
-(`test_database_url`, `relay_env`, `RelayProcess` and `WorkerProcess` without an `environ`)
-read them, when called.
+settings at import time. Only what points a child at the test database (`test_database_url`,
+`relay_env`, and the processes started with it) reads them, when called.
 """
 
 from __future__ import annotations
@@ -127,7 +126,8 @@ class ChildProcess:
         )
 
     def wait_serving(self, url: str, *, what: str, deadline: float = START_DEADLINE) -> None:
-        """Poll `url` until it answers 200; fail at once if the child exits first."""
+        """Poll `url` until it answers 200; fail at once if the child exits first. A child
+        that fails to serve is stopped, so nothing outlives a failed start."""
 
         def serving() -> bool:
             if self.proc.poll() is not None:
@@ -138,7 +138,11 @@ class ChildProcess:
             except OSError:
                 return False
 
-        wait_until(serving, deadline=deadline, what=what, interval=0.1)
+        try:
+            wait_until(serving, deadline=deadline, what=what, interval=0.1)
+        except AssertionError:
+            self.stop()
+            raise
 
     def _log_tail(self) -> str:
         if self.log_path is None:
