@@ -1,28 +1,21 @@
-"""Servers the harness starts and stops itself, and the CPU/RSS figures read from them."""
+"""Servers the harness starts and stops itself, and the CPU/RSS figures read from them.
+
+Ports, child processes and their start-up wait come from tests/live.py, the one place the
+suite and the harness share them.
+"""
 
 from __future__ import annotations
 
 import os
 import resource
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
-START_DEADLINE = 60.0
+from tests.live import ChildProcess, free_port
+
 STOP_GRACE = 15.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def raise_open_files_limit() -> int:
@@ -41,36 +34,19 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-class Server:
+class Server(ChildProcess):
     """One server process on a free port; `ready` is an HTTP path that must answer 200."""
+
+    stop_grace = STOP_GRACE
 
     def __init__(self, name: str, argv: list[str], env: dict, *, port: int, ready: str = "/"):
         self.name = name
         self.port = port
         self.base = f"http://127.0.0.1:{port}"
         self.ws_base = f"ws://127.0.0.1:{port}"
-        self.log_path = Path(env["RELAY_VAR_DIR"]) / f"{name}-{port}.log"
-        self._log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
-        )
+        super().__init__(argv, env, log=Path(env["RELAY_VAR_DIR"]) / f"{name}-{port}.log")
         self.ps = psutil.Process(self.proc.pid)
-        self._wait_ready(ready)
-
-    def _wait_ready(self, path: str) -> None:
-        end = time.monotonic() + START_DEADLINE
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited during start-up; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(self.base + path, timeout=2) as r:  # noqa: S310
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"{self.name} did not serve {path} in {START_DEADLINE:.0f}s")
+        self.wait_serving(self.base + ready, what=f"{name} to serve {ready}")
 
     def cpu_seconds(self) -> float:
         times = self.ps.cpu_times()
@@ -78,16 +54,6 @@ class Server:
 
     def rss(self) -> int:
         return self.ps.memory_info().rss
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=STOP_GRACE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
 
 
 def daphne(name: str, app: str, env: dict) -> Server:
@@ -107,29 +73,17 @@ def uvicorn(name: str, app: str, env: dict) -> Server:
     return Server(name, argv, env, port=port)
 
 
-class Worker:
+class Worker(ChildProcess):
     """`manage.py relay_worker`, for the scenarios whose calls must progress (W4)."""
 
+    stop_grace = STOP_GRACE
+
     def __init__(self, env: dict):
-        self.log_path = Path(env["RELAY_VAR_DIR"]) / "worker.log"
-        self._log = self.log_path.open("ab")
         argv = [
             sys.executable, "manage.py", "relay_worker", "--queue-name", "default",
             "--no-reload", "--no-startup-delay", "--interval", env["WORKER_POLL_INTERVAL"],
         ]  # fmt: skip
-        self.proc = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
-        )
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=STOP_GRACE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
+        super().__init__(argv, env, log=Path(env["RELAY_VAR_DIR"]) / "worker.log")
 
 
 def machine() -> str:

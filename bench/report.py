@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bench.procs import ROOT
+from tests.live import ROOT
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLANS_SECTION = "## History query plans"

@@ -25,13 +25,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench import fixtures, procs, report  # noqa: E402
 from bench.profiles import FULL, SMOKE  # noqa: E402
+from tests.live import child_environ  # noqa: E402
 
 
 def bench_env(var_dir: Path) -> dict:
     """Production-like: DEBUG off, PostgreSQL, Redis, no access log, rate limits out of the
     way (the scenarios measure the service, not its limiter's refusals)."""
-    env = dict(os.environ)
-    env.update(
+    return child_environ(
         DATABASE_URL=os.environ["BENCH_DATABASE_URL"],
         REDIS_URL=os.environ["BENCH_REDIS_URL"],
         SECRET_KEY="bench-only-secret-key-" + "x" * 40,
@@ -50,8 +50,6 @@ def bench_env(var_dir: Path) -> dict:
         # the pool size a production deployment should use.
         DATABASE_POOL_SIZE=os.environ.get("BENCH_DATABASE_POOL_SIZE", "0"),
     )
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    return env
 
 
 SETTINGS_NOTE = (

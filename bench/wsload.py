@@ -13,7 +13,8 @@ from pathlib import Path
 
 import psutil
 
-from bench.procs import ROOT, children_cpu_seconds
+from bench.procs import children_cpu_seconds
+from tests.live import ROOT
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -1,11 +1,20 @@
+import tempfile
 from pathlib import Path
 
 import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
 from django.core.cache import cache
+from hypothesis.configuration import set_hypothesis_home_dir
 from rest_framework.test import APIClient
 
 from accounts import services
+from relay.asgi import application
 from tests.factories import UserFactory
+
+# Hypothesis keeps caches in ./.hypothesis even with no example database; a test run leaves
+# the checkout as it found it, so they go to the temporary directory.
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "relay-hypothesis")
 
 
 @pytest.fixture(autouse=True)
@@ -67,6 +76,13 @@ def client_key(user) -> APIClient:
 
 
 @pytest.fixture
+def outsider(other_user) -> APIClient:
+    """`other_user`'s client (a JWT of its own login session): the one who must see nothing
+    of `user`'s."""
+    return jwt_client(services.session_open(user=other_user).token)
+
+
+@pytest.fixture
 def staff_client(client, db):
     """Django's test client logged in as a superuser."""
     from accounts.models import User
@@ -99,6 +115,32 @@ def captcha_token(db):
         return str(token.pk)
 
     return make
+
+
+@pytest.fixture
+async def communicator():
+    """A factory of connected WebSocket communicators on relay.asgi.application, through
+    Channels' WebsocketCommunicator; every one it makes is disconnected at teardown.
+
+    `await communicator(user)` opens a login session of `user` and connects with its JWT;
+    `await communicator(token=...)` connects with that query token (None: no token at all),
+    and `headers` are the handshake's. Returns the communicator and whether the handshake
+    was accepted. Tests that use it need `django_db(transaction=True)`.
+    """
+    opened: list[WebsocketCommunicator] = []
+
+    async def connect(user=None, *, token: str | None = None, headers=None):
+        if user is not None:
+            token = (await sync_to_async(services.session_open)(user=user)).token
+        path = "/ws" if token is None else f"/ws?token={token}"
+        socket = WebsocketCommunicator(application, path, headers=headers or [])
+        opened.append(socket)
+        connected, _ = await socket.connect()
+        return socket, connected
+
+    yield connect
+    for socket in opened:
+        await socket.disconnect()
 
 
 class Clock:

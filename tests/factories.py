@@ -1,9 +1,20 @@
 import factory
+from django.conf import settings
 from django.contrib.auth.hashers import make_password
 
 from accounts.models import LoginSession, User
 
 DEFAULT_PASSWORD = "correct-horse-battery-staple"
+
+LONDON_7_NUMBERS = 10_000_000  # +44 20 7000 0000 to +44 20 7999 9999, all valid numbers
+
+
+def inventory_e164(n: int) -> str:
+    """The `n`th factory number, distinct for n below 10 million: +44 20 7946 0000 + n (the
+    drama range first, as before), wrapping round to +44 20 7000 0000 after 7999 9999."""
+    if not 0 <= n < LONDON_7_NUMBERS:
+        raise ValueError(f"no distinct factory number left for sequence {n}")
+    return f"+44207{(9_460_000 + n) % LONDON_7_NUMBERS:07d}"
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -31,7 +42,7 @@ class InventoryNumberFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = "numbers.InventoryNumber"
 
-    e164 = factory.Sequence(lambda n: f"+4420794{60000 + n:05d}"[:13])
+    e164 = factory.Sequence(inventory_e164)
 
 
 class NumberFactory(factory.django.DjangoModelFactory):
@@ -56,3 +67,25 @@ class CallRecordFactory(factory.django.DjangoModelFactory):
     caller_num = "+447700900123"
     status = "answered"
     duration = 45
+
+
+class BlockedCallerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "numbers.BlockedCaller"
+
+    number = factory.SubFactory(NumberFactory)
+    caller_num = "+447700900666"
+
+
+class CallRequestFactory(factory.django.DjangoModelFactory):
+    """A queued outbound call, stored as it is (no dispatch is enqueued), from the service's
+    caller id unless `caller_id` says otherwise."""
+
+    class Meta:
+        model = "realtime.CallRequest"
+
+    owner = factory.SubFactory(UserFactory)
+    call_id = factory.Sequence(lambda n: f"call-{n}")
+    to = "+442079460120"
+    message = "hi"
+    caller_id = factory.LazyFunction(lambda: settings.SERVICE_CALLER_ID)

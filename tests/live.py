@@ -1,7 +1,14 @@
-"""Start Relay's real processes against the test database, for end-to-end tests."""
+"""Live processes for the tests and the benchmark harness: free ports, child environments,
+child processes, HTTP to them, and waiting with a deadline.
+
+bench/ imports this module outside pytest and before Django is set up: nothing here reads
+settings at import time. Only what points a child at the test database (`test_database_url`,
+`relay_env`, and the processes started with it) reads them, when called.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,13 +16,15 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
 
-ROOT = Path(settings.BASE_DIR)
+ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE = 60
 
 
@@ -71,67 +80,124 @@ def wait_until(predicate, *, deadline: float, what: str, interval: float = 0.05)
         time.sleep(interval)
 
 
-class RelayProcess:
-    """`manage.py runrelay` on a free port; stop() sends SIGTERM and waits."""
+def http_exchange(
+    method: str, url: str, body: dict | None = None, token: str | None = None, *, timeout=15
+) -> tuple[int, Any, dict]:
+    """One JSON request to a live server (Bearer `token` if given): its status, JSON body and
+    headers, error statuses included."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - our server
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            return response.status, json.loads(response.read()), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read()), dict(error.headers)
 
-    def __init__(self, var_dir: Path, *args: str, **env):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.ws_base = f"ws://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(  # noqa: S603
-            [sys.executable, "manage.py", "runrelay", "--port", str(self.port), *args],
+
+def http(
+    method: str, url: str, body: dict | None = None, token: str | None = None, *, timeout=15
+) -> tuple[int, Any]:
+    """`http_exchange` without the headers: (status, JSON body)."""
+    status, payload, _ = http_exchange(method, url, body, token, timeout=timeout)
+    return status, payload
+
+
+class ChildProcess:
+    """A child run from the repository root with `env`, its output appended to `log` if given
+    (else inherited). stop() sends SIGTERM, waits `stop_grace` seconds, then kills; with
+    `own_group` the child leads a process group of its own and the signals go to the group."""
+
+    stop_grace: float = 30
+
+    def __init__(self, argv: list[str], env: dict, *, log: Path | None = None, own_group=False):
+        self.log_path = log
+        self._log = log.open("ab") if log is not None else None
+        self.own_group = own_group
+        self.proc = subprocess.Popen(  # noqa: S603 - our own commands
+            argv,
             cwd=ROOT,
-            env=relay_env(var_dir, **env),
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT if self._log else None,
+            start_new_session=own_group,
         )
-        wait_until(self._healthy, deadline=START_DEADLINE, what="runrelay to serve")
 
-    def _healthy(self) -> bool:
-        assert self.proc.poll() is None, "runrelay exited during start-up"
-        try:
-            with urllib.request.urlopen(f"{self.base}/healthz", timeout=2) as r:  # noqa: S310
-                return json.loads(r.read())["status"] == "ok"
-        except OSError:
-            return False
+    def wait_serving(self, url: str, *, what: str, deadline: float = START_DEADLINE) -> None:
+        """Poll `url` until it answers 200; fail at once if the child exits first. A child
+        that fails to serve is stopped, so nothing outlives a failed start."""
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        def serving() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{what}: exited during start-up{self._log_tail()}")
             try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310
+                    return response.status == 200
+            except OSError:
+                return False
 
+        try:
+            wait_until(serving, deadline=deadline, what=what, interval=0.1)
+        except AssertionError:
+            self.stop()
+            raise
 
-class WorkerProcess:
-    """`manage.py relay_worker` alone, so a test can kill and restart it."""
+    def _log_tail(self) -> str:
+        if self.log_path is None:
+            return ""
+        return f"; the end of {self.log_path}:\n{self.log_path.read_text()[-4000:]}"
 
-    def __init__(self, var_dir: Path, **env):
-        self.proc = subprocess.Popen(  # noqa: S603
-            [
-                sys.executable,
-                "manage.py",
-                "relay_worker",
-                "--no-reload",
-                "--no-startup-delay",
-                "--interval",
-                "0.02",
-            ],
-            cwd=ROOT,
-            env=relay_env(var_dir, **env),
-        )
+    def _signal(self, signum: int) -> None:
+        if not self.own_group:
+            self.proc.send_signal(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):  # the whole group has already exited
+            os.killpg(self.proc.pid, signum)
 
     def kill(self) -> None:
-        self.proc.kill()
+        self._signal(signal.SIGKILL)
         self.proc.wait()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
+        if self.proc.poll() is None or self.own_group:
+            self._signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=self.stop_grace)
             except subprocess.TimeoutExpired:
                 self.kill()
+        if self._log is not None:
+            self._log.close()
+
+
+class RelayProcess(ChildProcess):
+    """`manage.py runrelay` on a free port, serving once /healthz answers 200. Its environment
+    is `relay_env(var_dir, **env)` (the test database), or `environ` when given."""
+
+    def __init__(self, var_dir: Path, *args: str, environ: dict | None = None, **env):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.ws_base = f"ws://127.0.0.1:{self.port}"
+        argv = [sys.executable, "manage.py", "runrelay", "--port", str(self.port), *args]
+        super().__init__(argv, environ if environ is not None else relay_env(var_dir, **env))
+        self.wait_serving(f"{self.base}/healthz", what="runrelay to serve")
+
+
+class WorkerProcess(ChildProcess):
+    """`manage.py relay_worker` alone, so a test can kill and restart it."""
+
+    def __init__(self, var_dir: Path, **env):
+        argv = [
+            sys.executable,
+            "manage.py",
+            "relay_worker",
+            "--no-reload",
+            "--no-startup-delay",
+            "--interval",
+            "0.02",
+        ]
+        super().__init__(argv, relay_env(var_dir, **env))
 
 
 class PrivateRedis:

@@ -23,12 +23,10 @@ def test_regenerating_replaces_the_key_at_once(user, client_jwt):
 
 
 @pytest.mark.django_db
-def test_regenerating_with_the_key_itself_retires_that_key(user):
-    client = api_key_client(user.api_key)
+def test_regenerating_with_the_key_itself_retires_that_key(client_key):
+    new_key = client_key.post("/api/user/regenerate-api-key").json()["apiKey"]
 
-    new_key = client.post("/api/user/regenerate-api-key").json()["apiKey"]
-
-    assert client.get("/api/user/me").status_code == 401
+    assert client_key.get("/api/user/me").status_code == 401
     assert api_key_client(new_key).get("/api/user/me").status_code == 200
 
 

@@ -5,8 +5,8 @@ from django.utils import timezone
 
 from accounts import services
 from accounts.authentication import session_for_token
-from accounts.models import LoginSession
 from tests.conftest import api_key_client, jwt_client
+from tests.factories import LoginSessionFactory
 
 
 @pytest.mark.django_db
@@ -69,8 +69,7 @@ def test_dashboard_with_an_api_key_issues_a_fresh_session_token(user):
 def test_dashboard_lists_the_twenty_newest_sessions_with_active_flags(user):
     now = timezone.now()
     sessions = [
-        LoginSession.objects.create(user=user, created_at=now - timedelta(minutes=i))
-        for i in range(25)
+        LoginSessionFactory(user=user, created_at=now - timedelta(minutes=i)) for i in range(25)
     ]
     services.session_end(session=sessions[1])
     current = services.session_open(user=user)

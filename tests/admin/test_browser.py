@@ -1,24 +1,33 @@
 """Staff work in Django admin: proved in a real browser (Playwright driving Debian's Chromium).
 
 Each test logs in through the login form, works the pages as a person would, and checks the
-effect in the database. Screenshots of every page land in test-artifacts/admin/.
+effect in the database. Screenshots of every page land in $TEST_ARTIFACTS_DIR/admin/ when
+that is set (to look at them), else in the run's temporary directory: a test run leaves the
+checkout as it found it.
 """
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from accounts import services as accounts
 from accounts.models import LoginSession, User
-from realtime.models import CallRequest
-from tests.factories import CallRecordFactory, NumberFactory, UserFactory
+from tests.factories import (
+    CallRecordFactory,
+    CallRequestFactory,
+    InventoryNumberFactory,
+    NumberFactory,
+    UserFactory,
+)
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts" / "admin"
+ARTIFACTS = (
+    Path(os.environ.get("TEST_ARTIFACTS_DIR") or tempfile.gettempdir()) / "relay-test-artifacts"
+) / "admin"
 STAFF_PASSWORD = "staff-password-long-enough"
 
 pytestmark = [
@@ -74,19 +83,16 @@ def world(db):
         CallRecordFactory(number=number, caller_num="+447700900666", status="missed")
     CallRecordFactory(number=number, caller_num="+447700900123", status="answered")
     session = accounts.session_open(user=customer).session
-    queued = CallRequest.objects.create(
-        owner=customer, call_id="q1", to="+442079460120", message="hi", caller_id=number.number
-    )
-    failed = CallRequest.objects.create(
+    queued = CallRequestFactory(owner=customer, call_id="q1", caller_id=number.number)
+    failed = CallRequestFactory(
         owner=customer,
         call_id="f1",
         to="+442079460129",
-        message="hi",
         caller_id=number.number,
         status="failed",
         failure_reason="unreachable",
     )
-    InventoryNumber.objects.create(e164="+442079460777")
+    InventoryNumberFactory(e164="+442079460777")
     return {
         "staff": staff,
         "customer": customer,

@@ -144,11 +144,7 @@ def test_bad_parameters_are_400_naming_the_parameter(client_jwt, params, field):
 
 
 @pytest.mark.django_db
-def test_an_outsider_sees_none_of_another_users_records(other_user, records):
-    from accounts import services
-    from tests.conftest import jwt_client
-
-    outsider = jwt_client(services.session_open(user=other_user).token)
+def test_an_outsider_sees_none_of_another_users_records(outsider, other_user, records):
     CallRecordFactory(number=NumberFactory(owner=other_user))
 
     body = outsider.get("/api/history").json()
@@ -158,12 +154,7 @@ def test_an_outsider_sees_none_of_another_users_records(other_user, records):
 
 
 @pytest.mark.django_db
-def test_an_outsider_cannot_filter_by_another_users_number(other_user, records, numbers):
-    from accounts import services
-    from tests.conftest import jwt_client
-
-    outsider = jwt_client(services.session_open(user=other_user).token)
-
+def test_an_outsider_cannot_filter_by_another_users_number(outsider, records, numbers):
     response = outsider.get("/api/history", {"number_id": str(numbers[0].pk)})
 
     assert response.status_code == 404

@@ -4,7 +4,7 @@ from django.core.management import CommandError, call_command
 from core.errors import InvalidRequest
 from history.models import CallRecord
 from history.services import record_inbound_call
-from tests.factories import NumberFactory
+from tests.factories import BlockedCallerFactory, NumberFactory
 from virtual_numbers.services import inventory_provision, number_grant
 
 
@@ -127,9 +127,7 @@ def test_record_call_exits_non_zero_from_the_shell(db):
 
 @pytest.mark.django_db
 def test_a_blocked_caller_is_recorded_as_blocked_with_no_duration(number):
-    from virtual_numbers.models import BlockedCaller
-
-    BlockedCaller.objects.create(number=number, caller_num="+447700900666")
+    BlockedCallerFactory(number=number, caller_num="+447700900666")
 
     record = record_inbound_call(
         number=number, caller_num="+447700900666", status="answered", duration=120

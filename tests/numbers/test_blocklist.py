@@ -1,8 +1,6 @@
 import pytest
 
-from accounts import services
-from tests.conftest import jwt_client
-from tests.factories import NumberFactory
+from tests.factories import BlockedCallerFactory, NumberFactory
 from virtual_numbers.models import BlockedCaller
 
 
@@ -61,9 +59,8 @@ def test_a_caller_that_is_not_e164_is_refused(client_jwt, number, caller):
 
 
 @pytest.mark.django_db
-def test_an_outsider_gets_404_on_the_blocklist_and_changes_nothing(other_user, number):
-    BlockedCaller.objects.create(number=number, caller_num="+447700900666")
-    outsider = jwt_client(services.session_open(user=other_user).token)
+def test_an_outsider_gets_404_on_the_blocklist_and_changes_nothing(outsider, number):
+    BlockedCallerFactory(number=number, caller_num="+447700900666")
 
     for response in (
         outsider.get(url(number)),

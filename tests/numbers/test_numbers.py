@@ -1,7 +1,6 @@
 import pytest
 
 from captcha.models import CaptchaToken
-from tests.conftest import api_key_client, jwt_client
 from tests.factories import NumberFactory
 from virtual_numbers.models import InventoryNumber, Number
 
@@ -170,11 +169,9 @@ def test_the_list_shows_my_numbers_oldest_first(user, client_jwt, other_user):
 
 
 @pytest.mark.django_db
-def test_numbers_work_with_an_api_key(user, inventory, captcha_token):
-    client = api_key_client(user.api_key)
-
-    assert create(client, captcha_token()).status_code == 201
-    assert len(client.get("/api/numbers").json()["numbers"]) == 1
+def test_numbers_work_with_an_api_key(client_key, inventory, captcha_token):
+    assert create(client_key, captcha_token()).status_code == 201
+    assert len(client_key.get("/api/numbers").json()["numbers"]) == 1
 
 
 @pytest.mark.django_db
@@ -225,12 +222,9 @@ def test_deleting_a_number_frees_its_inventory_entry(user, client_jwt):
 
 
 @pytest.mark.django_db
-def test_an_outsider_gets_404_on_every_number_route_and_changes_nothing(other_user, user):
+def test_an_outsider_gets_404_on_every_number_route_and_changes_nothing(outsider, user):
     number = NumberFactory(owner=user, alias="private")
     pin_hash = number.pin_hash
-    outsider = jwt_client(
-        __import__("accounts.services", fromlist=["x"]).session_open(user=other_user).token
-    )
     base = f"/api/numbers/{number.pk}"
 
     responses = [

@@ -4,49 +4,24 @@ Each test releases its requests together from a barrier; the database (row lock 
 conditional UPDATE on the token, unique inventory holder) must decide, not timing luck.
 """
 
-import json
 import threading
-import urllib.error
-import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from accounts import services as accounts
-from captcha import services as captcha
 from captcha.models import CaptchaToken
 from tests.factories import NumberFactory, UserFactory
+from tests.live import http
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import inventory_provision
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def fresh_token() -> str:
-    challenge = captcha.captcha_challenge_issue()
-    return str(
-        captcha.captcha_verify(
-            a=challenge.a,
-            b=challenge.b,
-            answer=challenge.a + challenge.b,
-            challenge_id=challenge.pk,
-        ).pk
-    )
-
-
 def post_json(url: str, body: dict, token: str) -> int:
-    request = urllib.request.Request(  # noqa: S310 - the test's own live server
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
+    return http("POST", url, body, token, timeout=60)[0]
 
 
 def race(calls) -> list[int]:
@@ -61,7 +36,7 @@ def race(calls) -> list[int]:
         return list(pool.map(run, calls))
 
 
-def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server):
+def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server, captcha_token):
     inventory_provision(start="+442079460000", count=100)
     user = UserFactory()
     for _ in range(4):
@@ -69,7 +44,7 @@ def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server)
             owner=user, inventory=InventoryNumber.objects.filter(holding__isnull=True).first()
         )
     jwt = accounts.session_open(user=user).token
-    tokens = [fresh_token() for _ in range(20)]
+    tokens = [captcha_token() for _ in range(20)]
     url = f"{live_server.url}/api/numbers"
 
     codes = race(
@@ -84,7 +59,7 @@ def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server)
 
 
 def test_at_the_limit_parallel_made_up_tokens_are_invalid_and_valid_ones_stay_unspent(
-    live_server,
+    live_server, captcha_token
 ):
     inventory_provision(start="+442079460000", count=100)
     user = UserFactory()
@@ -93,7 +68,7 @@ def test_at_the_limit_parallel_made_up_tokens_are_invalid_and_valid_ones_stay_un
             owner=user, inventory=InventoryNumber.objects.filter(holding__isnull=True).first()
         )
     jwt = accounts.session_open(user=user).token
-    valid = [fresh_token() for _ in range(5)]
+    valid = [captcha_token() for _ in range(5)]
     made_up = [str(uuid.uuid4()) for _ in range(5)]
     url = f"{live_server.url}/api/numbers"
 
@@ -109,11 +84,11 @@ def test_at_the_limit_parallel_made_up_tokens_are_invalid_and_valid_ones_stay_un
     assert CaptchaToken.objects.filter(pk__in=valid, used_at__isnull=True).count() == 5
 
 
-def test_ten_parallel_creations_sharing_one_token_give_exactly_one(live_server):
+def test_ten_parallel_creations_sharing_one_token_give_exactly_one(live_server, captcha_token):
     inventory_provision(start="+442079460000", count=100)
     user = UserFactory()
     jwt = accounts.session_open(user=user).token
-    token = fresh_token()
+    token = captcha_token()
     url = f"{live_server.url}/api/numbers"
 
     codes = race(
@@ -124,11 +99,11 @@ def test_ten_parallel_creations_sharing_one_token_give_exactly_one(live_server):
     assert Number.objects.count() == 1
 
 
-def test_two_users_racing_for_the_last_free_number(live_server):
+def test_two_users_racing_for_the_last_free_number(live_server, captcha_token):
     inventory_provision(start="+442079460000", count=1)
     users = [UserFactory(), UserFactory()]
     jwts = [accounts.session_open(user=u).token for u in users]
-    tokens = [fresh_token(), fresh_token()]
+    tokens = [captcha_token(), captcha_token()]
     url = f"{live_server.url}/api/numbers"
 
     codes = race(

@@ -4,12 +4,9 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 
-from accounts import services as accounts
 from history.services import record_inbound_call
 from realtime.models import CallRequest
-from relay.asgi import application
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory
 
@@ -19,17 +16,11 @@ TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
 
 
 @pytest.fixture
-def auth(user):
-    return accounts.session_open(user=user)
-
-
-@pytest.fixture
-async def ws(auth):
-    communicator = WebsocketCommunicator(application, f"/ws?token={auth.token}")
-    connected, _ = await communicator.connect()
+async def ws(communicator, login):
+    """A connected socket of `user`, on the session `login` (which other tests reuse)."""
+    socket, connected = await communicator(token=login.token)
     assert connected
-    yield communicator
-    await communicator.disconnect()
+    return socket
 
 
 async def frames_until(ws, predicate, timeout=5):
@@ -165,35 +156,27 @@ async def test_call_status_frames_follow_each_simulated_ending(ws, to, sequence)
         assert last["reason"] == "unreachable"
 
 
-async def test_every_socket_of_the_user_sees_the_call(auth, ws):
-    other = WebsocketCommunicator(application, f"/ws?token={auth.token}")
-    await other.connect()
-    try:
-        await submit_and_run(ws, call_frame())
+async def test_every_socket_of_the_user_sees_the_call(communicator, login, ws):
+    other, _ = await communicator(token=login.token)
 
-        frames = await frames_until(other, lambda f: f.get("status") in TERMINAL)
+    await submit_and_run(ws, call_frame())
 
-        assert [f["status"] for f in frames] == [
-            "queued",
-            "dialing",
-            "ringing",
-            "in_progress",
-            "completed",
-        ]
-    finally:
-        await other.disconnect()
+    frames = await frames_until(other, lambda f: f.get("status") in TERMINAL)
+    assert [f["status"] for f in frames] == [
+        "queued",
+        "dialing",
+        "ringing",
+        "in_progress",
+        "completed",
+    ]
 
 
-async def test_another_users_socket_sees_nothing(ws, other_user):
-    theirs = await sync_to_async(accounts.session_open)(user=other_user)
-    outsider = WebsocketCommunicator(application, f"/ws?token={theirs.token}")
-    await outsider.connect()
-    try:
-        await submit_and_run(ws, call_frame())
+async def test_another_users_socket_sees_nothing(communicator, ws, other_user):
+    outsider, _ = await communicator(other_user)
 
-        assert await outsider.receive_nothing(timeout=0.2)
-    finally:
-        await outsider.disconnect()
+    await submit_and_run(ws, call_frame())
+
+    assert await outsider.receive_nothing(timeout=0.2)
 
 
 async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):

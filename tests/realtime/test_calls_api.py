@@ -1,8 +1,7 @@
 import pytest
 
-from accounts import services as accounts
 from realtime.models import CallRequest
-from tests.conftest import api_key_client, drain_tasks, jwt_client
+from tests.conftest import drain_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -123,9 +122,8 @@ def test_a_queued_call_can_be_canceled_once(client_jwt):
     assert again.json()["code"] == "call_not_cancelable"
 
 
-def test_an_outsider_gets_404_for_another_users_call_and_cancels_nothing(client_jwt, other_user):
+def test_an_outsider_gets_404_for_another_users_call_and_cancels_nothing(client_jwt, outsider):
     submit(client_jwt)
-    outsider = jwt_client(accounts.session_open(user=other_user).token)
 
     assert outsider.get("/api/calls/c1").status_code == 404
     assert outsider.post("/api/calls/c1/cancel").status_code == 404
@@ -133,11 +131,9 @@ def test_an_outsider_gets_404_for_another_users_call_and_cancels_nothing(client_
     assert CallRequest.objects.get(call_id="c1").status == "queued"
 
 
-def test_calls_work_with_an_api_key(user):
-    client = api_key_client(user.api_key)
-
-    assert submit(client).status_code == 202
-    assert client.get("/api/calls/c1").status_code == 200
+def test_calls_work_with_an_api_key(client_key):
+    assert submit(client_key).status_code == 202
+    assert client_key.get("/api/calls/c1").status_code == 200
 
 
 def test_calls_need_authentication(api_client):

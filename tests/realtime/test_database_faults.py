@@ -1,16 +1,14 @@
 """PostgreSQL restarted under a live server: 503 JSON while it is down, success after."""
 
-import json
 import shutil
 import subprocess
 import sys
-import urllib.error
-import urllib.request
+from functools import partial
 
 import pytest
 from django.db import connection
 
-from tests.live import ROOT, PrivatePostgres, RelayProcess, relay_env
+from tests.live import ROOT, PrivatePostgres, RelayProcess, http_exchange, relay_env
 
 pytestmark = [
     pytest.mark.skipif(
@@ -21,18 +19,9 @@ pytestmark = [
 ]
 
 
-def http(method, url, body=None, token=None):
-    request = urllib.request.Request(  # noqa: S310 - the test's own server
-        url, data=json.dumps(body).encode() if body is not None else None, method=method
-    )
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=20) as response:  # noqa: S310
-            return response.status, json.loads(response.read()), dict(response.headers)
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read()), dict(error.headers)
+# Every exchange with headers; a request may wait out the server's attempt to reach the
+# stopped database.
+http = partial(http_exchange, timeout=20)
 
 
 def test_requests_answer_503_json_while_postgres_is_down_and_succeed_after(tmp_path):

@@ -3,8 +3,6 @@ acked is lost. Each test owns the dependency it breaks."""
 
 import asyncio
 import json
-import urllib.error
-import urllib.request
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -13,23 +11,10 @@ from websockets.exceptions import ConnectionClosed
 
 from accounts import services as accounts
 from realtime.models import CallRequest
-from tests.live import PrivateRedis, RelayProcess, wait_until
+from tests.live import PrivateRedis, RelayProcess, http, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
-
-
-def http(method: str, url: str, body: dict | None = None, token: str | None = None):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - our server
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=15) as response:  # noqa: S310
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 async def submit(ws, call_id: str) -> dict:

@@ -11,7 +11,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
-from accounts import services as accounts
 from realtime.models import CallEvent, CallRequest
 from tests.factories import NumberFactory
 from tests.live import ROOT, RelayProcess, WorkerProcess, relay_env, wait_until
@@ -27,11 +26,6 @@ def relay(tmp_path):
     process = RelayProcess(tmp_path)
     yield process
     process.stop()
-
-
-@pytest.fixture
-def token(user):
-    return accounts.session_open(user=user).token
 
 
 def target(i: int) -> str:
@@ -58,10 +52,10 @@ def terminal_for_all(call_ids):
 
 
 async def test_two_hundred_calls_over_four_sockets_all_acked_ended_and_seen_everywhere(
-    relay, token
+    relay, login
 ):
     call_ids = {f"call-{i}" for i in range(CALLS)}
-    sockets = [await connect(f"{relay.ws_base}/ws?token={token}") for _ in range(SOCKETS)]
+    sockets = [await connect(f"{relay.ws_base}/ws?token={login.token}") for _ in range(SOCKETS)]
     try:
 
         async def client(n: int, ws):
@@ -113,10 +107,10 @@ async def test_two_hundred_calls_over_four_sockets_all_acked_ended_and_seen_ever
 
 
 async def test_an_inbound_call_recorded_from_another_shell_reaches_the_open_socket(
-    relay, user, token, tmp_path
+    relay, user, login, tmp_path
 ):
     number = await sync_to_async(NumberFactory)(owner=user)
-    async with connect(f"{relay.ws_base}/ws?token={token}") as ws:
+    async with connect(f"{relay.ws_base}/ws?token={login.token}") as ws:
         env = relay_env(tmp_path)  # no REDIS_URL on the embedded default: found via var/
         result = await asyncio.to_thread(
             subprocess.run,
@@ -157,12 +151,12 @@ async def test_an_inbound_call_recorded_from_another_shell_reaches_the_open_sock
 @pytest.mark.skipif(
     not os.environ.get("REDIS_URL"), reason="two processes share events only through a real Redis"
 )
-async def test_events_cross_two_daphne_processes(relay, token, tmp_path):
+async def test_events_cross_two_daphne_processes(relay, login, tmp_path):
     listener = await sync_to_async(RelayProcess)(tmp_path / "second", "--no-worker")
     try:
         async with (
-            connect(f"{relay.ws_base}/ws?token={token}") as submitter,
-            connect(f"{listener.ws_base}/ws?token={token}") as watcher,
+            connect(f"{relay.ws_base}/ws?token={login.token}") as submitter,
+            connect(f"{listener.ws_base}/ws?token={login.token}") as watcher,
         ):
             await submitter.send(
                 json.dumps({"type": "call", "callId": "x1", "to": target(0), "message": "hi"})
@@ -217,10 +211,10 @@ def test_a_worker_killed_mid_call_leaves_no_call_hanging(user, tmp_path):
         assert call.step_deadline is None
 
 
-async def test_daphne_closes_an_oversized_frame_with_1009(relay, token):
+async def test_daphne_closes_an_oversized_frame_with_1009(relay, login):
     from websockets.exceptions import ConnectionClosed
 
-    async with connect(f"{relay.ws_base}/ws?token={token}", max_size=None) as ws:
+    async with connect(f"{relay.ws_base}/ws?token={login.token}", max_size=None) as ws:
         await ws.send(
             json.dumps({"type": "call", "callId": "big", "to": target(0), "message": "x" * 70_000})
         )

@@ -3,7 +3,6 @@
 import asyncio
 import json
 import os
-import urllib.request
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -14,7 +13,7 @@ from websockets.asyncio.client import connect
 from accounts import services as accounts
 from realtime.models import CallEvent, CallRequest
 from tests.factories import UserFactory
-from tests.live import PrivateRedis, RelayProcess, WorkerProcess, wait_until
+from tests.live import PrivateRedis, RelayProcess, WorkerProcess, http, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
@@ -41,15 +40,13 @@ async def send_calls(ws, ids) -> set[str]:
 
 
 def all_calls_listed(base: str, token: str) -> set[str]:
-    request = urllib.request.Request(  # noqa: S310 - the test's own server
-        f"{base}/api/calls?limit=200", headers={"Authorization": f"Bearer {token}"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
-        return {c["callId"] for c in json.loads(response.read())["calls"]}
+    status, body = http("GET", f"{base}/api/calls?limit=200", token=token, timeout=30)
+    assert status == 200, body
+    return {c["callId"] for c in body["calls"]}
 
 
-async def test_a_web_process_restarted_mid_stream_loses_no_acked_call(user, tmp_path):
-    token = (await sync_to_async(accounts.session_open)(user=user)).token
+async def test_a_web_process_restarted_mid_stream_loses_no_acked_call(login, tmp_path):
+    token = login.token
     redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
     env = {"REDIS_URL": redis.url}
     worker = await sync_to_async(WorkerProcess)(tmp_path / "worker", **env)

@@ -1,11 +1,10 @@
 """DATABASE_POOL_SIZE turns on Django's psycopg pool for PostgreSQL (settings only, no server)."""
 
 import json
-import os
 import subprocess
 import sys
 
-from django.conf import settings
+from tests.live import ROOT, child_environ
 
 PRINT_DB = (
     "import django, json; django.setup(); from django.conf import settings; "
@@ -15,18 +14,17 @@ PRINT_DB = (
 
 
 def database_settings(**env) -> dict:
+    child_env = child_environ(
+        DJANGO_SETTINGS_MODULE="relay.settings",
+        SECRET_KEY="test-only",
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/relay_settings_only",
+    )
     # The default case must not inherit a pool size from the shell running the tests.
-    inherited = {k: v for k, v in os.environ.items() if k != "DATABASE_POOL_SIZE"}
-    child_env = {
-        **inherited,
-        "DJANGO_SETTINGS_MODULE": "relay.settings",
-        "SECRET_KEY": "test-only",
-        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/relay_settings_only",
-        **env,
-    }
+    child_env.pop("DATABASE_POOL_SIZE", None)
+    child_env.update(env)
     out = subprocess.run(  # noqa: S603 - our own interpreter, fixed code
         [sys.executable, "-c", PRINT_DB],
-        cwd=settings.BASE_DIR,
+        cwd=ROOT,
         env=child_env,
         capture_output=True,
         text=True,

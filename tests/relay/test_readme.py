@@ -11,16 +11,14 @@ import os
 import pty
 import re
 import select
-import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from websockets.sync.client import connect
 
-from tests.live import ROOT, free_port, wait_until
+from tests.live import ROOT, ChildProcess, free_port, http
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -52,14 +50,6 @@ def clean_env(var_dir: Path, **extra) -> dict:
     }
     env.update(extra)
     return env
-
-
-def http(method: str, url: str, body: dict | None = None):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - our server
-    request.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-        return json.loads(response.read())
 
 
 def run_interactive(command: str, env: dict, answers: dict[str, str]) -> tuple[int, str]:
@@ -99,36 +89,20 @@ def make_run(tmp_path):
     """`make run` as the README prints it, on a free port and a fresh var/."""
     var_dir = tmp_path / "var"
     port = free_port()
-    log = (tmp_path / "make-run.log").open("w")
-    proc = subprocess.Popen(
-        ["make", "run"],  # noqa: S607 - make from PATH, as the README says
-        cwd=ROOT,
-        env=clean_env(var_dir, PORT=str(port)),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+    log = tmp_path / "make-run.log"
+    make = ChildProcess(
+        ["make", "run"],  # make from PATH, as the README says
+        clean_env(var_dir, PORT=str(port)),
+        log=log,
+        own_group=True,  # SIGTERM reaches make and everything it started
     )
     base = f"http://127.0.0.1:{port}"
-
-    def serving() -> bool:
-        assert proc.poll() is None, (tmp_path / "make-run.log").read_text()
-        try:
-            return http("GET", f"{base}/healthz")["status"] == "ok"
-        except OSError:
-            return False
-
     try:
-        wait_until(serving, deadline=START_DEADLINE, what="make run to serve", interval=0.2)
+        make.wait_serving(f"{base}/healthz", what="make run to serve", deadline=START_DEADLINE)
         yield var_dir, base, port
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
-    startup = (tmp_path / "make-run.log").read_text()
+        make.stop()
+    startup = log.read_text()
     # A cold start says what it is doing.
     for step in ("Migrating", "Stocking the number inventory", "Starting Relay"):
         assert step in startup, startup
@@ -184,11 +158,13 @@ def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
         elif "record_call" in command:
             # The demo user's open socket hears of the call the command records: the command
             # found make run's embedded Redis with nothing exported.
-            token = http(
+            status, login = http(
                 "POST",
                 f"{base}/api/auth/login",
                 {"email": "demo@relay.example", "password": "relay-demo-password"},
-            )["token"]
+            )
+            assert status == 200, login
+            token = login["token"]
             with connect(f"ws://127.0.0.1:{port}/ws?token={token}", open_timeout=10) as socket:
                 socket.send(json.dumps({"type": "ping"}))
                 assert json.loads(socket.recv(timeout=10))["type"] == "pong"

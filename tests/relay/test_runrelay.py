@@ -5,13 +5,12 @@ import json
 import signal
 import subprocess
 import sys
-import urllib.request
 
 import psutil
 import pytest
 from websockets.sync.client import connect
 
-from tests.live import ROOT, child_environ, free_port, wait_until
+from tests.live import ROOT, RelayProcess, child_environ, http, wait_until
 
 DEADLINE = 60
 
@@ -22,16 +21,6 @@ def cmdline(process: psutil.Process) -> list[str]:
         return process.cmdline()
     except (psutil.ZombieProcess, psutil.NoSuchProcess):
         return []
-
-
-def request(method: str, url: str, body: dict | None = None, token: str | None = None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - our own server
-    req.add_header("Content-Type", "application/json")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(req, timeout=10) as response:  # noqa: S310
-        return response.status, json.loads(response.read())
 
 
 @pytest.fixture
@@ -49,28 +38,9 @@ def relay_server(tmp_path):
         env=env,
         check=True,
     )
-    port = free_port()
-    proc = subprocess.Popen(  # noqa: S603
-        [sys.executable, "manage.py", "runrelay", "--port", str(port)], cwd=ROOT, env=env
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        assert proc.poll() is None, "runrelay exited during start-up"
-        try:
-            return request("GET", f"{base}/healthz")[0] == 200
-        except OSError:
-            return False
-
-    wait_until(healthy, deadline=DEADLINE, what="runrelay to serve")
-    yield proc, base, port
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)  # runrelay stops its children; a kill would orphan them
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    relay = RelayProcess(tmp_path, environ=env)
+    yield relay.proc, relay.base, relay.port
+    relay.stop()  # SIGTERM: runrelay stops its children; a kill would orphan them
 
 
 def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server):
@@ -79,15 +49,16 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
     names = " ".join(" ".join(cmdline(c)) for c in children)
     assert "redis-server" in names and "daphne" in names and "relay_worker" in names
 
-    status, health = request("GET", f"{base}/healthz")
+    status, health = http("GET", f"{base}/healthz")
     assert health == {"status": "ok", "database": "ok", "channelLayer": "ok"}
-    status, body = request(
+    status, body = http(
         "POST",
         f"{base}/api/auth/register",
         {"email": "run@example.com", "password": "a-long-and-unusual-passphrase"},
     )
     assert status == 201
-    status, dashboard = request("GET", f"{base}/api/dashboard", token=body["token"])
+    status, dashboard = http("GET", f"{base}/api/dashboard", token=body["token"])
+    assert status == 200
     assert dashboard["wsUrl"] == f"ws://127.0.0.1:{port}/ws?token={body['token']}"
     with connect(dashboard["wsUrl"], open_timeout=10) as ws:
         ws.send(json.dumps({"type": "ping"}))
