@@ -1,6 +1,7 @@
 """The base of every resource's ViewSet: one input serializer per action, read in one place."""
 
 from rest_framework import metadata, routers, viewsets
+from rest_framework.response import Response
 
 
 class ResourceMetadata(metadata.SimpleMetadata):
@@ -33,6 +34,19 @@ class ResourceViewSet(viewsets.GenericViewSet):
 
     def get_serializer_class(self):
         return self.input_serializers.get(self.action)
+
+    def paged_list(self, *, query, fetch, key: str, output) -> Response:
+        """A paged list: read the query string with `query` (a PageQuery), hand its values
+        to `fetch` (a selector returning a Page; status "all" is passed as None) and answer
+        `{key: [...], "total", "limit", "offset"}` with `output` per row."""
+        # A plain dict: with a QueryDict DRF would read `?status=` as "not given".
+        params = query(data=self.request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        values = dict(params.validated_data)
+        if values.get("status") == "all":
+            values["status"] = None
+        page = fetch(user=self.request.user, **values)
+        return Response(page.body(key, output))
 
     def validated(self) -> dict:
         serializer = self.get_serializer(data=self.request.data)

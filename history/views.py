@@ -1,5 +1,4 @@
 from drf_spectacular.utils import extend_schema
-from rest_framework.response import Response
 
 from core.schema import errors
 from core.viewsets import ResourceViewSet
@@ -21,15 +20,6 @@ class HistoryViewSet(ResourceViewSet):
         responses={200: HistoryOutput, **errors(400, 401, 404)},
     )
     def list(self, request):
-        # A plain dict: with a QueryDict DRF would read `?status=` as "not given".
-        query = HistoryQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        q = query.validated_data
-        page = selectors.history_page(
-            user=request.user,
-            status=None if q["status"] == "all" else q["status"],
-            limit=q["limit"],
-            offset=q["offset"],
-            number_id=q.get("number_id"),
+        return self.paged_list(
+            query=HistoryQuery, fetch=selectors.history_page, key="history", output=CallRecordOutput
         )
-        return Response(page.body("history", CallRecordOutput))

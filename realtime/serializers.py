@@ -3,9 +3,18 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.fields import E164Field, MillisecondsField
+from core.pagination import PageParameters, PageQuery
 from realtime.models import CallState
 
 STATUS_FILTERS = [*CallState.values, "all"]
+
+
+class CallsQuery(PageQuery):
+    status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all")
+
+
+class CallListParameters(PageParameters):
+    status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all", required=False)
 
 
 @extend_schema_field(

@@ -1,30 +1,21 @@
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from core.errors import InvalidRequest
 from core.schema import errors
 from core.viewsets import ResourceViewSet
-from history.serializers import HistoryParameters, HistoryQuery
 from realtime import calls, pipeline, selectors
 from realtime.serializers import (
-    STATUS_FILTERS,
     CallAckOutput,
     CallDetailOutput,
     CallListOutput,
+    CallListParameters,
     CallOutput,
+    CallsQuery,
     CallSubmitInput,
 )
-
-
-class CallListParameters(HistoryParameters):
-    status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all", required=False)
-
-
-class CallsQuery(HistoryQuery):
-    status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all")
-    number_id = None
 
 
 class CallViewSet(ResourceViewSet):
@@ -40,16 +31,9 @@ class CallViewSet(ResourceViewSet):
         responses={200: CallListOutput, **errors(400, 401)},
     )
     def list(self, request):
-        query = CallsQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        q = query.validated_data
-        page = selectors.calls_page(
-            user=request.user,
-            status=None if q["status"] == "all" else q["status"],
-            limit=q["limit"],
-            offset=q["offset"],
+        return self.paged_list(
+            query=CallsQuery, fetch=selectors.calls_page, key="calls", output=CallOutput
         )
-        return Response(page.body("calls", CallOutput))
 
     @extend_schema(
         operation_id="calls_submit",
