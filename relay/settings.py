@@ -10,6 +10,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from redis.maint_notifications import MaintNotificationsConfig
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -155,24 +156,36 @@ CHANNEL_CAPACITY = env.int("CHANNEL_CAPACITY", default=5000)
 EMBEDDED_REDIS_URL_FILE = VAR_DIR / "embedded_redis_url"
 if not REDIS_URL and "pytest" not in sys.modules and EMBEDDED_REDIS_URL_FILE.exists():
     REDIS_URL = EMBEDDED_REDIS_URL_FILE.read_text().strip()
+# Every Redis operation on a request or socket path is bounded, so an unreachable or hung
+# Redis answers the client (rate limits fail open, sockets close with 4503) instead of
+# hanging it. Maintenance notifications stay off: redis-py 8 enables them by default on
+# RESP3, and while they are on its pools hand out connections the server has already closed
+# (after a Redis restart). relay/channel_layer.py explains the channel layer's side.
+REDIS_CONNECT_TIMEOUT = 1.0
+CHANNEL_LAYER_OPERATION_TIMEOUT = 2.0
+REDIS_CACHE_OPTIONS = {
+    "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+    "socket_timeout": 1.0,
+    "maint_notifications_config": MaintNotificationsConfig(enabled=False),
+}
 if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "relay",
+            "OPTIONS": REDIS_CACHE_OPTIONS,
         }
     }
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "relay.channel_layer.BoundedRedisChannelLayer",
             "CONFIG": {
-                # redis-py 8 reads with a 5 s socket timeout by default, exactly the length
-                # of channels-redis's idle blocking pop, so idle sockets died with 1011. The
-                # read timeout must outlast the pop.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "hosts": [REDIS_URL],
                 "prefix": "relay",
                 "capacity": CHANNEL_CAPACITY,
+                "operation_timeout": CHANNEL_LAYER_OPERATION_TIMEOUT,
+                "connect_timeout": REDIS_CONNECT_TIMEOUT,
             },
         }
     }

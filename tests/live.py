@@ -174,6 +174,13 @@ class PrivateRedis:
             self.proc.kill()
             self.proc.wait()
 
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections open, nothing answers. A hung Redis."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
 
 class PrivatePostgres:
     """A PostgreSQL cluster of the test's own (Debian's initdb, run as the postgres user) that
