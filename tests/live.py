@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -61,6 +62,18 @@ def wait_until(predicate, *, deadline: float, what: str, interval: float = 0.05)
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval)
+
+
+async def eventually(predicate, *, deadline: float, what: str, interval: float = 0.05):
+    """wait_until for state that tasks on the running event loop update."""
+    end = time.monotonic() + deadline
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(interval)
 
 
 class RelayProcess:
