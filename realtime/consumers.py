@@ -43,19 +43,39 @@ class RelayConsumer(AsyncWebsocketConsumer):
     """`/ws?token=<JWT>`: one authenticated client socket. Thin: parse, call a service, reply."""
 
     groups_joined: list[str]
+    closed_unavailable = False
 
     async def __call__(self, scope, receive, send):
-        # Losing the channel layer (Redis down) ends the consumer's receive loop with a
-        # connection error; close the socket with "try again later" instead of a bare 1011.
+        # Losing the channel layer (Redis down, or an operation past its timeout) ends the
+        # consumer with a RedisError, raised by a handler or by the channel-layer receive;
+        # close the socket with "try again later" instead of a bare 1011, then leave the
+        # groups if the layer still answers (each attempt is bounded).
+        self.groups_joined = []
         try:
             await super().__call__(scope, receive, send)
         except (RedisError, OSError) as exc:
-            logger.warning("closing a socket: channel layer unavailable (%s)", type(exc).__name__)
-            with contextlib.suppress(Exception):  # the client may be gone already
-                await send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
+            await self.close_unavailable(exc)
+            await self.disconnect(CLOSE_UNAVAILABLE)
+
+    async def dispatch(self, message):
+        # Tell the client at once, before channels unwinds the consumer (it cancels and awaits
+        # the channel-layer receive): a socket that cannot reach the layer is never left open
+        # and silent, whatever that unwinding does.
+        try:
+            await super().dispatch(message)
+        except (RedisError, OSError) as exc:
+            await self.close_unavailable(exc)
+            raise
+
+    async def close_unavailable(self, exc: BaseException) -> None:
+        if self.closed_unavailable:
+            return
+        self.closed_unavailable = True
+        logger.warning("closing a socket: channel layer unavailable (%s)", type(exc).__name__)
+        with contextlib.suppress(Exception):  # the client may be gone already
+            await self.base_send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
 
     async def connect(self):
-        self.groups_joined = []
         user, session = self.scope.get("user"), self.scope.get("login_session")
         await self.accept()
         if user is None or not user.is_authenticated or session is None:

@@ -22,14 +22,23 @@ def _database_ok() -> bool:
 
 
 async def _channel_layer_ok() -> bool:
-    """A real round trip: send to a fresh channel and read it back."""
+    """A real round trip: send to a fresh channel and read it back.
+
+    The channel has the layer's default prefix, the one every socket's channel has: with
+    channels-redis one receiver at a time pops for all process-local channels of a prefix,
+    so an idle socket's receive delivers this message too. Under a prefix of its own the
+    check waited behind that idle receive and reported 503 while Redis was fine.
+    asyncio.timeout, not wait_for, which on Python 3.11 can swallow a cancellation.
+    """
     layer = get_channel_layer()
     if layer is None:
         return False
     try:
-        channel = await layer.new_channel("healthz.")
-        await asyncio.wait_for(layer.send(channel, {"type": "healthz"}), CHECK_TIMEOUT)
-        message = await asyncio.wait_for(layer.receive(channel), CHECK_TIMEOUT)
+        channel = await layer.new_channel()
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            await layer.send(channel, {"type": "healthz"})
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            message = await layer.receive(channel)
         return message.get("type") == "healthz"
     except Exception:
         logger.warning("healthz: channel layer check failed", exc_info=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from redis.maint_notifications import MaintNotificationsConfig
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -157,6 +158,18 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Frames a socket may have waiting before the channel layer drops new ones for it (the
 # layers' default, 100, is a burst of ~20 calls' events for a user with one busy socket).
 CHANNEL_CAPACITY = env.int("CHANNEL_CAPACITY", default=5000)
+# Every Redis operation on a request or socket path is bounded, so an unreachable or hung
+# Redis answers the client (rate limits fail open, sockets close with 4503) instead of
+# hanging it. Maintenance notifications stay off: redis-py 8 enables them by default on
+# RESP3, and while they are on its pools hand out connections the server has already closed
+# (after a Redis restart). relay/channel_layer.py explains the channel layer's side.
+REDIS_CONNECT_TIMEOUT = 1.0
+CHANNEL_LAYER_OPERATION_TIMEOUT = 2.0
+REDIS_CACHE_OPTIONS = {
+    "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+    "socket_timeout": 1.0,
+    "maint_notifications_config": MaintNotificationsConfig(enabled=False),
+}
 
 
 def redis_settings(url: str) -> tuple[dict, dict]:
@@ -176,18 +189,18 @@ def redis_settings(url: str) -> tuple[dict, dict]:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": url,
             "KEY_PREFIX": "relay",
+            "OPTIONS": REDIS_CACHE_OPTIONS,
         }
     }
     layers = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "relay.channel_layer.BoundedRedisChannelLayer",
             "CONFIG": {
-                # redis-py 8 reads with a 5 s socket timeout by default, exactly the length
-                # of channels-redis's idle blocking pop, so idle sockets died with 1011. The
-                # read timeout must outlast the pop.
-                "hosts": [{"address": url, "socket_timeout": 15}],
+                "hosts": [url],
                 "prefix": "relay",
                 "capacity": CHANNEL_CAPACITY,
+                "operation_timeout": CHANNEL_LAYER_OPERATION_TIMEOUT,
+                "connect_timeout": REDIS_CONNECT_TIMEOUT,
             },
         }
     }

@@ -8,6 +8,7 @@ settings at import time. Only what points a child at the test database (`test_da
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -78,6 +79,18 @@ def wait_until(predicate, *, deadline: float, what: str, interval: float = 0.05)
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval)
+
+
+async def eventually(predicate, *, deadline: float, what: str, interval: float = 0.05):
+    """wait_until for state that tasks on the running event loop update."""
+    end = time.monotonic() + deadline
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(interval)
 
 
 def http_exchange(
@@ -242,6 +255,13 @@ class PrivateRedis:
             return redis.Redis.from_url(self.url, socket_timeout=0.5).ping()
         except (redis.RedisError, OSError):
             return False
+
+    def pause(self) -> None:
+        """Freeze the server (SIGSTOP): connections open, nothing answers. A hung Redis."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -3,6 +3,10 @@ acked is lost. Each test owns the dependency it breaks."""
 
 import asyncio
 import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from functools import partial
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -11,7 +15,7 @@ from websockets.exceptions import ConnectionClosed
 
 from accounts import services as accounts
 from realtime.models import CallRequest
-from tests.live import PrivateRedis, RelayProcess, http, wait_until
+from tests.live import PrivateRedis, RelayProcess, eventually, http, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
@@ -88,3 +92,163 @@ async def test_redis_down_rest_answers_sockets_close_cleanly_and_nothing_acked_i
     finally:
         await sync_to_async(relay.stop)()
         await sync_to_async(redis.stop)()
+
+
+# --- Redis restarted again and again under a steady stream of calls ---------------------------
+ANSWER_DEADLINE = 5.0  # seconds a call frame may wait for its ack, error frame or 4503 close
+CLIENTS = 4
+RESTARTS = 4
+CALL_PACE = 0.1  # seconds a client waits between one answer and its next call
+RECONNECT_BACKOFF = 0.2
+
+
+@dataclass(frozen=True)
+class Answer:
+    client: int
+    call_id: str
+    kind: str  # "ack", "error", "closed" (with the close code) or "silent"
+    seconds: float
+    detail: object = None
+
+
+async def answer_to_call(ws, client: int, call_id: str) -> Answer:
+    """Send one call frame and wait, at most ANSWER_DEADLINE, for what answers it."""
+    started = time.monotonic()
+
+    def answer(kind: str, detail: object = None) -> Answer:
+        return Answer(client, call_id, kind, time.monotonic() - started, detail)
+
+    frame = {"type": "call", "callId": call_id, "to": "+442079460120", "message": "hi"}
+    try:
+        await ws.send(json.dumps(frame))
+        async with asyncio.timeout(ANSWER_DEADLINE):
+            while True:
+                reply = json.loads(await ws.recv())
+                if reply.get("callId") == call_id and reply["type"] == "call_ack":
+                    return answer("ack", reply["status"])
+                if reply.get("callId") == call_id and reply["type"] == "error":
+                    return answer("error", reply["code"])
+    except ConnectionClosed as closed:
+        return answer("closed", closed.rcvd.code if closed.rcvd else None)
+    except TimeoutError:
+        return answer("silent")
+
+
+async def steady_client(relay, token: str, client: int, stop: asyncio.Event, answers: list):
+    """Call, read the answer, pause, call again; on a close, reconnect after a backoff."""
+    sent = 0
+    while not stop.is_set():
+        async with connect(f"{relay.ws_base}/ws?token={token}") as ws:
+            while not stop.is_set():
+                sent += 1
+                answers.append(got := await answer_to_call(ws, client, f"c{client}-{sent}"))
+                if got.kind in ("closed", "silent"):
+                    break
+                await asyncio.sleep(CALL_PACE)
+        await asyncio.sleep(RECONNECT_BACKOFF)
+
+
+async def test_every_call_is_answered_within_seconds_while_redis_restarts_again_and_again(
+    user, tmp_path
+):
+    """Four clients call steadily while Redis is killed and restarted four times. Every call
+    frame is answered (ack, error frame or 4503 close) within 5 s, sockets close with 4503
+    while Redis is down, calls are acked again once it is back, and every acked call ends."""
+    redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
+    relay = await sync_to_async(RelayProcess)(tmp_path / "relay", REDIS_URL=redis.url)
+    tokens = [(await sync_to_async(accounts.session_open)(user=user)).token for _ in range(CLIENTS)]
+    answers: list[Answer] = []
+    stop = asyncio.Event()
+    clients = [
+        asyncio.create_task(steady_client(relay, token, n, stop, answers))
+        for n, token in enumerate(tokens)
+    ]
+
+    def every_client_had(kind: str, since: int, times: int = 1):
+        counts = Counter(a.client for a in answers[since:] if a.kind == kind)
+        return all(counts[client] >= times for client in range(CLIENTS))
+
+    try:
+        await eventually(partial(every_client_had, "ack", 0), deadline=30, what="first acks")
+        for restart in range(RESTARTS):
+            mark = len(answers)
+            await asyncio.to_thread(redis.stop)
+            # Every socket learns that Redis is gone, and so do the ones that reconnect while
+            # it is: a 4503 close, never silence.
+            await eventually(
+                partial(every_client_had, "closed", mark, times=2),
+                deadline=15,
+                what=f"4503 closes while Redis is down ({restart})",
+            )
+            await asyncio.to_thread(redis.start)
+            mark = len(answers)
+            # Once Redis is back, every client's calls are acked again.
+            await eventually(
+                partial(every_client_had, "ack", mark, times=10),
+                deadline=15,
+                what=f"acks once Redis is back ({restart})",
+            )
+        stop.set()
+        results = await asyncio.gather(*clients, return_exceptions=True)
+        assert [r for r in results if isinstance(r, BaseException)] == []
+
+        late = [a for a in answers if a.kind == "silent" or a.seconds > ANSWER_DEADLINE]
+        assert late == [], f"{len(late)} of {len(answers)} call frames unanswered for 5 s"
+        assert {a.detail for a in answers if a.kind == "closed"} == {4503}
+        assert {a.detail for a in answers if a.kind == "ack"} == {"queued"}
+        acked = {a.call_id for a in answers if a.kind == "ack"}
+
+        def every_acked_call_ended():
+            calls = dict(CallRequest.objects.filter(owner=user).values_list("call_id", "status"))
+            return all(calls.get(call_id) in TERMINAL for call_id in acked)
+
+        await sync_to_async(wait_until)(
+            every_acked_call_ended, deadline=90, what="every acked call to end"
+        )
+    finally:
+        for client in clients:  # still running only if the test failed early
+            client.cancel()
+        await asyncio.gather(*clients, return_exceptions=True)
+        await sync_to_async(relay.stop)()
+        await sync_to_async(redis.stop)()
+
+
+async def test_a_hung_redis_delays_calls_by_seconds_and_closes_idle_sockets_with_4503(
+    user, tmp_path
+):
+    """Redis frozen, not gone: connections stay open and nothing answers. Every Redis step
+    has a timeout, so calls are still acked within seconds and idle sockets close with 4503
+    together, not one socket's timeout after another."""
+    redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
+    relay = await sync_to_async(RelayProcess)(tmp_path / "relay", REDIS_URL=redis.url)
+    token = (await sync_to_async(accounts.session_open)(user=user)).token
+    try:
+        idle = [await connect(f"{relay.ws_base}/ws?token={token}") for _ in range(3)]
+        caller = await connect(f"{relay.ws_base}/ws?token={token}")
+        for ws in (*idle, caller):  # every consumer is up and waiting on the channel layer
+            await ws.send(json.dumps({"type": "ping"}))
+            assert json.loads(await ws.recv())["type"] == "pong"
+
+        await asyncio.to_thread(redis.pause)
+        frozen = time.monotonic()
+
+        answer = await answer_to_call(caller, 0, "while-frozen")
+        assert answer.kind == "ack" and answer.seconds < ANSWER_DEADLINE, answer
+
+        async def close_code(ws) -> tuple[int | None, float]:
+            with pytest.raises(ConnectionClosed) as closed:
+                async with asyncio.timeout(30):
+                    while True:
+                        await ws.recv()
+            return closed.value.rcvd.code, time.monotonic() - frozen
+
+        closes = await asyncio.gather(*map(close_code, idle))
+        assert {code for code, _ in closes} == {4503}
+        # One blocking read's bound (5 s in Redis + 2 s), with room for a loaded machine.
+        assert max(seconds for _, seconds in closes) < 12, closes
+
+        await asyncio.to_thread(redis.resume)
+        assert (await reconnect_and_submit(relay, token, "after-thaw"))["status"] == "queued"
+    finally:
+        await sync_to_async(redis.stop)()  # SIGKILL also ends a frozen server
+        await sync_to_async(relay.stop)()

@@ -1,4 +1,14 @@
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
 import pytest
+from asgiref.sync import sync_to_async
+from websockets.asyncio.client import connect
+
+from accounts import services as accounts
+from tests.live import PrivateRedis, RelayProcess
 
 
 @pytest.mark.django_db
@@ -14,7 +24,7 @@ def test_healthz_names_an_unreachable_channel_layer(client, settings):
     # A real Redis client against a port where nothing listens: a genuine connection failure.
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "relay.channel_layer.BoundedRedisChannelLayer",
             "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},
         }
     }
@@ -32,3 +42,35 @@ def test_healthz_names_an_unreachable_channel_layer(client, settings):
         "database": "ok",
         "channelLayer": "unavailable",
     }
+
+
+def healthz_status(base: str) -> int:
+    try:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=15) as response:  # noqa: S310
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(120)
+async def test_healthz_is_ok_while_sockets_are_open_and_idle(user, tmp_path):
+    # channels-redis pops for every process-local channel of a prefix in one receive at a
+    # time; a check under its own prefix waited behind an idle socket's receive and said 503.
+    redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
+    relay = await sync_to_async(RelayProcess)(tmp_path / "relay", REDIS_URL=redis.url)
+    token = (await sync_to_async(accounts.session_open)(user=user)).token
+    try:
+        sockets = [await connect(f"{relay.ws_base}/ws?token={token}") for _ in range(2)]
+        for ws in sockets:  # each consumer is up and waiting on the channel layer
+            await ws.send(json.dumps({"type": "ping"}))
+            assert json.loads(await ws.recv())["type"] == "pong"
+
+        statuses = [await asyncio.to_thread(healthz_status, relay.base) for _ in range(3)]
+
+        assert statuses == [200, 200, 200]
+        for ws in sockets:
+            await ws.close()
+    finally:
+        await sync_to_async(relay.stop)()
+        await sync_to_async(redis.stop)()

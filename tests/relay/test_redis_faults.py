@@ -1,0 +1,149 @@
+"""The Redis channel layer and cache as production configures them, against a Redis of the
+test's own that it restarts or freezes: every operation ends, in time, and a restart costs
+no operation its answer."""
+
+import asyncio
+import logging
+import time
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+from redis.exceptions import RedisError
+
+from core import ratelimit
+from core.errors import RateLimited
+from relay.channel_layer import BoundedRedisChannelLayer
+from tests.live import PrivateRedis
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def redis(tmp_path):
+    server = PrivateRedis(tmp_path / "redis")
+    try:
+        yield server
+    finally:
+        server.stop()  # SIGKILL also ends a paused server
+
+
+def make_layer(redis: PrivateRedis) -> BoundedRedisChannelLayer:
+    return BoundedRedisChannelLayer(
+        hosts=[redis.url],
+        prefix="test",
+        operation_timeout=settings.CHANNEL_LAYER_OPERATION_TIMEOUT,
+        connect_timeout=settings.REDIS_CONNECT_TIMEOUT,
+    )
+
+
+async def test_a_cancelled_receive_ends_instead_of_polling_redis_for_ever(redis):
+    # Channels cancels a consumer's receive when the consumer stops, then waits for it. With
+    # redis-py's socket timeout, Python 3.11's wait_for swallowed most such cancellations
+    # and the receive (and the consumer, and its socket) lived on.
+    layer = make_layer(redis)
+    channel = await layer.new_channel()
+    lingering = []
+    for attempt in range(120):
+        receive = asyncio.ensure_future(layer.receive(channel))
+        for _ in range(attempt % 30):  # cancel at each point of a receive step in turn
+            await asyncio.sleep(0)
+        receive.cancel()
+        done, _ = await asyncio.wait([receive], timeout=1)
+        if not done:
+            lingering.append(attempt)
+    assert lingering == []
+    # Nothing is left holding the receive: the channel still works.
+    await layer.send(channel, {"type": "after"})
+    async with asyncio.timeout(5):
+        assert (await layer.receive(channel))["type"] == "after"
+    await layer.close_pools()
+
+
+async def test_the_first_operations_after_a_redis_restart_succeed(redis):
+    layer = make_layer(redis)
+    channel = await layer.new_channel()
+    # Several operations at once leave several connections in the pool.
+    await asyncio.gather(*(layer.group_add(f"g{i}", channel) for i in range(6)))
+
+    await asyncio.to_thread(redis.stop)
+    await asyncio.to_thread(redis.start)
+
+    results = await asyncio.gather(
+        *(layer.group_add(f"g{i}", channel) for i in range(6)), return_exceptions=True
+    )
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    await layer.group_send("g0", {"type": "after.restart"})
+    async with asyncio.timeout(5):
+        assert (await layer.receive(channel))["type"] == "after.restart"
+    await layer.close_pools()
+
+
+async def test_every_channel_layer_operation_on_a_hung_redis_fails_within_its_timeout(redis):
+    layer = make_layer(redis)
+    channel = await layer.new_channel()
+    await layer.group_add("g", channel)  # a pooled connection, open before the hang
+    bound = settings.CHANNEL_LAYER_OPERATION_TIMEOUT + 1.5
+
+    await asyncio.to_thread(redis.pause)
+    operations = {
+        "send": lambda: layer.send(channel, {"type": "x"}),
+        "group_add": lambda: layer.group_add("g", channel),
+        "group_discard": lambda: layer.group_discard("g", channel),
+        "group_send": lambda: layer.group_send("g", {"type": "x"}),
+    }
+    for name, operation in operations.items():
+        started = time.monotonic()
+        with pytest.raises(RedisError):
+            await operation()
+        assert time.monotonic() - started < bound, name
+    # Receives for several sockets (one blocking step at a time in channels-redis) all fail
+    # within one step's bound: Redis's own wait, then the operation timeout.
+    channels = [channel, *[await layer.new_channel() for _ in range(3)]]
+    started = time.monotonic()
+    results = await asyncio.gather(*map(layer.receive, channels), return_exceptions=True)
+    assert all(isinstance(result, RedisError) for result in results), results
+    assert time.monotonic() - started < layer.brpop_timeout + bound
+
+    await asyncio.to_thread(redis.resume)
+    await layer.send(channel, {"type": "after"})
+    async with asyncio.timeout(5):
+        assert (await layer.receive(channel))["type"] == "after"
+    await layer.close_pools()
+
+
+def redis_cache(redis: PrivateRedis) -> dict:
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": redis.url,
+            "KEY_PREFIX": "relay",
+            "OPTIONS": settings.REDIS_CACHE_OPTIONS,
+        }
+    }
+
+
+def test_the_rate_limit_fails_open_within_a_second_or_two_on_a_hung_redis(redis, caplog):
+    with override_settings(CACHES=redis_cache(redis)):
+        ratelimit.hit("test", "someone", "1/m")
+        redis.pause()
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="relay.ratelimit"):
+            ratelimit.hit("test", "someone", "1/m")  # over the limit, but the store is gone
+        elapsed = time.monotonic() - started
+        redis.resume()
+    assert elapsed < 2 * settings.REDIS_CACHE_OPTIONS["socket_timeout"] + 1
+    assert "rate limit store unavailable" in caplog.text
+
+
+def test_the_rate_limit_counts_from_the_first_attempt_after_a_redis_restart(redis, caplog):
+    with override_settings(CACHES=redis_cache(redis)):
+        ratelimit.hit("test", "someone", "2/m")  # a pooled connection, open before the restart
+        redis.stop()
+        redis.start()
+        with caplog.at_level(logging.WARNING, logger="relay.ratelimit"):
+            ratelimit.hit("test", "someone", "2/m")  # the counter restarted with Redis
+            ratelimit.hit("test", "someone", "2/m")
+            with pytest.raises(RateLimited):
+                ratelimit.hit("test", "someone", "2/m")
+    assert "rate limit store unavailable" not in caplog.text
