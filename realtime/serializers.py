@@ -41,12 +41,14 @@ class CallSubmitInput(serializers.Serializer):
     callId = CallIdField()  # noqa: N815
     to = E164Field(help_text="E.164, e.g. +442079460123")
     message = MessageField()
-    # "from" is a Python keyword: declared through the fields mapping below.
 
-
-CallSubmitInput._declared_fields["from"] = E164Field(
-    required=False, help_text="one of your numbers (E.164); default: your oldest"
-)
+    def get_fields(self):
+        # "from" is a Python keyword, so it cannot be declared as a class attribute.
+        fields = super().get_fields()
+        fields["from"] = E164Field(
+            required=False, help_text="one of your numbers (E.164); default: your oldest"
+        )
+        return fields
 
 
 class CallAckOutput(serializers.Serializer):
@@ -72,8 +74,15 @@ class CallOutput(serializers.Serializer):
     updatedAt = MillisecondsField(source="updated_at")  # noqa: N815
     endedAt = MillisecondsField(source="ended_at", allow_null=True)  # noqa: N815
 
-
-CallOutput._declared_fields["from"] = serializers.CharField(source="caller_id")
+    def get_fields(self):
+        # "from" is a Python keyword, so it cannot be declared as a class attribute; it
+        # follows endedAt, before any field a subclass adds.
+        fields = {}
+        for name, field in super().get_fields().items():
+            fields[name] = field
+            if name == "endedAt":
+                fields["from"] = serializers.CharField(source="caller_id")
+        return fields
 
 
 class CallDetailOutput(CallOutput):

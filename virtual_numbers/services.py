@@ -16,11 +16,11 @@ from django.utils import timezone
 from accounts.models import User
 from captcha.services import captcha_token_consume
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
+from core.fields import PIN_PATTERN
 from core.phone import e164_possible, e164_valid
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, PinFailure
 
 ALIAS_MAX_LENGTH = 64
-PIN_RE = re.compile(r"^[0-9]{4,8}$")
 PIN_FAILURE_LIMIT = 5
 PIN_FAILURE_WINDOW = timedelta(minutes=15)
 ALLOCATION_ATTEMPTS = 8
@@ -54,7 +54,7 @@ def alias_clean(alias: str, *, field: str = "alias") -> str:
 
 
 def pin_clean(pin: str, *, field: str) -> str:
-    if not PIN_RE.match(pin):
+    if not re.fullmatch(PIN_PATTERN, pin):
         raise InvalidRequest(
             f"{field} must be 4 to 8 digits.", fields={field: ["Must be 4 to 8 digits."]}
         )
