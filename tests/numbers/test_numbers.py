@@ -119,7 +119,9 @@ def test_an_empty_inventory_is_503(client_jwt, captcha_token):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("pin", ["123", "123456789", "12a4", "", " 1234", "١٢٣٤", "1234\n", 1234, None])
+@pytest.mark.parametrize(
+    "pin", ["123", "123456789", "12a4", "", " 1234", "١٢٣٤", "1234\n", 1234, None]
+)
 def test_a_bad_pin_is_refused(client_jwt, inventory, captcha_token, pin):
     response = create(client_jwt, captcha_token(), pin=pin)
 
