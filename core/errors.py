@@ -165,13 +165,18 @@ def _summary(fields: dict[str, list[str]]) -> str:
     return f"{name}: {messages[0]}"
 
 
+def invalid_fields(detail) -> InvalidRequest:
+    """A serializer's errors as our 400: every bad field named, the first one summarised."""
+    fields = flatten_field_errors(detail)
+    return InvalidRequest(_summary(fields) if fields else None, fields=fields)
+
+
 def to_application_error(exc: Exception) -> ApplicationError | None:
     """Translate a DRF or Django exception into our error; None for anything unexpected."""
     if isinstance(exc, ApplicationError):
         return exc
     if isinstance(exc, drf.ValidationError):
-        fields = flatten_field_errors(exc.detail)
-        return InvalidRequest(_summary(fields) if fields else None, fields=fields)
+        return invalid_fields(exc.detail)
     if isinstance(exc, drf.ParseError):
         return InvalidRequest("The request body is not valid JSON.")
     if isinstance(exc, drf.UnsupportedMediaType):

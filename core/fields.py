@@ -1,14 +1,31 @@
-"""Serializer fields that refuse the wrong JSON type instead of coercing it.
+"""Serializer fields: the one place each input rule is checked, for REST and the socket.
 
-DRF's CharField turns 123 into "123" and IntegerField turns "7" into 7; an API that documents
-a type should answer 400 when handed another one.
+They refuse the wrong JSON type instead of coercing it (DRF's CharField turns 123 into "123"
+and IntegerField turns "7" into 7; an API that documents a type should answer 400 when handed
+another one), and each states its rule in its OpenAPI schema.
 """
 
+import re
+import unicodedata
 from datetime import datetime
 
+from django.core.validators import MaxLengthValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
+
+from core.errors import invalid_fields
+from core.phone import e164_possible, e164_valid
+
+
+def validated(serializer_class, data) -> dict:
+    """`data` checked by `serializer_class`, for code outside a view (the WebSocket consumer,
+    services that take raw input); InvalidRequest naming every bad field otherwise."""
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise invalid_fields(serializer.errors)
+    return serializer.validated_data
 
 
 class StrictCharField(serializers.CharField):
@@ -48,34 +65,120 @@ class MillisecondsField(serializers.Field):
         return to_ms(value)
 
 
-# --- documented constraints ------------------------------------------------------------------
-# Fields whose OpenAPI schema states the rule the service enforces, so that generated clients
-# (and schemathesis) know what is accepted. Validation itself stays in the services.
-# NUL and lone surrogates are refused in every string of every body and frame (core/parsing.py);
-# the patterns say so for generated clients.
+# --- input rules -----------------------------------------------------------------------------
+# Each field below is the one place its rule is checked, for REST and the WebSocket alike, and
+# its OpenAPI schema states the same rule for generated clients (and schemathesis). Services
+# receive values these fields have already cleaned. NUL and lone surrogates are refused in
+# every string of every body and frame before any field runs (core/parsing.py); the patterns
+# say so for generated clients.
 NO_CONTROL = r"\u0000-\u001f\u007f-\u009f\u2028\u2029\ud800-\udfff"
 TEXT_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
-MESSAGE_PATTERN = r"^[^\u0000\ud800-\udfff]*[^\s\u0000\ud800-\udfff][^\u0000\ud800-\udfff]*$"
-CALL_ID_PATTERN = rf"^[^{NO_CONTROL}]+$"
 ALIAS_PATTERN = rf"^[^{NO_CONTROL}]*[^\s{NO_CONTROL}][^{NO_CONTROL}]*$"
 PIN_PATTERN = r"^[0-9]{4,8}$"
 E164_PATTERN = r"^\+[1-9][0-9]{6,14}$"
+ALIAS_MAX_LENGTH = 64
 
 
-# Each field's OpenAPI schema states its rule; the field is a plain StrictCharField.
-@extend_schema_field({"type": "string", "minLength": 1, "maxLength": 64, "pattern": ALIAS_PATTERN})
-class AliasField(StrictCharField):
-    pass
+class BoundedTextField(StrictCharField):
+    """A string of 1 to `max_length` characters that is not only whitespace and that `rule`
+    accepts (`rule(value)` says why not, or returns None).
+
+    Whitespace is kept as sent, or stripped with `trim=True`. Blank and over-long strings get
+    the one message "Must be 1 to N characters", so a client learns the whole rule at once.
+    """
+
+    def __init__(self, *, max_length: int, rule=None, trim: bool = False, **kwargs):
+        self.rule, self.trim = rule, trim
+        kwargs.setdefault("error_messages", {})
+        kwargs["error_messages"].setdefault("length", f"Must be 1 to {max_length} characters.")
+        super().__init__(max_length=max_length, trim_whitespace=False, **kwargs)
+        # Length is checked below, with the message above; DRF's own validator would repeat it.
+        self.validators = [v for v in self.validators if not isinstance(v, MaxLengthValidator)]
+
+    def run_validation(self, data=empty):
+        # Field's, not CharField's: CharField answers a blank string before to_internal_value.
+        return serializers.Field.run_validation(self, data)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if self.trim:
+            value = value.strip()
+        if not value.strip() or len(value) > self.max_length:
+            self.fail("length")
+        problem = self.rule(value) if self.rule else None
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+
+def alias_problem(value: str) -> str | None:
+    """Aliases are shown on one line: no control characters, line or paragraph separators."""
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+        return "Must not contain control characters."
+    return None
+
+
+@extend_schema_field(
+    {"type": "string", "minLength": 1, "maxLength": ALIAS_MAX_LENGTH, "pattern": ALIAS_PATTERN}
+)
+class AliasField(BoundedTextField):
+    """A number's alias: trimmed, 1-64 characters, on one line."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault(
+            "error_messages", {"length": "Must be 1 to 64 characters after trimming."}
+        )
+        super().__init__(max_length=ALIAS_MAX_LENGTH, trim=True, rule=alias_problem, **kwargs)
 
 
 @extend_schema_field({"type": "string", "pattern": PIN_PATTERN})
 class PinField(StrictCharField):
-    pass
+    """A PIN: 4 to 8 digits. With `checked=False` any string is taken (a current PIN in a
+    wrong format is simply a wrong PIN, answered and counted as one)."""
+
+    default_error_messages = {"pin": "Must be 4 to 8 digits."}
+
+    def __init__(self, *, checked: bool = True, **kwargs):
+        self.checked = checked
+        super().__init__(max_length=64, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if self.checked and not re.fullmatch(PIN_PATTERN, value):
+            self.fail("pin")
+        return value
 
 
 @extend_schema_field({"type": "string", "pattern": E164_PATTERN})
 class E164Field(StrictCharField):
-    pass
+    """A phone number in E.164 (`+` and digits), as a string; only its type is checked here.
+    The subclasses check and normalise the number."""
+
+
+class CallerNumberField(E164Field):
+    """A caller's number: any possible number, normalised to E.164 (core.phone.e164_possible)."""
+
+    default_error_messages = {"phone": "Not an E.164 phone number."}
+
+    def to_internal_value(self, data):
+        number = e164_possible(super().to_internal_value(data))
+        if number is None:
+            self.fail("phone")
+        return number
+
+
+class DialableNumberField(E164Field):
+    """A number Relay may dial: a valid, assigned-range number (core.phone.e164_valid).
+    Missing, null, wrong-typed and invalid values all get the one message of the rule."""
+
+    RULE = "Must be a valid phone number in E.164 form, like +442079460123."
+    default_error_messages = {"phone": RULE, "invalid": RULE, "required": RULE, "null": RULE}
+
+    def to_internal_value(self, data):
+        number = e164_valid(super().to_internal_value(data))
+        if number is None:
+            self.fail("phone")
+        return number
 
 
 @extend_schema_field({"type": "string", "pattern": TEXT_PATTERN})

@@ -10,9 +10,9 @@ from django.utils import timezone
 from core import events
 from core.errors import InvalidRequest
 from core.fields import to_ms
+from core.phone import e164_possible
 from history.models import CallRecord, CallStatus
 from virtual_numbers.models import BlockedCaller, Number
-from virtual_numbers.services import caller_clean
 
 DURATION_MAX_SECONDS = 7 * 24 * 3600
 
@@ -46,7 +46,12 @@ def record_inbound_call(
     0..one week); raises InvalidRequest otherwise. A caller on the number's blocklist is
     recorded as `blocked` with duration 0 whatever was passed.
     """
-    caller = caller_clean(caller_num)
+    caller = e164_possible(caller_num)
+    if caller is None:
+        raise InvalidRequest(
+            "caller_num must be a phone number in E.164 form, like +447700900123.",
+            fields={"caller_num": ["Not an E.164 phone number."]},
+        )
     if status not in CallStatus.values:
         raise InvalidRequest(
             "status must be answered, missed or blocked.",

@@ -14,56 +14,17 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
-from core import parsing, ratelimit
+from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
+from core.fields import validated
 from core.phone import e164_valid
-from realtime import pipeline, tasks
+from realtime import pipeline, selectors, tasks
 from realtime.models import CallEvent, CallRequest, CallState
 from realtime.providers import Step
+from realtime.serializers import CallSubmitInput
 from virtual_numbers.models import Number
 
 logger = logging.getLogger(__name__)
-
-CALL_ID_MAX = 64
-MESSAGE_MAX = 1000
-
-
-# --- submit ----------------------------------------------------------------------------------
-def _text(value, *, field: str, maximum: int, rule=parsing.text_problem) -> str:
-    if not isinstance(value, str):
-        raise InvalidRequest(f"{field} must be a string.", fields={field: ["Must be a string."]})
-    if not value.strip() or len(value) > maximum:
-        raise InvalidRequest(
-            f"{field} must be 1 to {maximum} characters.",
-            fields={field: [f"Must be 1 to {maximum} characters."]},
-        )
-    problem = rule(value)
-    if problem:
-        raise InvalidRequest(f"{field}: {problem}", fields={field: [problem]})
-    return value
-
-
-def _validate_call(*, call_id, to, message) -> tuple[str, str, str]:
-    errors: dict[str, list[str]] = {}
-    checks = (
-        (
-            "callId",
-            lambda: _text(call_id, field="callId", maximum=CALL_ID_MAX, rule=parsing.id_problem),
-        ),
-        ("message", lambda: _text(message, field="message", maximum=MESSAGE_MAX)),
-    )
-    for _name, check in checks:
-        try:
-            check()
-        except InvalidRequest as exc:
-            errors.update(exc.fields or {})
-    target = e164_valid(to)
-    if target is None:
-        errors["to"] = ["Must be a valid phone number in E.164 form, like +442079460123."]
-    if errors:
-        field, messages = next(iter(errors.items()))
-        raise InvalidRequest(f"{field}: {messages[0]}", fields=errors)
-    return call_id, target, message
 
 
 def _caller_id_for(*, user: User, from_number: str | None) -> tuple[Number | None, str]:
@@ -82,26 +43,25 @@ def _caller_id_for(*, user: User, from_number: str | None) -> tuple[Number | Non
     return None, settings.SERVICE_CALLER_ID
 
 
-def call_request_submit(
-    *, user: User, call_id, to, message, from_number: str | None = None
-) -> tuple[CallRequest, bool]:
-    """Persist a call and enqueue its dispatch in one transaction; return (call, created).
+def call_request_submit(*, user: User, data) -> tuple[CallRequest, bool]:
+    """Submit a call from a `call` frame or a POST /api/calls body; return (call, created).
 
-    The same callId again for the same user creates nothing and returns the existing call,
-    whatever its body (created False). Checks callId (1-64 chars), `to` (valid E.164),
-    message (1-1000 chars) and `from` (one of the user's numbers; default their oldest, else
-    the service's caller id); raises InvalidRequest naming every bad field, RateLimited past
-    RATE_LIMIT_CALLS_PER_USER new calls. When this returns, the call is committed.
+    The call is persisted and its dispatch enqueued in one transaction: when this returns,
+    the call is committed. The same callId again for the same user creates nothing and
+    returns the existing call, whatever the rest of the body (created False). Otherwise
+    `data` is checked by CallSubmitInput (InvalidRequest naming every bad field); `from` must
+    be one of the user's numbers (default: their oldest, else the service's caller id);
+    RateLimited past RATE_LIMIT_CALLS_PER_USER new calls.
     """
-    if isinstance(call_id, str) and parsing.id_problem(call_id) is None:
-        existing = CallRequest.objects.filter(owner=user, call_id=call_id).first()
-        if existing is not None:
-            return existing, False
-    call_id, target, message = _validate_call(call_id=call_id, to=to, message=message)
-    if from_number is not None and not isinstance(from_number, str):
-        raise InvalidRequest("from must be a string.", fields={"from": ["Must be a string."]})
+    existing = selectors.call_find(
+        user=user, call_id=data.get("callId") if isinstance(data, dict) else None
+    )
+    if existing is not None:
+        return existing, False
+    values = validated(CallSubmitInput, data)
+    call_id, target, message = values["callId"], values["to"], values["message"]
     ratelimit.hit("calls:user", str(user.pk), settings.RATE_LIMIT_CALLS_PER_USER)
-    number, caller_id = _caller_id_for(user=user, from_number=from_number)
+    number, caller_id = _caller_id_for(user=user, from_number=values.get("from"))
     now = timezone.now()
     try:
         with transaction.atomic():

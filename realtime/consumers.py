@@ -8,9 +8,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
 from core import events, parsing
-from core.errors import ApplicationError
-from realtime import pipeline
-from realtime.calls import call_request_submit
+from core.errors import ApplicationError, InvalidRequest
+from realtime import calls, pipeline
 
 logger = logging.getLogger(__name__)
 
@@ -100,16 +99,12 @@ class RelayConsumer(AsyncWebsocketConsumer):
             return
         try:
             frame = parsing.loads(raw, what="frame")
-        except parsing.UnacceptableText as exc:
-            # Refused like any bad field; a clean callId is still echoed for the client.
-            echo = call_id_echo(exc.document)
-            await self.send_error(exc.code, exc.message, **echo, fields=exc.fields)
-            return
         except ApplicationError as exc:
-            await self.send_error(exc.code, exc.message)
+            # Refused like any bad field; a clean callId is still echoed for the client.
+            await self.send_error(exc, frame=getattr(exc, "document", None))
             return
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-            await self.send_error("invalid_request", "Frames must be JSON objects with a type.")
+            await self.send_error(InvalidRequest("Frames must be JSON objects with a type."))
             return
         if frame["type"] == "ping":
             await self.send_json({"type": "pong", "ts": now_ms()})
@@ -117,21 +112,15 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if frame["type"] == "call":
             await self.handle_call(frame)
             return
-        await self.send_error("invalid_request", f"Unknown frame type {frame['type'][:32]!r}.")
+        await self.send_error(InvalidRequest(f"Unknown frame type {frame['type'][:32]!r}."))
 
     async def handle_call(self, frame: dict) -> None:
-        echo = call_id_echo(frame)
         try:
-            call, _created = await database_sync_to_async(call_request_submit)(
-                user=self.scope["user"],
-                call_id=frame.get("callId"),
-                to=frame.get("to"),
-                message=frame.get("message"),
-                from_number=frame.get("from"),
+            call, _created = await database_sync_to_async(calls.call_request_submit)(
+                user=self.scope["user"], data=frame
             )
         except ApplicationError as exc:
-            extra = {**echo, "fields": exc.fields} if exc.fields else echo
-            await self.send_error(exc.code, exc.message, **extra)
+            await self.send_error(exc, frame=frame)
             return
         # The call is committed (and its dispatch enqueued) before this ack leaves.
         await self.send_json(pipeline.call_ack_event(call))
@@ -139,8 +128,15 @@ class RelayConsumer(AsyncWebsocketConsumer):
     async def send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":")))
 
-    async def send_error(self, code: str, message: str, **extra) -> None:
-        await self.send_json({"type": "error", "code": code, "error": message, **extra})
+    async def send_error(self, error: ApplicationError, *, frame=None) -> None:
+        """The error frame: the HTTP error body's code, message and fields, with the frame's
+        callId echoed when it is clean."""
+        body = error.as_body()
+        payload = {"type": "error", "code": body["code"], "error": body["error"]}
+        payload.update(call_id_echo(frame))
+        if "fields" in body:
+            payload["fields"] = body["fields"]
+        await self.send_json(payload)
 
     # --- channel-layer handlers ---------------------------------------------------------------
     async def relay_event(self, message):

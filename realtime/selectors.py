@@ -7,12 +7,17 @@ from core.pagination import Page
 from realtime.models import CallRequest
 
 
+def call_find(*, user: User, call_id) -> CallRequest | None:
+    """The user's call with this callId, or None (also for a value no callId can be: not a
+    string, or with control characters, which are refused when calls are submitted)."""
+    if not isinstance(call_id, str) or parsing.id_problem(call_id):
+        return None
+    return CallRequest.objects.filter(owner=user, call_id=call_id).first()
+
+
 def call_access(*, user: User, call_id: str) -> CallRequest:
-    """The user's call with this callId; NotFound for one that is unknown, another user's,
-    or that no call can have (control characters are refused when calls are submitted)."""
-    if parsing.id_problem(call_id):
-        raise NotFound()
-    call = CallRequest.objects.filter(owner=user, call_id=call_id).first()
+    """The user's call with this callId; NotFound for one that is unknown or another user's."""
+    call = call_find(user=user, call_id=call_id)
     if call is None:
         raise NotFound()
     return call

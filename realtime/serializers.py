@@ -2,7 +2,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.fields import E164Field, MillisecondsField
+from core import parsing
+from core.fields import BoundedTextField, DialableNumberField, E164Field, MillisecondsField
 from core.pagination import PageParameters, PageQuery
 from realtime.models import CallState
 
@@ -17,29 +18,47 @@ class CallListParameters(PageParameters):
     status = serializers.ChoiceField(choices=STATUS_FILTERS, default="all", required=False)
 
 
+CALL_ID_MAX = 64
+MESSAGE_MAX = 1000
+MUST_BE_A_STRING = {"required": "Must be a string.", "null": "Must be a string."}
+
+
 @extend_schema_field(
     {
         "type": "string",
         "minLength": 1,
-        "maxLength": 64,
+        "maxLength": CALL_ID_MAX,
         "pattern": r"^[^\u0000-\u001f\u007f-\u009f]+$",
     }
 )
-class CallIdField(serializers.CharField):
-    pass
+class CallIdField(BoundedTextField):
+    """The client's id for a call: 1-64 characters, no control characters, kept as sent."""
+
+    default_error_messages = MUST_BE_A_STRING
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=CALL_ID_MAX, rule=parsing.id_problem, **kwargs)
 
 
-@extend_schema_field({"type": "string", "minLength": 1, "maxLength": 1000, "pattern": r"\S"})
-class MessageField(serializers.CharField):
-    pass
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX, "pattern": r"\S"})
+class MessageField(BoundedTextField):
+    """The text to speak: 1-1000 characters, not only whitespace, kept as sent."""
+
+    default_error_messages = MUST_BE_A_STRING
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=MESSAGE_MAX, rule=parsing.text_problem, **kwargs)
 
 
 class CallSubmitInput(serializers.Serializer):
-    """Documented shape only: the service validates the raw values itself, exactly as it does
-    for the WebSocket `call` frame, so both paths answer the same errors."""
+    # A `call` frame and the body of POST /api/calls: one shape, checked here for both (a
+    # comment, not a docstring, which the schema would publish). Whether `from` is one of the
+    # caller's numbers is the service's to decide.
+
+    default_error_messages = {"invalid": "The body must be a JSON object."}
 
     callId = CallIdField()  # noqa: N815
-    to = E164Field(help_text="E.164, e.g. +442079460123")
+    to = DialableNumberField(help_text="E.164, e.g. +442079460123")
     message = MessageField()
 
     def get_fields(self):
@@ -49,6 +68,12 @@ class CallSubmitInput(serializers.Serializer):
             required=False, help_text="one of your numbers (E.164); default: your oldest"
         )
         return fields
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and data.get("from") is None:
+            # `"from": null` means the default, as leaving it out does.
+            data = {key: value for key, value in data.items() if key != "from"}
+        return super().to_internal_value(data)
 
 
 class CallAckOutput(serializers.Serializer):

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from core.fields import AliasField, E164Field, MillisecondsField, PinField, StrictCharField
+from core.fields import AliasField, CallerNumberField, MillisecondsField, PinField, StrictCharField
 
 
 class NumberOutput(serializers.Serializer):
@@ -15,22 +15,23 @@ class NumberListOutput(serializers.Serializer):
 
 
 class NumberCreateInput(serializers.Serializer):
-    alias = AliasField(max_length=1024, trim_whitespace=False)
-    pin = PinField(max_length=64, trim_whitespace=False, help_text="4 to 8 digits.")
+    alias = AliasField()
+    pin = PinField(help_text="4 to 8 digits.")
     captchaToken = StrictCharField(max_length=64, help_text="uuid from /api/captcha/verify")  # noqa: N815
 
 
 class AliasInput(serializers.Serializer):
-    alias = AliasField(max_length=1024, trim_whitespace=False)
+    alias = AliasField()
 
 
 class PinChangeInput(serializers.Serializer):
-    currentPin = PinField(max_length=64, trim_whitespace=False)  # noqa: N815
-    newPin = PinField(max_length=64, trim_whitespace=False)  # noqa: N815
+    # A current PIN in the wrong format is a wrong PIN: 403, and counted towards the lock.
+    currentPin = PinField(checked=False)  # noqa: N815
+    newPin = PinField()  # noqa: N815
 
 
 class BlockedCallerInput(serializers.Serializer):
-    caller_num = E164Field(max_length=64)
+    caller_num = CallerNumberField(max_length=64)
 
 
 class BlockedCallerOutput(serializers.Serializer):

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 import secrets
-import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -16,11 +14,9 @@ from django.utils import timezone
 from accounts.models import User
 from captcha.services import captcha_token_consume
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
-from core.fields import PIN_PATTERN
-from core.phone import e164_possible, e164_valid
+from core.phone import e164_valid
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, PinFailure
 
-ALIAS_MAX_LENGTH = 64
 PIN_FAILURE_LIMIT = 5
 PIN_FAILURE_WINDOW = timedelta(minutes=15)
 ALLOCATION_ATTEMPTS = 8
@@ -34,41 +30,6 @@ class PinMismatch(ApplicationError):
 class PinLocked(ApplicationError):
     code = ErrorCode.PIN_LOCKED
     message = "Too many wrong PINs: PIN changes for this number are locked for a while."
-
-
-# --- validation ----------------------------------------------------------------------------
-def alias_clean(alias: str, *, field: str = "alias") -> str:
-    """Trimmed alias of 1-64 characters without control characters, else InvalidRequest."""
-    alias = alias.strip()
-    if not alias or len(alias) > ALIAS_MAX_LENGTH:
-        raise InvalidRequest(
-            f"{field} must be 1 to {ALIAS_MAX_LENGTH} characters.",
-            fields={field: [f"Must be 1 to {ALIAS_MAX_LENGTH} characters after trimming."]},
-        )
-    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in alias):
-        raise InvalidRequest(
-            f"{field} must not contain control characters.",
-            fields={field: ["Must not contain control characters."]},
-        )
-    return alias
-
-
-def pin_clean(pin: str, *, field: str) -> str:
-    if not re.fullmatch(PIN_PATTERN, pin):
-        raise InvalidRequest(
-            f"{field} must be 4 to 8 digits.", fields={field: ["Must be 4 to 8 digits."]}
-        )
-    return pin
-
-
-def caller_clean(raw, *, field: str = "caller_num") -> str:
-    caller = e164_possible(raw)
-    if caller is None:
-        raise InvalidRequest(
-            f"{field} must be a phone number in E.164 form, like +447700900123.",
-            fields={field: ["Not an E.164 phone number."]},
-        )
-    return caller
 
 
 # --- inventory -----------------------------------------------------------------------------
@@ -177,8 +138,6 @@ def number_create(*, user: User, alias: str, pin: str, captcha_token: str) -> Nu
     plan's limit, 503 no_numbers_available when the inventory is empty. Either of those rolls
     the transaction back, so the token is spent only if the number is created.
     """
-    alias = alias_clean(alias)
-    pin = pin_clean(pin, field="pin")
     pin_hash = make_password(pin)  # slow by design: hash before taking any lock
     with transaction.atomic():
         locked_user = _lock_user(user)
@@ -194,8 +153,7 @@ def number_grant(*, user: User, alias: str, pin: str, preferred: str | None = No
     the inventory rules still hold. `preferred` (E.164) is taken when it is free; otherwise
     the number is random, as on the API.
     """
-    alias = alias_clean(alias)
-    pin_hash = make_password(pin_clean(pin, field="pin"))
+    pin_hash = make_password(pin)
     with transaction.atomic():
         locked_user = _lock_user(user)
         _refuse_past_limit(locked_user)
@@ -213,7 +171,6 @@ def _locked(number: Number) -> Number:
 
 def number_alias_set(*, number: Number, alias: str) -> Number:
     """Rename a number (one the caller reached through selectors.number_access)."""
-    alias = alias_clean(alias)
     if not Number.objects.filter(pk=number.pk).update(alias=alias):
         raise NotFound()  # deleted a moment ago
     number.alias = alias
@@ -240,9 +197,6 @@ def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None
     has moved on: PinLocked (429, Retry-After), even for the right PIN. Failures are counted
     in the database under the number's row lock, so parallel guesses cannot overshoot.
     """
-    new_pin = pin_clean(new_pin, field="newPin")
-    if not isinstance(current_pin, str) or not current_pin:
-        raise InvalidRequest("currentPin is required.", fields={"currentPin": ["Required."]})
     outcome: ApplicationError | None = None
     with transaction.atomic():
         number = _locked(number)
@@ -279,8 +233,9 @@ def number_release(*, number: Number) -> None:
 # --- blocklist -----------------------------------------------------------------------------
 def blocked_caller_add(*, number: Number, caller_num: str) -> tuple[BlockedCaller, bool]:
     """Block a caller on a number. Returns (entry, created); idempotent. At most
-    BLOCKLIST_MAX_PER_NUMBER callers (`blocklist_full`), counted under the number's lock."""
-    caller = caller_clean(caller_num)
+    BLOCKLIST_MAX_PER_NUMBER callers (`blocklist_full`), counted under the number's lock.
+    `caller_num` is E.164, as CallerNumberField cleans it."""
+    caller = caller_num
     with transaction.atomic():
         number = _locked(number)
         existing = BlockedCaller.objects.filter(number=number, caller_num=caller).first()
@@ -299,8 +254,7 @@ def blocked_caller_add(*, number: Number, caller_num: str) -> tuple[BlockedCalle
 
 
 def blocked_caller_remove(*, number: Number, caller_num: str) -> None:
-    """Unblock a caller; NotFound if the caller is not blocked on that number."""
-    caller = caller_clean(caller_num)
-    deleted, _ = BlockedCaller.objects.filter(number=number, caller_num=caller).delete()
+    """Unblock a caller (E.164); NotFound if the caller is not blocked on that number."""
+    deleted, _ = BlockedCaller.objects.filter(number=number, caller_num=caller_num).delete()
     if not deleted:
         raise NotFound()

@@ -147,8 +147,17 @@ def test_a_bad_alias_is_refused(client_jwt, inventory, captcha_token, alias):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("alias", ["x" * 65, "x" * 5000, "  " + "x" * 65])
+def test_an_alias_too_long_gets_the_one_length_rule(client_jwt, inventory, captcha_token, alias):
+    response = create(client_jwt, captcha_token(), alias=alias)
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"alias": ["Must be 1 to 64 characters after trimming."]}
+
+
+@pytest.mark.django_db
 def test_a_64_character_alias_is_accepted(client_jwt, inventory, captcha_token):
-    response = create(client_jwt, captcha_token(), alias="é" * 64)
+    response = create(client_jwt, captcha_token(), alias=" " + "é" * 64 + " ")
 
     assert response.status_code == 201
     assert response.json()["alias"] == "é" * 64

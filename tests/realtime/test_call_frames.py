@@ -7,7 +7,7 @@ from asgiref.sync import sync_to_async
 
 from history.services import record_inbound_call
 from realtime.models import CallRequest
-from tests.conftest import drain_tasks
+from tests.conftest import drain_tasks, jwt_client
 from tests.factories import NumberFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,6 +90,34 @@ async def test_each_bad_call_gets_an_error_frame_and_the_socket_stays_open(ws, f
         assert error["callId"] == frame["callId"]
     await ws.send_json_to({"type": "ping"})
     assert (await ws.receive_json_from(timeout=5))["type"] == "pong"
+    assert not await sync_to_async(CallRequest.objects.exists)()
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        call_frame(to=None, message="   "),
+        call_frame(call_id="x" * 65, to=442079460120),
+        call_frame(call_id="bad\tid", message=None),
+        {"type": "call", "callId": "c9", "to": "+442079460120", "message": "hi", "from": 7},
+        {"type": "call", "callId": "c9", "to": "+442079460120", "message": "hi", "from": "+1"},
+        {"type": "call"},
+    ],
+)
+async def test_a_bad_call_frame_and_the_same_post_answer_the_same_error(ws, login, frame):
+    # One validator for both ways in: the frame's error is the HTTP body plus type and callId.
+    body = {key: value for key, value in frame.items() if key != "type"}
+    client = jwt_client(login.token)
+    response = await sync_to_async(client.post)("/api/calls", body, format="json")
+
+    await ws.send_json_to(frame)
+    error = await ws.receive_json_from(timeout=5)
+
+    assert response.status_code == 400
+    expected = {"type": "error", **response.json()}
+    if isinstance(frame.get("callId"), str):
+        expected["callId"] = frame["callId"]
+    assert error == expected
     assert not await sync_to_async(CallRequest.objects.exists)()
 
 

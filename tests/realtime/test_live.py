@@ -183,7 +183,9 @@ def test_a_worker_killed_mid_call_leaves_no_call_hanging(user, tmp_path):
         "CALL_RECOVERY_INTERVAL": "0.3",
     }
     calls = [
-        call_request_submit(user=user, call_id=f"k{i}", to=target(i), message="hello")[0]
+        call_request_submit(user=user, data={"callId": f"k{i}", "to": target(i), "message": "hi"})[
+            0
+        ]
         for i in range(10)
     ]
     worker = WorkerProcess(tmp_path, **slow)

@@ -14,8 +14,11 @@ from tests.factories import NumberFactory
 pytestmark = pytest.mark.django_db
 
 
-def submit(user, call_id="c1", to="+442079460120", message="Hello there", **kw):
-    return calls.call_request_submit(user=user, call_id=call_id, to=to, message=message, **kw)
+def submit(user, call_id="c1", to="+442079460120", message="Hello there", from_number=None):
+    data = {"callId": call_id, "to": to, "message": message}
+    if from_number is not None:
+        data["from"] = from_number
+    return calls.call_request_submit(user=user, data=data)
 
 
 def timeline(call):
