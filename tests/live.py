@@ -70,26 +70,28 @@ def relay_env(var_dir: Path, **extra) -> dict:
     return env
 
 
-def wait_until(predicate, *, deadline: float, what: str, interval: float = 0.05):
+def _attempts(deadline: float, what: str):
+    """Yield until `deadline` seconds have passed, then fail naming `what`."""
     end = time.monotonic() + deadline
     while True:
-        result = predicate()
-        if result:
-            return result
+        yield
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_until(predicate, *, deadline: float, what: str, interval: float = 0.05):
+    """Poll `predicate` until it returns something true (returned), or fail at `deadline`."""
+    for _ in _attempts(deadline, what):
+        if result := predicate():
+            return result
         time.sleep(interval)
 
 
 async def eventually(predicate, *, deadline: float, what: str, interval: float = 0.05):
     """wait_until for state that tasks on the running event loop update."""
-    end = time.monotonic() + deadline
-    while True:
-        result = predicate()
-        if result:
+    for _ in _attempts(deadline, what):
+        if result := predicate():
             return result
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(interval)
 
 

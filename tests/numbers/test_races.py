@@ -36,14 +36,19 @@ def race(calls) -> list[int]:
         return list(pool.map(run, calls))
 
 
-def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server, captcha_token):
+def user_holding(count: int):
+    """A user holding `count` numbers of a fresh inventory, and their JWT."""
     inventory_provision(start="+442079460000", count=100)
     user = UserFactory()
-    for _ in range(4):
+    for _ in range(count):
         NumberFactory(
             owner=user, inventory=InventoryNumber.objects.filter(holding__isnull=True).first()
         )
-    jwt = accounts.session_open(user=user).token
+    return user, accounts.session_open(user=user).token
+
+
+def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server, captcha_token):
+    user, jwt = user_holding(4)
     tokens = [captcha_token() for _ in range(20)]
     url = f"{live_server.url}/api/numbers"
 
@@ -61,13 +66,7 @@ def test_twenty_parallel_creations_at_four_numbers_give_exactly_one(live_server,
 def test_at_the_limit_parallel_made_up_tokens_are_invalid_and_valid_ones_stay_unspent(
     live_server, captcha_token
 ):
-    inventory_provision(start="+442079460000", count=100)
-    user = UserFactory()
-    for _ in range(5):
-        NumberFactory(
-            owner=user, inventory=InventoryNumber.objects.filter(holding__isnull=True).first()
-        )
-    jwt = accounts.session_open(user=user).token
+    user, jwt = user_holding(5)
     valid = [captcha_token() for _ in range(5)]
     made_up = [str(uuid.uuid4()) for _ in range(5)]
     url = f"{live_server.url}/api/numbers"

@@ -114,19 +114,8 @@ async def test_an_inbound_call_recorded_from_another_shell_reaches_the_open_sock
         env = relay_env(tmp_path)  # no REDIS_URL on the embedded default: found via var/
         result = await asyncio.to_thread(
             subprocess.run,
-            [
-                sys.executable,
-                "manage.py",
-                "record_call",
-                "--number",
-                number.number,
-                "--caller",
-                "+447700900123",
-                "--status",
-                "answered",
-                "--duration",
-                "45",
-            ],
+            [sys.executable, "manage.py", "record_call", "--number", number.number]
+            + ["--caller", "+447700900123", "--status", "answered", "--duration", "45"],
             cwd=ROOT,
             env=env,
             capture_output=True,
