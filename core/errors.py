@@ -56,7 +56,7 @@ class ErrorCode(StrEnum):
     NOT_ACCEPTABLE = ("not_acceptable", 406, "The API only produces JSON.")
     EMAIL_TAKEN = ("email_taken", 409, "The e-mail address is already registered.")
     NUMBER_LIMIT_REACHED = ("number_limit_reached", 409, "The plan's numbers are all held.")
-    CALL_NOT_CANCELABLE = ("call_not_cancelable", 409, "The call has left the queue.")
+    CALL_NOT_CANCELABLE = ("call_not_cancelable", 409, "The call has already ended.")
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413, "The body is larger than API_MAX_BODY_BYTES.")
     URI_TOO_LONG = ("uri_too_long", 414, "The request line is over 16 KiB.")
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415, "The body is not JSON.")

@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from core.admin_links import EstimatedCountPaginator, OwnerLinkMixin
 from core.errors import ApplicationError, ErrorCode
 from realtime import calls
-from realtime.models import CallEvent, CallRequest, CallState
+from realtime.models import ACTIVE_STATES, CallEvent, CallRequest
 
 
 class CallEventInline(admin.TabularInline):
@@ -28,7 +28,7 @@ class CallRequestAdmin(OwnerLinkMixin, admin.ModelAdmin):
     paginator = EstimatedCountPaginator
     inlines = [CallEventInline]
     readonly_fields = [f.name for f in CallRequest._meta.fields]
-    actions = ["cancel_queued"]
+    actions = ["cancel_calls"]
 
     def has_add_permission(self, request):
         return False
@@ -39,15 +39,15 @@ class CallRequestAdmin(OwnerLinkMixin, admin.ModelAdmin):
     def lookup_allowed(self, lookup, value, request=None):
         return lookup == "owner" or super().lookup_allowed(lookup, value, request)
 
-    @admin.action(description="Cancel the selected queued calls")
-    def cancel_queued(self, request, queryset):
+    @admin.action(description="Cancel the selected calls that have not ended")
+    def cancel_calls(self, request, queryset):
         canceled = 0
-        for call in queryset.filter(status=CallState.QUEUED).select_related("owner"):
+        for call in queryset.filter(status__in=ACTIVE_STATES).select_related("owner"):
             try:
                 calls.call_request_cancel(call=call)
                 canceled += 1
             except ApplicationError as error:
                 if error.code != ErrorCode.CALL_NOT_CANCELABLE:
                     raise
-                pass  # it left the queue meanwhile
+                pass  # it ended meanwhile
         self.message_user(request, f"Canceled {canceled} call(s).", messages.SUCCESS)

@@ -20,7 +20,7 @@ from core.fields import validated
 from core.phone import e164_valid
 from realtime import pipeline, selectors, tasks
 from realtime.models import CallEvent, CallRequest, CallState
-from realtime.providers import Step
+from realtime.providers import Step, get_provider
 from realtime.serializers import CallSubmitInput
 from virtual_numbers.models import Number
 
@@ -70,6 +70,7 @@ def call_request_submit(*, user: User, data) -> tuple[CallRequest, bool]:
                 call_id=call_id,
                 to=target,
                 message=message,
+                language=values.get("language") or settings.TTS_DEFAULT_LANGUAGE,
                 from_number=number,
                 caller_id=caller_id,
                 created_at=now,
@@ -87,13 +88,15 @@ def call_request_submit(*, user: User, data) -> tuple[CallRequest, bool]:
 
 # --- cancel --------------------------------------------------------------------------------
 def call_request_cancel(*, call: CallRequest) -> CallRequest:
-    """Cancel a queued call (one the caller reached through selectors.call_access);
-    `call_not_cancelable` once it has moved on."""
+    """Cancel a call that has not ended (one the caller reached through selectors.call_access):
+    it ends `canceled` at once, and the provider hangs up what it placed (CANCEL while it
+    rings, BYE once answered). `call_not_cancelable` once the call has ended."""
     step = Step(status=CallState.CANCELED, reason="canceled by the user")
-    if not pipeline.call_transition(call=call, step=step, expected_status=CallState.QUEUED):
-        call.refresh_from_db()
-        raise ApplicationError(
-            f"Only a queued call can be canceled; this one is {call.status}.",
-            code=ErrorCode.CALL_NOT_CANCELABLE,
-        )
-    return call
+    while not call.is_terminal:
+        if pipeline.call_transition(call=call, step=step, expected_status=call.status):
+            get_provider().hang_up(call)
+            return call
+        call.refresh_from_db()  # it moved on a moment ago: try again from where it is now
+    raise ApplicationError(
+        f"The call has already ended ({call.status}).", code=ErrorCode.CALL_NOT_CANCELABLE
+    )

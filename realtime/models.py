@@ -34,6 +34,7 @@ class CallRequest(models.Model):
     call_id = models.CharField(max_length=64, help_text="the client's callId")
     to = models.CharField(max_length=16)
     message = models.TextField()
+    language = models.CharField(max_length=32, default="en", help_text="the voice it is spoken in")
     # The held number it calls from; kept null if that number is deleted later.
     from_number = models.ForeignKey(
         "numbers.Number",

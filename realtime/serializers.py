@@ -3,8 +3,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core import parsing
-from core.fields import BoundedTextField, DialableNumberField, E164Field, MillisecondsField
+from core.fields import (
+    BoundedTextField,
+    DialableNumberField,
+    E164Field,
+    MillisecondsField,
+    StrictCharField,
+)
 from core.pagination import PageParameters, PageQuery
+from realtime.languages import LANGUAGES
 from realtime.models import CallState
 
 STATUS_FILTERS = [*CallState.values, "all"]
@@ -50,6 +57,21 @@ class MessageField(BoundedTextField):
         super().__init__(max_length=MESSAGE_MAX, rule=parsing.text_problem, **kwargs)
 
 
+@extend_schema_field({"type": "string", "enum": sorted(LANGUAGES)})
+class LanguageField(StrictCharField):
+    """A voice of realtime.languages; the default is TTS_DEFAULT_LANGUAGE."""
+
+    default_error_messages = {
+        "language": "Not a language Relay speaks; use a code such as en, de, fr or cmn."
+    }
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if value not in LANGUAGES:
+            self.fail("language")
+        return value
+
+
 class CallSubmitInput(serializers.Serializer):
     # A `call` frame and the body of POST /api/calls: one shape, checked here for both (a
     # comment, not a docstring, which the schema would publish). Whether `from` is one of the
@@ -60,6 +82,7 @@ class CallSubmitInput(serializers.Serializer):
     callId = CallIdField()  # noqa: N815
     to = DialableNumberField(help_text="E.164, e.g. +442079460123")
     message = MessageField()
+    language = LanguageField(required=False, help_text="the voice; default TTS_DEFAULT_LANGUAGE")
 
     def get_fields(self):
         # "from" is a Python keyword, so it cannot be declared as a class attribute.

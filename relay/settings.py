@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "captcha",
     "history",
     "realtime",
+    "telephony",
     "relay",  # the site itself: runrelay, the command that runs every process
 ]
 
@@ -280,6 +281,10 @@ HISTORY_MAX_LIMIT = 200
 # --- Calls -----------------------------------------------------------------------------------
 RATE_LIMIT_CALLS_PER_USER = env.str("RATE_LIMIT_CALLS_PER_USER", default="60/m")
 TELEPHONY_PROVIDER = env.str("TELEPHONY_PROVIDER", default="simulated")
+if TELEPHONY_PROVIDER not in ("simulated", "sip"):
+    raise ImproperlyConfigured(
+        f"TELEPHONY_PROVIDER must be simulated or sip, not {TELEPHONY_PROVIDER!r}"
+    )
 SERVICE_CALLER_ID = env.str("SERVICE_CALLER_ID", default="+441632960000")
 SIMULATED_STEP_SECONDS = env.float("SIMULATED_STEP_SECONDS", default=1.0)
 SIMULATED_TALK_SCALE = env.float("SIMULATED_TALK_SCALE", default=0.1)
@@ -288,6 +293,71 @@ CALL_RECOVERY_GRACE = env.int("CALL_RECOVERY_GRACE", default=30)
 CALL_RECOVERY_INTERVAL = env.float("CALL_RECOVERY_INTERVAL", default=10.0)
 CALL_MAX_RECOVERIES = env.int("CALL_MAX_RECOVERIES", default=3)
 WORKER_POLL_INTERVAL = env.float("WORKER_POLL_INTERVAL", default=0.2)
+
+# --- SIP (TELEPHONY_PROVIDER=sip; docs/telephony.md) ------------------------------------------
+SIP_TRUNK_URI = env.str("SIP_TRUNK_URI", default="")
+SIP_USERNAME = env.str("SIP_USERNAME", default="")
+SIP_PASSWORD = env.str("SIP_PASSWORD", default="")
+SIP_TRANSPORT = env.str("SIP_TRANSPORT", default="udp").lower()
+SIP_BIND = env.str("SIP_BIND", default="0.0.0.0:5060")  # noqa: S104 - a SIP agent listens
+SIP_PUBLIC_ADDRESS = env.str("SIP_PUBLIC_ADDRESS", default="")
+RTP_PORT_RANGE = env.str("RTP_PORT_RANGE", default="20000-20999")
+SIP_RING_TIMEOUT = env.float("SIP_RING_TIMEOUT", default=30.0)
+SIP_MAX_CALL_SECONDS = env.float("SIP_MAX_CALL_SECONDS", default=300.0)
+SIP_MAX_CONCURRENT_CALLS = env.int("SIP_MAX_CONCURRENT_CALLS", default=50)
+SIP_AGENTS = env.int("SIP_AGENTS", default=1)
+SIP_POLL_INTERVAL = env.float("SIP_POLL_INTERVAL", default=0.05)
+TTS_DEFAULT_LANGUAGE = env.str("TTS_DEFAULT_LANGUAGE", default="en")
+TTS_CACHE_DIR = Path(env.str("TTS_CACHE_DIR", default=str(VAR_DIR / "tts")))
+
+
+def _sip_settings() -> tuple[str, int, tuple[int, int]]:
+    """SIP_BIND as (host, port) and RTP_PORT_RANGE as (first, last); ImproperlyConfigured,
+    in one line, for anything the telephony agent could not start with."""
+    from realtime.languages import LANGUAGES
+
+    host, _, port = SIP_BIND.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ImproperlyConfigured(
+            f"SIP_BIND must be host:port, like 0.0.0.0:5060, not {SIP_BIND!r}"
+        )
+    first, _, last = RTP_PORT_RANGE.partition("-")
+    if not (first.isdigit() and last.isdigit() and 1024 <= int(first) < int(last) <= 65535):
+        raise ImproperlyConfigured(
+            f"RTP_PORT_RANGE must be first-last within 1024-65535, like 20000-20999, "
+            f"not {RTP_PORT_RANGE!r}"
+        )
+    if int(last) - int(first) < 2 * SIP_MAX_CONCURRENT_CALLS * SIP_AGENTS:
+        raise ImproperlyConfigured(
+            "RTP_PORT_RANGE is too small: each call needs two ports, for "
+            f"SIP_MAX_CONCURRENT_CALLS ({SIP_MAX_CONCURRENT_CALLS}) calls on each of "
+            f"SIP_AGENTS ({SIP_AGENTS}) agents"
+        )
+    trunk_ok = SIP_TRUNK_URI.lower().startswith("sip:") and len(SIP_TRUNK_URI) > 4
+    if TELEPHONY_PROVIDER == "sip" and not trunk_ok:
+        raise ImproperlyConfigured(
+            f"SIP_TRUNK_URI must be a sip: URI, like sip:trunk.example.com:5060, "
+            f"not {SIP_TRUNK_URI!r}"
+        )
+    if SIP_TRANSPORT not in ("udp", "tcp"):
+        raise ImproperlyConfigured(f"SIP_TRANSPORT must be udp or tcp, not {SIP_TRANSPORT!r}")
+    if bool(SIP_USERNAME) != bool(SIP_PASSWORD):
+        raise ImproperlyConfigured("SIP_USERNAME and SIP_PASSWORD are set together or not at all")
+    for name in ("SIP_RING_TIMEOUT", "SIP_MAX_CALL_SECONDS", "SIP_POLL_INTERVAL"):
+        if globals()[name] <= 0:
+            raise ImproperlyConfigured(f"{name} must be more than 0")
+    for name in ("SIP_MAX_CONCURRENT_CALLS", "SIP_AGENTS"):
+        if globals()[name] < 1:
+            raise ImproperlyConfigured(f"{name} must be at least 1")
+    if TTS_DEFAULT_LANGUAGE not in LANGUAGES:
+        raise ImproperlyConfigured(
+            f"TTS_DEFAULT_LANGUAGE {TTS_DEFAULT_LANGUAGE!r} is not a language espeak-ng speaks "
+            "(see realtime/languages.py)"
+        )
+    return host, int(port), (int(first), int(last))
+
+
+SIP_BIND_HOST, SIP_BIND_PORT, RTP_PORTS = _sip_settings()
 
 PLAN_NUMBER_LIMITS = {"free": env.int("PLAN_FREE_NUMBERS", default=5)}
 

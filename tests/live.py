@@ -190,12 +190,20 @@ class RelayProcess(ChildProcess):
     """`manage.py runrelay` on a free port, serving once /healthz answers 200. Its environment
     is `relay_env(var_dir, **env)` (the test database), or `environ` when given."""
 
-    def __init__(self, var_dir: Path, *args: str, environ: dict | None = None, **env):
+    def __init__(
+        self,
+        var_dir: Path,
+        *args: str,
+        environ: dict | None = None,
+        log: Path | None = None,
+        **env,
+    ):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.ws_base = f"ws://127.0.0.1:{self.port}"
         argv = [sys.executable, "manage.py", "runrelay", "--port", str(self.port), *args]
-        super().__init__(argv, environ if environ is not None else relay_env(var_dir, **env))
+        environ = environ if environ is not None else relay_env(var_dir, **env)
+        super().__init__(argv, environ, log=log)
         self.wait_serving(f"{self.base}/healthz", what="runrelay to serve")
 
 

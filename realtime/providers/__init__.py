@@ -11,7 +11,12 @@ from typing import Protocol
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-PROVIDERS = {"simulated": "realtime.providers.simulated.SimulatedProvider"}
+# By dotted path: a provider may live in a higher app (SIP is telephony's), which realtime
+# never imports.
+PROVIDERS = {
+    "simulated": "realtime.providers.simulated.SimulatedProvider",
+    "sip": "telephony.provider.SipProvider",
+}
 
 
 @dataclass(frozen=True)

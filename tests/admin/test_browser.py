@@ -222,7 +222,7 @@ def test_actions_run_through_the_services(live_server, page, world):
     run_action(page, base, "/admin/history/callrecord/", "block_callers", record.pk)
     assert BlockedCaller.objects.filter(number=number, caller_num="+447700900123").exists()
 
-    run_action(page, base, "/admin/realtime/callrequest/", "cancel_queued", world["queued"].pk)
+    run_action(page, base, "/admin/realtime/callrequest/", "cancel_calls", world["queued"].pk)
     world["queued"].refresh_from_db()
     assert world["queued"].status == "canceled"
     shot(page, "call-canceled")

@@ -172,13 +172,26 @@ def test_a_queued_call_can_be_canceled_and_is_then_never_placed(user):
     assert timeline(call) == ["queued", "canceled"]
 
 
-def test_a_call_that_left_the_queue_cannot_be_canceled(user):
+def test_a_placed_call_can_be_canceled_and_the_provider_goes_no_further(user):
+    call, _ = submit(user)
+    tasks.advance_call.call(call_request_id=str(call.pk), expected_status="queued")
+
+    calls.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
+    drain_tasks()
+
+    call.refresh_from_db()
+    assert call.status == "canceled"
+    assert timeline(call) == ["queued", "dialing", "canceled"]
+
+
+def test_a_call_that_has_ended_cannot_be_canceled(user):
     submit(user)
     drain_tasks()
 
     with pytest.raises(ApplicationError) as error:
         calls.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
     assert error.value.code == "call_not_cancelable"
+    assert selectors.call_access(user=user, call_id="c1").status == "completed"
 
 
 def test_a_provider_error_fails_the_call_instead_of_hanging(user, monkeypatch):

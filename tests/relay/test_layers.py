@@ -8,6 +8,7 @@ Layers, lowest first (docs/architecture.md):
   captcha, virtual_numbers
   history
   realtime
+  telephony                 the SIP agent and its user agent
   relay                     the roof: settings, urls, asgi, wsgi, admin site
 Tests, benchmarks and migrations are not layers of the product and are not checked.
 """
@@ -24,6 +25,7 @@ LAYERS = [
     {"captcha", "virtual_numbers"},
     {"history"},
     {"realtime"},
+    {"telephony"},
     {"relay"},
 ]
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}

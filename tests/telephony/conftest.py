@@ -1,0 +1,172 @@
+"""SIPp as the far end of every SIP test, and Relay with TELEPHONY_PROVIDER=sip pointed at it.
+
+A test that needs SIPp, espeak-ng or sox skips naming what is missing; in CI (CI=true) it
+fails instead, because .ci/run installs them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.live import ChildProcess, RelayProcess, wait_until
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+TOOLS = ("sipp", "espeak-ng", "sox")
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = missing_tools()
+    if not missing or os.environ.get("CI"):
+        return  # in CI a missing tool fails the tests that need it
+    reason = f"needs {', '.join(missing)} (Debian: apt-get install sip-tester espeak-ng sox)"
+    here = str(Path(__file__).parent)
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def udp_port_taken(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
+
+
+class Sipp(ChildProcess):
+    """SIPp as a UAS on 127.0.0.1:`port` running `scenario` ("uas" for the built-in one, else
+    a file of scenarios/ with @name@ markers filled from `fill`), for `calls` calls and at
+    most `timeout` seconds. Every message it sees is written to its message log."""
+
+    stop_grace = 5
+
+    def __init__(
+        self, workdir: Path, scenario: str, *, port: int, calls=1, echo=False, timeout=60, **fill
+    ):
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.messages = workdir / "sipp-messages.log"
+        self.errors = workdir / "sipp-errors.log"
+        if scenario == "uas":
+            which = ["-sn", "uas"]
+        else:
+            text = (SCENARIOS / f"{scenario}.xml").read_text()
+            for name, value in fill.items():
+                text = text.replace(f"@{name}@", str(value))
+            path = workdir / f"{scenario}.xml"
+            path.write_text(text)
+            which = ["-sf", str(path)]
+        argv = [
+            "sipp",
+            *which,
+            "-i",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-mp",
+            str(free_udp_port()),
+            "-m",
+            str(calls),
+            "-timeout",
+            f"{timeout}s",
+            "-nostdin",
+            "-trace_msg",
+            "-message_file",
+            str(self.messages),
+            "-trace_err",
+            "-error_file",
+            str(self.errors),
+            *(["-rtp_echo"] if echo else []),
+        ]
+        super().__init__(argv, dict(os.environ), log=workdir / "sipp.out")
+        wait_until(lambda: udp_port_taken(port), deadline=10, what="SIPp to listen")
+
+    def finish(self, timeout: float = 30) -> int:
+        """SIPp's exit status once it has seen its calls through (0: all of them succeeded)."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise AssertionError(f"SIPp did not finish in {timeout} s") from None
+
+    def invites(self) -> list[str]:
+        """The Call-ID of every INVITE SIPp received (a retransmission counted once)."""
+        if not self.messages.exists():
+            return []
+        call_ids = []
+        for block in re.split(r"\n-{20,}[^\n]*\n", self.messages.read_text()):
+            if "message received" not in block or "\nINVITE sip:" not in block:
+                continue
+            found = re.search(r"^Call-ID:\s*(\S+)", block, re.MULTILINE | re.IGNORECASE)
+            if found and found.group(1) not in call_ids:
+                call_ids.append(found.group(1))
+        return call_ids
+
+
+def rtp_range(width: int = 400) -> str:
+    """A range of RTP ports of this test's own, away from the ephemeral ports."""
+    first = 30000 + 2 * secrets.randbelow(12000)
+    return f"{first}-{first + width - 1}"
+
+
+def sip_env(workdir: Path, trunk_port: int, **extra) -> dict:
+    """Settings of a Relay whose SIP trunk is SIPp on `trunk_port`."""
+    env = {
+        "TELEPHONY_PROVIDER": "sip",
+        "SIP_TRUNK_URI": f"sip:127.0.0.1:{trunk_port}",
+        "SIP_BIND": f"127.0.0.1:{free_udp_port()}",
+        "RTP_PORT_RANGE": rtp_range(),
+        "SIP_RING_TIMEOUT": "3",
+        "TTS_CACHE_DIR": str(workdir / "tts"),
+    }
+    env.update({key: str(value) for key, value in extra.items()})
+    return env
+
+
+@pytest.fixture(scope="module")
+def sip_relay(tmp_path_factory, django_db_setup):
+    """runrelay with TELEPHONY_PROVIDER=sip (one agent, ring timeout 3 s), its output in
+    `relay.log`; its trunk is whatever SIPp a test starts on `relay.trunk_port`."""
+    workdir = tmp_path_factory.mktemp("sip-relay")
+    trunk_port = free_udp_port()
+    relay = RelayProcess(workdir, log=workdir / "relay.log", **sip_env(workdir, trunk_port))
+    relay.trunk_port, relay.workdir = trunk_port, workdir
+    yield relay
+    relay.stop()
+
+
+@pytest.fixture
+def sipp(sip_relay, tmp_path):
+    """Start SIPp as `sip_relay`'s trunk: `sipp("uas", echo=True)`, `sipp("reject",
+    status=486, phrase="Busy Here")`; stopped at teardown if still running."""
+    started = []
+
+    def start(scenario: str, **kwargs) -> Sipp:
+        process = Sipp(
+            tmp_path / f"sipp{len(started)}", scenario, port=sip_relay.trunk_port, **kwargs
+        )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.proc.poll() is None:
+            process.stop()
