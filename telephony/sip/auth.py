@@ -23,7 +23,14 @@ def _md5(text: str) -> str:
 
 
 def authorization(
-    *, challenge: str, method: str, uri: str, username: str, password: str, nc: int = 1
+    *,
+    challenge: str,
+    method: str,
+    uri: str,
+    username: str,
+    password: str,
+    nc: int = 1,
+    cnonce: str | None = None,
 ) -> str | None:
     """The Authorization (or Proxy-Authorization) value answering `challenge`; None when the
     challenge is not a Digest one this agent can answer (another algorithm or qop)."""
@@ -43,7 +50,7 @@ def authorization(
         "algorithm=MD5",
     ]
     if "auth" in qops:
-        cnonce, count = secrets.token_hex(8), f"{nc:08x}"
+        cnonce, count = cnonce or secrets.token_hex(8), f"{nc:08x}"
         response = _md5(f"{ha1}:{nonce}:{count}:{cnonce}:auth:{ha2}")
         fields += [f'response="{response}"', "qop=auth", f"nc={count}", f'cnonce="{cnonce}"']
     elif qops:

@@ -12,11 +12,14 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.live import ChildProcess, RelayProcess, wait_until
+from realtime import calls
+from realtime.models import CallRequest
+from tests.live import ChildProcess, RelayProcess, relay_env, wait_until
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 TOOLS = ("sipp", "espeak-ng", "sox")
@@ -52,6 +55,21 @@ def udp_port_taken(port: int) -> bool:
         return False
 
 
+def tcp_listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class AgentProcess(ChildProcess):
+    """`manage.py telephony_agent` alone (no runrelay), so that a test can kill it."""
+
+    stop_grace = 10
+
+    def __init__(self, workdir: Path, env: dict, *, index: int = 0, name: str = "agent"):
+        argv = [sys.executable, "manage.py", "telephony_agent", "--index", str(index)]
+        super().__init__(argv, relay_env(workdir, **env), log=workdir / f"{name}.log")
+
+
 class Sipp(ChildProcess):
     """SIPp as a UAS on 127.0.0.1:`port` running `scenario` ("uas" for the built-in one, else
     a file of scenarios/ with @name@ markers filled from `fill`), for `calls` calls and at
@@ -60,7 +78,16 @@ class Sipp(ChildProcess):
     stop_grace = 5
 
     def __init__(
-        self, workdir: Path, scenario: str, *, port: int, calls=1, echo=False, timeout=60, **fill
+        self,
+        workdir: Path,
+        scenario: str,
+        *,
+        port: int,
+        calls=1,
+        echo=False,
+        tcp=False,
+        timeout=60,
+        **fill,
     ):
         workdir.mkdir(parents=True, exist_ok=True)
         self.messages = workdir / "sipp-messages.log"
@@ -95,9 +122,11 @@ class Sipp(ChildProcess):
             "-error_file",
             str(self.errors),
             *(["-rtp_echo"] if echo else []),
+            *(["-t", "t1"] if tcp else []),
         ]
         super().__init__(argv, dict(os.environ), log=workdir / "sipp.out")
-        wait_until(lambda: udp_port_taken(port), deadline=10, what="SIPp to listen")
+        listening = tcp_listening if tcp else udp_port_taken
+        wait_until(lambda: listening(port), deadline=10, what="SIPp to listen")
 
     def finish(self, timeout: float = 30) -> int:
         """SIPp's exit status once it has seen its calls through (0: all of them succeeded)."""
@@ -170,3 +199,14 @@ def sipp(sip_relay, tmp_path):
     for process in started:
         if process.proc.poll() is None:
             process.stop()
+
+
+def submit(user, call_id: str, message: str = "Hello from Relay.", **extra) -> CallRequest:
+    """A call submitted through the service, committed (the tests run with transaction=True)."""
+    data = {"callId": call_id, "to": "+442079460123", "message": message, **extra}
+    return calls.call_request_submit(user=user, data=data)[0]
+
+
+def status_of(call: CallRequest) -> str:
+    call.refresh_from_db()
+    return call.status

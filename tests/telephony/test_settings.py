@@ -1,0 +1,63 @@
+"""A wrong SIP setting stops start-up with one clear line naming it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.live import ROOT, child_environ
+
+GOOD = {
+    "TELEPHONY_PROVIDER": "sip",
+    "SIP_TRUNK_URI": "sip:127.0.0.1:5062",
+    "SECRET_KEY": "settings-test-secret-key-" + "x" * 40,
+    "DATABASE_URL": "sqlite:////tmp/relay-settings-test.sqlite3",
+}
+
+
+def manage(*argv: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(  # noqa: S603 - our own command
+        [sys.executable, "manage.py", *argv],
+        cwd=ROOT,
+        env=child_environ(**{**GOOD, **env}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("TELEPHONY_PROVIDER", "twilio"),
+        ("SIP_TRUNK_URI", ""),
+        ("SIP_TRUNK_URI", "http://trunk.example.com"),
+        ("SIP_TRANSPORT", "tls"),
+        ("SIP_BIND", "5060"),
+        ("SIP_BIND", "0.0.0.0:99999"),
+        ("RTP_PORT_RANGE", "20000"),
+        ("RTP_PORT_RANGE", "30000-20000"),
+        ("RTP_PORT_RANGE", "20000-20010"),
+        ("SIP_RING_TIMEOUT", "0"),
+        ("SIP_MAX_CONCURRENT_CALLS", "0"),
+        ("SIP_USERNAME", "relay"),
+        ("TTS_DEFAULT_LANGUAGE", "klingon"),
+    ],
+)
+def test_a_wrong_sip_setting_stops_start_up_with_one_line(name, value):
+    result = manage("check", **{name: value})
+
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Relay cannot start: ")
+    assert name in lines[0]
+
+
+def test_good_sip_settings_start():
+    result = manage("check")
+
+    assert result.returncode == 0, result.stderr

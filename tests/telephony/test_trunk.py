@@ -1,0 +1,133 @@
+"""What a real trunk asks of the agent: digest authentication, SIP over TCP, other voices."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from tests.live import free_port, wait_until
+from tests.telephony.conftest import (
+    AgentProcess,
+    Sipp,
+    free_udp_port,
+    sip_env,
+    status_of,
+    submit,
+    udp_port_taken,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
+
+
+def place_one(
+    user, tmp_path, *, sipp_args: dict, call: dict | None = None, before=None, **settings
+):
+    """One call through an agent of its own against SIPp; returns (call, SIPp's verdict).
+    `before(agent_address)` runs once the agent is up, before the call is submitted."""
+    trunk = free_port() if sipp_args.get("tcp") else free_udp_port()
+    far_end = Sipp(tmp_path / "sipp", port=trunk, **sipp_args)
+    env = sip_env(tmp_path, trunk, **settings)
+    agent = AgentProcess(tmp_path, env)
+    try:
+        if before is not None:
+            host, port = env["SIP_BIND"].rsplit(":", 1)
+            wait_until(lambda: udp_port_taken(int(port)), deadline=30, what="the agent")
+            before((host, int(port)))
+        placed = submit(user, "trunk-call", **(call or {}))
+        wait_until(lambda: status_of(placed) in TERMINAL, deadline=30, what="the call to end")
+        return placed, far_end.finish()
+    finally:
+        agent.stop()
+        far_end.stop()
+
+
+@pytest.mark.parametrize(("password", "ending"), [("s3cret", "completed"), ("wrong", "failed")])
+def test_a_trunk_asking_for_digest_auth_gets_the_credentials(user, tmp_path, password, ending):
+    call, verdict = place_one(
+        user,
+        tmp_path,
+        sipp_args={"scenario": "auth", "username": "relay", "password": "s3cret"},
+        SIP_USERNAME="relay",
+        SIP_PASSWORD=password,
+    )
+
+    assert call.status == ending
+    if ending == "failed":
+        assert call.failure_reason == "403 Forbidden"
+    assert verdict == 0
+
+
+def test_a_call_over_tcp(user, tmp_path):
+    call, verdict = place_one(
+        user, tmp_path, sipp_args={"scenario": "uas", "tcp": True}, SIP_TRANSPORT="tcp"
+    )
+
+    assert call.status == "completed"
+    assert verdict == 0
+
+
+def test_the_message_is_spoken_in_the_language_asked_for(user, tmp_path):
+    call, verdict = place_one(
+        user,
+        tmp_path,
+        sipp_args={"scenario": "uas"},
+        call={"message": "你好，包裹在门口。", "language": "cmn"},
+    )
+
+    assert (call.status, call.language) == ("completed", "cmn")
+    assert call.duration >= 1
+    assert verdict == 0
+
+
+def exchange(address, data: bytes) -> bytes:
+    """A request and its response, resent every 0.5 s as a UA would over UDP (a burst may
+    have filled the agent's receive buffer)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(0.5)
+
+        def answered() -> bytes | None:
+            sock.sendto(data, address)
+            try:
+                return sock.recv(65536)
+            except TimeoutError:
+                return None
+
+        return wait_until(answered, deadline=10, what="the agent's answer", interval=0)
+
+
+def hostile_datagrams(address) -> None:
+    """What a scanner or a broken peer sends to a SIP port, then two requests that must
+    still be answered properly."""
+    junk = [
+        b"",
+        b"\x00" * 1500,
+        os.urandom(60000),
+        b"INVITE sip:x SIP/2.0\r\n" + b"X: y\r\n" * 500 + b"\r\n",
+        b"SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 1.2.3.4;branch=z9hG4bKnothing\r\n"
+        b"Call-ID: none\r\nCSeq: 1 INVITE\r\n\r\n",
+        "OPTIONS sip:\ud800 SIP/2.0\r\n\r\n".encode("utf-8", "surrogatepass"),
+    ]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for data in junk * 20:
+            sock.sendto(data, address)
+    head = (
+        "Via: SIP/2.0/UDP 127.0.0.1:9;branch=z9hG4bKprobe\r\nFrom: <sip:probe@x>;tag=1\r\n"
+        "To: <sip:relay@x>\r\nCall-ID: probe\r\n"
+    )
+    options = f"OPTIONS sip:relay@x SIP/2.0\r\n{head}CSeq: 1 OPTIONS\r\n\r\n".encode()
+    assert exchange(address, options).startswith(b"SIP/2.0 200 OK")
+    bye = f"BYE sip:relay@x SIP/2.0\r\n{head}CSeq: 2 BYE\r\n\r\n".encode()
+    assert exchange(address, bye).startswith(b"SIP/2.0 481 ")
+
+
+def test_garbage_on_the_sip_port_does_not_disturb_the_agent(user, tmp_path):
+    call, verdict = place_one(
+        user, tmp_path, sipp_args={"scenario": "uas"}, before=hostile_datagrams
+    )
+
+    assert call.status == "completed"
+    assert verdict == 0
