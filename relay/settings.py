@@ -214,6 +214,8 @@ REDIS_URL = env.str("REDIS_URL", default="")
 # same sockets. tests/settings.py turns the lookup off: the suite never joins a running Relay.
 EMBEDDED_REDIS = not REDIS_URL
 EMBEDDED_REDIS_URL_FILE = VAR_DIR / "embedded_redis_url"
+# Where a running `runrelay` serves (http://host:port), for commands that talk to it.
+SERVING_URL_FILE = VAR_DIR / "serving_url"
 if EMBEDDED_REDIS and EMBEDDED_REDIS_URL_FILE.exists():
     REDIS_URL = EMBEDDED_REDIS_URL_FILE.read_text().strip()
 CACHES, CHANNEL_LAYERS = redis_settings(REDIS_URL)

@@ -11,6 +11,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -176,3 +177,57 @@ def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
             assert "+442079460001" in run_printed(command, var_dir)
         else:
             run_printed(command, var_dir)
+
+
+def readme_block_after(heading: str) -> list[str]:
+    """The lines of the first ```sh block after `heading`, continuations joined, comments
+    dropped."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split(heading, 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL).group(1)
+    joined = re.sub(r"\\\n\s*", " ", block)
+    return [re.sub(r"\s+#.*$", "", line).strip() for line in joined.splitlines() if line.strip()]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CI") and not all(map(shutil.which, ("sipp", "espeak-ng", "sox"))),
+    reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
+)
+def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
+    from tests.telephony.conftest import free_udp_port, rtp_range
+
+    sipp_line, make_line, seed_line, call_line = readme_block_after("## Real calls over SIP")
+    assert sipp_line.startswith("sipp ") and make_line.endswith("make run")
+    # The printed ports, moved to free ones so that nothing else on the machine interferes.
+    trunk = str(free_udp_port())
+    var_dir, port = tmp_path / "var", free_port()
+    sipp = ChildProcess(
+        ["/bin/sh", "-c", sipp_line.replace("5062", trunk)],
+        clean_env(var_dir),
+        log=tmp_path / "sipp.out",
+        own_group=True,
+    )
+    make = ChildProcess(
+        ["/bin/sh", "-c", make_line.replace("5062", trunk)],
+        clean_env(
+            var_dir,
+            PORT=str(port),
+            SIP_BIND=f"127.0.0.1:{free_udp_port()}",
+            RTP_PORT_RANGE=rtp_range(),
+        ),
+        log=tmp_path / "make-run.log",
+        own_group=True,
+    )
+    try:
+        make.wait_serving(
+            f"http://127.0.0.1:{port}/healthz", what="make run to serve", deadline=START_DEADLINE
+        )
+        run_printed(seed_line, var_dir)
+        frames = [json.loads(line) for line in run_printed(call_line, var_dir).splitlines()]
+    finally:
+        make.stop()
+        sipp.stop()
+
+    statuses = [f["status"] for f in frames if f["type"] == "call_status"]
+    assert statuses == ["queued", "dialing", "ringing", "in_progress", "completed"], frames
+    assert frames[-1]["duration"] >= 2

@@ -43,6 +43,7 @@ class Command(BaseCommand):
         self.children: list[tuple[str, subprocess.Popen]] = []
         self.stopping = False
         self.published_url_file = False
+        self.published_serving_url = False
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         env = dict(os.environ)
@@ -93,9 +94,11 @@ class Command(BaseCommand):
                         [sys.executable, "manage.py", "telephony_agent", "--index", str(index)],
                         env,
                     )
-            self.stdout.write(
-                f"Relay is serving on http://{options['host']}:{options['port']} (Ctrl-C stops it)"
-            )
+            serving = f"http://{options['host']}:{options['port']}"
+            settings.SERVING_URL_FILE.parent.mkdir(parents=True, exist_ok=True)
+            settings.SERVING_URL_FILE.write_text(serving)
+            self.published_serving_url = True
+            self.stdout.write(f"Relay is serving on {serving} (Ctrl-C stops it)")
             exit_code = self._supervise()
         finally:
             self._stop_all()
@@ -181,6 +184,8 @@ class Command(BaseCommand):
     def _stop_all(self) -> None:
         if self.published_url_file:
             settings.EMBEDDED_REDIS_URL_FILE.unlink(missing_ok=True)
+        if self.published_serving_url:
+            settings.SERVING_URL_FILE.unlink(missing_ok=True)
         # Stop in reverse start order: worker and Daphne before the Redis they use.
         for _name, proc in reversed(self.children):
             if proc.poll() is None:
