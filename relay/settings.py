@@ -301,6 +301,10 @@ SIP_TRUNK_URI = env.str("SIP_TRUNK_URI", default="")
 SIP_USERNAME = env.str("SIP_USERNAME", default="")
 SIP_PASSWORD = env.str("SIP_PASSWORD", default="")
 SIP_TRANSPORT = env.str("SIP_TRANSPORT", default="udp").lower()
+# REGISTER with the trunk (as SIP_USERNAME) and keep the registration fresh; for trunks that
+# want it. Trunks that only challenge each INVITE need only the credentials.
+SIP_REGISTER = env.bool("SIP_REGISTER", default=False)
+SIP_REGISTER_EXPIRES = env.int("SIP_REGISTER_EXPIRES", default=300)
 SIP_BIND = env.str("SIP_BIND", default="0.0.0.0:5060")  # noqa: S104 - a SIP agent listens
 SIP_PUBLIC_ADDRESS = env.str("SIP_PUBLIC_ADDRESS", default="")
 RTP_PORT_RANGE = env.str("RTP_PORT_RANGE", default="20000-20999")
@@ -343,6 +347,8 @@ def _sip_settings() -> tuple[str, int, tuple[int, int]]:
         )
     if SIP_TRANSPORT not in ("udp", "tcp"):
         raise ImproperlyConfigured(f"SIP_TRANSPORT must be udp or tcp, not {SIP_TRANSPORT!r}")
+    if SIP_REGISTER and not SIP_USERNAME:
+        raise ImproperlyConfigured("SIP_REGISTER needs SIP_USERNAME and SIP_PASSWORD")
     if bool(SIP_USERNAME) != bool(SIP_PASSWORD):
         raise ImproperlyConfigured("SIP_USERNAME and SIP_PASSWORD are set together or not at all")
     for name in ("SIP_RING_TIMEOUT", "SIP_MAX_CALL_SECONDS", "SIP_POLL_INTERVAL"):

@@ -28,12 +28,13 @@ from realtime import pipeline
 from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
 from realtime.providers import Step
 from telephony.sip.message import host_port_of, new_call_id
-from telephony.sip.ua import OutboundCall, Outcome, UaConfig, UserAgent
+from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech, SpeechError
 
 logger = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE = 5.0  # seconds for CANCEL/BYE transactions when the agent stops
+REGISTER_RETRY = 30.0
 
 
 @dataclass
@@ -124,6 +125,9 @@ class TelephonyAgent:
             self.capacity,
         )
         heartbeat = asyncio.create_task(self._heartbeat())
+        registration = (
+            asyncio.create_task(self._keep_registered()) if settings.SIP_REGISTER else None
+        )
         try:
             while not self.stopping.is_set():
                 await self._tick()
@@ -131,6 +135,8 @@ class TelephonyAgent:
                     await asyncio.wait_for(self.stopping.wait(), settings.SIP_POLL_INTERVAL)
         finally:
             heartbeat.cancel()
+            if registration is not None:
+                registration.cancel()
             await self._shutdown()
             await self.ua.close()
 
@@ -216,6 +222,19 @@ class TelephonyAgent:
                 await self._move(live, Step(status=CallState.FAILED, reason="agent error"))
         finally:
             self.calls.pop(record.pk, None)
+
+    async def _keep_registered(self) -> None:
+        """REGISTER with the trunk, and again at half the granted expiry; after a failure,
+        again in REGISTER_RETRY seconds. Calls are placed meanwhile all the same."""
+        while True:
+            try:
+                granted = await self.ua.register(expires=settings.SIP_REGISTER_EXPIRES)
+            except (RegistrationError, OSError) as exc:
+                logger.warning("registration with the trunk failed: %s", exc)
+                await asyncio.sleep(REGISTER_RETRY)
+                continue
+            logger.info("registered with the trunk for %s s", granted)
+            await asyncio.sleep(max(10, granted / 2))
 
     async def _heartbeat(self) -> None:
         """Keep the deadlines of held calls ahead, so recovery leaves them alone while this

@@ -198,6 +198,58 @@ class UserAgent:
     def place(self, **kwargs) -> OutboundCall:
         return OutboundCall(self, **kwargs)
 
+    async def register(self, *, expires: int) -> int:
+        """REGISTER this agent's Contact with the trunk as SIP_USERNAME (answering one 401/407
+        challenge); the expiry the registrar granted, in seconds. RegistrationError otherwise."""
+        config = self.config
+        host, port = host_port_of(config.trunk_uri)
+        domain = host if port == 5060 else f"{host}:{port}"
+        registrar, aor = f"sip:{domain}", f"<sip:{config.username}@{domain}>"
+        call_id, tag, cseq = new_call_id(self.host), new_tag(), 1
+        authorization = None
+        for _attempt in range(2):
+            request = Message(method="REGISTER", uri=registrar)
+            request.headers = [
+                ("Via", self.via(new_branch())),
+                ("Max-Forwards", "70"),
+                ("From", f"{aor};tag={tag}"),
+                ("To", aor),
+                ("Call-ID", call_id),
+                ("CSeq", f"{cseq} REGISTER"),
+                ("Contact", self.contact()),
+                ("Expires", str(expires)),
+                ("User-Agent", config.user_agent),
+            ]
+            if authorization:
+                request.set(*authorization)
+            response = await self.request(request)
+            if response is None:
+                raise RegistrationError("no response from the registrar")
+            if 200 <= response.status < 300:
+                granted = response.get("Expires")
+                return int(granted) if granted and granted.isdigit() else expires
+            if response.status in (401, 407) and authorization is None and config.username:
+                challenge = response.get(
+                    "WWW-Authenticate" if response.status == 401 else "Proxy-Authenticate"
+                )
+                value = auth.authorization(
+                    challenge=challenge or "",
+                    method="REGISTER",
+                    uri=registrar,
+                    username=config.username,
+                    password=config.password,
+                )
+                if value is not None:
+                    header = "Authorization" if response.status == 401 else "Proxy-Authorization"
+                    authorization, cseq = (header, value), cseq + 1
+                    continue
+            raise RegistrationError(f"{response.status} {response.reason}")
+        raise RegistrationError("the registrar refused the credentials")
+
+
+class RegistrationError(RuntimeError):
+    pass
+
 
 class OutboundCall:
     """One outbound call. `run()` dials, reports ringing and answer through the callbacks,

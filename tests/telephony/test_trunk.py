@@ -131,3 +131,25 @@ def test_garbage_on_the_sip_port_does_not_disturb_the_agent(user, tmp_path):
 
     assert call.status == "completed"
     assert verdict == 0
+
+
+@pytest.mark.parametrize(
+    ("password", "logged"),
+    [
+        ("s3cret", "registered with the trunk for 120 s"),
+        ("wrong", "registration with the trunk failed: 403 Forbidden"),
+    ],
+)
+def test_the_agent_registers_with_a_trunk_that_wants_it(tmp_path, password, logged):
+    trunk = free_udp_port()
+    far_end = Sipp(tmp_path / "sipp", "register", port=trunk, username="relay", password="s3cret")
+    env = sip_env(tmp_path, trunk, SIP_REGISTER="true", SIP_USERNAME="relay", SIP_PASSWORD=password)
+    agent = AgentProcess(tmp_path, env)
+    try:
+        assert far_end.finish() == 0
+        wait_until(
+            lambda: logged in agent.log_path.read_text(), deadline=10, what="the agent's log"
+        )
+    finally:
+        agent.stop()
+        far_end.stop()
