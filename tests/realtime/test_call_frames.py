@@ -102,6 +102,8 @@ async def test_each_bad_call_gets_an_error_frame_and_the_socket_stays_open(ws, f
         {"type": "call", "callId": "c9", "to": "+442079460120", "message": "hi", "from": 7},
         {"type": "call", "callId": "c9", "to": "+442079460120", "message": "hi", "from": "+1"},
         {"type": "call"},
+        call_frame(language="klingon"),
+        call_frame(language=["en"]),
     ],
 )
 async def test_a_bad_call_frame_and_the_same_post_answer_the_same_error(ws, login, frame):

@@ -39,6 +39,8 @@ def test_resubmitting_a_call_id_acks_its_current_status_and_creates_nothing(clie
         ({"callId": "c1", "to": "+442079460120", "message": "x" * 1001}, "message"),
         ({"to": "+442079460120", "message": "hi"}, "callId"),
         ({"callId": "c1", "to": "+442079460120", "message": "hi", "from": "+442079460555"}, "from"),
+        ({"callId": "c1", "to": "+442079460120", "message": "hi", "language": "xx"}, "language"),
+        ({"callId": "c1", "to": "+442079460120", "message": "hi", "language": 7}, "language"),
     ],
 )
 def test_bad_submissions_are_400_naming_the_field(client_jwt, body, field):
@@ -47,6 +49,14 @@ def test_bad_submissions_are_400_naming_the_field(client_jwt, body, field):
     assert response.status_code == 400
     assert field in response.json()["fields"]
     assert not CallRequest.objects.exists()
+
+
+@pytest.mark.parametrize(("language", "stored"), [("cmn", "cmn"), ("de", "de"), (None, "en")])
+def test_a_call_is_spoken_in_the_language_asked_for_or_the_default(client_jwt, language, stored):
+    extra = {"language": language} if language else {}
+
+    assert submit(client_jwt, **extra).status_code == 202
+    assert CallRequest.objects.get(call_id="c1").language == stored
 
 
 def test_a_non_object_body_is_400(client_jwt):

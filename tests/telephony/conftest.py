@@ -136,14 +136,17 @@ class Sipp(ChildProcess):
             self.stop()
             raise AssertionError(f"SIPp did not finish in {timeout} s") from None
 
-    def invites(self) -> list[str]:
-        """The Call-ID of every INVITE SIPp received (a retransmission counted once)."""
+    def received(self, method: str) -> list[str]:
+        """Every `method` request SIPp received, as text, in order."""
         if not self.messages.exists():
             return []
+        blocks = re.split(r"\n-{20,}[^\n]*\n", self.messages.read_text())
+        return [b for b in blocks if "message received" in b and f"\n{method} sip:" in b]
+
+    def invites(self) -> list[str]:
+        """The Call-ID of every INVITE SIPp received (a retransmission counted once)."""
         call_ids = []
-        for block in re.split(r"\n-{20,}[^\n]*\n", self.messages.read_text()):
-            if "message received" not in block or "\nINVITE sip:" not in block:
-                continue
+        for block in self.received("INVITE"):
             found = re.search(r"^Call-ID:\s*(\S+)", block, re.MULTILINE | re.IGNORECASE)
             if found and found.group(1) not in call_ids:
                 call_ids.append(found.group(1))

@@ -86,6 +86,9 @@ async def test_an_answered_call_speaks_the_message_and_hangs_up(sip_relay, sipp,
     assert abs(call.duration - expected) <= 1
     assert frames[-1]["duration"] == call.duration
     assert far_end.invites() == [call.provider_call_id]
+    invite = far_end.received("INVITE")[0]
+    assert f"INVITE sip:{call.to}@" in invite
+    assert re.search(rf"^From: <sip:{re.escape(call.caller_id)}@", invite, re.MULTILINE)
     # The audio really travelled: SIPp echoed about the message's length of loud packets.
     media = media_line(sip_relay, call)
     assert abs(media["sent"] * 0.02 - expected) < 0.5

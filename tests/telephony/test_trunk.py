@@ -153,3 +153,19 @@ def test_the_agent_registers_with_a_trunk_that_wants_it(tmp_path, password, logg
     finally:
         agent.stop()
         far_end.stop()
+
+
+def test_an_answered_call_is_hung_up_at_sip_max_call_seconds(user, tmp_path):
+    long = " ".join(["This message would go on for far too long."] * 10)
+
+    call, verdict = place_one(
+        user,
+        tmp_path,
+        sipp_args={"scenario": "uas"},
+        call={"message": long},
+        SIP_MAX_CALL_SECONDS=1.5,
+    )
+
+    assert (call.status, call.failure_reason) == ("completed", "")
+    assert call.duration == 2  # 1.5 s, rounded
+    assert verdict == 0  # the BYE came from Relay
