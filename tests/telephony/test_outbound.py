@@ -153,35 +153,28 @@ async def test_the_callee_hanging_up_mid_message_completes_with_the_real_duratio
     assert far_end.finish() == 0
 
 
-async def test_a_user_cancel_while_ringing_sends_cancel(sip_relay, sipp, login):
-    far_end = sipp("ring")
+@pytest.mark.parametrize(
+    ("scenario", "cancel_in"),
+    [
+        ("ring", "ringing"),  # SIPp then sees CANCEL, answers 487 and gets its ACK
+        ("uas", "in_progress"),  # SIPp then sees BYE, at once rather than after the message
+    ],
+)
+async def test_a_user_cancel_hangs_up_the_call_where_it_is(
+    sip_relay, sipp, login, scenario, cancel_in
+):
+    far_end = sipp(scenario, echo=True)
     async with connect(f"{sip_relay.ws_base}/ws?token={login.token}") as ws:
-        await ws.send(json.dumps(call_frame("cancel-ringing")))
-        await frames_of_call(ws, "cancel-ringing", until={"ringing"})
+        await ws.send(json.dumps(call_frame("canceled", LONG)))
+        await frames_of_call(ws, "canceled", until={cancel_in})
 
         status, body = await asyncio.to_thread(
-            http, "POST", f"{sip_relay.base}/api/calls/cancel-ringing/cancel", None, login.token
+            http, "POST", f"{sip_relay.base}/api/calls/canceled/cancel", None, login.token
         )
-        frames = await frames_of_call(ws, "cancel-ringing")
+        frames = await frames_of_call(ws, "canceled")
 
     assert (status, body["status"]) == (200, "canceled")
     assert statuses(frames) == ["canceled"]
-    assert far_end.finish() == 0  # CANCEL, 487 and ACK, well before the ring timeout
-
-
-async def test_a_user_cancel_after_answer_sends_bye(sip_relay, sipp, login):
-    far_end = sipp("uas", echo=True)
-    async with connect(f"{sip_relay.ws_base}/ws?token={login.token}") as ws:
-        await ws.send(json.dumps(call_frame("cancel-talking", LONG)))
-        await frames_of_call(ws, "cancel-talking", until={"in_progress"})
-
-        status, body = await asyncio.to_thread(
-            http, "POST", f"{sip_relay.base}/api/calls/cancel-talking/cancel", None, login.token
-        )
-        frames = await frames_of_call(ws, "cancel-talking")
-
-    assert (status, body["status"]) == (200, "canceled")
-    assert statuses(frames) == ["canceled"]
-    assert far_end.finish(timeout=10) == 0  # the BYE came at once, not after the message
-    call = await sync_to_async(CallRequest.objects.get)(call_id="cancel-talking")
-    assert call.status == "canceled"
+    assert far_end.finish(timeout=10) == 0  # well before the ring timeout or the message end
+    call = await sync_to_async(CallRequest.objects.get)(call_id="canceled")
+    assert (call.status, call.failure_reason) == ("canceled", "canceled by the user")
