@@ -8,7 +8,9 @@ message, places the call through the trunk, and reports each change through the 
 transitions as every other provider. While it holds calls it pushes their deadlines forward
 (the heartbeat); a row that ends elsewhere (the user's cancel, recovery) is hung up at once.
 
-The ORM runs in one worker thread (Django is synchronous); SIP and RTP run on the event loop.
+The ORM runs in one thread with one connection kept open (Django is synchronous; a new
+PostgreSQL connection every 50 ms would cost more than the queries); SIP and RTP run on the
+event loop. A database outage is logged and waited out, never the end of the agent.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from realtime import pipeline
@@ -33,8 +36,23 @@ from telephony.speech import Speech, SpeechError
 
 logger = logging.getLogger(__name__)
 
+DATABASE_RETRY = 1.0  # seconds between attempts while the database is unreachable
 SHUTDOWN_GRACE = 5.0  # seconds for CANCEL/BYE transactions when the agent stops
 REGISTER_RETRY = 30.0
+
+
+def _in_db_thread(function):
+    """`function` run in the agent's one database thread, on a connection kept open; a
+    connection that failed is closed, so the next call opens a fresh one."""
+
+    def run(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except DatabaseError:
+            connection.close()
+            raise
+
+    return sync_to_async(run, thread_sensitive=True)
 
 
 @dataclass
@@ -130,7 +148,11 @@ class TelephonyAgent:
         )
         try:
             while not self.stopping.is_set():
-                await self._tick()
+                try:
+                    await self._tick()
+                except DatabaseError as exc:
+                    logger.warning("database unavailable, retrying: %s", type(exc).__name__)
+                    await asyncio.sleep(DATABASE_RETRY)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.stopping.wait(), settings.SIP_POLL_INTERVAL)
         finally:
@@ -142,14 +164,14 @@ class TelephonyAgent:
 
     async def _tick(self) -> None:
         if self.calls:
-            for pk in await database_sync_to_async(_ended)(list(self.calls)):
+            for pk in await _in_db_thread(_ended)(list(self.calls)):
                 live = self.calls.get(pk)
                 if live is not None and not live.ended_elsewhere:
                     live.ended_elsewhere = True
                     live.hang_up()
         free = self.capacity - len(self.calls)
         if free > 0:
-            for record in await database_sync_to_async(self._claim)(free):
+            for record in await _in_db_thread(self._claim)(free):
                 live = LiveCall(record=record)
                 self.calls[record.pk] = live
                 live.task = asyncio.create_task(self._run_call(live))
@@ -157,7 +179,8 @@ class TelephonyAgent:
     def _claim(self, limit: int) -> list[CallRequest]:
         """Due calls this agent won: each moved queued -> dialing and committed, its SIP
         Call-ID recorded, before the INVITE exists."""
-        due = CallRequest.objects.filter(status=CallState.QUEUED).order_by("created_at")
+        # Oldest first, by step_deadline (set at submit): the partial index of active calls.
+        due = CallRequest.objects.filter(status=CallState.QUEUED).order_by("step_deadline")
         claimed = []
         for record in due[:limit]:
             step = Step(status=CallState.DIALING, provider_call_id=new_call_id(self.ua.host))
@@ -166,7 +189,7 @@ class TelephonyAgent:
         return claimed
 
     async def _move(self, live: LiveCall, step: Step) -> bool:
-        moved = await database_sync_to_async(pipeline.call_transition)(
+        moved = await _in_db_thread(pipeline.call_transition)(
             call=live.record, step=step, expected_status=live.status
         )
         if moved:
@@ -243,7 +266,10 @@ class TelephonyAgent:
         while True:
             await asyncio.sleep(interval)
             if self.calls:
-                await database_sync_to_async(_extend_deadlines)(list(self.calls))
+                try:
+                    await _in_db_thread(_extend_deadlines)(list(self.calls))
+                except DatabaseError as exc:
+                    logger.warning("heartbeat failed: %s", type(exc).__name__)
 
     async def _shutdown(self) -> None:
         for live in list(self.calls.values()):
