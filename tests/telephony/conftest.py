@@ -131,10 +131,21 @@ class Sipp(ChildProcess):
     def finish(self, timeout: float = 30) -> int:
         """SIPp's exit status once it has seen its calls through (0: all of them succeeded)."""
         try:
-            return self.proc.wait(timeout=timeout)
+            code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.stop()
             raise AssertionError(f"SIPp did not finish in {timeout} s") from None
+        self.stop()  # it has exited: this closes its log
+        return code
+
+    def __repr__(self) -> str:
+        # What a failed assertion about SIPp shows: its errors and the end of its messages.
+        def tail(path: Path, size: int) -> str:
+            return path.read_text(errors="replace")[-size:] if path.exists() else "(none)"
+
+        return (
+            f"<SIPp; errors: {tail(self.errors, 2000)}\nlast messages: {tail(self.messages, 3000)}>"
+        )
 
     def received(self, method: str) -> list[str]:
         """Every `method` request SIPp received, as text, in order."""
