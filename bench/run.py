@@ -112,7 +112,8 @@ METHOD_NOTES = """\
   (one machine, one clock); it can be negative, as the agent may claim a call before its
   ack reaches the client. Misses are texts no call has used, hits the same texts again,
   submitted a few at a time (each batch once the last one rang) so claiming is not
-  queue-bound; the target is read on p95. **Speech.render** is timed in the harness process
+  queue-bound; the target is read on p95 (with 10 calls a round, nearest-rank p95 is the
+  slowest call). **Speech.render** is timed in the harness process
   on a cache directory of its own: a new text, the same again (memory), and the same on a
   new Speech over that directory (file, as another agent sees it).
 """
