@@ -382,7 +382,7 @@ class LoadRun:
     own_cpu: float  # the agents' CPU seconds during the run
     tts_cpu: float  # of the espeak-ng and sox runs they started
     wall: float
-    client_cpu: float
+    client_cpu: float  # SIPp's and the WebSocket client's, per wall second
 
 
 def s1(b: Bench) -> None:
@@ -403,7 +403,7 @@ def s1(b: Bench) -> None:
         with ClientGroup(urls, 1, {"mode": "submit"}, deadline=900) as group:
             group.ready(timeout=60)
             _s1_warm_up(b, group, agents, f"{prefix}-warm-")
-            load = _s1_load(b, group, agents, f"{prefix}-load-")
+            load = _s1_load(b, group, agents, far_end, f"{prefix}-load-")
             acks = _s1_repeats(b, group, prefix)
             sip.watch(prefix, total, agents, deadline=120)
         sipp_status = sip.sipp_exit(far_end, deadline=60)
@@ -430,18 +430,20 @@ def _s1_warm_up(b: Bench, group: ClientGroup, agents, prefix: str) -> None:
     sip.watch(prefix, count, agents, deadline=60)
 
 
-def _s1_load(b: Bench, group: ClientGroup, agents, prefix: str) -> LoadRun:
+def _s1_load(b: Bench, group: ClientGroup, agents, far_end, prefix: str) -> LoadRun:
     """Every call at once, each with a message of its own; sampled until all have ended."""
     p = b.profile
     calls = [{"callId": f"{prefix}{i}", "message": sip.message(f"load {i}", p.s1_sentences)}
              for i in range(p.s1_calls)]  # fmt: skip
     idle_rss = agents.rss()
-    (own0, tts0), started = agents.cpu(), time.monotonic()
+    sipp = far_end.proc.pid
+    (own0, tts0), sipp0, started = agents.cpu(), sip.cpu_seconds(sipp), time.monotonic()
     run = group.run({"calls": calls}, timeout=60)
     samples = sip.watch(prefix, p.s1_calls, agents, deadline=120)
-    own1, tts1 = agents.cpu()
+    (own1, tts1), sipp1, wall = agents.cpu(), sip.cpu_seconds(sipp), time.monotonic() - started
+    client_cpu = (sipp1 - sipp0 + run.client_cpu * run.wall) / wall
     return LoadRun(prefix, dict(run.merged("acked_at")), samples, idle_rss, own1 - own0,
-                   tts1 - tts0, time.monotonic() - started, run.client_cpu)  # fmt: skip
+                   tts1 - tts0, wall, client_cpu)  # fmt: skip
 
 
 def _s1_repeats(b: Bench, group: ClientGroup, prefix: str) -> dict[str, dict]:

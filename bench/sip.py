@@ -145,6 +145,11 @@ class Invite:
     sender: str  # the Via's host:port, which tells the agents apart
 
 
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
 def invites(message_log: Path) -> dict[str, Invite]:
     """Call-ID -> the first INVITE of that call SIPp received. SIPp stamps each message with
     the machine's local wall clock, which datetime reads back as local time."""
