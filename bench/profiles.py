@@ -26,6 +26,13 @@ class Profile:
     w4_seconds: float
     w4_settle: float  # how long the last calls get to finish after the submits stop
     client_processes: int  # W2-W4 load-generator processes
+    s1_calls: int  # submitted at once, all meant to be up together
+    s1_agents: int  # SIP_AGENTS
+    s1_agent_calls: int  # SIP_MAX_CONCURRENT_CALLS: agents x this >= s1_calls
+    s1_sentences: int  # message length: 0 speaks about 2 s, 2 about 14 s (bench/sip.py)
+    s1_latency_calls: int  # per round: cache misses, then the same texts as hits
+    s1_latency_batch: int  # submitted together, so claiming is not queue-bound
+    s1_render_texts: int  # in-process Speech.render timings
 
 
 FULL = Profile(
@@ -51,6 +58,13 @@ FULL = Profile(
     w4_seconds=6,
     w4_settle=3.0,
     client_processes=2,
+    s1_calls=50,
+    s1_agents=2,
+    s1_agent_calls=30,
+    s1_sentences=2,
+    s1_latency_calls=10,
+    s1_latency_batch=2,
+    s1_render_texts=5,
 )
 
 SMOKE = Profile(
@@ -74,4 +88,11 @@ SMOKE = Profile(
     w4_seconds=1,
     w4_settle=1.5,
     client_processes=2,
+    s1_calls=5,
+    s1_agents=2,
+    s1_agent_calls=5,
+    s1_sentences=0,
+    s1_latency_calls=2,
+    s1_latency_batch=1,
+    s1_render_texts=2,
 )

@@ -1,10 +1,11 @@
-"""`make bench` / `make bench-smoke`: every scenario of issue 6 in one unattended run.
+"""`make bench` / `make bench-smoke`: every scenario of issue 6, and S1 (SIP), in one run.
 
 Usage: BENCH_DATABASE_URL=postgres://... BENCH_REDIS_URL=redis://.../5 \
        .venv/bin/python bench/run.py [--smoke] [--write-docs] [--only H1,W2]
 
 Starts its own servers (Daphne with Relay, Daphne and uvicorn with a bare ASGI app, the
-worker for W4) on free ports, measures, stops them, and prints the report. --write-docs
+worker for W4, SIPp and the telephony agents for S1) on free ports, measures, stops them,
+and prints the report. --write-docs
 rewrites docs/benchmarks.md (keeping its "History query plans" section); otherwise the
 report goes to var/bench-<profile>.md. Exits non-zero only when a scenario failed to run.
 """
@@ -56,7 +57,8 @@ SETTINGS_NOTE = (
     "Settings: DEBUG=false, PostgreSQL (`DATABASE_POOL_SIZE={pool}`), Redis "
     "channel layer and cache, Daphne `-v 0` and LOG_LEVEL=WARNING (no access log), rate limits "
     "raised to 1,000,000/m, one Daphne process; the task worker runs only during W4 (in "
-    "production workers are separate processes, here they would only steal one of the 2 cores)."
+    "production workers are separate processes, here they would only steal one of the 2 cores), "
+    "the telephony agents only during S1."
 )
 
 METHOD_NOTES = """\
@@ -93,6 +95,27 @@ METHOD_NOTES = """\
   is timed from its `ts` (the `updated_at` written in the committing transaction, whole
   milliseconds, so up to 1 ms high) to its arrival. Baseline: frames pushed with
   `group_send` to the same sockets from another process, timed from just before the send.
+- **S1**: real calls over SIP. SIPp (`-sn uas -rtp_echo`) answers every INVITE and echoes the
+  audio; two `telephony_agent` processes (TELEPHONY_PROVIDER=sip, their own TTS cache, no
+  relay_worker running) claim the calls that one WebSocket client process submits as `call`
+  frames. A few short unmeasured calls warm the agents up first. **Concurrency**: all calls at
+  once, each with its own text (a TTS miss); the peak is the most calls between their
+  `answered_at` and `ended_at` in the database at one instant (the note has what polling every
+  0.2 s saw). A call is lost unless it ended `completed` and SIPp received an INVITE with the
+  Call-ID the agent recorded when it claimed it; the note says how many distinct INVITE
+  Call-IDs SIPp saw and how much echoed speech the agents logged. **Server CPU** in S1 is the
+  agents' (psutil, the espeak-ng and sox runs they reaped included) per wall second: CPU per
+  call is over the whole run; "while N are up" between the first and last 0.2 s sample with
+  the most calls in progress. Load-gen CPU is SIPp's and the WebSocket client's over the whole
+  run. RSS per call is (the agents' summed RSS at its highest sample - just before the submit)
+  / the peak. **call_ack to INVITE** runs from the client's wall clock at the `call_ack` to
+  SIPp's stamp of that Call-ID's first INVITE (one machine, one clock); it can be negative, as
+  the agent may claim a call before its ack reaches the client. Misses are texts no call has
+  used, hits the same texts again, submitted a few at a time (each batch once the last one
+  rang) so claiming is not queue-bound; the target is read on p95 (with 10 calls a round,
+  nearest-rank p95 is the slowest call). **Speech.render** is timed in the harness process on
+  a cache directory of its own: a new text, the same again (memory), and the same on a new
+  Speech over that directory (file, as another agent sees it).
 """
 
 

@@ -13,6 +13,9 @@ stdin, it runs its mode with the config updated by the overrides and prints `RES
 - status: submit calls at a fixed rate and time every `call_status` from its `ts` (W4).
 - probe: time `bench_probe` frames pushed through the channel layer by the harness, until
   an `END` line (W4's baseline).
+- submit: send the `calls` given in the run (callId and message each) at once, round-robin
+  over the sockets, and note the wall-clock time each `call_ack` arrives (S1 sets that
+  against SIPp's log of the INVITE, so it must be the clock both processes share).
 Every mode is bounded by `deadline` seconds, whatever the server does.
 """
 
@@ -30,7 +33,7 @@ CONNECT_CONCURRENCY = 25  # per process: Twisted's listen backlog is only 50
 CONNECT_TRIES = 3
 # How long to wait for late replies after the load stops. Calls get long: a run must not
 # leave a backlog of unacked calls that the next run would then be timed behind.
-DRAIN_SECONDS = {"ping": 3.0, "call": 30.0}
+DRAIN_SECONDS = {"ping": 3.0, "call": 30.0, "submit": 30.0}
 
 
 class Client:
@@ -53,6 +56,7 @@ class Client:
         self.window_end = time.perf_counter() + float(self.config.get("seconds", 0))
         self.in_window = 0
         self.by_status: dict[str, list[float]] = {}
+        self.acked_at: list[tuple[str, float]] = []
 
     async def open_all(self) -> None:
         gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
@@ -203,6 +207,32 @@ class Client:
             else:
                 self.other_frames += 1
 
+    async def submit(self) -> None:
+        waiting = {call["callId"] for call in self.config["calls"]}
+        readers = [asyncio.create_task(self._read_submit_acks(ws, waiting)) for ws in self.sockets]
+        for i, call in enumerate(self.config["calls"]):
+            frame = {"type": "call", "to": "+442079460123", **call}
+            await self.sockets[i % len(self.sockets)].send(json.dumps(frame))
+            self.sent += 1
+        await self._drain(lambda: len(waiting))
+        self.lost = len(waiting)
+        for task in readers:
+            task.cancel()
+
+    async def _read_submit_acks(self, ws, waiting: set) -> None:
+        async for raw in ws:
+            now = time.time()
+            frame = json.loads(raw)
+            kind, call_id = frame.get("type"), frame.get("callId")
+            if kind == "call_ack" and call_id in waiting:
+                waiting.discard(call_id)
+                self.acked_at.append((call_id, now))
+            elif kind == "error":
+                self.errors[frame.get("code", "?")] = self.errors.get(frame.get("code", "?"), 0) + 1
+                waiting.discard(call_id)
+            else:
+                self.other_frames += 1  # call_status of earlier calls, among others
+
     async def probe(self) -> None:
         readers = [asyncio.create_task(self._read_probes(ws)) for ws in self.sockets]
         await _stdin_line()
@@ -253,6 +283,8 @@ class Client:
         }
         if self.acked:
             out["acked"] = self.acked
+        if self.acked_at:
+            out["acked_at"] = self.acked_at
         if self.by_status:
             out["by_status"] = {k: [round(x, 3) for x in v] for k, v in self.by_status.items()}
         return out

@@ -1,0 +1,285 @@
+"""S1's machinery: telephony agents against SIPp, SIPp's message log, the calls as the
+database has them, and Speech timed in-process.
+
+Imported after Django is set up: the telephony test helpers it reuses import the models.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import psutil
+from django.db.models import Count
+
+from realtime.models import TERMINAL_STATES, CallRequest, CallState
+from telephony.speech import Speech
+from tests.live import ChildProcess, wait_until
+from tests.telephony.conftest import Sipp, free_udp_port, rtp_range, udp_port_taken
+
+__all__ = ["Sipp", "free_udp_port"]  # S1 starts SIPp with the telephony tests' helper
+
+# Each sentence adds about 5-7 s of espeak-ng speech; the opening alone is about 2 s.
+SENTENCES = (
+    "This recorded message is read to the callee by the telephony agent, from the moment the "
+    "call is answered until the agent hangs up.",
+    "It measures how many calls with speech the agents can hold at once, and what each of "
+    "them costs.",
+)
+SIPP_STAMP = re.compile(r"^-{20,} (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\s*$", re.MULTILINE)
+CALL_ENDED = re.compile(
+    r"call (?P<pk>\S+) ended: .*; audio sent (?P<sent>\d+) packets, received (?P<received>\d+) "
+    r"packets \((?P<seconds>[\d.]+) s, (?P<speech>[\d.]+) s of it speech\)"
+)
+NOT_YET_DIALED = (CallState.QUEUED, CallState.DIALING)
+
+
+def message(label: str, sentences: int) -> str:
+    """A message text of its own for `label` (a new label is a TTS cache miss)."""
+    return " ".join((f"Relay benchmark call {label}.", *SENTENCES[:sentences]))
+
+
+def check_no_worker() -> None:
+    """A worker with TELEPHONY_PROVIDER=simulated would race the agents for queued calls."""
+    for child in psutil.Process().children(recursive=True):
+        try:
+            argv = child.cmdline()
+        except psutil.Error:
+            continue
+        if "relay_worker" in argv:
+            raise RuntimeError(f"a relay_worker (pid {child.pid}) is running during S1")
+    queued = CallRequest.objects.filter(status=CallState.QUEUED).count()
+    if queued:
+        raise RuntimeError(f"{queued} queued calls are left over: the agents would dial them")
+
+
+def _sip_base_port(count: int) -> int:
+    """A free UDP port whose next count - 1 ports are free too: agent n binds port + n."""
+
+    def candidate() -> int | None:
+        port = free_udp_port()
+        return None if any(udp_port_taken(port + n) for n in range(1, count)) else port
+
+    return wait_until(candidate, deadline=5, what="consecutive free UDP ports", interval=0)
+
+
+class Agent(ChildProcess):
+    stop_grace = 15  # the agent hangs up its calls within 5 s of SIGTERM
+
+
+class Agents:
+    """`count` telephony agents (SIP_AGENTS) of `capacity` calls each, with the bench's
+    database and Redis, their trunk SIPp on `trunk_port`; logs in `workdir`."""
+
+    def __init__(self, env: dict, workdir: Path, *, trunk_port: int, count: int, capacity: int):
+        workdir.mkdir(parents=True, exist_ok=True)
+        port = _sip_base_port(count)
+        self.env = {
+            **env,
+            "TELEPHONY_PROVIDER": "sip",
+            "SIP_TRUNK_URI": f"sip:127.0.0.1:{trunk_port}",
+            "SIP_BIND": f"127.0.0.1:{port}",
+            "SIP_AGENTS": str(count),
+            "SIP_MAX_CONCURRENT_CALLS": str(capacity),
+            "RTP_PORT_RANGE": rtp_range(max(1000, 4 * count * capacity)),
+            "TTS_CACHE_DIR": str(workdir / "tts"),  # new for every run: new texts are misses
+            "LOG_LEVEL": "INFO",  # the agent's one line per call is INFO
+        }
+        self.logs = [workdir / f"agent-{n}.log" for n in range(count)]
+        self.procs: list[Agent] = []
+        try:
+            for n, log in enumerate(self.logs):
+                argv = [sys.executable, "manage.py", "telephony_agent", "--index", str(n)]
+                self.procs.append(Agent(argv, self.env, log=log))
+            for n, agent in enumerate(self.procs):
+                wait_until(lambda a=agent, p=port + n: self._listening(a, p), deadline=60,
+                           what=f"telephony agent {n} to bind its SIP port")  # fmt: skip
+        except BaseException:
+            self.stop()
+            raise
+        self.ps = [psutil.Process(agent.proc.pid) for agent in self.procs]
+
+    @staticmethod
+    def _listening(agent: Agent, port: int) -> bool:
+        if agent.proc.poll() is not None:
+            raise RuntimeError(f"a telephony agent exited during start-up; see {agent.log_path}")
+        return udp_port_taken(port)
+
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds so far: (the agents' own, the espeak-ng and sox runs they reaped)."""
+        own = tts = 0.0
+        for ps in self.ps:
+            t = ps.cpu_times()
+            own += t.user + t.system
+            tts += t.children_user + t.children_system
+        return own, tts
+
+    def rss(self) -> int:
+        return sum(ps.memory_info().rss for ps in self.ps)
+
+    def ended_calls(self) -> dict[str, dict]:
+        """Call pk -> the audio figures of the agent's `call ... ended` line."""
+        out = {}
+        for log in self.logs:
+            for found in CALL_ENDED.finditer(log.read_text(errors="replace")):
+                out[found["pk"]] = {k: float(v) for k, v in found.groupdict().items() if k != "pk"}
+        return out
+
+    def stop(self) -> None:
+        for agent in self.procs:
+            agent.stop()
+
+
+# --- SIPp ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Invite:
+    at: float  # when SIPp received it, epoch seconds
+    sender: str  # the Via's host:port, which tells the agents apart
+
+
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def invites(message_log: Path) -> dict[str, Invite]:
+    """Call-ID -> the first INVITE of that call SIPp received. SIPp stamps each message with
+    the machine's local wall clock, which datetime reads back as local time."""
+    if not message_log.exists():
+        return {}
+    parts = SIPP_STAMP.split(message_log.read_text(errors="replace"))
+    found: dict[str, Invite] = {}
+    for stamp, block in zip(parts[1::2], parts[2::2], strict=True):
+        if "message received" not in block or "\nINVITE sip:" not in block:
+            continue
+        call_id = re.search(r"^Call-ID:\s*(\S+)", block, re.MULTILINE | re.IGNORECASE)
+        via = re.search(r"^Via:\s*SIP/2\.0/\w+\s+([^;\s]+)", block, re.MULTILINE | re.IGNORECASE)
+        if call_id and call_id.group(1) not in found:
+            at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").astimezone().timestamp()
+            found[call_id.group(1)] = Invite(at, via.group(1) if via else "?")
+    return found
+
+
+def sipp_exit(far_end, *, deadline: float) -> int | None:
+    """SIPp's exit status once it has seen all its calls (0: every one succeeded), or None
+    if it had not ended by `deadline` (then it is stopped: calls it waits for were lost)."""
+    try:
+        return far_end.proc.wait(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        far_end.stop()
+        return None
+
+
+# --- the calls in the database --------------------------------------------------------------------
+@dataclass
+class Placed:
+    call_id: str
+    pk: str
+    status: str
+    provider_call_id: str
+    answered_at: float | None  # epoch seconds
+    ended_at: float | None
+
+
+def placed(prefix: str) -> dict[str, Placed]:
+    rows = CallRequest.objects.filter(call_id__startswith=prefix).values_list(
+        "call_id", "pk", "status", "provider_call_id", "answered_at", "ended_at"
+    )
+    return {
+        call_id: Placed(call_id, str(pk), status, provider,
+                        answered and answered.timestamp(), ended and ended.timestamp())
+        for call_id, pk, status, provider, answered, ended in rows
+    }  # fmt: skip
+
+
+def status_counts(prefix: str) -> dict[str, int]:
+    rows = CallRequest.objects.filter(call_id__startswith=prefix).values("status")
+    return dict(rows.annotate(n=Count("id")).values_list("status", "n"))
+
+
+def peak_in_progress(calls: list[Placed]) -> int:
+    """Most calls between their answer and their end at one instant (a call ending at the
+    instant another is answered is not counted twice)."""
+    edges = []
+    for call in calls:
+        if call.answered_at is not None:
+            edges += [(call.answered_at, 1), (call.ended_at or math.inf, -1)]
+    peak = up = 0
+    for _, change in sorted(edges):
+        up += change
+        peak = max(peak, up)
+    return peak
+
+
+@dataclass
+class Sample:
+    t: float
+    in_progress: int
+    cpu: float  # the agents' CPU seconds so far, espeak-ng and sox included
+    rss: int
+
+
+def watch(prefix: str, count: int, agents: Agents, *, deadline: float) -> list[Sample]:
+    """Sample the calls and the agents every 0.2 s until all `count` calls have ended, or
+    `deadline` passes (the calls still open then are reported as lost, not raised)."""
+    samples: list[Sample] = []
+
+    def all_ended() -> bool:
+        counts = status_counts(prefix)
+        own, tts = agents.cpu()
+        samples.append(Sample(time.monotonic(), counts.get(CallState.IN_PROGRESS, 0),
+                              own + tts, agents.rss()))  # fmt: skip
+        return sum(counts.get(status, 0) for status in TERMINAL_STATES) >= count
+
+    with contextlib.suppress(AssertionError):
+        wait_until(all_ended, deadline=deadline, what=f"the {prefix} calls to end", interval=0.2)
+    return samples
+
+
+def cpu_while_up(samples: list[Sample]) -> tuple[float, int, float]:
+    """(the agents' CPU per wall second, calls up, seconds) between the first and the last
+    sample with the most calls in progress; NaN over less than a second."""
+    top = max((s.in_progress for s in samples), default=0)
+    up = [s for s in samples if s.in_progress == top]
+    span = up[-1].t - up[0].t if top else 0.0
+    if span < 1:
+        return math.nan, top, span
+    return (up[-1].cpu - up[0].cpu) / span, top, span
+
+
+def wait_dialed(call_ids: list[str], *, deadline: float) -> None:
+    """Until the calls have left queued and dialing: their INVITEs went out and were answered
+    with a ringing or more."""
+
+    def dialed() -> bool:
+        rows = CallRequest.objects.filter(call_id__in=call_ids).exclude(status__in=NOT_YET_DIALED)
+        return rows.count() == len(call_ids)
+
+    wait_until(dialed, deadline=deadline, what="a batch of calls to be dialed", interval=0.02)
+
+
+# --- speech in-process ----------------------------------------------------------------------------
+def render_ms(texts: list[str]) -> dict:
+    """Speech.render timed for each new text (a miss), again on the same Speech (memory hit)
+    and on a fresh Speech over the same cache directory (file hit, as another agent or a
+    restarted one sees it)."""
+    out: dict = {"miss": [], "memory": [], "file": [], "audio_s": []}
+    with tempfile.TemporaryDirectory(prefix="relay-bench-tts-") as cache:
+        speech = Speech(Path(cache))
+        for text in texts:
+            for kind, renderer in (("miss", speech), ("memory", speech),
+                                   ("file", Speech(Path(cache)))):  # fmt: skip
+                started = time.perf_counter()
+                audio = renderer.render(text, "en")
+                out[kind].append((time.perf_counter() - started) * 1000)
+            out["audio_s"].append(len(audio[0]) / 8000)  # G.711: 8,000 bytes a second
+        out["counters"] = (speech.hits, speech.misses)
+    return out
