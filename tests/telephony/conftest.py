@@ -177,7 +177,9 @@ def sip_env(workdir: Path, trunk_port: int, **extra) -> dict:
         "SIP_TRUNK_URI": f"sip:127.0.0.1:{trunk_port}",
         "SIP_BIND": f"127.0.0.1:{free_udp_port()}",
         "RTP_PORT_RANGE": rtp_range(),
-        "SIP_RING_TIMEOUT": "3",
+        # Short, so that no-answer tests are quick; long enough that a far end starved of
+        # CPU on a busy CI machine still answers within it.
+        "SIP_RING_TIMEOUT": "5",
         "TTS_CACHE_DIR": str(workdir / "tts"),
     }
     env.update({key: str(value) for key, value in extra.items()})
@@ -186,7 +188,7 @@ def sip_env(workdir: Path, trunk_port: int, **extra) -> dict:
 
 @pytest.fixture(scope="module")
 def sip_relay(tmp_path_factory, django_db_setup):
-    """runrelay with TELEPHONY_PROVIDER=sip (one agent, ring timeout 3 s), its output in
+    """runrelay with TELEPHONY_PROVIDER=sip (one agent, ring timeout 5 s), its output in
     `relay.log`; its trunk is whatever SIPp a test starts on `relay.trunk_port`."""
     workdir = tmp_path_factory.mktemp("sip-relay")
     trunk_port = free_udp_port()

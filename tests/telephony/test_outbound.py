@@ -125,7 +125,7 @@ async def test_a_call_nobody_answers_is_canceled_at_the_ring_timeout(sip_relay, 
     frames = await place(sip_relay, login.token, call_frame("unanswered"))
 
     assert statuses(frames) == ["queued", "dialing", "ringing", "no_answer"]
-    assert 2.5 < time.monotonic() - started < 10  # SIP_RING_TIMEOUT is 3 s
+    assert 4.5 < time.monotonic() - started < 15  # SIP_RING_TIMEOUT is 5 s
     assert far_end.finish() == 0  # it got the CANCEL, and the ACK for its 487
 
 
@@ -136,7 +136,7 @@ async def test_a_trunk_that_never_answers_fails_at_the_ring_timeout_not_timer_b(
 
     assert statuses(frames) == ["queued", "dialing", "failed"]
     assert frames[-1]["reason"] == "408 Request Timeout"
-    assert time.monotonic() - started < 10  # not Timer B's 32 s
+    assert time.monotonic() - started < 15  # SIP_RING_TIMEOUT's 5 s, not Timer B's 32 s
 
 
 async def test_the_callee_hanging_up_mid_message_completes_with_the_real_duration(
