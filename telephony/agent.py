@@ -139,7 +139,7 @@ class TelephonyAgent:
             host,
             port,
             self.ua.host,
-            settings.SIP_TRUNK_URI,
+            "{}:{}".format(*self.ua.trunk),  # never the URI: it may carry a password
             self.capacity,
         )
         heartbeat = asyncio.create_task(self._heartbeat())

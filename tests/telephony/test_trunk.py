@@ -59,6 +59,7 @@ def test_a_trunk_asking_for_digest_auth_gets_the_credentials(user, tmp_path, pas
     if ending == "failed":
         assert call.failure_reason == "403 Forbidden"
     assert verdict == 0
+    assert password not in (tmp_path / "agent.log").read_text()  # no secret in any log
 
 
 def test_a_call_over_tcp(user, tmp_path):
