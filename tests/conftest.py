@@ -19,8 +19,9 @@ set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "relay-hypothesis")
 
 @pytest.fixture(autouse=True)
 def _fast_password_hasher(settings):
-    # Argon2 costs ~100 ms a hash by design; the suite hashes hundreds of passwords. The test
-    # that checks production hashing restores Argon2 for itself.
+    # Argon2 costs tens of milliseconds a hash by design; the suite hashes hundreds of
+    # passwords. Tests of production hashing (tests/accounts/test_password_hashing.py)
+    # restore Relay's hashers for themselves.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
