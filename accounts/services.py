@@ -9,6 +9,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth import authenticate
+from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
@@ -71,9 +72,10 @@ def user_register(*, email: str, password: str) -> AuthResult:
         validate_password(password, user=User(email=email))
     except DjangoValidationError as exc:
         raise InvalidRequest(exc.messages[0], fields={"password": exc.messages}) from exc
+    password_hash = make_password(password)  # slow by design: before the transaction
     try:
         with transaction.atomic():
-            user = User.objects.create_user(email=email, password=password)
+            user = User.objects.create_user(email=email, password_hash=password_hash)
             return session_open(user=user)
     except IntegrityError as exc:
         raise ApplicationError(
