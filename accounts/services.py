@@ -20,6 +20,7 @@ from accounts import apikeys
 from accounts.models import LoginSession, User, UserManager
 from core import events, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
+from core.passwords import password_hashing_slot
 
 # Matrix user ID: @localpart:server_name, server_name = host [":" port].
 MATRIX_ID_RE = re.compile(
@@ -63,16 +64,18 @@ def session_open(*, user: User) -> AuthResult:
 def user_register(*, email: str, password: str) -> AuthResult:
     """Create a user (plan free, a fresh API key) and open its first session.
 
-    Raises InvalidRequest with `fields.password` for a weak password and `email_taken`
-    `email_taken` when the address is registered in any letter case, even under a race
-    (the unique index decides).
+    Raises InvalidRequest with `fields.password` for a weak password, `email_taken` when the
+    address is registered in any letter case, even under a race (the unique index decides),
+    and PasswordHashingBusy (503) when every hashing slot of the process is taken; then
+    nothing is written.
     """
     email = UserManager.normalize_email_address(email)
     try:
         validate_password(password, user=User(email=email))
     except DjangoValidationError as exc:
         raise InvalidRequest(exc.messages[0], fields={"password": exc.messages}) from exc
-    password_hash = make_password(password)  # slow by design: before the transaction
+    with password_hashing_slot():
+        password_hash = make_password(password)  # slow by design: before the transaction
     try:
         with transaction.atomic():
             user = User.objects.create_user(email=email, password_hash=password_hash)
@@ -86,8 +89,11 @@ def user_register(*, email: str, password: str) -> AuthResult:
 def user_login(*, email: str, password: str) -> AuthResult:
     """Check the password and open a session. Unknown e-mail and wrong password give the same
     InvalidCredentials, and take the same time (Django hashes a dummy password for unknown
-    users)."""
-    user = authenticate(username=UserManager.normalize_email_address(email), password=password)
+    users). A right password whose stored hash has other parameters than the hasher's is
+    re-hashed and saved (User.check_password's setter); a wrong one changes nothing.
+    PasswordHashingBusy (503) when every hashing slot of the process is taken."""
+    with password_hashing_slot():
+        user = authenticate(username=UserManager.normalize_email_address(email), password=password)
     if user is None:
         raise InvalidCredentials()
     return session_open(user=user)

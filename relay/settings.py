@@ -4,6 +4,7 @@ The embedded default needs no variable at all except SECRET_KEY, which `make run
 under var/ on first start; DEBUG never supplies a secret outside development.
 """
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -266,6 +267,20 @@ PASSWORD_ARGON2_MEMORY_KIB = _whole_number(
     maximum=2**32 - 1,
     unit=" (KiB; at least 8 per lane of PASSWORD_ARGON2_PARALLELISM)",
 )
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# Password and PIN hashes one process computes at once (core/passwords.py); a request that
+# finds every slot taken is answered 503 service_unavailable with Retry-After: 1, at once.
+# A hash keeps PASSWORD_ARGON2_PARALLELISM cores busy: more slots than cores make each login
+# slower, not more of them faster.
+PASSWORD_HASH_CONCURRENCY = _whole_number("PASSWORD_HASH_CONCURRENCY", _usable_cpus(), maximum=1024)
 
 AUTH_PASSWORD_VALIDATORS = [
     {

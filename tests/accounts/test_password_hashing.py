@@ -11,23 +11,12 @@ import pytest
 from django.contrib.auth.hashers import Argon2PasswordHasher
 
 from accounts.models import User
-from relay import settings as relay_settings
 from tests.factories import UserFactory
 from tests.live import ROOT, child_environ
 
 PASSWORD = "a-long-and-unusual-passphrase"
 OWASP_MINIMUM = "$argon2id$v=19$m=19456,t=2,p=1$"
 DJANGO_DEFAULTS = "$argon2id$v=19$m=102400,t=2,p=8$"
-
-
-@pytest.fixture
-def real_hashers(settings):
-    """Relay's own hashers, not the suite's fast one (tests/conftest.py)."""
-    settings.PASSWORD_HASHERS = relay_settings.PASSWORD_HASHERS
-    settings.PASSWORD_ARGON2_TIME_COST = 2
-    settings.PASSWORD_ARGON2_MEMORY_KIB = 19456
-    settings.PASSWORD_ARGON2_PARALLELISM = 1
-    return settings
 
 
 def parameters(encoded: str) -> str:
@@ -148,9 +137,11 @@ def test_the_parameters_come_from_the_environment():
         ("PASSWORD_ARGON2_MEMORY_KIB", "-1"),
         ("PASSWORD_ARGON2_PARALLELISM", "0"),
         ("PASSWORD_ARGON2_PARALLELISM", "1.5"),
+        ("PASSWORD_HASH_CONCURRENCY", "0"),
+        ("PASSWORD_HASH_CONCURRENCY", "many"),
     ],
 )
-def test_a_bad_argon2_setting_stops_start_up_with_one_line(name, value):
+def test_a_bad_password_hashing_setting_stops_start_up_with_one_line(name, value):
     result = manage("check", **{name: value})
 
     assert result.returncode != 0
