@@ -138,6 +138,42 @@ def test_the_admin_login_form_is_refused_in_the_error_shape(client, cap_of_one):
     assert client.post("/admin/login/", form).status_code == 302  # logged in
 
 
+NEW_PASSWORD = "another-long-pass-phrase"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("form", "path"),
+    [
+        ("add a user", "/admin/accounts/user/add/"),
+        ("set a user's password", "/admin/accounts/user/{user}/password/"),
+        ("change one's own password", "/admin/password_change/"),
+    ],
+)
+def test_the_admins_password_forms_are_refused_in_the_error_shape(
+    staff_client, cap_of_one, form, path
+):
+    user = UserFactory(email="staffed@example.com")
+    fields = {
+        "email": "new@example.com",
+        "old_password": "admin-password-long",  # staff_client's (tests/conftest.py)
+        "password1": NEW_PASSWORD,
+        "password2": NEW_PASSWORD,
+        "new_password1": NEW_PASSWORD,
+        "new_password2": NEW_PASSWORD,
+        "usable_password": "true",
+    }
+    url = path.format(user=user.pk)
+
+    with password_hashing_slot():
+        response = staff_client.post(url, fields)
+
+    assert_busy(response)
+    assert not any(u.check_password(NEW_PASSWORD) for u in User.objects.all())
+    assert staff_client.post(url, fields).status_code == 302, form
+    assert any(u.check_password(NEW_PASSWORD) for u in User.objects.all())
+
+
 @pytest.mark.django_db
 def test_the_cap_is_the_setting(api_client, settings):
     settings.PASSWORD_HASH_CONCURRENCY = 2
