@@ -7,6 +7,7 @@ from django.utils.html import format_html, format_html_join
 from accounts import services
 from accounts.models import LoginSession, User
 from core.admin_links import change_link, changelist_link
+from core.passwords import hashes_passwords_on_post
 
 
 class UserCreationAdminForm(BaseUserCreationForm):
@@ -90,6 +91,15 @@ class UserAdmin(DjangoUserAdmin):
 
     def get_inlines(self, request, obj):
         return self.inlines if obj is not None else []  # a new user has no sessions yet
+
+    # Adding a user and setting a password hash one, like registering: in a hashing slot.
+    @hashes_passwords_on_post
+    def add_view(self, request, form_url="", extra_context=None):
+        return super().add_view(request, form_url, extra_context)
+
+    @hashes_passwords_on_post
+    def user_change_password(self, request, id, form_url=""):
+        return super().user_change_password(request, id, form_url)
 
     @admin.action(description="End all sessions of the selected users")
     def end_all_sessions(self, request, queryset):

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth import authenticate
+from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
@@ -19,6 +20,7 @@ from accounts import apikeys
 from accounts.models import LoginSession, User, UserManager
 from core import events, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
+from core.passwords import password_hashing_slot
 
 # Matrix user ID: @localpart:server_name, server_name = host [":" port].
 MATRIX_ID_RE = re.compile(
@@ -62,18 +64,21 @@ def session_open(*, user: User) -> AuthResult:
 def user_register(*, email: str, password: str) -> AuthResult:
     """Create a user (plan free, a fresh API key) and open its first session.
 
-    Raises InvalidRequest with `fields.password` for a weak password and `email_taken`
-    `email_taken` when the address is registered in any letter case, even under a race
-    (the unique index decides).
+    Raises InvalidRequest with `fields.password` for a weak password, `email_taken` when the
+    address is registered in any letter case, even under a race (the unique index decides),
+    and PasswordHashingBusy (503) when every hashing slot of the process is taken; then
+    nothing is written.
     """
     email = UserManager.normalize_email_address(email)
     try:
         validate_password(password, user=User(email=email))
     except DjangoValidationError as exc:
         raise InvalidRequest(exc.messages[0], fields={"password": exc.messages}) from exc
+    with password_hashing_slot():
+        password_hash = make_password(password)  # slow by design: before the transaction
     try:
         with transaction.atomic():
-            user = User.objects.create_user(email=email, password=password)
+            user = User.objects.create_user(email=email, password_hash=password_hash)
             return session_open(user=user)
     except IntegrityError as exc:
         raise ApplicationError(
@@ -84,8 +89,11 @@ def user_register(*, email: str, password: str) -> AuthResult:
 def user_login(*, email: str, password: str) -> AuthResult:
     """Check the password and open a session. Unknown e-mail and wrong password give the same
     InvalidCredentials, and take the same time (Django hashes a dummy password for unknown
-    users)."""
-    user = authenticate(username=UserManager.normalize_email_address(email), password=password)
+    users). A right password whose stored hash has other parameters than the hasher's is
+    re-hashed and saved (User.check_password's setter); a wrong one changes nothing.
+    PasswordHashingBusy (503) when every hashing slot of the process is taken."""
+    with password_hashing_slot():
+        user = authenticate(username=UserManager.normalize_email_address(email), password=password)
     if user is None:
         raise InvalidCredentials()
     return session_open(user=user)

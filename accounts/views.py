@@ -44,7 +44,7 @@ class AuthViewSet(ResourceViewSet):
     @extend_schema(
         operation_id="auth_register",
         request=RegisterInput,
-        responses={201: AuthOutput, **errors(400, 409, 415, 429)},
+        responses={201: AuthOutput, **errors(400, 409, 415, 429, 503)},
         auth=[],
     )
     @action(
@@ -56,7 +56,7 @@ class AuthViewSet(ResourceViewSet):
     @extend_schema(
         operation_id="auth_login",
         request=CredentialsInput,
-        responses={200: AuthOutput, **errors(400, 401, 415, 429)},
+        responses={200: AuthOutput, **errors(400, 401, 415, 429, 503)},
         auth=[],
     )
     @action(

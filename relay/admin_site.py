@@ -4,6 +4,8 @@ from django.contrib import admin
 from django.db.models import Count
 from django.utils import timezone
 
+from core.passwords import hashes_passwords_on_post
+
 
 class RelayAdminSite(admin.AdminSite):
     """Django admin with the service's state at a glance on the index page."""
@@ -15,6 +17,16 @@ class RelayAdminSite(admin.AdminSite):
 
     def index(self, request, extra_context=None):
         return super().index(request, {**(extra_context or {}), "relay": service_state()})
+
+    # The login form is open to anyone and checks a password; the password change form
+    # checks the old one and hashes the new. Both take a hashing slot like the API's login.
+    @hashes_passwords_on_post
+    def login(self, request, extra_context=None):
+        return super().login(request, extra_context)
+
+    @hashes_passwords_on_post
+    def password_change(self, request, extra_context=None):
+        return super().password_change(request, extra_context)
 
 
 def service_state() -> dict:

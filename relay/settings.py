@@ -4,6 +4,7 @@ The embedded default needs no variable at all except SECRET_KEY, which `make run
 under var/ on first start; DEBUG never supplies a secret outside development.
 """
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -230,10 +231,57 @@ TASKS = {
 
 # --- Auth -----------------------------------------------------------------------------------
 AUTH_USER_MODEL = "accounts.User"
+# Argon2id at parameters from the environment, by default OWASP's minimum (Password Storage
+# Cheat Sheet: m=19 MiB, t=2, p=1; docs/decisions.md). The first hasher hashes; a stored hash
+# with other parameters is re-hashed on the next successful login (Django's must_update).
+# Django's own Argon2 hasher has the same algorithm name, `argon2`, so of the two it is the
+# one Django picks to verify a stored `argon2$` hash; either verifies any Argon2 hash, with
+# the parameters the hash carries. It stays listed for that, and PBKDF2 for any older hash.
 PASSWORD_HASHERS = [
+    "core.passwords.ConfiguredArgon2PasswordHasher",
     "django.contrib.auth.hashers.Argon2PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
 ]
+
+
+def _whole_number(
+    name: str, default: int, *, minimum: int = 1, maximum: int, unit: str = ""
+) -> int:
+    """A whole-number variable within [minimum, maximum]; ImproperlyConfigured, in one line,
+    for anything else (env.int would stop start-up with a traceback on "19MiB")."""
+    raw = env.str(name, default=str(default)).strip()
+    if not (raw.isascii() and raw.isdigit()) or not minimum <= int(raw) <= maximum:
+        raise ImproperlyConfigured(
+            f"{name} must be a whole number from {minimum} to {maximum}{unit}, not {raw!r}"
+        )
+    return int(raw)
+
+
+# Argon2's own bounds (argon2.h): a value outside them would fail every hash, at login time.
+PASSWORD_ARGON2_TIME_COST = _whole_number("PASSWORD_ARGON2_TIME_COST", 2, maximum=2**32 - 1)
+PASSWORD_ARGON2_PARALLELISM = _whole_number("PASSWORD_ARGON2_PARALLELISM", 1, maximum=2**24 - 1)
+PASSWORD_ARGON2_MEMORY_KIB = _whole_number(
+    "PASSWORD_ARGON2_MEMORY_KIB",
+    19456,
+    minimum=8 * PASSWORD_ARGON2_PARALLELISM,  # 8 KiB per lane
+    maximum=2**32 - 1,
+    unit=" (KiB; at least 8 per lane of PASSWORD_ARGON2_PARALLELISM)",
+)
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# Password and PIN hashes one process computes at once (core/passwords.py); a request that
+# finds every slot taken is answered 503 service_unavailable with Retry-After: 1, at once.
+# A hash keeps PASSWORD_ARGON2_PARALLELISM cores busy: more slots than cores make each login
+# slower, not more of them faster.
+PASSWORD_HASH_CONCURRENCY = _whole_number("PASSWORD_HASH_CONCURRENCY", _usable_cpus(), maximum=1024)
+
 AUTH_PASSWORD_VALIDATORS = [
     {
         "NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",

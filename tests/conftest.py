@@ -9,6 +9,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from rest_framework.test import APIClient
 
 from accounts import services
+from relay import settings as relay_settings
 from relay.asgi import application
 from tests.factories import UserFactory
 
@@ -19,9 +20,24 @@ set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "relay-hypothesis")
 
 @pytest.fixture(autouse=True)
 def _fast_password_hasher(settings):
-    # Argon2 costs ~100 ms a hash by design; the suite hashes hundreds of passwords. The test
-    # that checks production hashing restores Argon2 for itself.
+    # Argon2 costs tens of milliseconds a hash by design; the suite hashes hundreds of
+    # passwords. Tests of production hashing (tests/accounts/test_password_hashing.py)
+    # restore Relay's hashers for themselves.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # With hashes of microseconds the per-process cap on hashing only adds chance 503s to the
+    # tests that race twenty requests at the database; the cap's own tests set it to 1.
+    settings.PASSWORD_HASH_CONCURRENCY = 100
+
+
+@pytest.fixture
+def real_hashers(settings):
+    """Relay's own hashers at OWASP's minimum, the defaults, instead of the fast one above;
+    tests may set other PASSWORD_ARGON2_* values on the returned settings."""
+    settings.PASSWORD_HASHERS = relay_settings.PASSWORD_HASHERS
+    settings.PASSWORD_ARGON2_TIME_COST = 2
+    settings.PASSWORD_ARGON2_MEMORY_KIB = 19456
+    settings.PASSWORD_ARGON2_PARALLELISM = 1
+    return settings
 
 
 @pytest.fixture(autouse=True)

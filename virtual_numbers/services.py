@@ -14,6 +14,7 @@ from django.utils import timezone
 from accounts.models import User
 from captcha.services import captcha_token_consume
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
+from core.passwords import password_hashing_slot
 from core.phone import e164_valid
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, PinFailure
 
@@ -136,9 +137,11 @@ def number_create(*, user: User, alias: str, pin: str, captcha_token: str) -> Nu
     concurrent requests. The token is checked first: 400 captcha_invalid for an unknown,
     spent or expired token whatever the user holds; then 409 number_limit_reached past the
     plan's limit, 503 no_numbers_available when the inventory is empty. Either of those rolls
-    the transaction back, so the token is spent only if the number is created.
+    the transaction back, so the token is spent only if the number is created. Before all
+    that, PasswordHashingBusy (503) when every hashing slot of the process is taken.
     """
-    pin_hash = make_password(pin)  # slow by design: hash before taking any lock
+    with password_hashing_slot():
+        pin_hash = make_password(pin)  # slow by design: hash before taking any lock
     with transaction.atomic():
         locked_user = _lock_user(user)
         captcha_token_consume(token=captcha_token)
@@ -190,12 +193,23 @@ def _pin_lock_retry_after(*, number: Number, now) -> int | None:
     return max(1, int((unlock_at - now).total_seconds()) + 1)
 
 
+def _pin_rehash_if_matches(number: Number, current_pin: str, new_pin: str) -> str | None:
+    """The hash of `new_pin` if `current_pin` is the number's PIN, else None: both hashes in
+    one hashing slot (PasswordHashingBusy before either runs)."""
+    with password_hashing_slot():
+        if not check_password(current_pin, number.pin_hash):
+            return None
+        return make_password(new_pin)
+
+
 def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None:
     """Change the PIN after checking the current one (constant-time hash comparison).
 
     Five wrong current PINs within 15 minutes lock PIN changes of that number until the window
     has moved on: PinLocked (429, Retry-After), even for the right PIN. Failures are counted
     in the database under the number's row lock, so parallel guesses cannot overshoot.
+    PasswordHashingBusy (503) when every hashing slot of the process is taken; then the PIN
+    is neither checked nor changed, and no failure is counted.
     """
     outcome: ApplicationError | None = None
     with transaction.atomic():
@@ -204,8 +218,8 @@ def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None
         retry_after = _pin_lock_retry_after(number=number, now=now)
         if retry_after is not None:
             outcome = PinLocked(headers={"Retry-After": str(retry_after)})
-        elif check_password(current_pin, number.pin_hash):
-            number.pin_hash = make_password(new_pin)
+        elif (new_hash := _pin_rehash_if_matches(number, current_pin, new_pin)) is not None:
+            number.pin_hash = new_hash
             number.save(update_fields=["pin_hash"])
         else:
             # Recorded and committed before the error is raised: the count must survive it.

@@ -77,7 +77,7 @@ class NumberViewSet(ResourceViewSet):
     @extend_schema(
         operation_id="numbers_pin_change",
         request=PinChangeInput,
-        responses={200: SuccessOutput, **errors(400, 401, 403, 404, 415, 429)},
+        responses={200: SuccessOutput, **errors(400, 401, 403, 404, 415, 429, 503)},
     )
     @action(detail=True, methods=["put"])
     def pin(self, request, number_id):
