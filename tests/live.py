@@ -53,6 +53,28 @@ def child_environ(**extra) -> dict:
     return env
 
 
+def manage(*argv: str, env: dict) -> subprocess.CompletedProcess:
+    """`manage.py argv...` run to its end from the checkout, in environment `env`."""
+    return subprocess.run(  # noqa: S603 - our own command
+        [sys.executable, "manage.py", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def assert_refused_at_start_up(result: subprocess.CompletedProcess, name: str) -> None:
+    """`result` is manage.py stopping at start-up with one line, naming the setting `name`."""
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Relay cannot start: ")
+    assert name in lines[0]
+
+
 def relay_env(var_dir: Path, **extra) -> dict:
     """The environment of a child process: the test's database, secret and Redis (if any)."""
     env = child_environ()

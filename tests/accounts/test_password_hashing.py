@@ -5,14 +5,14 @@ login, never on a failed one."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 from django.contrib.auth.hashers import Argon2PasswordHasher
 
 from accounts.models import User
 from tests.factories import UserFactory
-from tests.live import ROOT, child_environ
+from tests.live import assert_refused_at_start_up, child_environ
+from tests.live import manage as manage_py
 
 PASSWORD = "a-long-and-unusual-passphrase"
 OWASP_MINIMUM = "$argon2id$v=19$m=19456,t=2,p=1$"
@@ -95,15 +95,7 @@ def manage(*argv: str, **env: str) -> subprocess.CompletedProcess:
         DATABASE_URL="sqlite:////tmp/relay-password-settings-test.sqlite3",
         **env,
     )
-    return subprocess.run(  # noqa: S603 - our own command
-        [sys.executable, "manage.py", *argv],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return manage_py(*argv, env=environ)
 
 
 def hash_made_at_start_up(**env: str) -> str:
@@ -142,13 +134,7 @@ def test_the_parameters_come_from_the_environment():
     ],
 )
 def test_a_bad_password_hashing_setting_stops_start_up_with_one_line(name, value):
-    result = manage("check", **{name: value})
-
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Relay cannot start: ")
-    assert name in lines[0]
+    assert_refused_at_start_up(manage("check", **{name: value}), name)
 
 
 def test_memory_below_eight_kib_a_lane_stops_start_up():
