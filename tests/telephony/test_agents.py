@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db.models import Count
 
-from realtime.models import CallRequest
+from realtime.models import TERMINAL_STATES, CallRequest
 from tests.live import RelayProcess, WorkerProcess, http, wait_until
 from tests.telephony.conftest import (
     AgentProcess,
@@ -25,7 +25,6 @@ from tests.telephony.conftest import (
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 LONG = " ".join(["This message keeps the callee listening for a while."] * 6)
-TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
 
 
 def test_an_agent_killed_mid_call_never_dials_again_and_the_call_fails_agent_lost(user, tmp_path):
@@ -41,10 +40,10 @@ def test_an_agent_killed_mid_call_never_dials_again_and_the_call_fails_agent_los
 
         first.kill()
         second = AgentProcess(tmp_path, env, name="second")
-        wait_until(lambda: status_of(call) in TERMINAL, deadline=30, what="recovery")
+        wait_until(lambda: status_of(call) in TERMINAL_STATES, deadline=30, what="recovery")
         # The second agent works (it places a new call) and never dialled the old one.
         later = submit(user, "later")
-        wait_until(lambda: status_of(later) in TERMINAL, deadline=30, what="the next call")
+        wait_until(lambda: status_of(later) in TERMINAL_STATES, deadline=30, what="the next call")
 
         assert (call.status, call.failure_reason) == ("failed", "agent_lost")
         assert later.status == "completed"
@@ -100,7 +99,7 @@ def test_every_call_is_dialled_once_by_one_of_several_agents(
         assert status == 202
 
     def ended() -> bool:
-        return CallRequest.objects.filter(status__in=TERMINAL).count() == count
+        return CallRequest.objects.filter(status__in=TERMINAL_STATES).count() == count
 
     wait_until(ended, deadline=count * 3 + 30, what=f"{count} calls to end", interval=0.2)
     elapsed = time.monotonic() - started

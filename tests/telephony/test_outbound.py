@@ -12,13 +12,12 @@ import pytest
 from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
-from realtime.models import CallRequest
+from realtime.models import TERMINAL_STATES, CallRequest
 from telephony.speech import Speech
 from tests.live import http
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
-TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
 SHORT = "Hello from Relay. The parcel is at the door."
 LONG = " ".join(["This message is long enough to be interrupted."] * 8)
 
@@ -27,7 +26,9 @@ def call_frame(call_id: str, message: str = SHORT, **extra) -> dict:
     return {"type": "call", "callId": call_id, "to": "+442079460123", "message": message, **extra}
 
 
-async def frames_of_call(ws, call_id: str, *, until=TERMINAL, timeout: float = 60) -> list[dict]:
+async def frames_of_call(
+    ws, call_id: str, *, until=TERMINAL_STATES, timeout: float = 60
+) -> list[dict]:
     """Frames about `call_id` until one of its call_status frames is in `until`."""
     frames = []
     async with asyncio.timeout(timeout):

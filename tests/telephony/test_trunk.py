@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from realtime.models import TERMINAL_STATES
 from tests.live import free_port, wait_until
 from tests.telephony.conftest import (
     AgentProcess,
@@ -19,8 +20,6 @@ from tests.telephony.conftest import (
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
-
-TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
 
 
 def place_one(
@@ -38,7 +37,8 @@ def place_one(
             wait_until(lambda: udp_port_taken(int(port)), deadline=30, what="the agent")
             before((host, int(port)))
         placed = submit(user, "trunk-call", **(call or {}))
-        wait_until(lambda: status_of(placed) in TERMINAL, deadline=30, what="the call to end")
+        ended = lambda: status_of(placed) in TERMINAL_STATES  # noqa: E731
+        wait_until(ended, deadline=30, what="the call to end")
         return placed, far_end.finish()
     finally:
         agent.stop()

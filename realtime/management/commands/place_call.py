@@ -13,8 +13,7 @@ from websockets.sync.client import connect
 
 from accounts import services as accounts
 from accounts.models import User
-
-TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
+from realtime.models import TERMINAL_STATES
 
 
 def default_url() -> str:
@@ -66,7 +65,7 @@ class Command(BaseCommand):
                     self.stdout.write(json.dumps(received))
                     if received["type"] == "error":
                         raise CommandError(received["error"])
-                    if received["type"] == "call_status" and received["status"] in TERMINAL:
+                    if received["type"] == "call_status" and received["status"] in TERMINAL_STATES:
                         return
         except (OSError, TimeoutError, WebSocketException) as exc:
             raise CommandError(f"{url}: {exc}") from exc
