@@ -3,6 +3,8 @@
 from rest_framework import metadata, routers, viewsets
 from rest_framework.response import Response
 
+from core import fields
+
 
 class ResourceMetadata(metadata.SimpleMetadata):
     """OPTIONS names the resource, what it renders and parses; it does not describe the
@@ -49,6 +51,4 @@ class ResourceViewSet(viewsets.GenericViewSet):
         return Response(page.body(key, output))
 
     def validated(self) -> dict:
-        serializer = self.get_serializer(data=self.request.data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
+        return fields.validated(self.get_serializer_class(), self.request.data)
