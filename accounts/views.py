@@ -1,4 +1,5 @@
 from django.conf import settings
+from django.http.request import split_domain_port
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -128,10 +129,16 @@ class SessionViewSet(ResourceViewSet):
 
 
 def ws_base_url(request) -> str:
+    """PUBLIC_WS_URL when set; else the request's own host, at WS_PORT when the socket server
+    listens on a port of its own (runrelay), else at the request's port (a proxy routes /ws)."""
     if settings.PUBLIC_WS_URL:
         return settings.PUBLIC_WS_URL.rstrip("/")
     scheme = "wss" if request.is_secure() else "ws"
-    return f"{scheme}://{request.get_host()}"
+    host = request.get_host()
+    if settings.WS_PORT:
+        name, _port = split_domain_port(host)  # an IPv6 literal keeps its brackets
+        host = f"{name}:{settings.WS_PORT}"
+    return f"{scheme}://{host}"
 
 
 class DashboardViewSet(ResourceViewSet):

@@ -1,5 +1,5 @@
-"""Password hashing: Argon2id at the parameters the environment sets, and a per-process cap
-on how many hashes run at once.
+"""Password hashing: Argon2id at the parameters the environment sets, and a cap on how many
+hashes run at once on the machine (every process sharing the var directory).
 
 Users' passwords and numbers' PINs go through the same hasher (Django's make_password and
 check_password), so this is the kernel's, not one app's.
@@ -7,10 +7,12 @@ check_password), so this is the kernel's, not one app's.
 
 from __future__ import annotations
 
+import fcntl
 import functools
-import threading
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.hashers import Argon2PasswordHasher
@@ -44,7 +46,7 @@ class ConfiguredArgon2PasswordHasher(Argon2PasswordHasher):
 
 
 class PasswordHashingBusy(ApplicationError):
-    """Every hashing slot of this process is taken: 503 with Retry-After, at once."""
+    """Every hashing slot is taken: 503 with Retry-After, at once."""
 
     code = ErrorCode.SERVICE_UNAVAILABLE
     message = "The server is busy checking other passwords. Try again in a second."
@@ -53,19 +55,32 @@ class PasswordHashingBusy(ApplicationError):
         super().__init__(headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
-_slots_lock = threading.Lock()
-_slots: dict[int, threading.BoundedSemaphore] = {}
+def _take_slot() -> int | None:
+    """Lock one of the PASSWORD_HASH_CONCURRENCY slot files without waiting; its descriptor,
+    or None when every slot is locked.
 
-
-def hashing_slots() -> threading.BoundedSemaphore:
-    """This process's PASSWORD_HASH_CONCURRENCY slots. One semaphore per value of the
-    setting, made once under a lock (two first requests must not get two semaphores);
-    only tests change the value."""
+    A slot is an exclusive flock on a file under PASSWORD_HASHING_SLOTS_DIR, so the cap holds
+    across every process and thread that shares the directory: gunicorn's sync workers are
+    separate processes, and a cap per process would let a flood of logins hold every one of
+    them. The kernel releases a dead process's locks, so a crash cannot leak a slot.
+    """
     size = settings.PASSWORD_HASH_CONCURRENCY
-    with _slots_lock:
-        if size not in _slots:
-            _slots[size] = threading.BoundedSemaphore(size)
-        return _slots[size]
+    directory = Path(settings.PASSWORD_HASHING_SLOTS_DIR)
+    directory.mkdir(parents=True, exist_ok=True)
+    first = os.getpid() % size  # processes start their search at different slots
+    for step in range(size):
+        descriptor = os.open(
+            directory / f"slot-{(first + step) % size}",
+            os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+            0o600,
+        )
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            continue
+        return descriptor
+    return None
 
 
 @contextmanager
@@ -75,16 +90,16 @@ def password_hashing_slot() -> Iterator[None]:
     Every request path that hashes or checks a password or PIN runs that work in a slot,
     all of the operation's hashes in one slot, before it writes anything: a refused request
     has changed nothing. Refusing at once, rather than queueing, keeps a flood of logins
-    from holding every worker thread while the CPU works through the queue; the client's
-    retry after Retry-After is the queue.
+    from holding every worker while the CPU works through the queue; the client's retry
+    after Retry-After is the queue.
     """
-    slots = hashing_slots()
-    if not slots.acquire(blocking=False):
+    descriptor = _take_slot()
+    if descriptor is None:
         raise PasswordHashingBusy()
     try:
         yield
     finally:
-        slots.release()
+        os.close(descriptor)  # closing the file releases its lock
 
 
 def hashes_passwords_on_post(view: Callable) -> Callable:

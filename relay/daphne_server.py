@@ -13,7 +13,6 @@ an invalid header) are HTML pages; here each is a JSON error in Relay's shape: 4
 Run as `python -m relay.daphne_server <daphne arguments>` (runrelay does).
 """
 
-import json
 import logging
 import re
 
@@ -21,26 +20,12 @@ from daphne import http_protocol, server, ws_protocol
 from daphne.cli import CommandLineInterface
 from twisted.web import http
 
-from core.errors import ErrorCode
+from relay.server_errors import error_body
 
 logger = logging.getLogger("relay.http")
 
 # "METHOD SP target": the start of a request line; a header line is "Name: value".
 _REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ ")
-# The registry's code for each refusal the server makes itself.
-ERROR_CODES = {
-    400: ErrorCode.INVALID_REQUEST,
-    414: ErrorCode.URI_TOO_LONG,
-    431: ErrorCode.HEADER_TOO_LARGE,
-    500: ErrorCode.SERVER_ERROR,
-    503: ErrorCode.SERVICE_UNAVAILABLE,
-}
-
-
-def error_body(status: int, message: str) -> bytes:
-    """Relay's error shape, {"error", "code"}, for a refusal made before Django runs."""
-    code = ERROR_CODES.get(status, ErrorCode.SERVER_ERROR)
-    return json.dumps({"error": message, "code": code.value}).encode()
 
 
 class WebSocketFactory(ws_protocol.WebSocketFactory):

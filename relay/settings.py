@@ -121,8 +121,9 @@ TEMPLATES = [
     },
 ]
 
+# HTTP is served by gunicorn's sync workers (relay/wsgi.py), WebSocket by Daphne (relay/asgi.py).
 ASGI_APPLICATION = "relay.asgi.application"
-WSGI_APPLICATION = None
+WSGI_APPLICATION = "relay.wsgi.application"
 
 # --- Database -------------------------------------------------------------------------------
 DATABASES = {
@@ -140,12 +141,14 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     # A file, not :memory:, so live-server tests with several threads share one database.
     _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
-else:
-    _db["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
-    _db["CONN_HEALTH_CHECKS"] = True
-    # Under ASGI every request and every database_sync_to_async call may run on a new thread,
-    # so CONN_MAX_AGE cannot keep connections; a psycopg pool can (Django 5.1+), and saves a
-    # PostgreSQL connection set-up per request and per WebSocket connect (docs/benchmarks.md).
+# Every server keeps its connections: a gunicorn worker across requests, Daphne on the one
+# thread Channels runs database calls on. Each request (and each database_sync_to_async
+# call) first checks a kept connection is still alive, so a database restart costs one
+# reconnect, and /healthz still sees a database that is down.
+_db["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+_db["CONN_HEALTH_CHECKS"] = True
+if _db["ENGINE"] != "django.db.backends.sqlite3":
+    # Or a psycopg pool (Django 5.1+) of at most this many connections per process.
     DATABASE_POOL_SIZE = env.int("DATABASE_POOL_SIZE", default=0)
     if DATABASE_POOL_SIZE > 0:
         _db["CONN_MAX_AGE"] = 0  # Django refuses persistent connections together with a pool
@@ -276,11 +279,21 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-# Password and PIN hashes one process computes at once (core/passwords.py); a request that
-# finds every slot taken is answered 503 service_unavailable with Retry-After: 1, at once.
-# A hash keeps PASSWORD_ARGON2_PARALLELISM cores busy: more slots than cores make each login
-# slower, not more of them faster.
-PASSWORD_HASH_CONCURRENCY = _whole_number("PASSWORD_HASH_CONCURRENCY", _usable_cpus(), maximum=1024)
+# Password and PIN hashes computed at once by all of Relay's processes sharing the slot files
+# under PASSWORD_HASHING_SLOTS_DIR (core/passwords.py): a request that finds every slot taken
+# is answered 503 service_unavailable with Retry-After: 1, at once. A hash keeps
+# PASSWORD_ARGON2_PARALLELISM cores busy: more slots than cores make each login slower, not
+# more of them faster, and take the cores other requests need.
+PASSWORD_HASHING_SLOTS_DIR = VAR_DIR / "hashing-slots"
+PASSWORD_HASH_CONCURRENCY = _whole_number(
+    "PASSWORD_HASH_CONCURRENCY", max(1, _usable_cpus() // 2), maximum=1024
+)
+
+# Server processes (runrelay, relay/gunicorn_conf.py): gunicorn sync workers for HTTP, two
+# per core (a sync worker waits on the database and Redis part of each request), and Daphne
+# processes sharing the WebSocket port (each runs its database calls on one thread).
+HTTP_WORKERS = _whole_number("HTTP_WORKERS", 2 * _usable_cpus(), maximum=256)
+WS_PROCESSES = _whole_number("WS_PROCESSES", 1, maximum=64)
 
 AUTH_PASSWORD_VALIDATORS = [
     {
@@ -315,6 +328,10 @@ SESSION_TOUCH_INTERVAL = 60
 DASHBOARD_SESSION_COUNT = 20
 
 PUBLIC_WS_URL = env.str("PUBLIC_WS_URL", default="")
+# The socket server's own port when it listens beside the HTTP server rather than behind the
+# same address (runrelay sets it for its children): wsUrl is then the request's host at this
+# port. Unset, wsUrl is the request's own host and port (a proxy that routes /ws to Daphne).
+WS_PORT = env.int("WS_PORT", default=0) or None
 
 # Clients reach us through this many reverse proxies, each appending to X-Forwarded-For.
 # 0 trusts no header at all: the client address is the socket's peer.

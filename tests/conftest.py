@@ -24,7 +24,7 @@ def _fast_password_hasher(settings):
     # passwords. Tests of production hashing (tests/accounts/test_password_hashing.py)
     # restore Relay's hashers for themselves.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    # With hashes of microseconds the per-process cap on hashing only adds chance 503s to the
+    # With hashes of microseconds the cap on hashing only adds chance 503s to the
     # tests that race twenty requests at the database; the cap's own tests set it to 1.
     settings.PASSWORD_HASH_CONCURRENCY = 100
 

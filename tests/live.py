@@ -87,6 +87,10 @@ def relay_env(var_dir: Path, **extra) -> dict:
         SIMULATED_STEP_SECONDS="0.02",
         SIMULATED_TALK_SCALE="0",
         WORKER_POLL_INTERVAL="0.02",
+        HTTP_WORKERS="2",  # each test's server starts quickly and leaves the cores to the test
+        # Tests that register users in parallel wait for their hashes instead of racing for
+        # the host's one slot (the cap's own tests set it).
+        PASSWORD_HASH_CONCURRENCY="100",
     )
     env.update({k: str(v) for k, v in extra.items()})
     return env
@@ -220,13 +224,16 @@ class RelayProcess(ChildProcess):
         log: Path | None = None,
         **env,
     ):
-        self.port = free_port()
+        self.port, self.ws_port = free_port(), free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.ws_base = f"ws://127.0.0.1:{self.port}"
-        argv = [sys.executable, "manage.py", "runrelay", "--port", str(self.port), *args]
+        self.ws_base = f"ws://127.0.0.1:{self.ws_port}"
+        argv = [sys.executable, "manage.py", "runrelay", "--port", str(self.port)]
+        argv += ["--ws-port", str(self.ws_port), *args]
         environ = environ if environ is not None else relay_env(var_dir, **env)
         super().__init__(argv, environ, log=log)
-        self.wait_serving(f"{self.base}/healthz", what="runrelay to serve")
+        # gunicorn answers HTTP, Daphne the socket (and HTTP too, on its own port).
+        self.wait_serving(f"{self.base}/healthz", what="runrelay's gunicorn to serve")
+        self.wait_serving(f"http://127.0.0.1:{self.ws_port}/healthz", what="runrelay's Daphne")
 
 
 class WorkerProcess(ChildProcess):

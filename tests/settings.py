@@ -10,3 +10,9 @@ from relay.settings import env, redis_settings
 
 REDIS_URL = env.str("REDIS_URL", default="")
 CACHES, CHANNEL_LAYERS = redis_settings(REDIS_URL)
+
+# In-process tests close each thread's connection after its work, as a server would after
+# CONN_MAX_AGE: the WebSocket consumer's submit threads outlive a test, and a connection they
+# kept would stop the test database from being flushed or dropped. The live-server tests run
+# Relay's own settings, connections kept.
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405

@@ -91,3 +91,17 @@ def test_dashboard_never_lists_another_users_sessions(login, other_user):
     body = jwt_client(login.token).get("/api/dashboard").json()
 
     assert [s["id"] for s in body["sessions"]] == [str(login.session.pk)]
+
+
+@pytest.mark.django_db
+def test_ws_url_is_the_request_host_at_ws_port_when_the_socket_server_has_its_own(login, settings):
+    # runrelay: gunicorn on PORT, Daphne on WS_PORT, both reached by the same host name.
+    settings.WS_PORT = 8001
+    settings.ALLOWED_HOSTS = ["relay.example.com", "[::1]"]
+
+    for host, base in [
+        ("relay.example.com:8000", "ws://relay.example.com:8001"),
+        ("[::1]:8000", "ws://[::1]:8001"),
+    ]:
+        body = jwt_client(login.token).get("/api/dashboard", HTTP_HOST=host).json()
+        assert body["wsUrl"] == f"{base}/ws?token={login.token}"

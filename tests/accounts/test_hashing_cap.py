@@ -1,6 +1,7 @@
-"""The per-process cap on password hashing: with every slot taken, each request path that
-hashes or checks a password or PIN answers 503 service_unavailable with Retry-After at once,
-writes nothing, and works again as soon as a slot is free.
+"""The cap on password hashing, shared by every process of the machine: with every slot
+taken, each request path that hashes or checks a password or PIN answers 503
+service_unavailable with Retry-After at once, writes nothing, and works again as soon as a
+slot is free.
 
 The tests hold the product's own slot (core.passwords.password_hashing_slot) with the cap set
 to 1, exactly as a concurrent request inside its hash would.
@@ -8,6 +9,8 @@ to 1, exactly as a concurrent request inside its hash would.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -17,6 +20,7 @@ from accounts.models import LoginSession, User
 from captcha.models import CaptchaToken
 from core.passwords import password_hashing_slot
 from tests.factories import DEFAULT_PASSWORD, NumberFactory, UserFactory
+from tests.live import ROOT, relay_env
 from virtual_numbers.models import Number, PinFailure
 
 BUSY = {
@@ -209,3 +213,36 @@ def test_a_slot_is_free_again_after_a_failure_inside_it(settings):
 
     with password_hashing_slot():
         pass  # the slot was given back
+
+
+HOLD_A_SLOT = """
+import sys
+from core.passwords import password_hashing_slot
+with password_hashing_slot():
+    print("holding", flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.mark.django_db
+def test_a_slot_held_by_another_process_refuses_a_login_here(api_client, user, tmp_path, settings):
+    # gunicorn's sync workers are processes: the cap must count their hashes together.
+    settings.PASSWORD_HASH_CONCURRENCY = 1
+    settings.PASSWORD_HASHING_SLOTS_DIR = tmp_path / "hashing-slots"
+    env = relay_env(tmp_path, PASSWORD_HASH_CONCURRENCY=1)
+    holder = subprocess.Popen(  # noqa: S603 - our own command
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", HOLD_A_SLOT],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        assert_busy(login(api_client, user.email))
+    finally:
+        holder.communicate(timeout=30)  # closes its stdin: it leaves the slot and exits
+
+    assert holder.returncode == 0
+    assert login(api_client, user.email).status_code == 200

@@ -89,18 +89,19 @@ def run_interactive(command: str, env: dict, answers: dict[str, str]) -> tuple[i
 def make_run(tmp_path):
     """`make run` as the README prints it, on a free port and a fresh var/."""
     var_dir = tmp_path / "var"
-    port = free_port()
+    port, ws_port = free_port(), free_port()
     log = tmp_path / "make-run.log"
     make = ChildProcess(
         ["make", "run"],  # make from PATH, as the README says
-        clean_env(var_dir, PORT=str(port)),
+        clean_env(var_dir, PORT=str(port), WS_PORT=str(ws_port)),
         log=log,
         own_group=True,  # SIGTERM reaches make and everything it started
     )
     base = f"http://127.0.0.1:{port}"
     try:
         make.wait_serving(f"{base}/healthz", what="make run to serve", deadline=START_DEADLINE)
-        yield var_dir, base, port
+        make.wait_serving(f"http://127.0.0.1:{ws_port}/healthz", what="make run's Daphne")
+        yield var_dir, base
     finally:
         make.stop()
     startup = log.read_text()
@@ -139,7 +140,7 @@ def run_printed(command: str, var_dir: Path) -> str:
 
 
 def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
-    var_dir, base, port = make_run
+    var_dir, base = make_run
     commands = readme_manage_commands()
     # seed_demo first: the commands after it aim at the demo user and numbers it creates.
     seed = [c for c in commands if "seed_demo" in c]
@@ -165,8 +166,9 @@ def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
                 {"email": "demo@relay.example", "password": "relay-demo-password"},
             )
             assert status == 200, login
-            token = login["token"]
-            with connect(f"ws://127.0.0.1:{port}/ws?token={token}", open_timeout=10) as socket:
+            status, dashboard = http("GET", f"{base}/api/dashboard", token=login["token"])
+            assert status == 200, dashboard
+            with connect(dashboard["wsUrl"], open_timeout=10) as socket:
                 socket.send(json.dumps({"type": "ping"}))
                 assert json.loads(socket.recv(timeout=10))["type"] == "pong"
                 run_printed(command, var_dir)
@@ -200,7 +202,7 @@ def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
     assert sipp_line.startswith("sipp ") and make_line.endswith("make run")
     # The printed ports, moved to free ones so that nothing else on the machine interferes.
     trunk = str(free_udp_port())
-    var_dir, port = tmp_path / "var", free_port()
+    var_dir, port, ws_port = tmp_path / "var", free_port(), free_port()
     sipp = ChildProcess(
         ["/bin/sh", "-c", sipp_line.replace("5062", trunk)],
         clean_env(var_dir),
@@ -212,6 +214,7 @@ def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
         clean_env(
             var_dir,
             PORT=str(port),
+            WS_PORT=str(ws_port),
             SIP_BIND=f"127.0.0.1:{free_udp_port()}",
             RTP_PORT_RANGE=rtp_range(),
         ),
@@ -222,6 +225,7 @@ def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
         make.wait_serving(
             f"http://127.0.0.1:{port}/healthz", what="make run to serve", deadline=START_DEADLINE
         )
+        make.wait_serving(f"http://127.0.0.1:{ws_port}/healthz", what="make run's Daphne")
         run_printed(seed_line, var_dir)
         frames = [json.loads(line) for line in run_printed(call_line, var_dir).splitlines()]
     finally:

@@ -39,15 +39,16 @@ def relay_server(tmp_path):
         check=True,
     )
     relay = RelayProcess(tmp_path, environ=env)
-    yield relay.proc, relay.base, relay.port
+    yield relay.proc, relay.base, relay.ws_port
     relay.stop()  # SIGTERM: runrelay stops its children; a kill would orphan them
 
 
 def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server):
-    proc, base, port = relay_server
+    proc, base, ws_port = relay_server
     children = psutil.Process(proc.pid).children(recursive=True)
     names = " ".join(" ".join(cmdline(c)) for c in children)
-    assert "redis-server" in names and "daphne" in names and "relay_worker" in names
+    assert "redis-server" in names and "relay_worker" in names
+    assert "gunicorn" in names and "relay.daphne_server" in names
 
     status, health = http("GET", f"{base}/healthz")
     assert health == {"status": "ok", "database": "ok", "channelLayer": "ok"}
@@ -59,7 +60,8 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
     assert status == 201
     status, dashboard = http("GET", f"{base}/api/dashboard", token=body["token"])
     assert status == 200
-    assert dashboard["wsUrl"] == f"ws://127.0.0.1:{port}/ws?token={body['token']}"
+    # HTTP is gunicorn's port; the dashboard sends sockets to Daphne's.
+    assert dashboard["wsUrl"] == f"ws://127.0.0.1:{ws_port}/ws?token={body['token']}"
     with connect(dashboard["wsUrl"], open_timeout=10) as ws:
         ws.send(json.dumps({"type": "ping"}))
         assert json.loads(ws.recv(timeout=10))["type"] == "pong"
@@ -73,7 +75,7 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
 def test_runrelay_reaps_its_housekeeping_child(relay_server):
     """The purge it starts at once and every 10 minutes is waited for as soon as it exits,
     not left a zombie until the next cycle."""
-    proc, _base, _port = relay_server
+    proc, _base, _ws_port = relay_server
     runrelay = psutil.Process(proc.pid)
 
     def purges() -> list[psutil.Process]:

@@ -17,13 +17,12 @@ from realtime.models import TERMINAL_STATES
 
 
 def default_url() -> str:
-    """The socket of the `runrelay` (make run) serving from this checkout's var/, else
-    HOST:PORT as make run would use them."""
+    """The socket server of the `runrelay` (make run) serving from this checkout's var/,
+    else where make run would put it: HOST, at WS_PORT or PORT + 1."""
     if settings.SERVING_URL_FILE.exists():
-        serving = settings.SERVING_URL_FILE.read_text().strip()
-        return serving.replace("http://", "ws://", 1) + "/ws"
-    host, port = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
-    return f"ws://{host}:{port}/ws"
+        return json.loads(settings.SERVING_URL_FILE.read_text())["ws"] + "/ws"
+    host, port = os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8000"))
+    return f"ws://{host}:{os.environ.get('WS_PORT') or port + 1}/ws"
 
 
 class Command(BaseCommand):

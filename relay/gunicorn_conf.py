@@ -1,0 +1,50 @@
+"""gunicorn's configuration for Relay's HTTP API: `gunicorn -c python:relay.gunicorn_conf
+relay.wsgi:application` (runrelay passes the listening socket and the worker count).
+
+What gunicorn refuses before Django runs (a request line or header over its limit, a line it
+cannot parse) is answered in Relay's JSON error shape instead of gunicorn's HTML page, the
+same bodies Daphne's refusals get (relay/daphne_server.py).
+"""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relay.settings")
+
+from django.conf import settings  # noqa: E402
+from gunicorn import util  # noqa: E402
+
+from relay.server_errors import error_body  # noqa: E402
+
+worker_class = "sync"
+workers = settings.HTTP_WORKERS
+# Sync workers serve one request at a time, so a stuck one is killed and replaced after this.
+timeout = 30
+graceful_timeout = 10
+# Limits of what gunicorn reads before Django: a request line up to 8 KiB (gunicorn's
+# maximum), a header line up to 16 KiB and at most 100 of them.
+limit_request_line = 8190
+limit_request_field_size = 16384
+limit_request_fields = 100
+# No access log: a query string may carry a token. Errors go to stderr.
+accesslog = None
+errorlog = "-"
+loglevel = settings.LOG_LEVEL.lower()
+# No control socket (gunicorn 24+): a second Relay on the machine would fight over its path.
+control_socket_disable = True
+# Workers import Django once, in the arbiter, and fork: less memory, faster restarts.
+preload_app = True
+
+
+def _write_error(sock, status_int, reason, mesg):
+    body = error_body(status_int, (mesg or reason).rstrip(".") + ".")
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode("latin-1")
+    util.write_nonblock(sock, head + body)
+
+
+# gunicorn writes every refusal through this one function (workers/base.py handle_error).
+util.write_error = _write_error
