@@ -2,7 +2,9 @@ import contextlib
 import json
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
@@ -24,6 +26,17 @@ CLOSE_UNAVAILABLE = 4503
 # A WebSocket handshake to any path but /ws (mirrors HTTP 404, as 4401 mirrors 401).
 CLOSE_NOT_FOUND = 4404
 MAX_FRAME_BYTES = 64 * 1024
+
+# Submits run on a few threads of their own, each with its own kept database connection, so
+# their round trips to the database and Redis overlap. On the one thread Channels gives every
+# other database_sync_to_async call of the process, a socket's submit waited for every other
+# socket's: acks per second were one over a submit's round trips. Each thread holds one
+# database connection per Daphne process (docs/operations.md).
+SUBMIT_THREADS = 4
+_submit_executor = ThreadPoolExecutor(max_workers=SUBMIT_THREADS, thread_name_prefix="submit")
+submit_call = database_sync_to_async(
+    calls.call_request_submit, thread_sensitive=False, executor=_submit_executor
+)
 
 
 def now_ms() -> int:
@@ -57,11 +70,18 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.disconnect(CLOSE_UNAVAILABLE)
 
     async def dispatch(self, message):
+        # Channels' own dispatch first hops to its database thread to close old connections,
+        # for every message: each frame, pong and pushed event paid a thread round trip. This
+        # consumer never touches the database on the event loop; its one database call
+        # (submit_call) closes old connections around itself, as database_sync_to_async does.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
         # Tell the client at once, before channels unwinds the consumer (it cancels and awaits
         # the channel-layer receive): a socket that cannot reach the layer is never left open
         # and silent, whatever that unwinding does.
         try:
-            await super().dispatch(message)
+            await handler(message)
         except (RedisError, OSError) as exc:
             await self.close_unavailable(exc)
             raise
@@ -116,9 +136,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def handle_call(self, frame: dict) -> None:
         try:
-            call, _created = await database_sync_to_async(calls.call_request_submit)(
-                user=self.scope["user"], data=frame
-            )
+            call, _created = await submit_call(user=self.scope["user"], data=frame)
         except ApplicationError as exc:
             await self.send_error(exc, frame=frame)
             return
