@@ -4,7 +4,10 @@ Every consumer joins `user.<id>` and `session.<id>`; services call these helpers
 channel layer directly, so nothing is pushed about a row that was rolled back.
 """
 
+import contextvars
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from uuid import UUID
 
@@ -13,6 +16,11 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
+
+Push = tuple[str, dict]  # (group, message)
+_collector: contextvars.ContextVar[list[Push] | None] = contextvars.ContextVar(
+    "event_collector", default=None
+)
 
 
 def user_group(user_id: UUID | str) -> str:
@@ -34,7 +42,37 @@ def _send(group: str, message: dict) -> None:
 
 
 def send_on_commit(group: str, message: dict) -> None:
-    transaction.on_commit(partial(_send, group, message), robust=True)
+    collector = _collector.get()
+    if collector is not None:
+        transaction.on_commit(partial(collector.append, (group, message)), robust=True)
+    else:
+        transaction.on_commit(partial(_send, group, message), robust=True)
+
+
+@contextmanager
+def collected() -> Iterator[list[Push]]:
+    """Within the block, what would be pushed after a commit is appended to the yielded list
+    instead (still only once its transaction commits), for async code to push itself with
+    `send_collected`. A WebSocket consumer calls a service on a thread: pushing from that
+    thread would hop back to the event loop and wait there for Redis, holding the thread."""
+    pushes: list[Push] = []
+    token = _collector.set(pushes)
+    try:
+        yield pushes
+    finally:
+        _collector.reset(token)
+
+
+async def send_collected(pushes: list[Push]) -> None:
+    """Push what `collected` gathered, in order, from async code (after the commit)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    for group, message in pushes:
+        try:
+            await layer.group_send(group, message)
+        except Exception:  # committed already: a down channel layer must not undo it
+            logger.exception("could not push %s to %s", message.get("type"), group)
 
 
 def send_to_user_on_commit(*, user_id: UUID | str, event: dict) -> None:

@@ -34,9 +34,17 @@ MAX_FRAME_BYTES = 64 * 1024
 # database connection per Daphne process (docs/operations.md).
 SUBMIT_THREADS = 4
 _submit_executor = ThreadPoolExecutor(max_workers=SUBMIT_THREADS, thread_name_prefix="submit")
-submit_call = database_sync_to_async(
-    calls.call_request_submit, thread_sensitive=False, executor=_submit_executor
-)
+
+
+def _submit(*, user, data):
+    """call_request_submit, returning what it would push once committed instead of pushing it
+    from the submit thread (the consumer pushes it on the event loop, after the ack)."""
+    with events.collected() as pushes:
+        call, _created = calls.call_request_submit(user=user, data=data)
+    return call, pushes
+
+
+submit_call = database_sync_to_async(_submit, thread_sensitive=False, executor=_submit_executor)
 
 
 def now_ms() -> int:
@@ -136,12 +144,14 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def handle_call(self, frame: dict) -> None:
         try:
-            call, _created = await submit_call(user=self.scope["user"], data=frame)
+            call, pushes = await submit_call(user=self.scope["user"], data=frame)
         except ApplicationError as exc:
             await self.send_error(exc, frame=frame)
             return
-        # The call is committed (and its dispatch enqueued) before this ack leaves.
+        # The call is committed (and its dispatch enqueued) before this ack leaves; then its
+        # `queued` status goes to every socket of the user.
         await self.send_json(pipeline.call_ack_event(call))
+        await events.send_collected(pushes)
 
     async def send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":")))

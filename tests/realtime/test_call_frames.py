@@ -57,6 +57,16 @@ async def test_a_call_is_acked_as_queued_after_it_is_committed(ws):
     assert await sync_to_async(CallRequest.objects.filter(call_id="c1", status="queued").exists)()
 
 
+async def test_the_ack_comes_before_the_queued_status_on_the_submitting_socket(ws):
+    await ws.send_json_to(call_frame())
+
+    first = await ws.receive_json_from(timeout=5)
+    second = await ws.receive_json_from(timeout=5)
+
+    assert first == {"type": "call_ack", "callId": "c1", "status": "queued"}
+    assert (second["type"], second["callId"], second["status"]) == ("call_status", "c1", "queued")
+
+
 async def test_a_duplicate_call_id_acks_the_existing_call_with_its_status(ws):
     await submit_and_run(ws, call_frame())
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from django.conf import settings
+from django.core.cache import caches
 from django.test import override_settings
 from redis.exceptions import RedisError
 
@@ -147,3 +148,14 @@ def test_the_rate_limit_counts_from_the_first_attempt_after_a_redis_restart(redi
             with pytest.raises(RateLimited):
                 ratelimit.hit("test", "someone", "2/m")
     assert "rate limit store unavailable" not in caplog.text
+
+
+def test_the_rate_limit_counter_expires_with_its_window(redis):
+    # One round trip creates the window's counter with its expiry and counts the attempt.
+    with override_settings(CACHES=redis_cache(redis)):
+        for _ in range(3):
+            ratelimit.hit("test", "someone", "5/m")
+        client = caches["default"]._cache.get_client(write=True)
+        (key,) = client.keys("*rl:test:*")
+        assert client.get(key) == b"3"
+        assert 0 < client.ttl(key) <= 61
