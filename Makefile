@@ -69,7 +69,9 @@ BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relay_bench_run
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/5
 SMOKE_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relay_bench_smoke
 SMOKE_REDIS_URL ?= redis://127.0.0.1:6379/6
-BENCH_DATABASE_POOL_SIZE ?= 8
+# Relay's own database default (persistent connections) unless a pool size is asked for:
+# `make bench BENCH_DATABASE_POOL_SIZE=8` gives every server process a psycopg pool of 8.
+BENCH_DATABASE_POOL_SIZE ?=
 
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'

@@ -1,7 +1,8 @@
 """Servers the harness starts and stops itself, and the CPU/RSS figures read from them.
 
 Ports, child processes and their start-up wait come from tests/live.py, the one place the
-suite and the harness share them.
+suite and the harness share them. A server is metered as every process it is made of:
+gunicorn's master and its workers, or each of runrelay's Daphne processes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.live import ChildProcess, free_port
+from tests.live import ChildProcess, RelayProcess, free_port
 
 STOP_GRACE = 15.0
 
@@ -34,8 +35,45 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def tree_cpu_seconds(roots: list[psutil.Process]) -> float:
+    """User + system CPU of `roots` and every process under them, the exited ones included.
+
+    A process that exited and was reaped counts in its parent's children_* times (a gunicorn
+    worker that was replaced, in its master's), so each CPU second is counted once.
+    """
+    total = 0.0
+    for root in roots:
+        for proc in _tree(root):
+            try:
+                t = proc.cpu_times()
+            except psutil.Error:  # exited between listing and reading: its parent has it
+                continue
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def tree_rss(roots: list[psutil.Process]) -> int:
+    """Summed RSS of `roots` and every process under them (pages they share count twice)."""
+    total = 0
+    for root in roots:
+        for proc in _tree(root):
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                continue
+    return total
+
+
+def _tree(root: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return [root]
+
+
 class Server(ChildProcess):
-    """One server process on a free port; `ready` is an HTTP path that must answer 200."""
+    """One server command on a free port; `ready` is an HTTP path that must answer 200.
+    Its CPU and RSS are its process's and its children's (gunicorn's workers)."""
 
     stop_grace = STOP_GRACE
 
@@ -49,11 +87,59 @@ class Server(ChildProcess):
         self.wait_serving(self.base + ready, what=f"{name} to serve {ready}")
 
     def cpu_seconds(self) -> float:
-        times = self.ps.cpu_times()
-        return times.user + times.system
+        return tree_cpu_seconds([self.ps])
 
     def rss(self) -> int:
-        return self.ps.memory_info().rss
+        return tree_rss([self.ps])
+
+
+class Listener:
+    """One of runrelay's servers as the harness sees it: where it listens, and its processes
+    (runrelay's children running `python -m <module>`, and theirs)."""
+
+    def __init__(self, port: int, roots: list[psutil.Process]):
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+        self.ws_base = f"ws://127.0.0.1:{port}"
+        self.roots = roots
+
+    def cpu_seconds(self) -> float:
+        return tree_cpu_seconds(self.roots)
+
+    def rss(self) -> int:
+        return tree_rss(self.roots)
+
+
+class Relay(RelayProcess):
+    """`manage.py runrelay --no-worker`, as production runs it: gunicorn (HTTP_WORKERS sync
+    workers) on `http`, WS_PROCESSES Daphne processes (relay.daphne_server) on `ws`.
+
+    The worker is left out: W4 starts its own, and S1 must have none.
+    """
+
+    stop_grace = STOP_GRACE
+
+    def __init__(self, env: dict, *, log_name: str = "runrelay"):
+        var_dir = Path(env["RELAY_VAR_DIR"])
+        super().__init__(var_dir, "--no-worker", environ=env, log=var_dir / f"{log_name}.log")
+        children = psutil.Process(self.proc.pid).children()
+        self.http = Listener(self.port, _running_module(children, "gunicorn"))
+        self.ws = Listener(self.ws_port, _running_module(children, "relay.daphne_server"))
+
+
+def _running_module(processes: list[psutil.Process], module: str) -> list[psutil.Process]:
+    """Those of `processes` started as `python -m <module>`; there must be one at least."""
+    found = []
+    for proc in processes:
+        try:
+            argv = proc.cmdline()
+        except psutil.Error:
+            continue
+        if argv[1:3] == ["-m", module]:
+            found.append(proc)
+    if not found:
+        raise RuntimeError(f"runrelay started no `python -m {module}`")
+    return found
 
 
 def daphne(name: str, app: str, env: dict) -> Server:

@@ -3,16 +3,18 @@
 Usage: BENCH_DATABASE_URL=postgres://... BENCH_REDIS_URL=redis://.../5 \
        .venv/bin/python bench/run.py [--smoke] [--write-docs] [--only H1,W2]
 
-Starts its own servers (Daphne with Relay, Daphne and uvicorn with a bare ASGI app, the
-worker for W4, SIPp and the telephony agents for S1) on free ports, measures, stops them,
-and prints the report. --write-docs
-rewrites docs/benchmarks.md (keeping its "History query plans" section); otherwise the
-report goes to var/bench-<profile>.md. Exits non-zero only when a scenario failed to run.
+Starts its own servers (Relay as `manage.py runrelay --no-worker` runs it: gunicorn for HTTP,
+Daphne for the WebSocket; Daphne and uvicorn with a bare ASGI app; the worker for W4, SIPp and
+the telephony agents for S1) on free ports, measures, stops them, and prints the report.
+--write-docs rewrites docs/benchmarks.md (keeping its "History query plans" section);
+otherwise the report goes to var/bench-<profile>.md. Exits non-zero only when a scenario
+failed to run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -31,8 +33,10 @@ from tests.live import child_environ  # noqa: E402
 
 def bench_env(var_dir: Path) -> dict:
     """Production-like: DEBUG off, PostgreSQL, Redis, no access log, rate limits out of the
-    way (the scenarios measure the service, not its limiter's refusals)."""
-    return child_environ(
+    way (the scenarios measure the service, not its limiter's refusals). Database connections
+    are Relay's default (persistent, DATABASE_CONN_MAX_AGE) unless BENCH_DATABASE_POOL_SIZE
+    asks for a psycopg pool of that size per process."""
+    env = child_environ(
         DATABASE_URL=os.environ["BENCH_DATABASE_URL"],
         REDIS_URL=os.environ["BENCH_REDIS_URL"],
         SECRET_KEY="bench-only-secret-key-" + "x" * 40,
@@ -47,26 +51,52 @@ def bench_env(var_dir: Path) -> dict:
         SIMULATED_TALK_SCALE="0",
         WORKER_POLL_INTERVAL="0.2",
         PYTHONUNBUFFERED="1",
-        # 0 is Relay's default (a new PostgreSQL connection per request); the Makefile passes
-        # the pool size a production deployment should use.
-        DATABASE_POOL_SIZE=os.environ.get("BENCH_DATABASE_POOL_SIZE", "0"),
     )
+    env.pop("DATABASE_POOL_SIZE", None)
+    if os.environ.get("BENCH_DATABASE_POOL_SIZE"):
+        env["DATABASE_POOL_SIZE"] = os.environ["BENCH_DATABASE_POOL_SIZE"]
+    return env
 
 
 SETTINGS_NOTE = (
-    "Settings: DEBUG=false, PostgreSQL (`DATABASE_POOL_SIZE={pool}`), Redis "
-    "channel layer and cache, Daphne `-v 0` and LOG_LEVEL=WARNING (no access log), rate limits "
-    "raised to 1,000,000/m, one Daphne process; the task worker runs only during W4 (in "
-    "production workers are separate processes, here they would only steal one of the 2 cores), "
-    "the telephony agents only during S1."
+    "Settings: DEBUG=false, PostgreSQL with {connections}, Redis channel layer and cache, "
+    "LOG_LEVEL=WARNING (no access log), rate limits raised to 1,000,000/m. Relay runs as "
+    "production starts it, `manage.py runrelay --no-worker`: gunicorn serves HTTP with "
+    "{http_workers} sync workers (`HTTP_WORKERS`, relay/gunicorn_conf.py) and {ws_processes} "
+    "Daphne process(es) (`WS_PROCESSES`, `relay.daphne_server -v 0` with runrelay's frame "
+    "limits) the WebSocket on a port of its own; `PASSWORD_HASH_CONCURRENCY={hashing}`, "
+    "host-wide. The task worker runs only during W4 (in production workers are separate "
+    "processes, here they would only steal one of the 2 cores), the telephony agents only "
+    "during S1."
 )
+
+
+def settings_note(env: dict) -> str:
+    from django.conf import settings  # this process runs the servers' settings (setup())
+
+    pool = env.get("DATABASE_POOL_SIZE")
+    connections = (
+        f"a psycopg pool of at most {pool} connections per process (`DATABASE_POOL_SIZE`)"
+        if pool
+        else "persistent connections (`DATABASE_CONN_MAX_AGE="
+        f"{settings.DATABASES['default']['CONN_MAX_AGE']}`, Relay's default)"
+    )
+    return SETTINGS_NOTE.format(
+        connections=connections,
+        http_workers=settings.HTTP_WORKERS,
+        ws_processes=settings.WS_PROCESSES,
+        hashing=settings.PASSWORD_HASH_CONCURRENCY,
+    )
+
 
 METHOD_NOTES = """\
 ### How each figure is measured
 
 - **Ratio** is value / baseline, both measured in this run on this machine. For req/s higher
   is better; for latency and memory lower is better.
-- **Server CPU** is the measured server process's CPU time per wall second (100% = one core);
+- **Server CPU** is the measured server's CPU time per wall second (100% = one core), summed
+  over its processes with psutil: gunicorn's master and its workers (a replaced worker's
+  through its master) for HTTP, runrelay's Daphne process(es) for the WebSocket;
   **load-gen CPU** is the same for wrk or for the WebSocket client processes. Server, load
   generator, PostgreSQL and Redis share the machine's 2 cores, so a load-gen figure near 100%
   means the client, not the server, may be the limit.
@@ -145,32 +175,27 @@ def main() -> int:
     ws_needed = max(*profile.w2_connections, profile.w3_connections, profile.w4_connections)
     bench = None
     failures: list[str] = []
-    bare = procs.daphne("daphne-bare", "bench.bare_app:app", env)
-    try:
-        relay = procs.daphne("daphne-relay", "relay.asgi:application", env)
-        try:
-            bench = scenarios.Bench(
-                profile=profile, env=env, bare=bare, relay=relay,
-                http_token=fixtures.token_for(http_user), api_key=http_user.api_key,
-                history_account=history_account,
-                history_token=fixtures.token_for(history_account),
-                ws=fixtures.ws_accounts(ws_needed),
-            )  # fmt: skip
-            for name, scenario in scenarios.SCENARIOS:
-                if only and name not in only:
-                    continue
-                t = time.monotonic()
-                print(f"[bench] {name} ...", flush=True)
-                try:
-                    scenario(bench)
-                except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the rest
-                    traceback.print_exc()
-                    failures.append(f"{name}: {type(exc).__name__}: {exc}")
-                print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", flush=True)
-        finally:
-            relay.stop()
-    finally:
-        bare.stop()
+    with contextlib.ExitStack() as servers:
+        bare = _serving(servers, procs.daphne("daphne-bare", "bench.bare_app:app", env))
+        relay = _serving(servers, procs.Relay(env))
+        bench = scenarios.Bench(
+            profile=profile, env=env, bare=bare, relay=relay,
+            http_token=fixtures.token_for(http_user), api_key=http_user.api_key,
+            history_account=history_account,
+            history_token=fixtures.token_for(history_account),
+            ws=fixtures.ws_accounts(ws_needed),
+        )  # fmt: skip
+        for name, scenario in scenarios.SCENARIOS:
+            if only and name not in only:
+                continue
+            t = time.monotonic()
+            print(f"[bench] {name} ...", flush=True)
+            try:
+                scenario(bench)
+            except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the rest
+                traceback.print_exc()
+                failures.append(f"{name}: {type(exc).__name__}: {exc}")
+            print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", flush=True)
 
     if failures:
         print(f"[bench] server logs kept in {var_dir}", flush=True)
@@ -183,7 +208,7 @@ def main() -> int:
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {elapsed:.0f} s.\n\n"
         f"Machine: {procs.machine()}; open-file limit {open_files:,}. Shared and noisy: every "
         f"figure sits next to a baseline measured in the same run.\n\n"
-        f"{SETTINGS_NOTE.format(pool=env['DATABASE_POOL_SIZE'])}\n\n"
+        f"{settings_note(env)}\n\n"
         "Targets are goals: a figure that misses one is reported as it is.\n\n"
         "## Results"
     )
@@ -201,6 +226,12 @@ def main() -> int:
         print(f"[bench] wrote {out}")
     print(f"[bench] finished in {elapsed:.0f} s; {len(failures)} scenario(s) failed to run")
     return 1 if failures else 0
+
+
+def _serving(stack: contextlib.ExitStack, server):
+    """`server`, stopped when `stack` closes (in reverse order of starting)."""
+    stack.callback(server.stop)
+    return server
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ class Bench:
     profile: Profile
     env: dict
     bare: procs.Server
-    relay: procs.Server
+    relay: procs.Relay  # runrelay: gunicorn on relay.http, Daphne on relay.ws
     http_token: str = ""
     api_key: str = ""
     history_account: object = None
@@ -82,12 +82,12 @@ def h1(b: Bench) -> None:
 
 def h2(b: Bench) -> None:
     p = b.profile
-    url = b.relay.base + "/api/user/me"
+    url = b.relay.http.base + "/api/user/me"
     for label, headers in (
         ("JWT", {"Authorization": f"Bearer {b.http_token}"}),
         ("API key", {"X-API-Key": b.api_key}),
     ):
-        with CpuMeter(b.relay) as cpu:
+        with CpuMeter(b.relay.http) as cpu:
             sat = wrk.run(url, seconds=p.http_seconds, connections=p.saturation_connections,
                           headers=headers)  # fmt: skip
         ratio = sat.rps / b.h1_rps
@@ -96,7 +96,7 @@ def h2(b: Bench) -> None:
                   cpu.value, sat.client_cpu, _http_errors(sat)))  # fmt: skip
         half = sat.rps / 2
         conns = _paced_connections(half)
-        with CpuMeter(b.relay) as cpu:
+        with CpuMeter(b.relay.http) as cpu:
             run = wrk.run(url, seconds=p.http_seconds, connections=conns, rate=half,
                           headers=headers)  # fmt: skip
         base = wrk.run(b.bare.base + "/", seconds=p.http_seconds, connections=conns, rate=half)
@@ -127,8 +127,8 @@ def h3(b: Bench) -> None:
         for offset in (0, deep):
             query = f"limit=50&offset={offset}" + (f"&status={status}" if status else "")
             # One connection, closed loop: the latency of one request at a time.
-            with CpuMeter(b.relay) as cpu:
-                run = wrk.run(f"{b.relay.base}/api/history?{query}", seconds=p.http_seconds,
+            with CpuMeter(b.relay.http) as cpu:
+                run = wrk.run(f"{b.relay.http.base}/api/history?{query}", seconds=p.http_seconds,
                               connections=1, threads=1, headers=headers)  # fmt: skip
             sql = fixtures.history_sql_ms(b.history_account, status=status, offset=offset,
                                           runs=p.history_sql_runs)  # fmt: skip
@@ -148,8 +148,8 @@ def h3(b: Bench) -> None:
 def h4(b: Bench) -> None:
     p = b.profile
     body = json.dumps({"email": fixtures.HTTP_EMAIL, "password": fixtures.PASSWORD})
-    with CpuMeter(b.relay) as cpu:
-        run = wrk.run(b.relay.base + "/api/auth/login", seconds=p.http_seconds,
+    with CpuMeter(b.relay.http) as cpu:
+        run = wrk.run(b.relay.http.base + "/api/auth/login", seconds=p.http_seconds,
                       connections=p.login_connections, method="POST", body=body,
                       headers={"Content-Type": "application/json"})  # fmt: skip
     # Only successful logins count: past PASSWORD_HASH_CONCURRENCY busy slots a login is
@@ -167,14 +167,14 @@ def h4(b: Bench) -> None:
 # --- W1-W4: WebSocket clients in separate processes ---------------------------------------------
 def _relay_urls(b: Bench, count: int) -> list[str]:
     """One user per socket up to len(b.ws); past that (W1 only) users hold several sockets."""
-    return [f"{b.relay.ws_base}/ws?token={b.ws[i % len(b.ws)][0]}" for i in range(count)]
+    return [f"{b.relay.ws.ws_base}/ws?token={b.ws[i % len(b.ws)][0]}" for i in range(count)]
 
 
 def _bare_urls(b: Bench, count: int) -> list[str]:
     return [f"{b.bare.ws_base}/ws"] * count
 
 
-def _idle_capacity(b: Bench, server: procs.Server, urls: list[str]) -> list[dict]:
+def _idle_capacity(b: Bench, server: procs.Server | procs.Listener, urls: list[str]) -> list[dict]:
     p = b.profile
     rss0 = server.rss()
     groups, steps, opened = [], [], 0
@@ -205,7 +205,7 @@ def _idle_capacity(b: Bench, server: procs.Server, urls: list[str]) -> list[dict
 def w1(b: Bench) -> None:
     top = b.profile.w1_steps[-1]
     bare = _idle_capacity(b, b.bare, _bare_urls(b, top))
-    relay = _idle_capacity(b, b.relay, _relay_urls(b, top))
+    relay = _idle_capacity(b, b.relay.ws, _relay_urls(b, top))
     for r, base in zip(relay, bare, strict=True):
         last = r["step"] == top
         kib_met = r["per_conn_kib"] <= 50 and r["total"] >= r["step"] if last else None
@@ -220,7 +220,7 @@ def w1(b: Bench) -> None:
                   base["cpu"] * 100, "bare Daphne", server_cpu=r["cpu"]))  # fmt: skip
 
 
-def _pings(b: Bench, server: procs.Server, urls: list[str], figures: dict) -> None:
+def _pings(b: Bench, server: procs.Server | procs.Listener, urls: list[str], figures: dict) -> None:
     p = b.profile
     with ClientGroup(urls, p.client_processes, {"mode": "ping"}, deadline=600) as group:
         connected = group.ready(timeout=180)
@@ -249,7 +249,7 @@ def w2(b: Bench) -> None:
     bare: dict = {}
     for conns in p.w2_connections:
         _pings(b, b.bare, _bare_urls(b, conns), bare)
-        _pings(b, b.relay, _relay_urls(b, conns), b.w2_relay)
+        _pings(b, b.relay.ws, _relay_urls(b, conns), b.w2_relay)
     first = p.w2_connections[0]
     r, base = b.w2_relay[(first, "sat")], bare[(first, "sat")]
     b.add(Row("W2", f"ping round trips/s at saturation, {first} sockets (closed loop)",
@@ -286,7 +286,7 @@ def w3(b: Bench) -> None:
     acked: list[str] = []
     with ClientGroup(urls, p.client_processes, {"mode": "call"}, deadline=600) as group:
         group.ready(timeout=120)
-        with CpuMeter(b.relay) as cpu:
+        with CpuMeter(b.relay.ws) as cpu:
             sat = group.run({"window": p.w3_window, "seconds": p.ws_seconds,
                              "prefix": f"{stamp}-sat"}, timeout=90)  # fmt: skip
         acked += sat.merged("acked")
@@ -298,7 +298,7 @@ def w3(b: Bench) -> None:
                   ">= 1,000", acks_per_s >= 1000, cpu.value, sat.client_cpu,
                   ", ".join(f"{n} {c}" for c, n in errors.items())))  # fmt: skip
         rate = max(1.0, acks_per_s / 2)
-        with CpuMeter(b.relay) as cpu:
+        with CpuMeter(b.relay.ws) as cpu:
             run = group.run({"rate": rate, "seconds": p.ws_seconds, "window": 0,
                              "prefix": f"{stamp}-rate"}, timeout=90)  # fmt: skip
         acked += run.merged("acked")
@@ -326,11 +326,11 @@ def w4(b: Bench) -> None:
     fixtures.calls_reset()
     worker = procs.Worker(b.env)
     accounts = b.ws[: p.w4_connections]
-    urls = [f"{b.relay.ws_base}/ws?token={token}" for token, _ in accounts]
+    urls = [f"{b.relay.ws.ws_base}/ws?token={token}" for token, _ in accounts]
     try:
         with ClientGroup(urls, 1, {"mode": "status"}, deadline=300) as group:
             group.ready(timeout=60)
-            with CpuMeter(b.relay) as cpu:
+            with CpuMeter(b.relay.ws) as cpu:
                 run = group.run({"rate": p.w4_rate, "seconds": p.w4_seconds, "settle": p.w4_settle,
                                  "prefix": f"w4-{int(time.time())}"}, timeout=60)  # fmt: skip
     finally:
