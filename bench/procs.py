@@ -150,6 +150,18 @@ def daphne(name: str, app: str, env: dict) -> Server:
     return Server(name, argv, env, port=port, ready=ready)
 
 
+def gunicorn_plain(name: str, env: dict) -> Server:
+    """bench/plain_urls.py's one view under gunicorn, configured as runrelay configures it
+    (relay/gunicorn_conf.py, HTTP_WORKERS sync workers), on a port of its own."""
+    port = free_port()
+    argv = [
+        sys.executable, "-m", "gunicorn", "--config", "python:relay.gunicorn_conf",
+        "--bind", f"127.0.0.1:{port}", "relay.wsgi:application",
+    ]  # fmt: skip
+    env = {**env, "DJANGO_SETTINGS_MODULE": "bench.plain_settings"}
+    return Server(name, argv, env, port=port, ready="/plain")
+
+
 def uvicorn(name: str, app: str, env: dict) -> Server:
     port = free_port()
     argv = [

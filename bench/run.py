@@ -102,11 +102,18 @@ METHOD_NOTES = """\
   means the client, not the server, may be the limit.
 - **H1**: `bench/bare_app.py`, a framework-free ASGI app, under Daphne (Relay's server) and
   uvicorn (h11, no uvloop unless installed). wrk, 2 threads, closed loop.
+- **Plain Django view**: `bench/plain_urls.py`, one function returning
+  `JsonResponse({"ok": True})`, under a gunicorn of its own started with Relay's
+  configuration (`relay/gunicorn_conf.py`, the same HTTP_WORKERS) and Relay's settings but for
+  the URLconf (`bench/plain_settings.py`: same middleware, database and logging). It is the
+  framework's ceiling under the server Relay ships: the baseline of every Relay HTTP figure.
+  gunicorn's sync workers close the connection after each response, so wrk reconnects per
+  request, for Relay and the plain view alike.
 - **H2**: saturation is wrk closed loop; "half load" paces wrk at half the saturated rate with
   a Lua `delay()` of connections/rate per request. That is not a perfect open loop (a slow
   response delays its own connection's next request, so tails are under- rather than
-  over-stated); the achieved rate is in the note. The baseline runs the bare app at the
-  same rate and connections.
+  over-stated); the achieved rate is in the note. The baseline runs the plain Django view at
+  the same rate and connections.
 - **H3**: one wrk connection, closed loop, so each request is timed alone. Baseline: the two
   statements `history_page` runs (COUNT for `total`, then the page with its number join),
   compiled from the same querysets and run on psycopg in the harness process.
@@ -177,9 +184,10 @@ def main() -> int:
     failures: list[str] = []
     with contextlib.ExitStack() as servers:
         bare = _serving(servers, procs.daphne("daphne-bare", "bench.bare_app:app", env))
+        plain = _serving(servers, procs.gunicorn_plain("gunicorn-plain", env))
         relay = _serving(servers, procs.Relay(env))
         bench = scenarios.Bench(
-            profile=profile, env=env, bare=bare, relay=relay,
+            profile=profile, env=env, bare=bare, plain=plain, relay=relay,
             http_token=fixtures.token_for(http_user), api_key=http_user.api_key,
             history_account=history_account,
             history_token=fixtures.token_for(history_account),
