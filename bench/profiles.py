@@ -12,7 +12,8 @@ class Profile:
     history_records: int
     history_offsets: dict  # status (None = all) -> the deep offset measured
     history_sql_runs: int
-    login_connections: int
+    login_flood_connections: int  # wrk connections logging in for the whole H4 flood
+    flood_me_rate: float  # /api/user/me req/s, paced, beside the flood and before it
     w1_steps: tuple[int, ...]  # cumulative idle connections
     w1_connections_per_process: int
     idle_seconds: float
@@ -44,7 +45,8 @@ FULL = Profile(
     # (an empty page), so missed is measured at 250,000, as in the query plans below.
     history_offsets={None: 500_000, "missed": 250_000},
     history_sql_runs=20,
-    login_connections=4,
+    login_flood_connections=50,
+    flood_me_rate=100,
     w1_steps=(1_000, 5_000, 10_000),
     w1_connections_per_process=1_250,
     idle_seconds=5,
@@ -74,7 +76,8 @@ SMOKE = Profile(
     history_records=2_000,
     history_offsets={None: 1_000, "missed": 500},
     history_sql_runs=3,
-    login_connections=2,
+    login_flood_connections=10,
+    flood_me_rate=20,
     w1_steps=(20, 50, 100),
     w1_connections_per_process=50,
     idle_seconds=0.5,

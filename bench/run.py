@@ -116,8 +116,16 @@ METHOD_NOTES = """\
   the same rate and connections.
 - **H3**: one wrk connection, closed loop, so each request is timed alone. Baseline: the two
   statements `history_page` runs (COUNT for `total`, then the page with its number join),
-  compiled from the same querysets and run on psycopg in the harness process.
-- **H4**: login with the real Argon2 hash; every login also opens a session row.
+  compiled from the same querysets and run on psycopg in the harness process. The plain
+  view's row is one wrk connection too: the framework's floor for the same closed loop.
+- **H4**: login with the real Argon2 hash; every login also opens a session row. "One at a
+  time" is one wrk connection, closed loop, so no login waits for a hashing slot. The
+  **flood** is wrk with many connections on the login for the whole window; beside it a
+  second wrk paces GET /api/user/me (JWT) at a moderate fixed rate, started once the flood
+  has run for a second; its baseline is the same pacing measured just before, with no flood.
+  Logins past `PASSWORD_HASH_CONCURRENCY` hashes at once are answered 503 at once; the note
+  counts responses by status (a Lua `response()` per thread). Load-gen CPU of the flood row
+  includes the /me wrk's.
 - **W1**: client processes of asyncio `websockets` clients (no client pings) open sockets in
   steps; RSS per socket is (process RSS now - RSS before the first socket) / sockets open;
   idle CPU is measured over a quiet window. Relay's sockets are authenticated (JWT) and have

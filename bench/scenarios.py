@@ -9,6 +9,7 @@ import math
 import statistics
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ class Bench:
     ws: list = field(default_factory=list)  # (JWT, user id) of distinct users
     rows: list = field(default_factory=list)
     h1_rps: float = math.nan
+    plain_alone: wrk.WrkResult | None = None  # the plain view on one connection (H3, H4)
     w2_relay: dict = field(default_factory=dict)  # (connections, rate or "sat") -> figures
 
     def add(self, row: Row) -> None:
@@ -165,25 +167,100 @@ def h3(b: Bench) -> None:
             b.add(Row("H3", f"{label}: p99", run.p99_ms, "ms", percentile(sql, 99),
                       "raw SQL COUNT + page, psycopg", server_cpu=cpu.value,
                       client_cpu=run.client_cpu))  # fmt: skip
+    _plain_alone_row(b, "H3")
+
+
+LOGIN = "/api/auth/login"
+FLOOD_LEAD = 1.0  # seconds the flood runs alone before /me is measured, and after
 
 
 def h4(b: Bench) -> None:
     p = b.profile
-    body = json.dumps({"email": fixtures.HTTP_EMAIL, "password": fixtures.PASSWORD})
-    with CpuMeter(b.relay.http) as cpu:
-        run = wrk.run(b.relay.http.base + "/api/auth/login", seconds=p.http_seconds,
-                      connections=p.login_connections, method="POST", body=body,
-                      headers={"Content-Type": "application/json"})  # fmt: skip
-    # Only successful logins count: past PASSWORD_HASH_CONCURRENCY busy slots a login is
-    # refused at once with 503, which wrk would count as a (very fast) request.
-    ok_rps = run.rps * (run.requests - run.non2xx) / max(1, run.requests)
-    b.add(Row("H4", "POST /api/auth/login: successful logins/s", ok_rps, "req/s", b.h1_rps,
-              "H1 Daphne", server_cpu=cpu.value, client_cpu=run.client_cpu,
-              note=_http_errors(run)))  # fmt: skip
     checks = fixtures.argon2_verify_ms(max(3, p.history_sql_runs // 3))
+    _login_alone(b, percentile(checks, 50))
+    _login_flood(b)
     b.add(Row("H4", "Argon2 check_password alone, one thread: checks/s",
               1000 / percentile(checks, 50), "checks/s",
               note=f"median {percentile(checks, 50):.0f} ms each"))  # fmt: skip
+
+
+def _login(b: Bench) -> dict:
+    """wrk's arguments for a real login of the HTTP user (Argon2, then a session row)."""
+    body = json.dumps({"email": fixtures.HTTP_EMAIL, "password": fixtures.PASSWORD})
+    return {"method": "POST", "body": body, "headers": {"Content-Type": "application/json"}}
+
+
+def _plain_alone(b: Bench) -> wrk.WrkResult:
+    """The plain Django view on one connection, closed loop: measured once, for H3 and H4."""
+    if b.plain_alone is None:
+        b.plain_alone = wrk.run(b.plain.base + "/plain", seconds=b.profile.http_seconds,
+                                connections=1, threads=1)  # fmt: skip
+    return b.plain_alone
+
+
+def _plain_alone_row(b: Bench, scenario: str) -> None:
+    plain = _plain_alone(b)
+    b.add(Row(scenario, "plain Django view, gunicorn, one connection: p50", plain.p50_ms, "ms",
+              note=f"p99 {plain.p99_ms:.2f} ms: the framework's floor under the same "
+              "server"))  # fmt: skip
+
+
+def _login_alone(b: Bench, argon2_ms: float) -> None:
+    """One connection, closed loop: each login timed alone, never refused by the cap."""
+    p = b.profile
+    plain = _plain_alone(b)
+    with CpuMeter(b.relay.http) as cpu:
+        run = wrk.run(b.relay.http.base + LOGIN, seconds=p.http_seconds, connections=1,
+                      threads=1, **_login(b))  # fmt: skip
+    note = f"{run.requests:,} logins, p99 {run.p99_ms:.0f} ms; Argon2 alone {argon2_ms:.0f} ms"
+    extra = _http_errors(run)
+    note = f"{note}; {extra}" if extra else note
+    b.add(Row("H4", "POST /api/auth/login, one at a time: p50", run.p50_ms, "ms",
+              plain.p50_ms, "plain Django view, one connection", "<= 50 ms",
+              run.p50_ms <= 50, cpu.value, run.client_cpu, note))  # fmt: skip
+
+
+def _login_flood(b: Bench) -> None:
+    """/me paced at a moderate rate, quiet, then while wrk floods the login with many
+    connections: past PASSWORD_HASH_CONCURRENCY hashes at once a login is answered 503."""
+    p = b.profile
+    me = b.relay.http.base + "/api/user/me"
+    paced = {
+        "seconds": p.http_seconds,
+        "connections": _paced_connections(p.flood_me_rate),
+        "rate": p.flood_me_rate,
+        "headers": {"Authorization": f"Bearer {b.http_token}"},
+    }
+    quiet = wrk.run(me, **paced)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        flooding = pool.submit(wrk.run, b.relay.http.base + LOGIN,
+                               seconds=p.http_seconds + 2 * FLOOD_LEAD,
+                               connections=p.login_flood_connections, statuses=True,
+                               **_login(b))  # fmt: skip
+        time.sleep(FLOOD_LEAD)
+        with CpuMeter(b.relay.http) as cpu:
+            busy = wrk.run(me, **paced)
+        flood = flooding.result()
+    where = f"GET /api/user/me (JWT) at {p.flood_me_rate:,.0f} req/s during a login flood"
+    base = "same pacing, no flood"
+    b.add(Row("H4", f"{where}: p50", busy.p50_ms, "ms", quiet.p50_ms, base,
+              server_cpu=cpu.value, client_cpu=busy.client_cpu,
+              note=f"{busy.rps:,.0f} req/s achieved, {quiet.rps:,.0f} quiet"
+              + (f"; {_http_errors(busy)}" if _http_errors(busy) else "")))  # fmt: skip
+    b.add(Row("H4", f"{where}: p99", busy.p99_ms, "ms", quiet.p99_ms, base, "<= 2x quiet",
+              busy.p99_ms <= 2 * quiet.p99_ms, cpu.value, busy.client_cpu))  # fmt: skip
+    _flood_row(b, flood, cpu.value)
+
+
+def _flood_row(b: Bench, flood: wrk.WrkResult, server_cpu: float) -> None:
+    ok, refused = flood.statuses.get(200, 0), flood.statuses.get(503, 0)
+    other = sum(flood.statuses.values()) - ok - refused
+    note = f"{ok:,} answered 200, {refused:,} answered 503 (the hashing cap)"
+    note += f", {other:,} other statuses" if other else ""
+    note += f", {flood.errors:,} socket errors" if flood.errors else ""
+    b.add(Row("H4", f"login flood, {b.profile.login_flood_connections} connections: "
+              "successful logins/s", flood.rps * ok / max(1, flood.requests), "req/s",
+              server_cpu=server_cpu, client_cpu=flood.client_cpu, note=note))  # fmt: skip
 
 
 # --- W1-W4: WebSocket clients in separate processes ---------------------------------------------

@@ -10,7 +10,7 @@ import json
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.procs import children_cpu_seconds
@@ -20,9 +20,35 @@ done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
     'BENCH_JSON {"requests":%d,"duration_us":%d,"errors":%d,"non2xx":%d,' ..
-    '"p50_us":%d,"p99_us":%d,"mean_us":%f,"max_us":%d}\n',
+    '"p50_us":%d,"p99_us":%d,"mean_us":%f,"max_us":%d,"statuses":%s}\n',
     summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
-    latency:percentile(50), latency:percentile(99), latency.mean, latency.max))
+    latency:percentile(50), latency:percentile(99), latency.mean, latency.max,
+    statuses_json and statuses_json() or "{}"))
+end
+"""
+
+# Responses counted by status code: each thread has its own Lua state, so its own `statuses`
+# table, read back through thread:get() at the end. Only when asked: a Lua call per response
+# costs wrk time it should spend on the load.
+STATUSES = r"""
+statuses = {}
+local threads = {}
+setup = function(thread) table.insert(threads, thread) end
+response = function(status, headers, body)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+statuses_json = function()
+  local counts = {}
+  for _, thread in ipairs(threads) do
+    for status, n in pairs(thread:get("statuses") or {}) do
+      counts[status] = (counts[status] or 0) + n
+    end
+  end
+  local parts = {}
+  for status, n in pairs(counts) do
+    table.insert(parts, string.format('"%d":%d', status, n))
+  end
+  return "{" .. table.concat(parts, ",") .. "}"
 end
 """
 
@@ -36,6 +62,7 @@ class WrkResult:
     p50_ms: float
     p99_ms: float
     client_cpu: float  # wrk's CPU seconds per wall second (1.0 = one core busy)
+    statuses: dict = field(default_factory=dict)  # status code -> responses, when counted
 
 
 def ensure_wrk() -> str:
@@ -57,7 +84,9 @@ def _lua_string(value: str) -> str:
     return json.dumps(value)  # a JSON string of ASCII text is a valid Lua string literal
 
 
-def _script(method: str, headers: dict, body: str | None, delay_ms: int | None) -> str:
+def _script(
+    method: str, headers: dict, body: str | None, delay_ms: int | None, statuses: bool
+) -> str:
     lines = [f"wrk.method = {_lua_string(method)}"]
     for name, value in headers.items():
         lines.append(f"wrk.headers[{_lua_string(name)}] = {_lua_string(value)}")
@@ -65,6 +94,8 @@ def _script(method: str, headers: dict, body: str | None, delay_ms: int | None) 
         lines.append(f"wrk.body = {_lua_string(body)}")
     if delay_ms is not None:
         lines.append(f"delay = function() return {delay_ms} end")
+    if statuses:
+        lines.append(STATUSES)
     return "\n".join(lines) + "\n" + DONE
 
 
@@ -78,8 +109,10 @@ def run(
     headers: dict | None = None,
     body: str | None = None,
     rate: float | None = None,
+    statuses: bool = False,
 ) -> WrkResult:
-    """One wrk run. With `rate`, each connection waits connections/rate between requests.
+    """One wrk run. With `rate`, each connection waits connections/rate between requests;
+    with `statuses`, the result counts responses by status code.
 
     That paces the load near `rate` without waiting for a saturated server's queue to grow,
     but it is not a perfect open loop: a slow response delays its connection's next request
@@ -90,7 +123,7 @@ def run(
         delay_ms = max(1, round(1000 * connections / rate))
     threads = max(1, min(threads, connections))
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(_script(method, headers or {}, body, delay_ms))
+        f.write(_script(method, headers or {}, body, delay_ms, statuses))
         script = f.name
     duration = max(1, round(seconds))
     argv = [
@@ -116,4 +149,5 @@ def run(
         p50_ms=data["p50_us"] / 1000,
         p99_ms=data["p99_us"] / 1000,
         client_cpu=cpu / wall,
+        statuses={int(code): n for code, n in data["statuses"].items()},
     )
