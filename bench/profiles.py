@@ -22,6 +22,8 @@ class Profile:
     ws_seconds: float  # each W2/W3 run
     w3_connections: int
     w3_window: int
+    w3_burst_sockets: int  # one user each
+    w3_burst_calls: int  # per socket, sent back to back
     w4_connections: int
     w4_rate: float
     w4_seconds: float
@@ -55,6 +57,8 @@ FULL = Profile(
     ws_seconds=3,
     w3_connections=100,
     w3_window=2,
+    w3_burst_sockets=20,
+    w3_burst_calls=100,
     w4_connections=50,
     w4_rate=20,
     w4_seconds=6,
@@ -86,6 +90,8 @@ SMOKE = Profile(
     ws_seconds=0.5,
     w3_connections=5,
     w3_window=2,
+    w3_burst_sockets=4,
+    w3_burst_calls=10,
     w4_connections=3,
     w4_rate=5,
     w4_seconds=1,

@@ -418,6 +418,43 @@ def w3(b: Bench) -> None:
               met=lost == 0,
               note=f"{len(acked):,} acked, {len(persisted):,} persisted; "
               f"{sat.total('lost') + run.total('lost'):,} submitted calls got no ack"))  # fmt: skip
+    _w3_burst(b, f"{stamp}-burst")
+
+
+BURST_DRAIN = 60.0
+
+
+def _w3_burst(b: Bench, prefix: str) -> None:
+    """Every socket sends its calls back to back, all at once: how long until all are acked."""
+    p = b.profile
+    urls = _relay_urls(b, p.w3_burst_sockets)
+    with ClientGroup(urls, p.client_processes, {"mode": "call"}, deadline=600) as group:
+        group.ready(timeout=120)
+        with CpuMeter(b.relay.ws) as cpu:
+            # The whole burst is sent at once: give its acks a minute, not the usual 30 s.
+            run = group.run({"burst": p.w3_burst_calls, "window": 0, "seconds": 0,
+                             "drain": BURST_DRAIN, "prefix": prefix},
+                            timeout=BURST_DRAIN + 60)  # fmt: skip
+    total = p.w3_burst_sockets * p.w3_burst_calls
+    acked, lat = run.merged("acked"), run.merged("latencies")
+    firsts = [r["first_sent"] for r in run.results if r.get("first_sent")]
+    lasts = [r["last_ack"] for r in run.results if r.get("last_ack")]
+    span = max(lasts) - min(firsts) if firsts and lasts else math.nan
+    what = (f"burst of {total:,} calls, {p.w3_burst_sockets} sockets x {p.w3_burst_calls} "
+            "back to back (one user per socket)")  # fmt: skip
+    errors = ", ".join(f"{n} {c}" for c, n in run.errors().items())
+    note = f"{len(acked):,} acked, {run.total('lost'):,} got no ack" + (
+        f", {errors}" if errors else ""
+    )
+    b.add(Row("W3", f"{what}: first send to last call_ack", span, "s", target="<= 3 s",
+              met=span <= 3 and len(acked) == total, server_cpu=cpu.value,
+              client_cpu=run.client_cpu, note=note))  # fmt: skip
+    for label, q in (("p50", 50), ("p99", 99)):
+        b.add(Row("W3", f"burst: call submit to call_ack {label}", percentile(lat, q), "ms",
+                  server_cpu=cpu.value, client_cpu=run.client_cpu))  # fmt: skip
+    lost = len(set(acked) - fixtures.calls_persisted(prefix))
+    b.add(Row("W3", "burst: acked calls missing from the database", lost, "lost", target="0",
+              met=lost == 0))  # fmt: skip
 
 
 def w4(b: Bench) -> None:

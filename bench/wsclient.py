@@ -8,8 +8,10 @@ stdin, it runs its mode with the config updated by the overrides and prints `RES
   latency runs from each frame's scheduled send time to its pong, so a slow server cannot
   slow the load down and hide its own queueing (W2). With `window`, closed loop instead:
   each socket keeps that many pings in flight (round trips/s at saturation).
-- call: submit `call` frames at a fixed rate (open loop) or keep `window` calls in flight per
-  socket (closed loop, for sustained acks/s); latency to the `call_ack` (W3).
+- call: submit `call` frames at a fixed rate (open loop), or keep `window` calls in flight per
+  socket (closed loop, for sustained acks/s), or send `burst` calls on every socket back to
+  back, all sockets at once; latency to the `call_ack` (W3). The wall-clock times of the
+  first send and of the last ack let the harness time a burst across processes.
 - status: submit calls at a fixed rate and time every `call_status` from its `ts` (W4).
 - probe: time `bench_probe` frames pushed through the channel layer by the harness, until
   an `END` line (W4's baseline).
@@ -31,8 +33,9 @@ from websockets.asyncio.client import connect
 
 CONNECT_CONCURRENCY = 25  # per process: Twisted's listen backlog is only 50
 CONNECT_TRIES = 3
-# How long to wait for late replies after the load stops. Calls get long: a run must not
-# leave a backlog of unacked calls that the next run would then be timed behind.
+# How long to wait for late replies after the load stops (a run's `drain` overrides it).
+# Calls get long: a run must not leave a backlog of unacked calls that the next run would
+# then be timed behind.
 DRAIN_SECONDS = {"ping": 3.0, "call": 30.0, "submit": 30.0}
 
 
@@ -57,6 +60,8 @@ class Client:
         self.in_window = 0
         self.by_status: dict[str, list[float]] = {}
         self.acked_at: list[tuple[str, float]] = []
+        self.first_sent: float | None = None  # wall clock, a burst's first send
+        self.last_ack: float | None = None  # wall clock
 
     async def open_all(self) -> None:
         gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
@@ -136,6 +141,8 @@ class Client:
         ]
         if window:
             await self._closed_loop(started, slots)
+        elif self.config.get("burst"):
+            await self._burst(started)
         else:
             await self._schedule(lambda i, ws, _q: self._send_call(ws, started, i), None)
         await self._drain(lambda: len(started))
@@ -164,6 +171,16 @@ class Client:
 
         await asyncio.gather(*(feed(ws, s) for ws, s in zip(self.sockets, slots, strict=True)))
 
+    async def _burst(self, started: dict) -> None:
+        count = self.config["burst"]
+
+        async def feed(n: int, ws):
+            for k in range(count):
+                await self._send_call(ws, started, n * count + k)
+
+        self.first_sent = time.time()
+        await asyncio.gather(*(feed(n, ws) for n, ws in enumerate(self.sockets)))
+
     async def _read_acks(self, ws, started: dict, slot) -> None:
         async for raw in ws:
             now = time.perf_counter()
@@ -172,6 +189,7 @@ class Client:
             if kind == "call_ack" and frame.get("callId") in started:
                 self.latencies.append((now - started.pop(frame["callId"])) * 1000)
                 self.acked.append(frame["callId"])
+                self.last_ack = time.time()
                 self.in_window += now <= self.window_end
                 if slot:
                     slot.release()
@@ -266,7 +284,8 @@ class Client:
             i += 1
 
     async def _drain(self, outstanding) -> None:
-        end = time.monotonic() + DRAIN_SECONDS.get(self.config["mode"], 3.0)
+        wait = self.config.get("drain") or DRAIN_SECONDS.get(self.config["mode"], 3.0)
+        end = time.monotonic() + wait
         while outstanding() and time.monotonic() < end:
             await asyncio.sleep(0.05)
 
@@ -285,6 +304,8 @@ class Client:
             out["acked"] = self.acked
         if self.acked_at:
             out["acked_at"] = self.acked_at
+        if self.first_sent is not None:
+            out["first_sent"], out["last_ack"] = self.first_sent, self.last_ack
         if self.by_status:
             out["by_status"] = {k: [round(x, 3) for x in v] for k, v in self.by_status.items()}
         return out
