@@ -127,9 +127,11 @@ METHOD_NOTES = """\
   counts responses by status (a Lua `response()` per thread). Load-gen CPU of the flood row
   includes the /me wrk's.
 - **W1**: client processes of asyncio `websockets` clients (no client pings) open sockets in
-  steps; RSS per socket is (process RSS now - RSS before the first socket) / sockets open;
-  idle CPU is measured over a quiet window. Relay's sockets are authenticated (JWT) and have
-  joined their user and session groups in Redis; 1,000 users hold the 10,000 sockets.
+  steps against runrelay's Daphne (`relay.daphne_server` with runrelay's arguments) and against
+  a bare Daphne; RSS per socket is (the Daphne processes' RSS now - before the first socket) /
+  sockets open; idle CPU is measured over a quiet window. Relay's sockets are authenticated
+  (JWT) and have joined their user and session groups in Redis; 1,000 users hold the 10,000
+  sockets.
 - **W2**: open loop: pings are scheduled at a fixed total rate round-robin over the sockets
   and timed from their scheduled send time to their pong, so queueing shows in the tail.
   "Saturation" keeps one ping in flight per socket.
