@@ -58,6 +58,17 @@ def bench_env(var_dir: Path) -> dict:
     return env
 
 
+def embedded_env() -> dict:
+    """E1's environment, as `make run` leaves it (RELAY_VAR_DIR is E1's to set): no
+    DATABASE_URL, REDIS_URL or SECRET_KEY, so Relay uses SQLite, starts its embedded Redis and
+    reads the secret file under RELAY_VAR_DIR. Read before setup() adds the bench's settings
+    to this process's environment."""
+    env = child_environ()
+    for name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DATABASE_POOL_SIZE"):
+        env.pop(name, None)
+    return env
+
+
 SETTINGS_NOTE = (
     "Settings: DEBUG=false, PostgreSQL with {connections}, Redis channel layer and cache, "
     "LOG_LEVEL=WARNING (no access log), rate limits raised to 1,000,000/m. Relay runs as "
@@ -126,6 +137,14 @@ METHOD_NOTES = """\
   Logins past `PASSWORD_HASH_CONCURRENCY` hashes at once are answered 503 at once; the note
   counts responses by status (a Lua `response()` per thread). Load-gen CPU of the flood row
   includes the /me wrk's.
+- **E1**: the embedded default as `make run` starts it: a RELAY_VAR_DIR of its own with a
+  generated `secret_key` file, `manage.py migrate`, then `manage.py runrelay` (its worker
+  included) with no DATABASE_URL, REDIS_URL or SECRET_KEY: SQLite (WAL) under that directory,
+  the embedded Redis on a unix socket, every other setting Relay's default (rate limits,
+  HTTP_WORKERS, LOG_LEVEL=INFO: the access log is on, written to a file). `collectstatic` and
+  the number stock are skipped: /me uses neither. A user registers through
+  POST /api/auth/register; wrk saturates GET /api/user/me with its JWT, as H2. Baseline: the
+  plain Django view under a gunicorn with the same environment.
 - **W1**: client processes of asyncio `websockets` clients (no client pings) open sockets in
   steps against runrelay's Daphne (`relay.daphne_server` with runrelay's arguments) and against
   a bare Daphne; RSS per socket is (the Daphne processes' RSS now - before the first socket) /
@@ -182,6 +201,7 @@ def main() -> int:
 
     var_dir = Path(tempfile.mkdtemp(prefix=f"relay-bench-{profile.name}-"))
     env = bench_env(var_dir)
+    embedded = embedded_env()
     open_files = procs.raise_open_files_limit()
     fixtures.ensure_database(env["DATABASE_URL"])
     fixtures.setup(env)
@@ -202,7 +222,8 @@ def main() -> int:
         plain = _serving(servers, procs.gunicorn_plain("gunicorn-plain", env))
         relay = _serving(servers, procs.Relay(env))
         bench = scenarios.Bench(
-            profile=profile, env=env, bare=bare, plain=plain, relay=relay,
+            profile=profile, env=env, embedded_env=embedded, bare=bare, plain=plain,
+            relay=relay,
             http_token=fixtures.token_for(http_user), api_key=http_user.api_key,
             history_account=history_account,
             history_token=fixtures.token_for(history_account),

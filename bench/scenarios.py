@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 import statistics
 import time
 from collections import Counter
@@ -17,12 +18,14 @@ from bench import fixtures, procs, sip, wrk
 from bench.profiles import Profile
 from bench.report import Row
 from bench.wsload import ClientGroup, percentile
+from tests.live import http, manage
 
 
 @dataclass
 class Bench:
     profile: Profile
     env: dict
+    embedded_env: dict  # E1's: no DATABASE_URL, REDIS_URL or SECRET_KEY, Relay's defaults
     bare: procs.Server
     plain: procs.Server  # bench/plain_urls.py under gunicorn, configured as Relay's is
     relay: procs.Relay  # runrelay: gunicorn on relay.http, Daphne on relay.ws
@@ -261,6 +264,58 @@ def _flood_row(b: Bench, flood: wrk.WrkResult, server_cpu: float) -> None:
     b.add(Row("H4", f"login flood, {b.profile.login_flood_connections} connections: "
               "successful logins/s", flood.rps * ok / max(1, flood.requests), "req/s",
               server_cpu=server_cpu, client_cpu=flood.client_cpu, note=note))  # fmt: skip
+
+
+# --- E1: the embedded default, as `make run` starts it ---------------------------------------
+def e1(b: Bench) -> None:
+    """runrelay and its worker with no DATABASE_URL or REDIS_URL (SQLite under their own
+    RELAY_VAR_DIR, the embedded Redis), a user registered over the API, /me at saturation;
+    the plain Django view under a gunicorn with the same environment beside it."""
+    p = b.profile
+    env = _embedded_var_dir(b)
+    relay = procs.Relay(env, worker=True, log_name="runrelay-e1")
+    try:
+        token = _register(relay.http.base)
+        with CpuMeter(relay.http) as cpu:
+            run = wrk.run(relay.http.base + "/api/user/me", seconds=p.http_seconds,
+                          connections=p.saturation_connections,
+                          headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+        plain_server = procs.gunicorn_plain("gunicorn-plain-e1", env)
+        try:
+            plain = wrk.run(plain_server.base + "/plain", seconds=p.http_seconds,
+                            connections=p.saturation_connections)  # fmt: skip
+        finally:
+            plain_server.stop()
+    finally:
+        relay.stop()
+    b.add(Row("E1", "GET /api/user/me (JWT), embedded default (SQLite, embedded Redis): "
+              "req/s at saturation", run.rps, "req/s", plain.rps, "plain Django view, same "
+              "environment", ">= 600 req/s", run.rps >= 600, cpu.value, run.client_cpu,
+              _http_errors(run)))  # fmt: skip
+
+
+def _embedded_var_dir(b: Bench) -> dict:
+    """A RELAY_VAR_DIR of E1's own with `make run`'s secret file, migrated as `make run`
+    migrates it; the environment that points at it."""
+    var_dir = Path(b.env["RELAY_VAR_DIR"]) / "e1"
+    var_dir.mkdir()
+    secret = var_dir / "secret_key"
+    secret.write_text(secrets.token_urlsafe(50) + "\n")
+    secret.chmod(0o600)
+    env = {**b.embedded_env, "RELAY_VAR_DIR": str(var_dir)}
+    done = manage("migrate", "--noinput", "--verbosity", "0", env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"migrate on the embedded default failed: {done.stderr[-2000:]}")
+    return env
+
+
+def _register(base: str) -> str:
+    """A new user's JWT, through the API as a client would get one."""
+    body = {"email": "bench-e1@relay.example", "password": fixtures.PASSWORD}
+    status, answer = http("POST", base + "/api/auth/register", body)
+    if status != 201:
+        raise RuntimeError(f"register on the embedded default answered {status}: {answer}")
+    return answer["token"]
 
 
 # --- W1-W4: WebSocket clients in separate processes ---------------------------------------------
@@ -697,5 +752,5 @@ def _s1_render_rows(b: Bench) -> None:
               statistics.median(r["file"]), "ms", miss, "miss"))  # fmt: skip
 
 
-SCENARIOS = [("H1", h1), ("H2", h2), ("H3", h3), ("H4", h4),
+SCENARIOS = [("H1", h1), ("H2", h2), ("H3", h3), ("H4", h4), ("E1", e1),
              ("W1", w1), ("W2", w2), ("W3", w3), ("W4", w4), ("S1", s1)]  # fmt: skip
