@@ -218,9 +218,12 @@ def main() -> int:
     bench = None
     failures: list[str] = []
     with contextlib.ExitStack() as servers:
-        bare = _serving(servers, procs.daphne("daphne-bare", "bench.bare_app:app", env))
-        plain = _serving(servers, procs.gunicorn_plain("gunicorn-plain", env))
-        relay = _serving(servers, procs.Relay(env))
+        bare, plain, relay = procs.start_together(
+            servers,
+            lambda: procs.daphne("daphne-bare", "bench.bare_app:app", env),
+            lambda: procs.gunicorn_plain("gunicorn-plain", env),
+            lambda: procs.Relay(env),
+        )
         bench = scenarios.Bench(
             profile=profile, env=env, embedded_env=embedded, bare=bare, plain=plain,
             relay=relay,
@@ -270,12 +273,6 @@ def main() -> int:
         print(f"[bench] wrote {out}")
     print(f"[bench] finished in {elapsed:.0f} s; {len(failures)} scenario(s) failed to run")
     return 1 if failures else 0
-
-
-def _serving(stack: contextlib.ExitStack, server):
-    """`server`, stopped when `stack` closes (in reverse order of starting)."""
-    stack.callback(server.stop)
-    return server
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ is an error."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import secrets
@@ -273,21 +274,19 @@ def e1(b: Bench) -> None:
     the plain Django view under a gunicorn with the same environment beside it."""
     p = b.profile
     env = _embedded_var_dir(b)
-    relay = procs.Relay(env, worker=True, log_name="runrelay-e1")
-    try:
+    with contextlib.ExitStack() as servers:
+        relay, plain_server = procs.start_together(
+            servers,
+            lambda: procs.Relay(env, worker=True, log_name="runrelay-e1"),
+            lambda: procs.gunicorn_plain("gunicorn-plain-e1", env),
+        )
         token = _register(relay.http.base)
         with CpuMeter(relay.http) as cpu:
             run = wrk.run(relay.http.base + "/api/user/me", seconds=p.http_seconds,
                           connections=p.saturation_connections,
                           headers={"Authorization": f"Bearer {token}"})  # fmt: skip
-        plain_server = procs.gunicorn_plain("gunicorn-plain-e1", env)
-        try:
-            plain = wrk.run(plain_server.base + "/plain", seconds=p.http_seconds,
-                            connections=p.saturation_connections)  # fmt: skip
-        finally:
-            plain_server.stop()
-    finally:
-        relay.stop()
+        plain = wrk.run(plain_server.base + "/plain", seconds=p.http_seconds,
+                        connections=p.saturation_connections)  # fmt: skip
     b.add(Row("E1", "GET /api/user/me (JWT), embedded default (SQLite, embedded Redis): "
               "req/s at saturation", run.rps, "req/s", plain.rps, "plain Django view, same "
               "environment", ">= 600 req/s", run.rps >= 600, cpu.value, run.client_cpu,
