@@ -1,8 +1,9 @@
 """The baseline server: a bare ASGI app with no framework, for H1, W1 and W2.
 
 HTTP answers every request with a small JSON body; a WebSocket answers `ping` with the same
-`pong` frame Relay sends. Served by Daphne (Relay's server, so the ratio isolates Django and
-Channels) and, for H1 only, by uvicorn for reference.
+`pong` frame Relay sends. Served by Daphne (Relay's WebSocket server, so W1 and W2's ratios
+isolate Django and Channels) and, for H1 only, by uvicorn for reference. Relay's HTTP figures
+are set against the plain Django view under gunicorn instead (bench/plain_urls.py).
 """
 
 import json

@@ -111,13 +111,15 @@ METHOD_NOTES = """\
   **load-gen CPU** is the same for wrk or for the WebSocket client processes. Server, load
   generator, PostgreSQL and Redis share the machine's 2 cores, so a load-gen figure near 100%
   means the client, not the server, may be the limit.
-- **H1**: `bench/bare_app.py`, a framework-free ASGI app, under Daphne (Relay's server) and
-  uvicorn (h11, no uvloop unless installed). wrk, 2 threads, closed loop.
+- **H1** (context): `bench/bare_app.py`, a framework-free ASGI app, under Daphne (Relay's
+  WebSocket server, and W1/W2's baseline) and uvicorn (h11, no uvloop unless installed). wrk,
+  2 threads, closed loop.
 - **Plain Django view**: `bench/plain_urls.py`, one function returning
   `JsonResponse({"ok": True})`, under a gunicorn of its own started with Relay's
   configuration (`relay/gunicorn_conf.py`, the same HTTP_WORKERS) and Relay's settings but for
   the URLconf (`bench/plain_settings.py`: same middleware, database and logging). It is the
-  framework's ceiling under the server Relay ships: the baseline of every Relay HTTP figure.
+  framework's ceiling under the server Relay ships: the baseline of H2's figures, of E1 and
+  of a single login; H3 shows it as a row of its own.
   gunicorn's sync workers close the connection after each response, so wrk reconnects per
   request, for Relay and the plain view alike.
 - **H2**: saturation is wrk closed loop; "half load" paces wrk at half the saturated rate with
@@ -158,7 +160,7 @@ METHOD_NOTES = """\
   acks/s keeps a fixed number of calls in flight per socket; latency is open loop at half that
   rate, against W2's ping p99 at 1,000 msg/s (the target is that p99 + 5 ms). The **burst**
   opens its sockets first (one user each), then every socket sends its calls back to back,
-  all sockets at once, from two client processes; it runs from the first send to the last
+  all sockets at once, from the client processes; it runs from the first send to the last
   `call_ack` (wall clock, one machine), and each ack is timed from its own call's send.
   Afterwards every acked callId is looked up in the database.
 - **W4**: the worker places short simulated calls (steps of 50 ms); each `call_status` frame
