@@ -73,10 +73,10 @@ SETTINGS_NOTE = (
     "Settings: DEBUG=false, PostgreSQL with {connections}, Redis channel layer and cache, "
     "LOG_LEVEL=WARNING (no access log), rate limits raised to 1,000,000/m. Relay runs as "
     "production starts it, `manage.py runrelay --no-worker`: gunicorn serves HTTP with "
-    "{http_workers} sync workers (`HTTP_WORKERS`, relay/gunicorn_conf.py) and {ws_processes} "
-    "Daphne process(es) (`WS_PROCESSES`, `relay.daphne_server -v 0` with runrelay's frame "
-    "limits) the WebSocket on a port of its own; `PASSWORD_HASH_CONCURRENCY={hashing}`, "
-    "host-wide. The task worker runs only during W4 (in production workers are separate "
+    "{http_workers} sync workers (`HTTP_WORKERS`, relay/gunicorn_conf.py), the WebSocket is "
+    "served on a port of its own by {ws_processes} (`WS_PROCESSES`, `relay.daphne_server "
+    "-v 0` with runrelay's frame limits); `PASSWORD_HASH_CONCURRENCY={hashing}`, host-wide. "
+    "The task worker runs only during W4 and E1 (in production workers are separate "
     "processes, here they would only steal one of the 2 cores), the telephony agents only "
     "during S1."
 )
@@ -95,7 +95,8 @@ def settings_note(env: dict) -> str:
     return SETTINGS_NOTE.format(
         connections=connections,
         http_workers=settings.HTTP_WORKERS,
-        ws_processes=settings.WS_PROCESSES,
+        ws_processes=f"{settings.WS_PROCESSES} Daphne process"
+        + ("es" if settings.WS_PROCESSES != 1 else ""),
         hashing=settings.PASSWORD_HASH_CONCURRENCY,
     )
 
