@@ -188,7 +188,7 @@ def h4(b: Bench) -> None:
               note=f"median {percentile(checks, 50):.0f} ms each"))  # fmt: skip
 
 
-def _login(b: Bench) -> dict:
+def _login() -> dict:
     """wrk's arguments for a real login of the HTTP user (Argon2, then a session row)."""
     body = json.dumps({"email": fixtures.HTTP_EMAIL, "password": fixtures.PASSWORD})
     return {"method": "POST", "body": body, "headers": {"Content-Type": "application/json"}}
@@ -215,7 +215,7 @@ def _login_alone(b: Bench, argon2_ms: float) -> None:
     plain = _plain_alone(b)
     with CpuMeter(b.relay.http) as cpu:
         run = wrk.run(b.relay.http.base + LOGIN, seconds=p.http_seconds, connections=1,
-                      threads=1, **_login(b))  # fmt: skip
+                      threads=1, **_login())  # fmt: skip
     note = f"{run.requests:,} logins, p99 {run.p99_ms:.0f} ms; Argon2 alone {argon2_ms:.0f} ms"
     extra = _http_errors(run)
     note = f"{note}; {extra}" if extra else note
@@ -240,7 +240,7 @@ def _login_flood(b: Bench) -> None:
         flooding = pool.submit(wrk.run, b.relay.http.base + LOGIN,
                                seconds=p.http_seconds + 2 * FLOOD_LEAD,
                                connections=p.login_flood_connections, statuses=True,
-                               **_login(b))  # fmt: skip
+                               **_login())  # fmt: skip
         time.sleep(FLOOD_LEAD)
         with CpuMeter(b.relay.http) as cpu:
             busy = wrk.run(me, **paced)
