@@ -113,18 +113,18 @@ class Listener:
 
 
 class Relay(RelayProcess):
-    """`manage.py runrelay`, as production runs it: gunicorn (HTTP_WORKERS sync workers) on
-    `http`, WS_PROCESSES Daphne processes (relay.daphne_server) on `ws`.
+    """`manage.py runrelay --no-worker`, as production runs it: gunicorn (HTTP_WORKERS sync
+    workers) on `http`, WS_PROCESSES Daphne processes (relay.daphne_server) on `ws`.
 
-    Without its worker unless asked: W4 starts its own, and S1 must have none.
+    The worker is left out: W4 starts its own, S1 must have none, and elsewhere it would only
+    poll its queue.
     """
 
     stop_grace = STOP_GRACE
 
-    def __init__(self, env: dict, *, worker: bool = False, log_name: str = "runrelay"):
+    def __init__(self, env: dict, *, log_name: str = "runrelay"):
         var_dir = Path(env["RELAY_VAR_DIR"])
-        args = () if worker else ("--no-worker",)
-        super().__init__(var_dir, *args, environ=env, log=var_dir / f"{log_name}.log")
+        super().__init__(var_dir, "--no-worker", environ=env, log=var_dir / f"{log_name}.log")
         children = psutil.Process(self.proc.pid).children()
         self.http = Listener(self.port, _running_module(children, "gunicorn"))
         self.ws = Listener(self.ws_port, _running_module(children, "relay.daphne_server"))

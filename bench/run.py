@@ -76,7 +76,7 @@ SETTINGS_NOTE = (
     "{http_workers} sync workers (`HTTP_WORKERS`, relay/gunicorn_conf.py), the WebSocket is "
     "served on a port of its own by {ws_processes} (`WS_PROCESSES`, `relay.daphne_server "
     "-v 0` with runrelay's frame limits); `PASSWORD_HASH_CONCURRENCY={hashing}`, host-wide. "
-    "The task worker runs only during W4 and E1 (in production workers are separate "
+    "The task worker runs only during W4 (in production workers are separate "
     "processes, here they would only steal one of the 2 cores), the telephony agents only "
     "during S1."
 )
@@ -141,11 +141,12 @@ METHOD_NOTES = """\
   counts responses by status (a Lua `response()` per thread). Load-gen CPU of the flood row
   includes the /me wrk's.
 - **E1**: the embedded default as `make run` starts it: a RELAY_VAR_DIR of its own with a
-  generated `secret_key` file, `manage.py migrate`, then `manage.py runrelay` (its worker
-  included) with no DATABASE_URL, REDIS_URL or SECRET_KEY: SQLite (WAL) under that directory,
+  generated `secret_key` file, `manage.py migrate`, then `manage.py runrelay --no-worker`
+  with no DATABASE_URL, REDIS_URL or SECRET_KEY: SQLite (WAL) under that directory,
   the embedded Redis on a unix socket, every other setting Relay's default (rate limits,
-  HTTP_WORKERS, LOG_LEVEL=INFO: the access log is on, written to a file). `collectstatic` and
-  the number stock are skipped: /me uses neither. A user registers through
+  HTTP_WORKERS, LOG_LEVEL=INFO: the access log is on, written to a file). `collectstatic`, the
+  number stock and the task worker are left out: /me uses none of them (an idle worker polls
+  its queue every 0.2 s; starting one costs CI's smoke run seconds). A user registers through
   POST /api/auth/register; wrk saturates GET /api/user/me with its JWT, as H2. Baseline: the
   plain Django view under a gunicorn with the same environment.
 - **W1**: client processes of asyncio `websockets` clients (no client pings) open sockets in

@@ -269,15 +269,15 @@ def _flood_row(b: Bench, flood: wrk.WrkResult, server_cpu: float) -> None:
 
 # --- E1: the embedded default, as `make run` starts it ---------------------------------------
 def e1(b: Bench) -> None:
-    """runrelay and its worker with no DATABASE_URL or REDIS_URL (SQLite under their own
-    RELAY_VAR_DIR, the embedded Redis), a user registered over the API, /me at saturation;
-    the plain Django view under a gunicorn with the same environment beside it."""
+    """runrelay with no DATABASE_URL or REDIS_URL (SQLite under its own RELAY_VAR_DIR, the
+    embedded Redis), a user registered over the API, /me at saturation; the plain Django
+    view under a gunicorn with the same environment beside it."""
     p = b.profile
     env = _embedded_var_dir(b)
     with contextlib.ExitStack() as servers:
         relay, plain_server = procs.start_together(
             servers,
-            lambda: procs.Relay(env, worker=True, log_name="runrelay-e1"),
+            lambda: procs.Relay(env, log_name="runrelay-e1"),
             lambda: procs.gunicorn_plain("gunicorn-plain-e1", env),
         )
         token = _register(relay.http.base)
