@@ -13,6 +13,7 @@ class Profile:
     history_offsets: dict  # status (None = all) -> the deep offset measured
     history_sql_runs: int
     login_flood_connections: int  # wrk connections logging in for the whole H4 flood
+    login_flood_rate: float  # logins/s they send, paced: several times what the slots hash
     flood_me_rate: float  # /api/user/me req/s, paced, beside the flood and before it
     w1_steps: tuple[int, ...]  # cumulative idle connections
     w1_connections_per_process: int
@@ -48,6 +49,7 @@ FULL = Profile(
     history_offsets={None: 500_000, "missed": 250_000},
     history_sql_runs=20,
     login_flood_connections=50,
+    login_flood_rate=150,
     flood_me_rate=100,
     w1_steps=(1_000, 5_000, 10_000),
     w1_connections_per_process=1_250,
@@ -81,6 +83,7 @@ SMOKE = Profile(
     history_offsets={None: 1_000, "missed": 500},
     history_sql_runs=3,
     login_flood_connections=10,
+    login_flood_rate=40,
     flood_me_rate=20,
     w1_steps=(20, 50, 100),
     w1_connections_per_process=50,

@@ -134,7 +134,9 @@ METHOD_NOTES = """\
   view's row is one wrk connection too: the framework's floor for the same closed loop.
 - **H4**: login with the real Argon2 hash; every login also opens a session row. "One at a
   time" is one wrk connection, closed loop, so no login waits for a hashing slot. The
-  **flood** is wrk with many connections on the login for the whole window; beside it a
+  **flood** is wrk with many connections on the login for the whole window, paced at several
+  times what the hashing slots can check (the profile's `login_flood_rate`: 150/s against
+  about 35/s for one slot; without the cap it would take about 4 cores of Argon2); beside it a
   second wrk paces GET /api/user/me (JWT) at a moderate fixed rate, started once the flood
   has run for a second; its baseline is the same pacing measured just before, with no flood.
   Logins past `PASSWORD_HASH_CONCURRENCY` hashes at once are answered 503 at once; the note

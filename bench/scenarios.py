@@ -225,8 +225,10 @@ def _login_alone(b: Bench, argon2_ms: float) -> None:
 
 
 def _login_flood(b: Bench) -> None:
-    """/me paced at a moderate rate, quiet, then while wrk floods the login with many
-    connections: past PASSWORD_HASH_CONCURRENCY hashes at once a login is answered 503."""
+    """/me paced at a moderate rate, quiet, then while wrk floods the login from many
+    connections at several times the rate the hashing slots can check (a few logins a second
+    per address from a few dozen addresses): past PASSWORD_HASH_CONCURRENCY hashes at once a
+    login is answered 503."""
     p = b.profile
     me = b.relay.http.base + "/api/user/me"
     paced = {
@@ -239,7 +241,8 @@ def _login_flood(b: Bench) -> None:
     with ThreadPoolExecutor(max_workers=1) as pool:
         flooding = pool.submit(wrk.run, b.relay.http.base + LOGIN,
                                seconds=p.http_seconds + 2 * FLOOD_LEAD,
-                               connections=p.login_flood_connections, statuses=True,
+                               connections=p.login_flood_connections,
+                               rate=p.login_flood_rate, statuses=True,
                                **_login())  # fmt: skip
         time.sleep(FLOOD_LEAD)
         with CpuMeter(b.relay.http) as cpu:
