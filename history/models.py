@@ -51,3 +51,33 @@ class CallRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.caller_num} -> {self.number_id} ({self.status})"
+
+
+class CallRecordCounter(models.Model):
+    """How many CallRecords an owner has on one number in one status: `total` of the history
+    list is a sum of at most 15 of these rows (5 numbers x 3 statuses), never a COUNT.
+
+    Kept exact by record_inbound_call, in the record's own transaction; deleting a number or
+    a user deletes its counters with its records (both CASCADE). `manage.py recount_totals`
+    corrects any drift. No check that `count` >= 0: a counter that drifted must not make a
+    call fail to be recorded; the recount finds it.
+    """
+
+    # No index of its own: the unique key below starts with the owner.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    number = models.ForeignKey("numbers.Number", on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=8, choices=CallStatus.choices)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target, and the index of "this owner's counters".
+            models.UniqueConstraint(
+                fields=["owner", "number", "status"], name="callrecordcounter_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.number_id} {self.status}: {self.count}"

@@ -8,10 +8,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import events
+from core.counters import counters_add
 from core.errors import InvalidRequest
 from core.fields import to_ms
 from core.phone import e164_possible
-from history.models import CallRecord, CallStatus
+from history.models import CallRecord, CallRecordCounter, CallStatus
 from virtual_numbers.models import BlockedCaller, Number
 
 DURATION_MAX_SECONDS = 7 * 24 * 3600
@@ -44,7 +45,8 @@ def record_inbound_call(
 
     Checks the caller (E.164), status (answered|missed|blocked) and duration (whole seconds,
     0..one week); raises InvalidRequest otherwise. A caller on the number's blocklist is
-    recorded as `blocked` with duration 0 whatever was passed.
+    recorded as `blocked` with duration 0 whatever was passed. The owner's counters (`total`
+    of the history list) move in the record's transaction.
     """
     caller = e164_possible(caller_num)
     if caller is None:
@@ -77,5 +79,19 @@ def record_inbound_call(
             duration=duration,
             created_at=at or timezone.now(),
         )
+        call_record_counters_add(records=[record])
         events.send_to_user_on_commit(user_id=number.owner_id, event=call_record_event(record))
     return record
+
+
+def call_record_counters_add(*, records: list[CallRecord]) -> None:
+    """Count `records` in their owners' counters, inside the caller's transaction. For
+    record_inbound_call, and for tools that write records in bulk (seed_history, the test
+    factories), which must keep `total` exact too."""
+    counters_add(
+        CallRecordCounter,
+        [
+            ({"owner_id": r.owner_id, "number_id": r.number_id, "status": r.status}, 1)
+            for r in records
+        ],
+    )

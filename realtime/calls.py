@@ -80,6 +80,8 @@ def call_request_submit(*, user: User, data) -> tuple[CallRequest, bool]:
             CallEvent.objects.create(call=call, status=CallState.QUEUED, at=now)
             tasks.schedule_advance(call=call, expected_status=CallState.QUEUED)
             pipeline.push_status(call)
+            # Last: the owner's counter row stays locked only until the commit.
+            pipeline.call_counters_move(owner_id=user.pk, old=None, new=CallState.QUEUED)
     except IntegrityError:
         # The same callId committed by a concurrent request a moment ago.
         return CallRequest.objects.get(owner=user, call_id=call_id), False

@@ -100,3 +100,31 @@ class CallEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.call_id}: {self.status}"
+
+
+class CallRequestCounter(models.Model):
+    """How many CallRequests an owner has in one status: `total` of the call list is a sum
+    of at most 9 of these rows, never a COUNT.
+
+    Kept exact in the call's own transactions: submit adds one `queued`, every state change
+    (pipeline.call_transition) moves one from the old status to the new. Deleting a user
+    deletes its counters with its calls (CASCADE). `manage.py recount_totals` corrects any
+    drift. No check that `count` >= 0: a counter that drifted must not stop a call; the
+    recount finds it.
+    """
+
+    # No index of its own: the unique key below starts with the owner.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    status = models.CharField(max_length=16, choices=CallState.choices)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target, and the index of "this owner's counters".
+            models.UniqueConstraint(fields=["owner", "status"], name="callrequestcounter_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner_id} {self.status}: {self.count}"

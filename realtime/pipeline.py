@@ -16,8 +16,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import events
+from core.counters import counters_add
 from core.fields import to_ms
-from realtime.models import TERMINAL_STATES, CallEvent, CallRequest, CallState
+from realtime.models import (
+    TERMINAL_STATES,
+    CallEvent,
+    CallRequest,
+    CallRequestCounter,
+    CallState,
+)
 from realtime.providers import Step, get_provider
 
 logger = logging.getLogger(__name__)
@@ -59,8 +66,8 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
     A conditional UPDATE: if the call is no longer in `expected_status` (canceled, or a
     duplicate step already moved it) nothing happens and False is returned. A non-terminal
     state gets a deadline of `step.wait` plus the recovery grace: past it, recovery drives the
-    call again. Scheduling the next step is the caller's (realtime.tasks), in the same
-    transaction.
+    call again. The owner's status counters move in the same transaction. Scheduling the
+    next step is the caller's (realtime.tasks), in the same transaction.
     """
     now = timezone.now()
     terminal = step.status in TERMINAL_STATES
@@ -86,8 +93,19 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
         for name, value in fields.items():
             setattr(call, name, value)
         CallEvent.objects.create(call=call, status=step.status, at=now, detail=step.reason[:200])
+        call_counters_move(owner_id=call.owner_id, old=expected_status, new=step.status)
         push_status(call)
     return True
+
+
+def call_counters_move(*, owner_id, old: str | None, new: str) -> None:
+    """Move one call of the owner from status `old` (None: a new call) to `new` in the
+    counters behind `total` of the call list, inside the caller's transaction: the only
+    writes of CallRequest.status are submit and call_transition, and both call this."""
+    moves = [({"owner_id": owner_id, "status": new}, 1)]
+    if old is not None:
+        moves.append(({"owner_id": owner_id, "status": old}, -1))
+    counters_add(CallRequestCounter, moves)
 
 
 def call_next_step(*, call_request_id: str, expected_status: str) -> tuple[CallRequest, Step]:

@@ -2,9 +2,10 @@
 
 from accounts.models import User
 from core import parsing
+from core.counters import counters_sum
 from core.errors import NotFound
 from core.pagination import Page
-from realtime.models import CallRequest
+from realtime.models import CallRequest, CallRequestCounter
 
 
 def call_find(*, user: User, call_id) -> CallRequest | None:
@@ -23,15 +24,16 @@ def call_access(*, user: User, call_id: str) -> CallRequest:
     return call
 
 
-def calls_page(*, user, status: str | None, limit: int, offset: int) -> Page:
-    """The user's outbound calls, newest first; same paging as history."""
+def calls_page(*, user: User, status: str | None, limit: int, offset: int) -> Page:
+    """The user's outbound calls, newest first; same paging as history. `total` is summed
+    from at most 9 counter rows, not counted."""
     calls = CallRequest.objects.filter(owner=user)
+    counters = CallRequestCounter.objects.filter(owner=user)
     if status is not None:
         calls = calls.filter(status=status)
-    total = calls.count()
-    page = (
-        list(calls.order_by("-created_at", "-id")[offset : offset + limit])
-        if offset < total
-        else []
-    )
+        counters = counters.filter(status=status)
+    total = counters_sum(counters)
+    page = []
+    if offset < total:  # past the end there is nothing to read, however large the offset
+        page = list(calls.order_by("-created_at", "-id")[offset : offset + limit])
     return Page(records=page, total=total, limit=limit, offset=offset)

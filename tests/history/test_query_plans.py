@@ -8,6 +8,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from history.models import CallRecord
+from history.services import call_record_counters_add
 from tests.factories import NumberFactory, UserFactory
 
 pytestmark = [
@@ -41,6 +42,7 @@ def loaded_user():
         for i in range(30_000)
     ]
     CallRecord.objects.bulk_create(rows, batch_size=5000)
+    call_record_counters_add(records=rows)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE history_callrecord")
     return user

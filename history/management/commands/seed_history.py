@@ -1,7 +1,8 @@
 """Bulk-load call records for benchmarks: generate_series on PostgreSQL, batches elsewhere.
 
 This bypasses record_inbound_call on purpose (no events, no blocklist): it fabricates volume
-for measurements, it does not record calls.
+for measurements, it does not record calls. It still counts what it loads, in the same
+transaction, so `total` of the history list stays exact.
 """
 
 import random
@@ -14,7 +15,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import User
-from history.models import CallRecord, CallStatus
+from core.counters import counters_add
+from history.models import CallRecord, CallRecordCounter, CallStatus
+from history.services import call_record_counters_add
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import inventory_provision, number_grant
 
@@ -33,6 +36,11 @@ SELECT gen_random_uuid(),
        %(start)s::timestamptz - make_interval(secs => i * 3)
 FROM generate_series(%(first)s, %(last)s) AS i
 """
+# What one PG_INSERT added, per number and status, for the counters.
+PG_INSERT_COUNTED = f"""
+WITH inserted AS ({PG_INSERT} RETURNING number_id, status)
+SELECT number_id, status, COUNT(*) FROM inserted GROUP BY number_id, status
+"""  # noqa: S608 - constant SQL
 
 
 class Command(BaseCommand):
@@ -71,7 +79,7 @@ class Command(BaseCommand):
             for first in range(0, count, 250_000):
                 last = min(first + 250_000, count) - 1
                 cursor.execute(
-                    PG_INSERT,
+                    PG_INSERT_COUNTED,
                     {
                         "numbers": [str(n) for n in numbers],
                         "owner": str(user.pk),
@@ -79,6 +87,13 @@ class Command(BaseCommand):
                         "first": first,
                         "last": last,
                     },
+                )
+                counters_add(
+                    CallRecordCounter,
+                    [
+                        ({"owner_id": user.pk, "number_id": number_id, "status": status}, added)
+                        for number_id, status, added in cursor.fetchall()
+                    ],
                 )
 
     def _load_batches(self, user, numbers, count, start):
@@ -99,3 +114,4 @@ class Command(BaseCommand):
             ]
             with transaction.atomic():
                 CallRecord.objects.bulk_create(rows)
+                call_record_counters_add(records=rows)

@@ -1,0 +1,150 @@
+"""`total` of the history list is a sum of per-(owner, number, status) counters; every path
+that writes or deletes records keeps them equal to the rows."""
+
+import itertools
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from history.models import CallRecord, CallRecordCounter
+from history.selectors import history_page
+from history.services import record_inbound_call
+from tests.factories import CallRecordFactory, NumberFactory, UserFactory
+from tests.totals import assert_totals_exact, history_counted
+from virtual_numbers import services as numbers
+
+pytestmark = pytest.mark.django_db
+
+STATUSES = ["answered", "missed", "blocked"]
+
+
+@pytest.fixture
+def numbers_of_user(user):
+    return [NumberFactory(owner=user) for _ in range(3)]
+
+
+@pytest.fixture
+def recorded(numbers_of_user):
+    """20 calls recorded through the service on three numbers, statuses mixed unevenly."""
+    pairs = zip(itertools.cycle(numbers_of_user), itertools.cycle(STATUSES + ["answered"]))
+    for number, status in itertools.islice(pairs, 20):
+        record_inbound_call(number=number, caller_num="+447700900123", status=status, duration=0)
+    return numbers_of_user
+
+
+def test_recording_a_call_counts_it_on_its_number_and_status(user):
+    number = NumberFactory(owner=user)
+
+    record_inbound_call(number=number, caller_num="+447700900123", status="missed", duration=0)
+    record_inbound_call(number=number, caller_num="+447700900124", status="missed", duration=0)
+
+    assert history_counted() == {(user.pk, number.pk, "missed"): 2}
+
+
+def test_a_blocked_caller_is_counted_as_blocked(user):
+    number = NumberFactory(owner=user)
+    numbers.blocked_caller_add(number=number, caller_num="+447700900666")
+
+    record_inbound_call(number=number, caller_num="+447700900666", status="answered", duration=9)
+
+    assert history_counted() == {(user.pk, number.pk, "blocked"): 1}
+
+
+def test_every_filter_total_equals_a_count_of_the_rows(client_jwt, user, recorded):
+    for number_id, status in itertools.product([None, *(n.pk for n in recorded)], STATUSES):
+        rows = CallRecord.objects.filter(owner=user)
+        params = {}
+        if number_id is not None:
+            rows, params["number_id"] = rows.filter(number_id=number_id), str(number_id)
+        if status is not None:
+            rows, params["status"] = rows.filter(status=status), status
+
+        body = client_jwt.get("/api/history", params).json()
+
+        assert body["total"] == rows.count(), params
+    assert client_jwt.get("/api/history").json()["total"] == 20
+    assert_totals_exact()
+
+
+def test_another_users_counters_are_not_summed(outsider, recorded):
+    assert outsider.get("/api/history").json()["total"] == 0
+
+
+def test_deleting_a_number_takes_its_counters_with_its_records(client_jwt, recorded):
+    client_jwt.delete(f"/api/numbers/{recorded[0].pk}")
+
+    assert not CallRecordCounter.objects.filter(number_id=recorded[0].pk).exists()
+    assert client_jwt.get("/api/history").json()["total"] == CallRecord.objects.count() == 13
+    assert_totals_exact()
+
+
+def test_releasing_a_number_in_the_admin_keeps_the_totals_exact(staff_client, recorded):
+    staff_client.post(
+        "/admin/numbers/number/", {"action": "release", "_selected_action": [str(recorded[1].pk)]}
+    )
+
+    assert not CallRecord.objects.filter(number_id=recorded[1].pk).exists()
+    assert_totals_exact()
+
+
+def test_the_admin_cannot_bulk_delete_a_number_with_records(staff_client, recorded):
+    # Records cannot be deleted in the admin, so neither can a number that has some: its
+    # release action (above) is the way, through the service.
+    response = staff_client.post(
+        "/admin/numbers/number/",
+        {"action": "delete_selected", "_selected_action": [str(recorded[2].pk)], "post": "yes"},
+    )
+
+    assert response.status_code == 403
+    assert CallRecord.objects.filter(number_id=recorded[2].pk).count() == 6
+    assert_totals_exact()
+
+
+def test_deleting_a_user_takes_their_counters_with_their_records(user, recorded):
+    other = NumberFactory()
+    record_inbound_call(number=other, caller_num="+447700900123", status="missed", duration=0)
+
+    user.delete()
+
+    assert history_counted() == {(other.owner_id, other.pk, "missed"): 1}
+    assert_totals_exact()
+
+
+def test_factory_records_are_counted_like_recorded_ones(user):
+    number = NumberFactory(owner=user)
+
+    CallRecordFactory.create_batch(3, number=number, status="blocked")
+
+    assert history_counted() == {(user.pk, number.pk, "blocked"): 3}
+
+
+def test_the_commands_that_write_records_keep_the_totals_exact():
+    holder = NumberFactory()  # before seed_demo stocks the inventory the factory draws from
+    call_command("seed_demo", stdout=StringIO())
+    call_command(
+        "record_call",
+        "--number",
+        holder.number,
+        "--caller",
+        "+447700900123",
+        "--status",
+        "answered",
+        stdout=StringIO(),
+    )
+    bench = UserFactory(email="bench@example.com")
+    call_command("seed_history", "--email", bench.email, "--count", "1234", stdout=StringIO())
+
+    assert sum(history_counted().values()) == 300 + 1 + 1234
+    assert_totals_exact()
+
+
+def test_a_page_costs_the_same_two_queries_whatever_the_owner_holds(
+    user, recorded, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(2):  # the counters' sum, the page with its numbers
+        history_page(user=user, status=None, limit=5, offset=0)
+    with django_assert_max_num_queries(2):
+        history_page(user=user, status="missed", limit=5, offset=10)
+    with django_assert_max_num_queries(3):  # and whether the number is the user's
+        history_page(user=user, status=None, limit=5, offset=0, number_id=recorded[0].pk)
