@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import events
-from core.counters import counters_add
+from core.counters import Drift, counters_add, counters_recount
 from core.errors import InvalidRequest
 from core.fields import to_ms
 from core.phone import e164_possible
@@ -95,3 +95,9 @@ def call_record_counters_add(*, records: list[CallRecord]) -> None:
             for r in records
         ],
     )
+
+
+def call_record_counters_recount() -> list[Drift]:
+    """Recount every history counter from the records and correct the ones that drifted
+    (safe beside live writers: core.counters.counters_recount); return the corrections."""
+    return counters_recount(CallRecord, CallRecordCounter, ["owner_id", "number_id", "status"])

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import events
-from core.counters import counters_add
+from core.counters import Drift, counters_add, counters_recount
 from core.fields import to_ms
 from realtime.models import (
     TERMINAL_STATES,
@@ -125,3 +125,9 @@ def call_next_step(*, call_request_id: str, expected_status: str) -> tuple[CallR
         logger.exception("provider failed on call %s", call.pk)
         step = Step(status=CallState.FAILED, reason=f"provider error: {type(exc).__name__}")
     return None if step is None else (call, step)
+
+
+def call_counters_recount() -> list[Drift]:
+    """Recount every call counter from the calls and correct the ones that drifted (safe
+    beside live writers: core.counters.counters_recount); return the corrections."""
+    return counters_recount(CallRequest, CallRequestCounter, ["owner_id", "status"])
