@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core import events
 from core.counters import Drift, counters_add, counters_recount
-from core.errors import InvalidRequest
+from core.errors import InvalidRequest, NotFound
 from core.fields import to_ms
 from core.phone import e164_possible
 from history.models import CallRecord, CallRecordCounter, CallStatus
@@ -45,8 +45,9 @@ def record_inbound_call(
 
     Checks the caller (E.164), status (answered|missed|blocked) and duration (whole seconds,
     0..one week); raises InvalidRequest otherwise. A caller on the number's blocklist is
-    recorded as `blocked` with duration 0 whatever was passed. The owner's counters (`total`
-    of the history list) move in the record's transaction.
+    recorded as `blocked` with duration 0 whatever was passed. NotFound when the number has
+    been deleted meanwhile. The owner's counters (`total` of the history list) move in the
+    record's transaction.
     """
     caller = e164_possible(caller_num)
     if caller is None:
@@ -71,6 +72,10 @@ def record_inbound_call(
     if BlockedCaller.objects.filter(number=number, caller_num=caller).exists():
         status, duration = CallStatus.BLOCKED, 0
     with transaction.atomic():
+        # The number's row, locked as number_delete locks it: a record and its counter land
+        # before a deletion of the number (which then takes both) or not at all.
+        if not Number.objects.select_for_update(no_key=True).filter(pk=number.pk).exists():
+            raise NotFound()
         record = CallRecord.objects.create(
             number=number,
             owner_id=number.owner_id,

@@ -1,6 +1,10 @@
 """What the counters behind `total` must equal: a COUNT over the rows, key by key. Computed
 with the ORM, independently of core.counters, so the tests do not check it against itself."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from django.db import connection
 from django.db.models import Count
 
 from history.models import CallRecord, CallRecordCounter
@@ -39,3 +43,22 @@ def assert_totals_exact() -> None:
     """Every counter equals the COUNT of its rows (zero counters may stay behind)."""
     assert history_counted() == history_rows()
     assert calls_counted() == calls_rows()
+
+
+def run_together(functions) -> list:
+    """Run the callables at once, each in a thread of its own (so each on a database
+    connection of its own), released together by a barrier; return what each returned or
+    raised, in order. Connections are closed as the threads end."""
+    barrier = threading.Barrier(len(functions))
+
+    def run(function):
+        try:
+            barrier.wait(timeout=30)
+            return function()
+        except Exception as exc:  # noqa: BLE001 - reported to the test, which judges it
+            return exc
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=len(functions)) as pool:
+        return list(pool.map(run, functions))

@@ -234,14 +234,22 @@ def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None
 
 
 def number_delete(*, number: Number) -> None:
-    """Delete a number; its history goes with it, its entry is free again."""
+    """Delete a number; its history goes with it, its entry is free again.
+
+    The row is locked first, as history's writer locks it before adding a record and its
+    counter: the deletion then takes every record with their counters (CASCADE), and a
+    record being written lands before it or not at all."""
     with transaction.atomic():
         _locked(number).delete()
 
 
 def number_release(*, number: Number) -> None:
-    """Staff action: take a number from its holder and return it to the inventory."""
-    number.delete()
+    """Staff action: take a number from its holder and return it to the inventory. Locked
+    first, like number_delete; a number already gone is left alone."""
+    with transaction.atomic():
+        locked = Number.objects.select_for_update().filter(pk=number.pk).first()
+        if locked is not None:
+            locked.delete()
 
 
 # --- blocklist -----------------------------------------------------------------------------

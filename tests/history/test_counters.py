@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from core.errors import NotFound
 from history.models import CallRecord, CallRecordCounter
 from history.selectors import history_page
 from history.services import record_inbound_call
@@ -109,6 +110,17 @@ def test_deleting_a_user_takes_their_counters_with_their_records(user, recorded)
 
     assert history_counted() == {(other.owner_id, other.pk, "missed"): 1}
     assert_totals_exact()
+
+
+def test_recording_on_a_number_deleted_meanwhile_is_not_found_and_counts_nothing(user):
+    number = NumberFactory(owner=user)
+    numbers.number_delete(number=number)
+
+    with pytest.raises(NotFound):
+        record_inbound_call(number=number, caller_num="+447700900123", status="missed", duration=0)
+
+    assert not CallRecord.objects.exists()
+    assert not CallRecordCounter.objects.exists()
 
 
 def test_factory_records_are_counted_like_recorded_ones(user):

@@ -1,0 +1,95 @@
+"""On PostgreSQL, writers that record calls for one owner, delete that owner's numbers and
+recount the counters, all at once and each on its own connection, leave the counters equal
+to a COUNT over the rows: the database's locks decide, not timing luck."""
+
+import itertools
+import threading
+
+import pytest
+from django.db import connection
+
+from core.errors import NotFound
+from history.models import CallRecord
+from history.selectors import history_page
+from history.services import call_record_counters_recount, record_inbound_call
+from tests.factories import NumberFactory, UserFactory
+from tests.totals import assert_totals_exact, run_together
+from virtual_numbers import services as numbers
+from virtual_numbers.models import Number
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="concurrent writers need PostgreSQL: SQLite runs one writer at a time",
+    ),
+]
+
+WRITERS = 8
+RECORDS_EACH = 25
+STATUSES = ["answered", "missed", "blocked"]
+
+
+def test_concurrent_records_deletions_and_recounts_never_make_the_counters_drift():
+    owner = UserFactory()
+    held = [NumberFactory(owner=owner) for _ in range(5)]
+    bystander = NumberFactory()  # another owner's number, written to at the same time
+    halfway = threading.Event()  # the deletions wait until records are flowing
+    written = itertools.count(1)
+
+    def writer(index: int):
+        def write():
+            # Instances of its own, as another process would have: a deletion in one
+            # thread must not change the objects another holds.
+            mine = [Number.objects.get(pk=n.pk) for n in [*held, bystander]]
+            refused = 0
+            for i in range(RECORDS_EACH):
+                number = mine[(index + i) % 6]
+                try:
+                    record_inbound_call(
+                        number=number,
+                        caller_num=f"+4477009001{index:02d}",
+                        status=STATUSES[(index * 7 + i) % 3],
+                        duration=i,
+                    )
+                except NotFound:
+                    refused += 1  # its number was deleted a moment ago
+                if next(written) == WRITERS * RECORDS_EACH // 2:
+                    halfway.set()
+            return refused
+
+        return write
+
+    def deleter(number, delete):
+        def run():
+            assert halfway.wait(timeout=60)
+            delete(number=number)
+
+        return run
+
+    def recounter():
+        assert halfway.wait(timeout=60)
+        return call_record_counters_recount()
+
+    results = run_together(
+        [writer(i) for i in range(WRITERS)]
+        + [
+            deleter(held[0], numbers.number_delete),
+            deleter(held[1], numbers.number_release),
+            recounter,
+        ]
+    )
+
+    errors = [r for r in results if isinstance(r, Exception)]
+    assert not errors, errors
+    assert results[-1] == [], "a recount beside live writers found drift that was not there"
+    assert not CallRecord.objects.filter(number_id__in=[held[0].pk, held[1].pk]).exists()
+    assert_totals_exact()
+    for status in [None, *STATUSES]:
+        rows = CallRecord.objects.filter(owner=owner)
+        rows = rows.filter(status=status) if status else rows
+        page = history_page(user=owner, status=status, limit=1, offset=0)
+        assert page.total == rows.count() > 0, status
+    for number in held[2:]:
+        page = history_page(user=owner, status=None, limit=1, offset=0, number_id=number.pk)
+        assert page.total == CallRecord.objects.filter(number=number).count() > 0
