@@ -5,7 +5,7 @@ import uuid
 from accounts.models import User
 from core.counters import counters_sum
 from core.errors import NotFound
-from core.pagination import Page
+from core.pagination import Cursor, Page, page_rows
 from history.models import CallRecord, CallRecordCounter
 from virtual_numbers.models import Number
 
@@ -17,8 +17,10 @@ def history_page(
     limit: int,
     offset: int,
     number_id: uuid.UUID | None = None,
+    before: Cursor | None = None,
 ) -> Page:
-    """The user's call records, newest first (created_at desc, then id desc).
+    """The user's call records, newest first (created_at desc, then id desc), from `before`
+    (a cursor: rows strictly older than it) and `offset`.
 
     Served by the (owner[, status], created_at, id) indexes: a range scan in order, never a
     sort over the user's rows. `total` is the filter's whole total, summed from at most 15
@@ -35,9 +37,9 @@ def history_page(
         records = records.filter(status=status)
         counters = counters.filter(status=status)
     total = counters_sum(counters)
-    page = []
+    page, next_cursor = [], None
     if offset < total:  # past the end there is nothing to read, however large the offset
-        page = list(
-            records.select_related("number").order_by("-created_at", "-id")[offset : offset + limit]
+        page, next_cursor = page_rows(
+            records.select_related("number"), limit=limit, offset=offset, before=before
         )
-    return Page(records=page, total=total, limit=limit, offset=offset)
+    return Page(records=page, total=total, limit=limit, offset=offset, next_cursor=next_cursor)

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from core.fields import MillisecondsField
-from core.pagination import PageParameters, PageQuery
+from core.pagination import NextCursorField, PageParameters, PageQuery
 from history.models import CallStatus
 
 STATUS_FILTERS = [*CallStatus.values, "all"]
@@ -25,9 +25,10 @@ class CallRecordOutput(serializers.Serializer):
 
 class HistoryOutput(serializers.Serializer):
     history = CallRecordOutput(many=True)
-    total = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="the records matching the filters, on any page")
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
+    nextCursor = NextCursorField()  # noqa: N815
 
 
 class HistoryParameters(PageParameters):

@@ -4,7 +4,7 @@ from accounts.models import User
 from core import parsing
 from core.counters import counters_sum
 from core.errors import NotFound
-from core.pagination import Page
+from core.pagination import Cursor, Page, page_rows
 from realtime.models import CallRequest, CallRequestCounter
 
 
@@ -24,7 +24,9 @@ def call_access(*, user: User, call_id: str) -> CallRequest:
     return call
 
 
-def calls_page(*, user: User, status: str | None, limit: int, offset: int) -> Page:
+def calls_page(
+    *, user: User, status: str | None, limit: int, offset: int, before: Cursor | None = None
+) -> Page:
     """The user's outbound calls, newest first; same paging as history. `total` is summed
     from at most 9 counter rows, not counted."""
     calls = CallRequest.objects.filter(owner=user)
@@ -33,7 +35,7 @@ def calls_page(*, user: User, status: str | None, limit: int, offset: int) -> Pa
         calls = calls.filter(status=status)
         counters = counters.filter(status=status)
     total = counters_sum(counters)
-    page = []
+    page, next_cursor = [], None
     if offset < total:  # past the end there is nothing to read, however large the offset
-        page = list(calls.order_by("-created_at", "-id")[offset : offset + limit])
-    return Page(records=page, total=total, limit=limit, offset=offset)
+        page, next_cursor = page_rows(calls, limit=limit, offset=offset, before=before)
+    return Page(records=page, total=total, limit=limit, offset=offset, next_cursor=next_cursor)

@@ -10,7 +10,7 @@ from core.fields import (
     MillisecondsField,
     StrictCharField,
 )
-from core.pagination import PageParameters, PageQuery
+from core.pagination import NextCursorField, PageParameters, PageQuery
 from realtime.languages import LANGUAGES
 from realtime.models import CallState
 
@@ -139,9 +139,10 @@ class CallDetailOutput(CallOutput):
 
 class CallListOutput(serializers.Serializer):
     calls = CallOutput(many=True)
-    total = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="the calls matching the filter, on any page")
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
+    nextCursor = NextCursorField()  # noqa: N815
 
 
 extend_schema_field(OpenApiTypes.INT)(MillisecondsField)

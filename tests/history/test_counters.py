@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from core.errors import NotFound
+from core.pagination import Cursor
 from history.models import CallRecord, CallRecordCounter
 from history.selectors import history_page
 from history.services import record_inbound_call
@@ -151,12 +152,24 @@ def test_the_commands_that_write_records_keep_the_totals_exact():
     assert_totals_exact()
 
 
-def test_a_page_costs_the_same_two_queries_whatever_the_owner_holds(
+def test_a_page_costs_the_same_few_queries_at_any_depth(
     user, recorded, django_assert_max_num_queries
 ):
     with django_assert_max_num_queries(2):  # the counters' sum, the page with its numbers
-        history_page(user=user, status=None, limit=5, offset=0)
+        first = history_page(user=user, status=None, limit=5, offset=0)
     with django_assert_max_num_queries(2):
-        history_page(user=user, status="missed", limit=5, offset=10)
+        history_page(user=user, status="missed", limit=5, offset=0, before=None)
     with django_assert_max_num_queries(3):  # and whether the number is the user's
         history_page(user=user, status=None, limit=5, offset=0, number_id=recorded[0].pk)
+    with django_assert_max_num_queries(3):  # past an offset: positions, then the rows
+        deep = history_page(user=user, status=None, limit=5, offset=10)
+    with django_assert_max_num_queries(2):
+        keyset = history_page(
+            user=user, status=None, limit=5, offset=0, before=Cursor.decode(first.next_cursor)
+        )
+    with django_assert_max_num_queries(2):
+        deeper = history_page(
+            user=user, status=None, limit=5, offset=0, before=Cursor.decode(keyset.next_cursor)
+        )
+    assert [r.pk for r in deeper.records] == [r.pk for r in deep.records]
+    assert deeper.next_cursor == deep.next_cursor

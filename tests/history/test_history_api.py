@@ -37,8 +37,8 @@ def test_history_lists_records_newest_first_with_joined_fields(client_jwt, recor
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"history", "total", "limit", "offset"}
-    assert (body["total"], body["limit"], body["offset"]) == (10, 50, 0)
+    assert set(body) == {"history", "total", "limit", "offset", "nextCursor"}
+    assert (body["total"], body["limit"], body["offset"], body["nextCursor"]) == (10, 50, 0, None)
     assert ids(body) == [str(r.pk) for r in records]
     first = body["history"][0]
     assert set(first) == {
@@ -97,7 +97,7 @@ def test_paging_walks_the_records_in_order(client_jwt, records):
 def test_an_offset_past_the_end_is_an_empty_page_with_the_total(client_jwt, records):
     body = client_jwt.get("/api/history", {"offset": 500}).json()
 
-    assert body == {"history": [], "total": 10, "limit": 50, "offset": 500}
+    assert body == {"history": [], "total": 10, "limit": 50, "offset": 500, "nextCursor": None}
 
 
 @pytest.mark.django_db

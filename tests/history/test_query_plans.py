@@ -7,6 +7,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core.pagination import Cursor
 from history.models import CallRecord
 from history.services import call_record_counters_add
 from tests.factories import NumberFactory, UserFactory
@@ -22,6 +23,20 @@ def plan_nodes(plan: dict) -> list[str]:
     for child in plan.get("Plans", []):
         nodes.extend(plan_nodes(child))
     return nodes
+
+
+def index_conditions(plan: dict) -> list[str]:
+    found = [plan["Index Cond"]] if "Index Cond" in plan else []
+    for child in plan.get("Plans", []):
+        found.extend(index_conditions(child))
+    return found
+
+
+def unsorted_plan(query) -> dict:
+    # With sorting priced out, a Sort node can only appear if no index delivers this order.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_sort = off")
+        return json.loads(query.explain(format="json"))[0]["Plan"]
 
 
 @pytest.fixture
@@ -57,13 +72,33 @@ def test_history_page_uses_an_index_and_never_sorts(loaded_user, status, offset)
     if status:
         records = records.filter(status=status)
     query = records.select_related("number").order_by("-created_at", "-id")[offset : offset + 50]
-    # With sorting priced out, a Sort node can only appear if no index delivers this order.
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_sort = off")
-        plan = json.loads(query.explain(format="json"))[0]["Plan"]
 
-    nodes = plan_nodes(plan)
+    nodes = plan_nodes(unsorted_plan(query))
     assert "Sort" not in nodes and "Incremental Sort" not in nodes, nodes
     assert any("Index" in n for n in nodes), nodes
     page = history_page(user=loaded_user, status=status, limit=50, offset=offset)
     assert len(page.records) == 50
+
+
+@pytest.mark.parametrize("status", [None, "missed"])
+def test_a_keyset_page_starts_its_index_scan_at_the_cursor(loaded_user, status):
+    from history.selectors import history_page
+
+    records = CallRecord.objects.filter(owner=loaded_user)
+    if status:
+        records = records.filter(status=status)
+    deep = records.order_by("-created_at", "-id")[1_500 if status else 5_000]  # of 12,000
+    cursor = Cursor.after(deep)
+    query = (
+        records.filter(cursor.older()).select_related("number").order_by("-created_at", "-id")
+    )[:51]
+
+    plan = unsorted_plan(query)
+
+    nodes = plan_nodes(plan)
+    assert "Sort" not in nodes and "Incremental Sort" not in nodes, nodes
+    # The range starts at the cursor's time: rows newer than it are never read.
+    assert any("created_at <=" in c for c in index_conditions(plan)), plan
+    page = history_page(user=loaded_user, status=status, limit=50, offset=0, before=cursor)
+    assert len(page.records) == 50
+    assert (page.records[0].created_at, page.records[0].id) < (deep.created_at, deep.id)

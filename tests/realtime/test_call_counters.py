@@ -113,3 +113,4 @@ def test_the_first_page_costs_two_queries(user, django_assert_max_num_queries):
         page = calls_page(user=user, status=None, limit=2, offset=0)
 
     assert (page.total, len(page.records)) == (3, 2)
+    assert page.next_cursor is not None

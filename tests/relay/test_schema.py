@@ -82,3 +82,23 @@ def test_swagger_ui_is_served_with_offline_assets(client):
     assert b"cdn.jsdelivr" not in page.content
     asset = client.get("/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js")
     assert asset.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "output"), [("/api/history", "HistoryOutput"), ("/api/calls", "CallListOutput")]
+)
+def test_the_lists_document_before_and_next_cursor(schema, path, output):
+    parameters = {p["name"]: p for p in schema["paths"][path]["get"]["parameters"]}
+    before = parameters["before"]
+    assert before["in"] == "query" and not before.get("required")
+    assert before["schema"] == {
+        "type": "string",
+        "pattern": "^[A-Za-z0-9_-]{32}$",
+        "minLength": 32,
+        "maxLength": 32,
+    }
+    assert "nextCursor" in before["description"]
+    component = schema["components"]["schemas"][output]
+    assert component["properties"]["nextCursor"]["type"] == "string"
+    assert component["properties"]["nextCursor"]["nullable"] is True
+    assert "nextCursor" in component["required"]

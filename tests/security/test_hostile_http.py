@@ -108,8 +108,8 @@ def test_no_json_body_gets_a_server_error(endpoint, client_jwt, number, captcha_
 
 
 LIST_QUERIES = {
-    "/api/history": ["status", "limit", "offset", "number_id"],
-    "/api/calls": ["status", "limit", "offset"],
+    "/api/history": ["status", "limit", "offset", "number_id", "before"],
+    "/api/calls": ["status", "limit", "offset", "before"],
 }
 
 
