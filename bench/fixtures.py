@@ -71,11 +71,14 @@ def ws_accounts(count: int) -> list[tuple[str, str]]:
 
 
 def history_user(count: int):
-    """The history user with at least `count` records, loading only what is missing."""
+    """The history user with at least `count` records, loading only what is missing, and
+    every history counter equal to its rows: seed_history counts what it loads, and a
+    recount corrects counters of rows loaded by an older release (it says what it fixed)."""
     from django.core.management import call_command
     from django.db import connection
 
     from history.models import CallRecord
+    from history.services import call_record_counters_recount
 
     account = user(HISTORY_EMAIL)
     have = CallRecord.objects.filter(owner=account).count()
@@ -83,34 +86,65 @@ def history_user(count: int):
         call_command("seed_history", "--email", HISTORY_EMAIL, "--count", str(count - have))
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE history_callrecord")
+    for drift in call_record_counters_recount():
+        print(f"[bench] history counter corrected: {drift}", flush=True)
     return account
 
 
-def history_sql_ms(account, *, status: str | None, offset: int, runs: int) -> list[float]:
-    """Wall time of the two statements `history_page` runs (COUNT, then the page), raw SQL.
+def history_cursor(account, *, status: str | None, depth: int) -> str:
+    """The `nextCursor` a client holds after paging `depth` rows into the list (the cursor
+    after row `depth`), found once with an OFFSET."""
+    from core.pagination import Cursor
+    from history.models import CallRecord
+
+    records = CallRecord.objects.filter(owner=account)
+    if status:
+        records = records.filter(status=status)
+    row = records.order_by("-created_at", "-id")[depth - 1]
+    return Cursor.after(row).encode()
+
+
+def history_sql_ms(
+    account, *, status: str | None, offset: int, runs: int, before: str | None = None
+) -> list[float]:
+    """Wall time of the statements `history_page` runs, raw SQL: the counters' sum for
+    `total`, then the page and the row past it (past an offset: their positions, then the
+    page's rows with their numbers).
 
     The SQL is compiled from the same querysets the selector builds and executed straight on
     Django's psycopg connection: no ORM row building, no view, no HTTP.
     """
     from django.db import connection
 
-    from history.models import CallRecord
+    from core.pagination import Cursor
+    from history.models import CallRecord, CallRecordCounter
 
     records = CallRecord.objects.filter(owner=account)
+    counters = CallRecordCounter.objects.filter(owner=account)
     if status:
         records = records.filter(status=status)
-    page = records.select_related("number").order_by("-created_at", "-id")[offset : offset + 50]
-    page_sql, page_params = page.query.sql_with_params()
-    count_sql, count_params = records.values("pk").query.sql_with_params()
-    count_sql = f"SELECT COUNT(*) FROM ({count_sql}) c"  # noqa: S608 - ORM-generated SQL
+        counters = counters.filter(status=status)
+    ordered = records.order_by("-created_at", "-id")
+    if before:
+        ordered = ordered.filter(Cursor.decode(before).older())
+    total_sql, total_params = counters.values("count").query.sql_with_params()
+    total_sql = f"SELECT COALESCE(SUM(count), 0) FROM ({total_sql}) c"  # noqa: S608 - ORM SQL
+    joined = records.select_related("number")
+    statements = [(total_sql, total_params)]
+    if offset:
+        keys = ordered.values_list("created_at", "id")[offset : offset + 51]
+        ids = [i for _, i in keys[:50]]
+        statements.append(keys.query.sql_with_params())
+        statements.append(joined.filter(id__in=ids).query.sql_with_params())
+    else:
+        statements.append(ordered.select_related("number")[:51].query.sql_with_params())
     timings = []
     with connection.cursor() as cursor:
         for _ in range(runs):
             started = time.perf_counter()
-            cursor.execute(count_sql, count_params)
-            cursor.fetchall()
-            cursor.execute(page_sql, page_params)
-            cursor.fetchall()
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                cursor.fetchall()
             timings.append((time.perf_counter() - started) * 1000)
     return timings
 

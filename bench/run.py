@@ -128,8 +128,11 @@ METHOD_NOTES = """\
   response delays its own connection's next request, so tails are under- rather than
   over-stated); the achieved rate is in the note. The baseline runs the plain Django view at
   the same rate and connections.
-- **H3**: one wrk connection, closed loop, so each request is timed alone. Baseline: the two
-  statements `history_page` runs (COUNT for `total`, then the page with its number join),
+- **H3**: one wrk connection, closed loop, so each request is timed alone. Three pages per
+  filter: the first, a deep `offset`, and the `before` cursor a client holds after paging to
+  that same depth (found once, outside the timing). Baseline: the statements `history_page`
+  runs (the sum of the owner's counters for `total`, then the page and the row past it with
+  their number join; past an offset, their positions first and then the page's rows),
   compiled from the same querysets and run on psycopg in the harness process. The plain
   view's row is one wrk connection too: the framework's floor for the same closed loop.
 - **H4**: login with the real Argon2 hash; every login also opens a session row. "One at a
