@@ -2,10 +2,14 @@
 that writes or deletes records keeps them equal to the rows."""
 
 import itertools
+from importlib import import_module
 from io import StringIO
+from types import SimpleNamespace
 
 import pytest
+from django.apps import apps
 from django.core.management import call_command
+from django.db import connection
 
 from core.errors import NotFound
 from core.pagination import Cursor
@@ -173,3 +177,13 @@ def test_a_page_costs_the_same_few_queries_at_any_depth(
         )
     assert [r.pk for r in deeper.records] == [r.pk for r in deep.records]
     assert deeper.next_cursor == deep.next_cursor
+
+
+def test_the_migration_fills_the_counters_from_the_records_already_stored(user, recorded):
+    fill = import_module("history.migrations.0004_fill_callrecordcounter").fill
+    CallRecordCounter.objects.all().delete()  # as before the migration: rows, no counters
+
+    fill(apps, SimpleNamespace(connection=connection))
+
+    assert sum(history_counted().values()) == 20
+    assert_totals_exact()

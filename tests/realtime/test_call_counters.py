@@ -2,8 +2,12 @@
 change move them in the call's own transaction."""
 
 from datetime import timedelta
+from importlib import import_module
+from types import SimpleNamespace
 
 import pytest
+from django.apps import apps
+from django.db import connection
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
@@ -114,3 +118,14 @@ def test_the_first_page_costs_two_queries(user, django_assert_max_num_queries):
 
     assert (page.total, len(page.records)) == (3, 2)
     assert page.next_cursor is not None
+
+
+def test_the_migration_fills_the_counters_from_the_calls_already_stored(user, other_user):
+    fill = import_module("realtime.migrations.0004_fill_callrequestcounter").fill
+    CallRequestFactory.create_batch(2, owner=user)
+    CallRequestFactory(owner=other_user, status="busy")
+    CallRequestCounter.objects.all().delete()  # as before the migration: rows, no counters
+
+    fill(apps, SimpleNamespace(connection=connection))
+
+    assert calls_counted() == {(user.pk, "queued"): 2, (other_user.pk, "busy"): 1}
