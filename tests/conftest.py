@@ -19,7 +19,7 @@ set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "relay-hypothesis")
 
 
 @pytest.fixture(autouse=True)
-def _fast_password_hasher(settings):
+def _fast_password_hasher(settings, tmp_path_factory):
     # Argon2 costs tens of milliseconds a hash by design; the suite hashes hundreds of
     # passwords. Tests of production hashing (tests/accounts/test_password_hashing.py)
     # restore Relay's hashers for themselves.
@@ -27,6 +27,8 @@ def _fast_password_hasher(settings):
     # With hashes of microseconds the cap on hashing only adds chance 503s to the
     # tests that race twenty requests at the database; the cap's own tests set it to 1.
     settings.PASSWORD_HASH_CONCURRENCY = 100
+    # The slots' lock files go under the run's temporary directory, not the checkout's var/.
+    settings.PASSWORD_HASHING_SLOTS_DIR = tmp_path_factory.getbasetemp() / "hashing-slots"
 
 
 @pytest.fixture
