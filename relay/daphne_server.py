@@ -20,7 +20,7 @@ from daphne import http_protocol, server, ws_protocol
 from daphne.cli import CommandLineInterface
 from twisted.web import http
 
-from relay.server_errors import error_body
+from relay.server_errors import error_body, error_response
 
 logger = logging.getLogger("relay.http")
 
@@ -68,14 +68,7 @@ class HTTPChannel(http.HTTPChannel):
     def refuse(self, status: int, reason: str, message: str) -> None:
         """Answer `status` with Relay's JSON error body and close the connection."""
         logger.warning("refused a request before reading it: %s %s", status, message)
-        body = error_body(status, message)
-        head = (
-            f"HTTP/1.1 {status} {reason}\r\n"
-            "Content-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n"
-            "Connection: close\r\n\r\n"
-        ).encode()
-        self.transport.write(head + body)
+        self.transport.write(error_response(status, reason, message))
         self.loseConnection()
 
 

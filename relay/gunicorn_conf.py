@@ -13,7 +13,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relay.settings")
 from django.conf import settings  # noqa: E402
 from gunicorn import util  # noqa: E402
 
-from relay.server_errors import error_body  # noqa: E402
+from relay.server_errors import error_response  # noqa: E402
 
 worker_class = "sync"
 workers = settings.HTTP_WORKERS
@@ -36,14 +36,8 @@ preload_app = True
 
 
 def _write_error(sock, status_int, reason, mesg):
-    body = error_body(status_int, (mesg or reason).rstrip(".") + ".")
-    head = (
-        f"HTTP/1.1 {status_int} {reason}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
-    ).encode("latin-1")
-    util.write_nonblock(sock, head + body)
+    message = (mesg or reason).rstrip(".") + "."
+    util.write_nonblock(sock, error_response(status_int, reason, message))
 
 
 # gunicorn writes every refusal through this one function (workers/base.py handle_error).

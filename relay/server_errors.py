@@ -21,3 +21,16 @@ def error_body(status: int, message: str) -> bytes:
     fallback = ErrorCode.INVALID_REQUEST if 400 <= status < 500 else ErrorCode.SERVER_ERROR
     code = ERROR_CODES.get(status, fallback)
     return json.dumps({"error": message, "code": code.value}).encode()
+
+
+def error_response(status: int, reason: str, message: str) -> bytes:
+    """A whole HTTP/1.1 response with that body, closing the connection: for a server that
+    writes its refusal to the socket itself."""
+    body = error_body(status, message)
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
