@@ -32,13 +32,7 @@ def session_group(session_id: UUID | str) -> str:
 
 
 def _send(group: str, message: dict) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(group, message)
-    except Exception:  # the row is committed; a down channel layer must not undo the request
-        logger.exception("could not push %s to %s", message.get("type"), group)
+    async_to_sync(send_collected)([(group, message)])
 
 
 def send_on_commit(group: str, message: dict) -> None:
@@ -64,14 +58,16 @@ def collected() -> Iterator[list[Push]]:
 
 
 async def send_collected(pushes: list[Push]) -> None:
-    """Push what `collected` gathered, in order, from async code (after the commit)."""
+    """Push what `collected` gathered, in order, from async code (after the commit). The
+    rows are committed: a push that fails is logged, never raised, since a down channel
+    layer must not undo the request."""
     layer = get_channel_layer()
     if layer is None:
         return
     for group, message in pushes:
         try:
             await layer.group_send(group, message)
-        except Exception:  # committed already: a down channel layer must not undo it
+        except Exception:
             logger.exception("could not push %s to %s", message.get("type"), group)
 
 
