@@ -95,11 +95,9 @@ def history_cursor(account, *, status: str | None, depth: int) -> str:
     """The `nextCursor` a client holds after paging `depth` rows into the list (the cursor
     after row `depth`), found once with an OFFSET."""
     from core.pagination import Cursor
-    from history.models import CallRecord
+    from history.selectors import history_querysets
 
-    records = CallRecord.objects.filter(owner=account)
-    if status:
-        records = records.filter(status=status)
+    records, _counters = history_querysets(user=account, status=status)
     row = records.order_by("-created_at", "-id")[depth - 1]
     return Cursor.after(row).encode()
 
@@ -117,13 +115,9 @@ def history_sql_ms(
     from django.db import connection
 
     from core.pagination import Cursor
-    from history.models import CallRecord, CallRecordCounter
+    from history.selectors import history_querysets
 
-    records = CallRecord.objects.filter(owner=account)
-    counters = CallRecordCounter.objects.filter(owner=account)
-    if status:
-        records = records.filter(status=status)
-        counters = counters.filter(status=status)
+    records, counters = history_querysets(user=account, status=status)
     ordered = records.order_by("-created_at", "-id")
     if before:
         ordered = ordered.filter(Cursor.decode(before).older())

@@ -60,8 +60,7 @@ def main() -> None:
         cursor.execute("VACUUM ANALYZE history_callrecord")
 
     from core.pagination import Cursor
-    from history.models import CallRecordCounter
-    from history.selectors import history_page
+    from history.selectors import history_page, history_querysets
     from history.services import call_record_counters_recount
 
     for drift in call_record_counters_recount():  # rows loaded before the counters existed
@@ -69,11 +68,7 @@ def main() -> None:
     sections = []
     for status in (None, "missed"):
         deep = 500_000 if status is None else 250_000
-        records = CallRecord.objects.filter(owner=user)
-        counters = CallRecordCounter.objects.filter(owner=user)
-        if status:
-            records = records.filter(status=status)
-            counters = counters.filter(status=status)
+        records, counters = history_querysets(user=user, status=status)
         ordered = records.order_by("-created_at", "-id")
         cursor = Cursor.after(ordered[deep - 1])
         for offset, before in ((0, None), (deep, None), (0, cursor)):

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import uuid
 
+from django.db.models import QuerySet
+
 from accounts.models import User
 from core.counters import counters_sum
 from core.errors import NotFound
@@ -26,16 +28,9 @@ def history_page(
     sort over the user's rows. `total` is the filter's whole total, summed from at most 15
     counter rows, not counted. `number_id` must be one of the user's numbers (else NotFound).
     """
-    records = CallRecord.objects.filter(owner=user)
-    counters = CallRecordCounter.objects.filter(owner=user)
-    if number_id is not None:
-        if not Number.objects.filter(pk=number_id, owner=user).exists():
-            raise NotFound()
-        records = records.filter(number_id=number_id)
-        counters = counters.filter(number_id=number_id)
-    if status is not None:
-        records = records.filter(status=status)
-        counters = counters.filter(status=status)
+    if number_id is not None and not Number.objects.filter(pk=number_id, owner=user).exists():
+        raise NotFound()
+    records, counters = history_querysets(user=user, status=status, number_id=number_id)
     total = counters_sum(counters)
     page, next_cursor = [], None
     if offset < total:  # past the end there is nothing to read, however large the offset
@@ -43,3 +38,19 @@ def history_page(
             records.select_related("number"), limit=limit, offset=offset, before=before
         )
     return Page(records=page, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
+
+
+def history_querysets(
+    *, user: User, status: str | None = None, number_id: uuid.UUID | None = None
+) -> tuple[QuerySet, QuerySet]:
+    """The user's records under the history list's filters, and the counters whose sum is
+    their total. history_page reads them; the benchmarks compile the same ones."""
+    records = CallRecord.objects.filter(owner=user)
+    counters = CallRecordCounter.objects.filter(owner=user)
+    if number_id is not None:
+        records = records.filter(number_id=number_id)
+        counters = counters.filter(number_id=number_id)
+    if status is not None:
+        records = records.filter(status=status)
+        counters = counters.filter(status=status)
+    return records, counters
