@@ -66,7 +66,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--ws-port",
             type=int,
-            default=int(os.environ.get("WS_PORT") or 0) or None,
+            default=settings.WS_PORT,
             help="WebSocket (Daphne); default: --port + 1",
         )
         parser.add_argument(
@@ -89,8 +89,6 @@ class Command(BaseCommand):
             if settings.EMBEDDED_REDIS:
                 env["REDIS_URL"] = self._start_embedded_redis()
             self._spawn_servers(http_socket, ws_socket, env)
-            http_socket.close()  # the servers hold their own copies
-            ws_socket.close()
             if not options["no_worker"]:
                 self._spawn(
                     "worker",
@@ -124,7 +122,7 @@ class Command(BaseCommand):
             )
             exit_code = self._supervise()
         finally:
-            http_socket.close()
+            http_socket.close()  # the servers hold their own copies
             ws_socket.close()
             self._stop_all()
         if exit_code:
