@@ -43,24 +43,27 @@ def tree_cpu_seconds(roots: list[psutil.Process]) -> float:
     A process that exited and was reaped counts in its parent's children_* times (a gunicorn
     worker that was replaced, in its master's), so each CPU second is counted once.
     """
-    total = 0.0
-    for root in roots:
-        for proc in _tree(root):
-            try:
-                t = proc.cpu_times()
-            except psutil.Error:  # exited between listing and reading: its parent has it
-                continue
-            total += t.user + t.system + t.children_user + t.children_system
-    return total
+
+    def cpu(proc: psutil.Process) -> float:
+        t = proc.cpu_times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    return _tree_sum(roots, cpu)
 
 
 def tree_rss(roots: list[psutil.Process]) -> int:
     """Summed RSS of `roots` and every process under them (pages they share count twice)."""
+    return _tree_sum(roots, lambda proc: proc.memory_info().rss)
+
+
+def _tree_sum(roots: list[psutil.Process], read) -> float:
+    """`read(process)` summed over `roots` and every process under them; a process that
+    exited between listing and reading is skipped (its parent's children_* times have it)."""
     total = 0
     for root in roots:
         for proc in _tree(root):
             try:
-                total += proc.memory_info().rss
+                total += read(proc)
             except psutil.Error:
                 continue
     return total
