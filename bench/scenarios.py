@@ -128,9 +128,7 @@ def _h2_half_load(b: Bench, label: str, url: str, headers: dict, half: float) ->
         run = wrk.run(url, seconds=p.http_seconds, connections=conns, rate=half,
                       headers=headers)  # fmt: skip
     base = wrk.run(b.plain.base + "/plain", seconds=p.http_seconds, connections=conns, rate=half)
-    note = f"{run.rps:,.0f} req/s achieved of {half:,.0f}"
-    extra = _http_errors(run)
-    note = f"{note}; {extra}" if extra else note
+    note = _http_errors(run, f"{run.rps:,.0f} req/s achieved of {half:,.0f}")
     b.add(Row("H2", f"GET /api/user/me ({label}): p50 at half load", run.p50_ms, "ms",
               base.p50_ms, "plain Django view, same rate", server_cpu=cpu.value,
               client_cpu=run.client_cpu, note=note))  # fmt: skip
@@ -139,13 +137,14 @@ def _h2_half_load(b: Bench, label: str, url: str, headers: dict, half: float) ->
               cpu.value, run.client_cpu))  # fmt: skip
 
 
-def _http_errors(result: wrk.WrkResult) -> str:
+def _http_errors(result: wrk.WrkResult, note: str = "") -> str:
+    """`note`, followed by what of `result` was not a 2xx answer, if any."""
     bad = []
     if result.non2xx:
         bad.append(f"{result.non2xx:,} non-2xx")
     if result.errors:
         bad.append(f"{result.errors:,} socket errors")
-    return ", ".join(bad)
+    return "; ".join(part for part in (note, ", ".join(bad)) if part)
 
 
 # H3 targets (issue 15): page 1 and a keyset page at any depth as cheap as each other, and a
@@ -175,9 +174,7 @@ def h3(b: Bench) -> None:
             place = f"offset={offset:,}" if kind != "keyset" else f"before=<cursor at {deep:,}>"
             label = f"GET /api/history status={status or 'all'} {place}"
             target_ms = H3_TARGET_MS[kind]
-            note = f"{run.requests:,} requests"
-            extra = _http_errors(run)
-            note = f"{note}; {extra}" if extra else note
+            note = _http_errors(run, f"{run.requests:,} requests")
             b.add(Row("H3", f"{label}: p50", run.p50_ms, "ms", percentile(sql, 50),
                       H3_BASELINE, f"<= {target_ms} ms", run.p50_ms <= target_ms, cpu.value,
                       run.client_cpu, note))  # fmt: skip
@@ -228,9 +225,9 @@ def _login_alone(b: Bench, argon2_ms: float) -> None:
     with CpuMeter(b.relay.http) as cpu:
         run = wrk.run(b.relay.http.base + LOGIN, seconds=p.http_seconds, connections=1,
                       threads=1, **_login())  # fmt: skip
-    note = f"{run.requests:,} logins, p99 {run.p99_ms:.0f} ms; Argon2 alone {argon2_ms:.0f} ms"
-    extra = _http_errors(run)
-    note = f"{note}; {extra}" if extra else note
+    note = _http_errors(
+        run, f"{run.requests:,} logins, p99 {run.p99_ms:.0f} ms; Argon2 alone {argon2_ms:.0f} ms"
+    )
     b.add(Row("H4", "POST /api/auth/login, one at a time: p50", run.p50_ms, "ms",
               plain.p50_ms, "plain Django view, one connection", "<= 50 ms",
               run.p50_ms <= 50, cpu.value, run.client_cpu, note))  # fmt: skip
@@ -264,8 +261,8 @@ def _login_flood(b: Bench) -> None:
     base = "same pacing, no flood"
     b.add(Row("H4", f"{where}: p50", busy.p50_ms, "ms", quiet.p50_ms, base,
               server_cpu=cpu.value, client_cpu=busy.client_cpu,
-              note=f"{busy.rps:,.0f} req/s achieved, {quiet.rps:,.0f} quiet"
-              + (f"; {_http_errors(busy)}" if _http_errors(busy) else "")))  # fmt: skip
+              note=_http_errors(busy, f"{busy.rps:,.0f} req/s achieved, "
+                                f"{quiet.rps:,.0f} quiet")))  # fmt: skip
     b.add(Row("H4", f"{where}: p99", busy.p99_ms, "ms", quiet.p99_ms, base, "<= 2x quiet",
               busy.p99_ms <= 2 * quiet.p99_ms, cpu.value, busy.client_cpu))  # fmt: skip
     _flood_row(b, flood, cpu.value)
