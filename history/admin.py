@@ -1,14 +1,26 @@
 from django.contrib import admin, messages
 
 from core.admin_links import EstimatedCountPaginator, OwnerLinkMixin, change_link
-from history.models import CallRecord
+from history.models import ANONYMOUS_CALLER, CallRecord
 from virtual_numbers import services as number_services
 
 
 @admin.register(CallRecord)
 class CallRecordAdmin(OwnerLinkMixin, admin.ModelAdmin):
-    list_display = ("created_at", "caller_num", "number_link", "owner_link", "status", "duration")
-    list_filter = ("status",)
+    list_display = (
+        "created_at",
+        "caller_num",
+        "number_link",
+        "owner_link",
+        "status",
+        "duration",
+        "recording_seconds",
+        "heard",
+    )
+    list_filter = ("status", "heard")
+    # Staff see that a message exists and how long it is, never the message: it is the
+    # owner's, fetched through the API with their credentials.
+    exclude = ("recording",)
     date_hierarchy = "created_at"
     search_fields = ("=caller_num", "=number__number", "owner__email")
     list_select_related = ("number", "owner")
@@ -40,7 +52,9 @@ class CallRecordAdmin(OwnerLinkMixin, admin.ModelAdmin):
     @admin.action(description="Block the callers of the selected calls on their numbers")
     def block_callers(self, request, queryset):
         added = 0
-        for record in queryset.select_related("number", "owner"):
+        for record in queryset.exclude(caller_num=ANONYMOUS_CALLER).select_related(
+            "number", "owner"
+        ):
             _entry, created = number_services.blocked_caller_add(
                 number=record.number, caller_num=record.caller_num
             )

@@ -12,6 +12,8 @@ class CallStatus(models.TextChoices):
 
 
 CALL_STATUS_VALUES = CallStatus.values  # the schema's CallRecordStatusEnum
+# The caller of a call whose caller ID was withheld or is not a phone number.
+ANONYMOUS_CALLER = "anonymous"
 
 
 class CallRecord(models.Model):
@@ -28,6 +30,18 @@ class CallRecord(models.Model):
     status = models.CharField(max_length=8, choices=CallStatus.choices)
     duration = models.PositiveIntegerField(help_text="seconds")
     created_at = models.DateTimeField(default=timezone.now)
+    # The SIP Call-ID of the call, for calls that came over SIP: one record per Call-ID,
+    # however often the trunk re-sends the INVITE. Empty for records made by hand.
+    # Database defaults too: bulk loads (seed_history's INSERT ... SELECT) name only the
+    # columns they fill.
+    sip_call_id = models.CharField(max_length=255, blank=True, default="", db_default="")
+    # The voicemail message, a WAV file in the `recordings` storage; empty when there is none
+    # (never recorded, deleted by its owner, or purged after VOICEMAIL_RETENTION_DAYS).
+    recording = models.CharField(max_length=255, blank=True, default="", db_default="")
+    recording_seconds = models.FloatField(null=True, blank=True)
+    heard = models.BooleanField(
+        default=False, db_default=False, help_text="played to the owner in the mailbox"
+    )
 
     class Meta:
         indexes = [
@@ -39,6 +53,12 @@ class CallRecord(models.Model):
             models.Index(fields=["caller_num"], name="callrecord_caller"),
             # admin: all records newest first, and the date hierarchy's min/max
             models.Index(fields=["-created_at", "-id"], name="callrecord_newest"),
+            # the retention purge: records that still hold a recording, oldest first
+            models.Index(
+                fields=["created_at"],
+                condition=~models.Q(recording=""),
+                name="callrecord_recording_age",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -47,10 +67,21 @@ class CallRecord(models.Model):
             models.CheckConstraint(
                 condition=models.Q(duration__gte=0), name="callrecord_duration_non_negative"
             ),
+            models.UniqueConstraint(
+                fields=["sip_call_id"],
+                condition=~models.Q(sip_call_id=""),
+                name="callrecord_unique_sip_call_id",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.caller_num} -> {self.number_id} ({self.status})"
+
+    @property
+    def recording_url(self) -> str | None:
+        """Where the owner fetches the voicemail: a path of the API, as the record's other
+        links are, or None when there is none."""
+        return f"/api/history/{self.id}/recording" if self.recording else None
 
 
 class CallRecordCounter(models.Model):

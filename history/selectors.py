@@ -54,3 +54,25 @@ def history_querysets(
         records = records.filter(status=status)
         counters = counters.filter(status=status)
     return records, counters
+
+
+def call_record_access(*, user: User, record_id) -> CallRecord:
+    """The user's call record `record_id`; NotFound for an id that is malformed, unknown or
+    another user's (never saying which)."""
+    try:
+        pk = uuid.UUID(str(record_id))
+    except ValueError as exc:
+        raise NotFound() from exc
+    record = CallRecord.objects.filter(pk=pk, owner=user).select_related("number").first()
+    if record is None:
+        raise NotFound()
+    return record
+
+
+def mailbox_messages(*, number: Number) -> list[CallRecord]:
+    """The number's new voicemail (recorded, not yet heard), newest first."""
+    return list(
+        CallRecord.objects.filter(number=number, heard=False)
+        .exclude(recording="")
+        .order_by("-created_at", "-id")
+    )

@@ -21,6 +21,12 @@ class CallRecordOutput(serializers.Serializer):
     created_at = MillisecondsField()
     number = serializers.CharField(source="number.number")
     alias = serializers.CharField(source="number.alias")
+    recording_url = serializers.CharField(
+        allow_null=True,
+        help_text="the voicemail (GET it for audio/wav), a path of this API; null: none",
+    )
+    recording_seconds = serializers.FloatField(allow_null=True, help_text="the voicemail's length")
+    heard = serializers.BooleanField(help_text="the owner played it in the mailbox")
 
 
 class HistoryOutput(serializers.Serializer):

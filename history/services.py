@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -12,7 +13,8 @@ from core.counters import Drift, counters_add, counters_recount
 from core.errors import InvalidRequest, NotFound
 from core.fields import to_ms
 from core.phone import e164_possible
-from history.models import CallRecord, CallRecordCounter, CallStatus
+from core.recordings import recordings_delete_on_commit, recordings_storage
+from history.models import ANONYMOUS_CALLER, CallRecord, CallRecordCounter, CallStatus
 from virtual_numbers.models import BlockedCaller, Number
 
 DURATION_MAX_SECONDS = 7 * 24 * 3600
@@ -30,6 +32,9 @@ def call_record_event(record: CallRecord) -> dict:
         "created_at": to_ms(record.created_at),
         "number": record.number.number,
         "alias": record.number.alias,
+        "recording_url": record.recording_url,
+        "recording_seconds": record.recording_seconds,
+        "heard": record.heard,
     }
 
 
@@ -40,16 +45,26 @@ def record_inbound_call(
     status: str,
     duration: int,
     at: datetime | None = None,
+    sip_call_id: str = "",
+    recording: str = "",
+    recording_seconds: float | None = None,
 ) -> CallRecord:
     """Record an inbound call on `number` and push `call_record` to its owner after commit.
 
-    Checks the caller (E.164), status (answered|missed|blocked) and duration (whole seconds,
-    0..one week); raises InvalidRequest otherwise. A caller on the number's blocklist is
-    recorded as `blocked` with duration 0 whatever was passed. NotFound when the number has
-    been deleted meanwhile. The owner's counters (`total` of the history list) move in the
-    record's transaction.
+    Checks the caller (E.164, or ANONYMOUS_CALLER for a withheld caller ID), status
+    (answered|missed|blocked) and duration (whole seconds, 0..one week); raises
+    InvalidRequest otherwise. A caller on the number's blocklist is recorded as `blocked`
+    with duration 0 whatever was passed. NotFound when the number has been deleted
+    meanwhile. The owner's counters (`total` of the history list) move in the record's
+    transaction. `sip_call_id` makes it idempotent: a Call-ID already recorded returns its
+    record and writes and pushes nothing. `recording` names the voicemail file in the
+    recordings storage, already saved.
     """
-    caller = e164_possible(caller_num)
+    if sip_call_id:
+        existing = CallRecord.objects.filter(sip_call_id=sip_call_id).first()
+        if existing is not None:
+            return existing
+    caller = ANONYMOUS_CALLER if caller_num == ANONYMOUS_CALLER else e164_possible(caller_num)
     if caller is None:
         raise InvalidRequest(
             "caller_num must be a phone number in E.164 form, like +447700900123.",
@@ -83,6 +98,9 @@ def record_inbound_call(
             status=status,
             duration=duration,
             created_at=at or timezone.now(),
+            sip_call_id=sip_call_id,
+            recording=recording,
+            recording_seconds=None if recording_seconds is None else round(recording_seconds, 2),
         )
         call_record_counters_add(records=[record])
         events.send_to_user_on_commit(user_id=number.owner_id, event=call_record_event(record))
@@ -106,3 +124,71 @@ def call_record_counters_recount() -> list[Drift]:
     """Recount every history counter from the records and correct the ones that drifted
     (safe beside live writers: core.counters.counters_recount); return the corrections."""
     return counters_recount(CallRecord, CallRecordCounter, ["owner_id", "number_id", "status"])
+
+
+# --- voicemail -----------------------------------------------------------------------------
+def call_record_recording_delete(*, record: CallRecord) -> None:
+    """Delete a record's voicemail (the record stays, with recording_url null); NotFound when
+    it has none (never had, or already deleted). The file goes once the change commits."""
+    with transaction.atomic():
+        locked = CallRecord.objects.select_for_update().filter(pk=record.pk).first()
+        if locked is None or not locked.recording:
+            raise NotFound()
+        CallRecord.objects.filter(pk=locked.pk).update(recording="", recording_seconds=None)
+        recordings_delete_on_commit([locked.recording])
+    record.recording, record.recording_seconds = "", None
+
+
+def call_record_mark_heard(*, record: CallRecord) -> None:
+    """The owner heard this message in the mailbox: it is no longer new."""
+    CallRecord.objects.filter(pk=record.pk).update(heard=True)
+    record.heard = True
+
+
+PURGE_BATCH = 500
+ORPHAN_AGE = timedelta(hours=1)
+
+
+def call_record_recordings_purge(*, now: datetime | None = None) -> int:
+    """Delete the voicemail of records older than VOICEMAIL_RETENTION_DAYS (the records stay,
+    with recording_url null), and recording files that no record names and that are older
+    than an hour (their record was deleted with its owner); return the files deleted."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.VOICEMAIL_RETENTION_DAYS)
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                CallRecord.objects.select_for_update()
+                .filter(created_at__lt=cutoff)
+                .exclude(recording="")
+                .order_by("created_at")
+                .values_list("pk", "recording")[:PURGE_BATCH]
+            )
+            if not batch:
+                break
+            CallRecord.objects.filter(pk__in=[pk for pk, _ in batch]).update(
+                recording="", recording_seconds=None
+            )
+            recordings_delete_on_commit([name for _, name in batch])
+        deleted += len(batch)
+    return deleted + _orphans_purge(now=now)
+
+
+def _orphans_purge(*, now: datetime) -> int:
+    storage = recordings_storage()
+    try:
+        _, names = storage.listdir("")
+    except FileNotFoundError:
+        return 0
+    orphans = []
+    for start in range(0, len(names), PURGE_BATCH):
+        chunk = names[start : start + PURGE_BATCH]
+        named = set(
+            CallRecord.objects.filter(recording__in=chunk).values_list("recording", flat=True)
+        )
+        for name in chunk:
+            if name not in named and storage.get_modified_time(name) < now - ORPHAN_AGE:
+                orphans.append(name)
+    recordings_delete_on_commit(orphans)
+    return len(orphans)

@@ -1,8 +1,14 @@
-from drf_spectacular.utils import extend_schema
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from rest_framework.decorators import action
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.response import Response
 
-from core.schema import errors
+from core.errors import ErrorCode, NotFound
+from core.recordings import recordings_storage
+from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation
 from core.viewsets import ResourceViewSet
-from history import selectors
+from history import selectors, services
 from history.serializers import (
     CallRecordOutput,
     HistoryListParameters,
@@ -10,16 +16,93 @@ from history.serializers import (
     HistoryQuery,
 )
 
+HISTORY_EXAMPLE = {
+    "history": [
+        {
+            "id": "2e4f6a8c-0b1d-4e3f-a5b7-c9d1e3f5a7b9",
+            "number_id": "7c1d2e3f-4a5b-4c6d-9e8f-0a1b2c3d4e5f",
+            "caller_num": "+447700900123",
+            "status": "answered",
+            "duration": 45,
+            "created_at": 1795320000000,
+            "number": "+442079460042",
+            "alias": "Office",
+            "recording_url": "/api/history/2e4f6a8c-0b1d-4e3f-a5b7-c9d1e3f5a7b9/recording",
+            "recording_seconds": 8.52,
+            "heard": False,
+        }
+    ],
+    "total": 1,
+    "limit": 50,
+    "offset": 0,
+    "nextCursor": None,
+}
+
+
+class JsonErrorsOnly(BaseContentNegotiation):
+    """The recording answers audio/wav (a file response, past the renderers) and its errors
+    in JSON, whatever the client's Accept header asks for (a player sends audio/*)."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
 
 class HistoryViewSet(ResourceViewSet):
     # `/api/history`: the call history of the caller's numbers, newest first.
 
-    @extend_schema(
-        operation_id="history_list",
+    lookup_url_kwarg = "record_id"
+
+    @operation(
+        "history_list",
+        summary="List the call history of your numbers",
+        description="Newest first. 400 for a bad filter, `limit`, `offset` or `before`; "
+        "404 when `number_id` is not one of your numbers.",
         parameters=[HistoryListParameters],
-        responses={200: HistoryOutput, **errors(400, 401, 404)},
+        responses={200: (HistoryOutput, HISTORY_EXAMPLE)},
+        errors=[ErrorCode.INVALID_REQUEST, ErrorCode.NOT_FOUND],
     )
     def list(self, request):
         return self.paged_list(
             query=HistoryQuery, fetch=selectors.history_page, key="history", output=CallRecordOutput
         )
+
+    def record(self):
+        """The caller's record named in the path; 404 for anyone else's."""
+        return selectors.call_record_access(
+            user=self.request.user, record_id=self.kwargs["record_id"]
+        )
+
+    @operation(
+        "history_recording_get",
+        summary="Download a call's voicemail message",
+        description="The message as WAV (16-bit PCM, 8 kHz, mono), to the number's owner; "
+        "404 for anyone else's record and for a record without a message. Errors are JSON "
+        "whatever the Accept header asks for.",
+        responses={(200, "audio/wav"): (OpenApiTypes.BINARY, None)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @action(detail=True, methods=["get"], content_negotiation_class=JsonErrorsOnly)
+    def recording(self, request, record_id):
+        record = self.record()
+        if not record.recording:
+            raise NotFound()
+        try:
+            audio = recordings_storage().open(record.recording, "rb")
+        except FileNotFoundError:
+            raise NotFound() from None
+        return FileResponse(audio, content_type="audio/wav", filename=f"voicemail-{record.pk}.wav")
+
+    @operation(
+        "history_recording_delete",
+        summary="Delete a call's voicemail message",
+        description="The record stays, with `recording_url` null; 404 when it has no message.",
+        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @recording.mapping.delete
+    def recording_delete(self, request, record_id):
+        services.call_record_recording_delete(record=self.record())
+        return Response({"success": True})

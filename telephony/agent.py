@@ -30,6 +30,8 @@ from django.utils import timezone
 from realtime import pipeline
 from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
 from realtime.providers import Step
+from telephony import services
+from telephony.inbound import InboundDesk
 from telephony.sip.message import host_port_of, new_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech, SpeechError
@@ -129,6 +131,14 @@ class TelephonyAgent:
         self.calls: dict = {}
         self.stopping = asyncio.Event()
         self.capacity = settings.SIP_MAX_CONCURRENT_CALLS
+        # Calls to the numbers (telephony/inbound.py) share the agent's capacity.
+        self.desk = InboundDesk(
+            ua=self.ua, speech=self.speech, db=_in_db_thread, has_room=self._has_room
+        )
+        self.next_recovery = 0.0
+
+    def _has_room(self) -> bool:
+        return len(self.calls) + len(self.desk) < self.capacity
 
     async def run(self) -> None:
         await self.ua.start()
@@ -169,7 +179,12 @@ class TelephonyAgent:
                 if live is not None and not live.ended_elsewhere:
                     live.ended_elsewhere = True
                     live.hang_up()
-        free = self.capacity - len(self.calls)
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self.next_recovery:
+            self.next_recovery = loop.time() + settings.CALL_RECOVERY_INTERVAL
+            if recovered := await _in_db_thread(services.inbound_calls_recover)():
+                logger.warning("recorded %d inbound call(s) of an agent that died", recovered)
+        free = self.capacity - len(self.calls) - len(self.desk)
         if free > 0:
             for record in await _in_db_thread(self._claim)(free):
                 live = LiveCall(record=record)
@@ -265,19 +280,23 @@ class TelephonyAgent:
         interval = max(0.5, min(5.0, settings.CALL_RECOVERY_GRACE / 3))
         while True:
             await asyncio.sleep(interval)
-            if self.calls:
-                try:
+            try:
+                if self.calls:
                     await _in_db_thread(_extend_deadlines)(list(self.calls))
-                except DatabaseError as exc:
-                    logger.warning("heartbeat failed: %s", type(exc).__name__)
+                if inbound := self.desk.ledger_pks():
+                    await _in_db_thread(services.inbound_calls_extend)(pks=inbound)
+            except DatabaseError as exc:
+                logger.warning("heartbeat failed: %s", type(exc).__name__)
 
     async def _shutdown(self) -> None:
+        inbound = asyncio.ensure_future(self.desk.stop(SHUTDOWN_GRACE))
         for live in list(self.calls.values()):
             live.stopped = True
             live.hang_up()
         tasks = [live.task for live in self.calls.values() if live.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE)
+        await inbound
 
 
 def _ended(pks: list) -> list:

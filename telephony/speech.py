@@ -75,11 +75,34 @@ class Speech:
                 )
                 os.replace(raw, paths[pt])  # atomic: another agent never reads half a file
 
-    def _run(self, argv: list[str], stdin: str | None = None) -> None:
+    def tone(self) -> dict[int, bytes]:
+        """The beep before voicemail records: 1 kHz for 0.4 s, in both laws."""
+        if "tone" not in self.memory:
+            self.memory["tone"] = {
+                pt: self._run(
+                    ["sox", "-n", "-r", "8000", "-c", "1", "-e", law, "-t", "raw", "-"]
+                    + ["synth", "0.4", "sine", "1000", "vol", "0.5"]
+                )
+                for pt, law in LAWS.items()
+            }
+        return self.memory["tone"]
+
+    def telephone_audio(self, wav: bytes, payload_type: int) -> bytes:
+        """A WAV file (a voicemail message) as G.711 at 8 kHz mono, to play into a call."""
+        return self._run(
+            ["sox", "-t", "wav", "-", "-r", "8000", "-c", "1"]
+            + ["-e", LAWS[payload_type], "-t", "raw", "-"],
+            stdin=wav,
+        )
+
+    def _run(self, argv: list[str], stdin: str | bytes | None = None) -> bytes:
+        """What `argv` writes to stdout; SpeechError (logged without the text) if it fails."""
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
         try:
-            subprocess.run(  # noqa: S603 - fixed programs, the text on stdin
+            done = subprocess.run(  # noqa: S603 - fixed programs, the text on stdin
                 argv,
-                input=(stdin or "").encode(),
+                input=stdin or b"",
                 capture_output=True,
                 check=True,
                 timeout=SYNTHESIS_TIMEOUT,
@@ -87,3 +110,4 @@ class Speech:
         except (OSError, subprocess.SubprocessError) as exc:
             logger.warning("speech synthesis failed: %s", type(exc).__name__)
             raise SpeechError(f"{argv[0]} failed") from exc
+        return done.stdout

@@ -33,6 +33,9 @@ class Number(models.Model):
     number = models.CharField(max_length=16, unique=True)  # copy of inventory.e164 for joins
     alias = models.CharField(max_length=64)
     pin_hash = models.CharField(max_length=255)
+    # What voicemail says to callers; empty: the service's default, which never reads the
+    # alias out (an alias is the owner's private label).
+    greeting = models.CharField(max_length=500, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

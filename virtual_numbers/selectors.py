@@ -35,3 +35,12 @@ def inventory_counts() -> dict[str, int]:
     total = InventoryNumber.objects.count()
     held = Number.objects.count()
     return {"total": total, "held": held, "free": total - held}
+
+
+def number_by_e164(*, e164: str) -> Number | None:
+    """The held number `e164`, or None when it is not provisioned or nobody holds it."""
+    return Number.objects.filter(number=e164).first()
+
+
+def caller_blocked(*, number: Number, caller_num: str) -> bool:
+    return BlockedCaller.objects.filter(number=number, caller_num=caller_num).exists()

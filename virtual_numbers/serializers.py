@@ -1,6 +1,13 @@
 from rest_framework import serializers
 
-from core.fields import AliasField, CallerNumberField, MillisecondsField, PinField, StrictCharField
+from core.fields import (
+    AliasField,
+    CallerNumberField,
+    GreetingField,
+    MillisecondsField,
+    PinField,
+    StrictCharField,
+)
 
 
 class NumberOutput(serializers.Serializer):
@@ -8,6 +15,9 @@ class NumberOutput(serializers.Serializer):
     number = serializers.CharField(help_text="E.164, assigned by the service.")
     alias = serializers.CharField()
     created_at = MillisecondsField()
+    greeting = serializers.CharField(
+        help_text="What voicemail says to callers; empty: the service's default greeting."
+    )
 
 
 class NumberListOutput(serializers.Serializer):
@@ -22,6 +32,10 @@ class NumberCreateInput(serializers.Serializer):
 
 class AliasInput(serializers.Serializer):
     alias = AliasField()
+
+
+class GreetingInput(serializers.Serializer):
+    greeting = GreetingField(help_text="0 to 500 characters; empty restores the default.")
 
 
 class PinChangeInput(serializers.Serializer):

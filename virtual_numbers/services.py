@@ -16,6 +16,7 @@ from captcha.services import captcha_token_consume
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
 from core.passwords import password_hashing_slot
 from core.phone import e164_valid
+from core.recordings import recordings_delete_on_commit
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, PinFailure
 
 PIN_FAILURE_LIMIT = 5
@@ -202,15 +203,17 @@ def _pin_rehash_if_matches(number: Number, current_pin: str, new_pin: str) -> st
         return make_password(new_pin)
 
 
-def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None:
-    """Change the PIN after checking the current one (constant-time hash comparison).
+def _pin_matches(number: Number, pin: str) -> bool:
+    with password_hashing_slot():
+        return check_password(pin, number.pin_hash)
 
-    Five wrong current PINs within 15 minutes lock PIN changes of that number until the window
-    has moved on: PinLocked (429, Retry-After), even for the right PIN. Failures are counted
-    in the database under the number's row lock, so parallel guesses cannot overshoot.
-    PasswordHashingBusy (503) when every hashing slot of the process is taken; then the PIN
-    is neither checked nor changed, and no failure is counted.
-    """
+
+def _pin_checked(*, number: Number, check) -> Number:
+    """Run `check(locked_number)` (True: the PIN was right) under the number's row lock and
+    its PIN lock, shared by every way a PIN is tried (the REST PIN change, the mailbox by
+    phone). Five wrong PINs within 15 minutes lock the number until the window has moved on:
+    PinLocked (Retry-After), even for the right PIN. A failure is committed before PinMismatch
+    is raised, so the count survives it; parallel guesses cannot overshoot."""
     outcome: ApplicationError | None = None
     with transaction.atomic():
         number = _locked(number)
@@ -218,11 +221,7 @@ def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None
         retry_after = _pin_lock_retry_after(number=number, now=now)
         if retry_after is not None:
             outcome = PinLocked(headers={"Retry-After": str(retry_after)})
-        elif (new_hash := _pin_rehash_if_matches(number, current_pin, new_pin)) is not None:
-            number.pin_hash = new_hash
-            number.save(update_fields=["pin_hash"])
-        else:
-            # Recorded and committed before the error is raised: the count must survive it.
+        elif not check(number):
             PinFailure.objects.create(number=number, created_at=now)
             retry_after = _pin_lock_retry_after(number=number, now=now)
             if retry_after is not None:
@@ -231,16 +230,62 @@ def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None
                 outcome = PinMismatch()
     if outcome is not None:
         raise outcome
+    return number
+
+
+def number_pin_change(*, number: Number, current_pin: str, new_pin: str) -> None:
+    """Change the PIN after checking the current one (constant-time hash comparison).
+
+    PinMismatch (403) for a wrong current PIN, PinLocked (429, Retry-After) while the
+    number's PIN lock holds (`_pin_checked`: the lock the mailbox shares).
+    PasswordHashingBusy (503) when every hashing slot of the process is taken; then the PIN
+    is neither checked nor changed, and no failure is counted.
+    """
+
+    def check(locked: Number) -> bool:
+        new_hash = _pin_rehash_if_matches(locked, current_pin, new_pin)
+        if new_hash is None:
+            return False
+        locked.pin_hash = new_hash
+        locked.save(update_fields=["pin_hash"])
+        return True
+
+    _pin_checked(number=number, check=check)
+
+
+def number_pin_verify(*, number: Number, pin: str) -> None:
+    """Check `pin` against the number's PIN (the mailbox, by phone), under the same lock as
+    number_pin_change: a wrong PIN here counts towards it, and a lock taken over REST holds
+    here too. Returns when the PIN is right; PinMismatch, PinLocked or PasswordHashingBusy
+    otherwise. The PIN is never logged."""
+    _pin_checked(number=number, check=lambda locked: _pin_matches(locked, pin))
+
+
+def number_greeting_set(*, number: Number, greeting: str) -> Number:
+    """Set what voicemail says to the number's callers (0-500 characters, checked by
+    GreetingField); empty restores the service's default greeting."""
+    if not Number.objects.filter(pk=number.pk).update(greeting=greeting):
+        raise NotFound()  # deleted a moment ago
+    number.greeting = greeting
+    return number
+
+
+def _delete_with_recordings(locked: Number) -> None:
+    """Delete a locked number; its call records go with it (CASCADE) and their voicemail
+    files once that commits. The records are history's, reached by their reverse relation."""
+    names = list(locked.calls.exclude(recording="").values_list("recording", flat=True))
+    locked.delete()
+    recordings_delete_on_commit(names)
 
 
 def number_delete(*, number: Number) -> None:
-    """Delete a number; its history goes with it, its entry is free again.
+    """Delete a number; its history and voicemail go with it, its entry is free again.
 
     The row is locked first, as history's writer locks it before adding a record and its
     counter: the deletion then takes every record with their counters (CASCADE), and a
     record being written lands before it or not at all."""
     with transaction.atomic():
-        _locked(number).delete()
+        _delete_with_recordings(_locked(number))
 
 
 def number_release(*, number: Number) -> None:
@@ -249,7 +294,7 @@ def number_release(*, number: Number) -> None:
     with transaction.atomic():
         locked = Number.objects.select_for_update().filter(pk=number.pk).first()
         if locked is not None:
-            locked.delete()
+            _delete_with_recordings(locked)
 
 
 # --- blocklist -----------------------------------------------------------------------------

@@ -1,9 +1,9 @@
-from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from core.schema import SuccessOutput, errors
+from core.errors import ErrorCode
+from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation
 from core.viewsets import ResourceViewSet
 from virtual_numbers import selectors, services
 from virtual_numbers.serializers import (
@@ -11,11 +11,22 @@ from virtual_numbers.serializers import (
     BlockedCallerInput,
     BlockedCallerOutput,
     BlocklistOutput,
+    GreetingInput,
     NumberCreateInput,
     NumberListOutput,
     NumberOutput,
     PinChangeInput,
 )
+
+NUMBER_EXAMPLE = {
+    "id": "7c1d2e3f-4a5b-4c6d-9e8f-0a1b2c3d4e5f",
+    "number": "+442079460042",
+    "alias": "Office",
+    "created_at": 1795320000000,
+    "greeting": "",
+}
+CALLER_EXAMPLE = {"caller_num": "+447700900123"}
+BLOCKED_EXAMPLE = {"caller_num": "+447700900123", "created_at": 1795320000000}
 
 
 class NumberViewSet(ResourceViewSet):
@@ -25,6 +36,7 @@ class NumberViewSet(ResourceViewSet):
     input_serializers = {
         "create": NumberCreateInput,
         "alias": AliasInput,
+        "greeting": GreetingInput,
         "pin": PinChangeInput,
         "blocked_add": BlockedCallerInput,
         "blocked_remove": BlockedCallerInput,
@@ -34,15 +46,37 @@ class NumberViewSet(ResourceViewSet):
         """The caller's number named in the path; 404 for anyone else's."""
         return selectors.number_access(user=self.request.user, number_id=self.kwargs["number_id"])
 
-    @extend_schema(operation_id="numbers_list", responses={200: NumberListOutput, **errors(401)})
+    @operation(
+        "numbers_list",
+        summary="List your numbers",
+        responses={200: (NumberListOutput, {"numbers": [NUMBER_EXAMPLE]})},
+    )
     def list(self, request):
         numbers = selectors.numbers_of(user=request.user)
         return Response({"numbers": NumberOutput(numbers, many=True).data})
 
-    @extend_schema(
-        operation_id="numbers_create",
-        request=NumberCreateInput,
-        responses={201: NumberOutput, **errors(400, 401, 409, 415, 503)},
+    @operation(
+        "numbers_create",
+        summary="Take a number from the inventory",
+        description="Spends a CAPTCHA token (`POST /api/captcha/verify`): 400 "
+        "`captcha_invalid` for one that is unknown, spent or expired. 409 "
+        "`number_limit_reached` once the plan's numbers are all held, 503 "
+        "`no_numbers_available` when the inventory is empty.",
+        request=(
+            NumberCreateInput,
+            {
+                "alias": "Office",
+                "pin": "4821",
+                "captchaToken": "3c9e7a51-0b2d-4f6e-8a1c-5d4e3f2a1b0c",
+            },
+        ),
+        responses={201: (NumberOutput, NUMBER_EXAMPLE)},
+        errors=[
+            ErrorCode.CAPTCHA_INVALID,
+            ErrorCode.NUMBER_LIMIT_REACHED,
+            ErrorCode.NO_NUMBERS_AVAILABLE,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
     )
     def create(self, request):
         data = self.validated()
@@ -54,19 +88,23 @@ class NumberViewSet(ResourceViewSet):
         )
         return Response(NumberOutput(number).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(
-        operation_id="numbers_delete",
-        request=None,
-        responses={200: SuccessOutput, **errors(401, 404)},
+    @operation(
+        "numbers_delete",
+        summary="Give a number back",
+        description="Its call history and blocklist go with it.",
+        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
     )
     def destroy(self, request, number_id):
         services.number_delete(number=self.number())
         return Response({"success": True})
 
-    @extend_schema(
-        operation_id="numbers_alias_set",
-        request=AliasInput,
-        responses={200: NumberOutput, **errors(400, 401, 404, 415)},
+    @operation(
+        "numbers_alias_set",
+        summary="Rename a number",
+        request=(AliasInput, {"alias": "Office"}),
+        responses={200: (NumberOutput, NUMBER_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
     )
     @action(detail=True, methods=["put"])
     def alias(self, request, number_id):
@@ -74,10 +112,34 @@ class NumberViewSet(ResourceViewSet):
         number = services.number_alias_set(number=number, alias=self.validated()["alias"])
         return Response(NumberOutput(number).data)
 
-    @extend_schema(
-        operation_id="numbers_pin_change",
-        request=PinChangeInput,
-        responses={200: SuccessOutput, **errors(400, 401, 403, 404, 415, 429, 503)},
+    @operation(
+        "numbers_greeting_set",
+        summary="Set what voicemail says to a number's callers",
+        description="0 to 500 characters; an empty greeting restores the service's default, "
+        "which never reads the alias out.",
+        request=(GreetingInput, {"greeting": "You have reached the shop. Leave a message."}),
+        responses={200: (NumberOutput, NUMBER_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @action(detail=True, methods=["put"])
+    def greeting(self, request, number_id):
+        number = self.number()  # 404 before 400
+        number = services.number_greeting_set(number=number, greeting=self.validated()["greeting"])
+        return Response(NumberOutput(number).data)
+
+    @operation(
+        "numbers_pin_change",
+        summary="Change a number's PIN",
+        description="403 `pin_mismatch` for a wrong current PIN; after five within 15 "
+        "minutes, 429 `pin_locked` with `Retry-After` until the window ends.",
+        request=(PinChangeInput, {"currentPin": "4821", "newPin": "739155"}),
+        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
+        errors=[
+            ErrorCode.PIN_MISMATCH,
+            ErrorCode.NOT_FOUND,
+            ErrorCode.PIN_LOCKED,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
     )
     @action(detail=True, methods=["put"])
     def pin(self, request, number_id):
@@ -90,22 +152,28 @@ class NumberViewSet(ResourceViewSet):
         )
         return Response({"success": True})
 
-    @extend_schema(
-        operation_id="numbers_blocked_list", responses={200: BlocklistOutput, **errors(401, 404)}
+    @operation(
+        "numbers_blocked_list",
+        summary="List the callers a number blocks",
+        responses={200: (BlocklistOutput, {"blocked": [BLOCKED_EXAMPLE]})},
+        errors=[ErrorCode.NOT_FOUND],
     )
     @action(detail=True, methods=["get"])
     def blocked(self, request, number_id):
         entries = selectors.blocklist_of(number=self.number())
         return Response({"blocked": BlockedCallerOutput(entries, many=True).data})
 
-    @extend_schema(
-        operation_id="numbers_blocked_add",
-        request=BlockedCallerInput,
+    @operation(
+        "numbers_blocked_add",
+        summary="Block a caller",
+        description="201 when added, 200 when the caller was already blocked. Their calls "
+        "are refused (recorded `blocked`). 400 `blocklist_full` past 500 callers.",
+        request=(BlockedCallerInput, CALLER_EXAMPLE),
         responses={
-            200: BlockedCallerOutput,
-            201: BlockedCallerOutput,
-            **errors(400, 401, 404, 415),
+            200: (BlockedCallerOutput, BLOCKED_EXAMPLE),
+            201: (BlockedCallerOutput, BLOCKED_EXAMPLE),
         },
+        errors=[ErrorCode.BLOCKLIST_FULL, ErrorCode.NOT_FOUND],
     )
     @blocked.mapping.post
     def blocked_add(self, request, number_id):
@@ -118,10 +186,14 @@ class NumberViewSet(ResourceViewSet):
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
-    @extend_schema(
-        operation_id="numbers_blocked_remove",
-        request=BlockedCallerInput,
-        responses={200: SuccessOutput, **errors(400, 401, 404, 415)},
+    @operation(
+        "numbers_blocked_remove",
+        summary="Unblock a caller",
+        description="The caller goes in the JSON body, as for blocking. 404 when the number "
+        "is not yours or does not block that caller.",
+        request=(BlockedCallerInput, CALLER_EXAMPLE),
+        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
     )
     @blocked.mapping.delete
     def blocked_remove(self, request, number_id):

@@ -1,13 +1,17 @@
 """RTP for one call (RFC 3550): G.711 sent in 20 ms packets at the pace of a real clock, and
 what comes back counted, with its loudness, so that a test (and an operator's log) can tell
-that audio really travelled.
+that audio really travelled. For voicemail, what comes back can also be recorded (and turned
+into a WAV file), and DTMF arrives as RFC 4733 telephone events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import struct
+import wave
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 FRAME_SAMPLES = 160  # 20 ms at 8 kHz, one byte per sample in G.711
@@ -19,6 +23,10 @@ def _ulaw_magnitude(code: int) -> int:
     code = ~code & 0xFF
     exponent, mantissa = (code >> 4) & 0x07, code & 0x0F
     return (((mantissa << 3) + 0x84) << exponent) - 0x84
+
+
+def _codes(magnitude):
+    return [(code, magnitude(code)) for code in range(256)]
 
 
 def _alaw_magnitude(code: int) -> int:
@@ -35,6 +43,28 @@ LOUDNESS = {
     0: bytes(min(255, _ulaw_magnitude(c) >> 7) for c in range(256)),
     8: bytes(min(255, _alaw_magnitude(c) >> 7) for c in range(256)),
 }
+# G.711 code -> its 16-bit linear sample, little-endian (the sign bit is set for positive
+# A-law samples and for negative mu-law ones).
+LINEAR = {
+    0: [struct.pack("<h", -m if c & 0x80 == 0 else m) for c, m in _codes(_ulaw_magnitude)],
+    8: [struct.pack("<h", m if c & 0x80 else -m) for c, m in _codes(_alaw_magnitude)],
+}
+LOUD = 2  # mean loudness of a packet above silence: about -42 dBFS
+# RFC 4733 event codes of the DTMF keys.
+DTMF_KEYS = "0123456789*#ABCD"
+
+
+def wav_from_g711(audio: bytes, payload_type: int) -> bytes:
+    """G.711 audio (`payload_type` 0 or 8) as a 16-bit PCM WAV file at 8 kHz, mono: what
+    every player plays."""
+    table = LINEAR[payload_type]
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"".join(map(table.__getitem__, audio)))
+    return buffer.getvalue()
 
 
 @dataclass
@@ -62,6 +92,18 @@ class RtpStream(asyncio.DatagramProtocol):
         self.sock: asyncio.DatagramTransport | None = None
         self.received = ReceivedAudio()
         self.sent_packets = 0
+        # Voicemail: audio in this stream's codec is appended while `recording` is not None,
+        # and `last_sound` is the loop time of the last loud packet (silence detection).
+        self.recording: bytearray | None = None
+        self.last_sound = 0.0
+        # DTMF (RFC 4733): each key press is handed once to `on_dtmf`.
+        self.dtmf_payload_type: int | None = None
+        self.on_dtmf: Callable[[str], None] | None = None
+        self._dtmf_active: tuple[int, int] | None = None  # (timestamp, event) of a press
+        self._dtmf_ended: tuple[int, int] | None = None
+        # With `only_from_remote`, packets from any host but the remote's are dropped: keys
+        # and audio from a third party must not reach a mailbox or a message.
+        self.only_from_remote = False
         # Random starts (RFC 3550 §5.1), from the OS: they make packets hard to forge.
         self.sequence, self.timestamp, self.ssrc = struct.unpack("!HII", os.urandom(10))
 
@@ -72,17 +114,48 @@ class RtpStream(asyncio.DatagramProtocol):
     def datagram_received(self, data: bytes, addr) -> None:
         if len(data) < 12 or data[0] >> 6 != 2:
             return
+        if self.only_from_remote and (self.remote is None or addr[0] != self.remote[0]):
+            return
         payload_type = data[1] & 0x7F
+        header = 12 + 4 * (data[0] & 0x0F)
+        if payload_type == self.dtmf_payload_type and self.dtmf_payload_type is not None:
+            self._telephone_event(struct.unpack("!I", data[4:8])[0], data[header:])
+            return
         self.received.packets += 1
         self.received.payload_types.add(payload_type)
         table = LOUDNESS.get(payload_type)
         if table is not None:
-            header = 12 + 4 * (data[0] & 0x0F)
             payload = data[header:]
             loudness = sum(payload.translate(table))
             self.received.loudness_total += loudness
-            if payload and loudness / len(payload) >= 2:  # about -42 dBFS
+            if payload and loudness / len(payload) >= LOUD:
                 self.received.loud_packets += 1
+                self.last_sound = asyncio.get_running_loop().time()
+            if self.recording is not None and payload_type == self.payload_type:
+                self.recording += payload
+
+    def _telephone_event(self, timestamp: int, payload: bytes) -> None:
+        """One RFC 4733 packet: a press is reported on its first packet. Its end packet is
+        sent three times, and a press whose first packets were lost is reported on its end;
+        the same key pressed again is a new press even at the same timestamp (a sender that
+        replays one recorded press, as SIPp does), because the last one had ended."""
+        if len(payload) < 4 or payload[0] >= len(DTMF_KEYS):
+            return
+        press, ended = (timestamp, payload[0]), bool(payload[1] & 0x80)
+        if not ended:
+            if press != self._dtmf_active:
+                self._dtmf_active, self._dtmf_ended = press, None
+                self._dtmf(press[1])
+            return
+        if press == self._dtmf_active:
+            self._dtmf_active, self._dtmf_ended = None, press
+        elif press != self._dtmf_ended:
+            self._dtmf_ended = press
+            self._dtmf(press[1])
+
+    def _dtmf(self, event: int) -> None:
+        if self.on_dtmf is not None:
+            self.on_dtmf(DTMF_KEYS[event])
 
     def error_received(self, exc) -> None:
         pass  # ICMP for a far end that stopped listening: the call's end is SIP's to say
@@ -102,6 +175,11 @@ class RtpStream(asyncio.DatagramProtocol):
         self.sequence = (self.sequence + 1) & 0xFFFF
         self.timestamp = (self.timestamp + FRAME_SAMPLES) & 0xFFFFFFFF
         self.sent_packets += 1
+
+    def record(self) -> None:
+        """Start recording what arrives in this stream's codec; silence is timed from now."""
+        self.recording = bytearray()
+        self.last_sound = asyncio.get_running_loop().time()
 
     async def play(self, audio: bytes) -> None:
         """Send `audio` (G.711 in this stream's codec) in real time, one frame per 20 ms

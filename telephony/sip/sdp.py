@@ -28,9 +28,28 @@ class MediaAnswer:
 
 def offer(*, address: str, port: int, payload_types=(0, 8)) -> bytes:
     """An offer of one sendrecv audio stream on `address`:`port`."""
+    return _description(
+        address=address, port=port, payload_types=payload_types, telephone_event=TELEPHONE_EVENT
+    )
+
+
+def answer(*, address: str, port: int, media: MediaAnswer) -> bytes:
+    """The answer to an offer (parsed by parse_offer): the codec it chose, and
+    telephone-event at the offer's payload type when the offer has it, so that the caller
+    may send DTMF (RFC 4733)."""
+    return _description(
+        address=address,
+        port=port,
+        payload_types=(media.payload_type,),
+        telephone_event=media.telephone_event,
+    )
+
+
+def _description(*, address: str, port: int, payload_types, telephone_event) -> bytes:
     session = secrets.randbelow(2**31)
     ip = "IP6" if ":" in address else "IP4"
-    formats = " ".join(str(pt) for pt in (*payload_types, TELEPHONE_EVENT))
+    events = () if telephone_event is None else (telephone_event,)
+    formats = " ".join(str(pt) for pt in (*payload_types, *events))
     lines = [
         "v=0",
         f"o=relay {session} {int(time.time())} IN {ip} {address}",
@@ -39,8 +58,8 @@ def offer(*, address: str, port: int, payload_types=(0, 8)) -> bytes:
         "t=0 0",
         f"m=audio {port} RTP/AVP {formats}",
         *(f"a=rtpmap:{pt} {CODECS[pt]}/8000" for pt in payload_types),
-        f"a=rtpmap:{TELEPHONE_EVENT} telephone-event/8000",
-        f"a=fmtp:{TELEPHONE_EVENT} 0-16",
+        *(f"a=rtpmap:{pt} telephone-event/8000" for pt in events),
+        *(f"a=fmtp:{pt} 0-16" for pt in events),
         "a=ptime:20",
         "a=sendrecv",
     ]
@@ -48,7 +67,8 @@ def offer(*, address: str, port: int, payload_types=(0, 8)) -> bytes:
 
 
 def parse_answer(body: bytes, *, offered=(0, 8)) -> MediaAnswer:
-    """Where to send audio and in which codec, from the far end's SDP."""
+    """Where to send audio and in which codec, from the far end's SDP (an answer to our
+    offer, or an offer to answer: the first of its codecs that Relay speaks)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -83,3 +103,6 @@ def parse_answer(body: bytes, *, offered=(0, 8)) -> MediaAnswer:
     if chosen is None:
         raise SdpError("no common codec")
     return MediaAnswer(host=host, port=port, payload_type=chosen, telephone_event=events)
+
+
+parse_offer = parse_answer

@@ -52,7 +52,9 @@ class UdpTransport(asyncio.DatagramProtocol):
 
 
 class TcpTransport:
-    """One connection to the trunk, opened on the first send and reopened when it drops."""
+    """One connection to the trunk, opened on the first send and reopened when it drops, and
+    a listener on the agent's port for connections the trunk opens (inbound calls): a
+    response goes back on the connection its request came in on."""
 
     name = "TCP"
     reliable = True
@@ -64,11 +66,20 @@ class TcpTransport:
         self.connections: dict[tuple[str, int], asyncio.StreamWriter] = {}
         self.readers: set[asyncio.Task] = set()
         self.lock = asyncio.Lock()
+        self.server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        self.bind = (host, port)
-        self.local = (host, port)
+        self.server = await asyncio.start_server(self._accept, host, port)
+        self.bind = self.local = (host, self.server.sockets[0].getsockname()[1])
         return self.local
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")[:2]
+        self.connections[peer] = writer
+        try:
+            await self._read(reader, peer)
+        finally:
+            writer.close()
 
     async def _connection(self, destination: tuple[str, int]) -> asyncio.StreamWriter:
         async with self.lock:
@@ -117,7 +128,9 @@ class TcpTransport:
             self.connections.pop(destination, None)
 
     async def close(self) -> None:
-        for writer in self.connections.values():
+        if self.server is not None:
+            self.server.close()
+        for writer in list(self.connections.values()):
             writer.close()
         for task in list(self.readers):
             task.cancel()

@@ -30,6 +30,7 @@ from telephony.sip.message import (
 )
 from telephony.sip.rtp import ReceivedAudio, RtpStream
 from telephony.sip.transport import TcpTransport, UdpTransport
+from telephony.sip.uas import InboundCall
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,12 @@ class UserAgent:
         self.trunk: tuple[str, int] = host_port_of(config.trunk_uri)
         self.transactions: dict[str, asyncio.Queue] = {}
         self.calls: dict[str, OutboundCall] = {}
+        self.inbound: dict[str, InboundCall] = {}
+        # Who takes a new INVITE (the telephony agent); without one, INVITEs get 404. An
+        # INVITE from a source `accepts_source` refuses gets 403 and no state at all.
+        self.on_invite: Callable[[InboundCall], Awaitable[None]] | None = None
+        self.accepts_source: Callable[[str], bool] = lambda host: True
+        self.allow = ALLOW
         first, last = config.rtp_ports
         self.free_rtp_ports = deque(range(first + first % 2, last, 2))
 
@@ -110,6 +117,22 @@ class UserAgent:
 
     async def _on_request(self, request: Message, source: tuple[str, int]) -> None:
         method = request.method
+        inbound = self.inbound.get(request.call_id)
+        if inbound is not None:
+            await inbound.on_request(request, source)
+            return
+        if method == "INVITE" and self.on_invite is not None and request.call_id not in self.calls:
+            if "tag=" in (request.get("To") or ""):  # a dialog this agent does not hold
+                await self.respond(request, 481, "Call/Transaction Does Not Exist", source)
+                return
+            if not self.accepts_source(source[0]):
+                logger.warning("INVITE refused: %s is not an allowed source", source[0])
+                await self.respond(request, 403, "Forbidden", source)
+                return
+            inbound = self.inbound[request.call_id] = InboundCall(self, request, source)
+            await inbound.trying()
+            await self.on_invite(inbound)
+            return
         if method == "ACK":
             return
         call = self.calls.get(request.call_id)
@@ -150,8 +173,8 @@ class UserAgent:
         suffix = ";transport=tcp" if self.config.transport == "tcp" else ""
         return f"<sip:relay@{self.host}:{self.local[1]}{suffix}>"
 
-    async def send(self, message: Message) -> None:
-        await self.transport.send(message, self.trunk)
+    async def send(self, message: Message, destination: tuple[str, int] | None = None) -> None:
+        await self.transport.send(message, destination or self.trunk)
 
     def open_transaction(self, branch: str, method: str) -> asyncio.Queue:
         queue: asyncio.Queue = asyncio.Queue()
@@ -161,23 +184,26 @@ class UserAgent:
     def close_transaction(self, branch: str, method: str) -> None:
         self.transactions.pop(f"{branch}:{method}", None)
 
-    async def request(self, message: Message) -> Message | None:
-        """A non-INVITE client transaction (BYE, CANCEL): the final response, or None after
-        timer F (64*T1). Over UDP the request is resent at T1, 2*T1... up to 4 s apart."""
+    async def request(
+        self, message: Message, destination: tuple[str, int] | None = None
+    ) -> Message | None:
+        """A non-INVITE client transaction (BYE, CANCEL) to the trunk, or to `destination`:
+        the final response, or None after timer F (64*T1). Over UDP the request is resent at
+        T1, 2*T1... up to 4 s apart."""
         method, t1 = message.method, self.config.t1
         queue = self.open_transaction(message.branch, method)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 64 * t1
         interval = t1
         try:
-            await self.send(message)
+            await self.send(message, destination)
             while (remaining := deadline - loop.time()) > 0:
                 wait = remaining if self.transport.reliable else min(interval, remaining)
                 try:
                     response = await asyncio.wait_for(queue.get(), wait)
                 except TimeoutError:
                     if not self.transport.reliable:
-                        await self.send(message)
+                        await self.send(message, destination)
                         interval = min(interval * 2, 4.0)
                     continue
                 if response.status >= 200:
@@ -194,6 +220,19 @@ class UserAgent:
 
     def release_rtp_port(self, port: int) -> None:
         self.free_rtp_ports.append(port)
+
+    async def open_rtp(self, stream: RtpStream) -> int:
+        """Bind `stream` to a free port of the range; a port something else holds goes to
+        the back of the queue."""
+        for _attempt in range(20):
+            port = self.rtp_port()
+            try:
+                await stream.open(self.config.bind_host, port)
+            except OSError:
+                self.release_rtp_port(port)
+                continue
+            return port
+        raise OSError("no port of RTP_PORT_RANGE could be bound")
 
     def place(self, **kwargs) -> OutboundCall:
         return OutboundCall(self, **kwargs)
@@ -350,7 +389,7 @@ class OutboundCall:
         self.ua.calls[self.call_id] = self
         try:
             self.stream = RtpStream(payload_type=0)
-            self.rtp_port = await self._open_rtp()
+            self.rtp_port = await self.ua.open_rtp(self.stream)
             self.local_sdp = sdp.offer(address=self.ua.host, port=self.rtp_port)
             return await self._dial()
         except OSError as exc:
@@ -365,19 +404,6 @@ class OutboundCall:
             asyncio.get_running_loop().call_later(
                 32 * self.ua.config.t1, self.ua.calls.pop, self.call_id, None
             )
-
-    async def _open_rtp(self) -> int:
-        """Bind the stream to a free port of the range; a port something else holds goes
-        to the back of the queue."""
-        for _attempt in range(20):
-            port = self.ua.rtp_port()
-            try:
-                await self.stream.open(self.ua.config.bind_host, port)
-            except OSError:
-                self.ua.release_rtp_port(port)
-                continue
-            return port
-        raise OSError("no port of RTP_PORT_RANGE could be bound")
 
     async def _dial(self) -> Outcome:
         loop = asyncio.get_running_loop()

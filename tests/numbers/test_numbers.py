@@ -19,7 +19,7 @@ def test_creating_a_number_assigns_a_free_inventory_number(
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"id", "number", "alias", "created_at"}
+    assert set(body) == {"id", "number", "alias", "created_at", "greeting"}
     assert body["alias"] == "Office line"
     assert body["number"].startswith("+44207946")
     assert isinstance(body["created_at"], int)
@@ -171,7 +171,7 @@ def test_the_list_shows_my_numbers_oldest_first(user, client_jwt, other_user):
     assert [n["id"] for n in listed] == [
         str(n.pk) for n in sorted(mine, key=lambda n: n.created_at)
     ]
-    assert set(listed[0]) == {"id", "number", "alias", "created_at"}
+    assert set(listed[0]) == {"id", "number", "alias", "created_at", "greeting"}
 
 
 @pytest.mark.django_db
@@ -198,6 +198,7 @@ def test_changing_the_alias_returns_the_updated_number(user, client_jwt):
         "number": number.number,
         "alias": "Home",
         "created_at": int(number.created_at.timestamp() * 1000),
+        "greeting": "",
     }
 
 

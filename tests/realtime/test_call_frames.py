@@ -237,4 +237,7 @@ async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):
         "created_at": int(record.created_at.timestamp() * 1000),
         "number": number.number,
         "alias": "Office",
+        "recording_url": None,
+        "recording_seconds": None,
+        "heard": False,
     }

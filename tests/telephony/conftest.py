@@ -71,9 +71,11 @@ class AgentProcess(ChildProcess):
 
 
 class Sipp(ChildProcess):
-    """SIPp as a UAS on 127.0.0.1:`port` running `scenario` ("uas" for the built-in one, else
-    a file of scenarios/ with @name@ markers filled from `fill`), for `calls` calls and at
-    most `timeout` seconds. Every message it sees is written to its message log."""
+    """SIPp on 127.0.0.1:`port` running `scenario` ("uas" for the built-in one, else a file
+    of scenarios/ with @name@ markers filled from `fill`), for `calls` calls and at most
+    `timeout` seconds. As a UAS by default; given `remote` (host:port) it calls there, as
+    `caller` (its `[caller]`), dialling `service`, at most `limit` calls at once. Every
+    message it sees is written to its message log."""
 
     stop_grace = 5
 
@@ -87,6 +89,10 @@ class Sipp(ChildProcess):
         echo=False,
         tcp=False,
         timeout=60,
+        remote: str | None = None,
+        service: str = "",
+        caller: str = "",
+        limit: int = 0,
         **fill,
     ):
         workdir.mkdir(parents=True, exist_ok=True)
@@ -123,6 +129,10 @@ class Sipp(ChildProcess):
             str(self.errors),
             *(["-rtp_echo"] if echo else []),
             *(["-t", "t1"] if tcp else []),
+            *(["-s", service] if service else []),
+            *(["-key", "caller", caller] if caller else []),
+            *(["-l", str(limit), "-r", str(limit)] if limit else []),
+            *([remote] if remote else []),
         ]
         super().__init__(argv, dict(os.environ), log=workdir / "sipp.out")
         listening = tcp_listening if tcp else udp_port_taken

@@ -1,0 +1,414 @@
+"""Calls to the virtual numbers (DESIGN §5.7, inbound): SIPp calls Relay's telephony agent as
+the trunk would, and the tests check SIPp's verdict, the history row, the recording (fetched
+through the API) and the frames on the owner's socket."""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import io
+import json
+import math
+import struct
+import time
+import wave
+from pathlib import Path
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.hashers import make_password
+from django.core.files.base import ContentFile
+from django.core.files.storage import FileSystemStorage
+from websockets.asyncio.client import connect
+
+from history.models import CallRecord
+from history.services import record_inbound_call
+from telephony.inbound import DEFAULT_GREETING
+from telephony.sip.rtp import wav_from_g711
+from telephony.speech import Speech
+from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
+from tests.live import RelayProcess, http, http_exchange, wait_until
+from tests.telephony.conftest import Sipp, free_udp_port, sip_env
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+
+SIPP_SHARE = Path("/usr/share/sip-tester")
+CALLER = "+447700900123"
+BEEP_SECONDS = 0.4
+
+
+def pcap_seconds(path: Path) -> float:
+    """How long an RTP capture plays: the span of its RTP timestamps plus one packet."""
+    data = path.read_bytes()
+    offset, stamps, last_payload = 24, [], 0
+    while offset < len(data):
+        captured = struct.unpack("<I", data[offset + 8 : offset + 12])[0]
+        rtp = data[offset + 16 + 42 : offset + 16 + captured]  # Ethernet, IPv4, UDP
+        stamps.append(struct.unpack("!I", rtp[4:8])[0])
+        last_payload = len(rtp) - 12
+        offset += 16 + captured
+    return (max(stamps) - min(stamps) + last_payload) / 8000
+
+
+MESSAGE_SECONDS = pcap_seconds(SIPP_SHARE / "g711a.pcap")
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory, django_db_setup):
+    """runrelay with the SIP agent; calls ring for 2 s before voicemail answers."""
+    workdir = tmp_path_factory.mktemp("inbound")
+    env = sip_env(workdir, free_udp_port(), INBOUND_RING_SECONDS=2)
+    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
+    process.workdir = workdir
+    process.agent = env["SIP_BIND"]
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def number(user):
+    return NumberFactory(owner=user, alias="Shop")
+
+
+@pytest.fixture
+def mailbox(real_hashers, number):
+    """`number` with its PIN, 1234, hashed as Relay hashes it (Argon2), so that the agent,
+    which runs Relay's own settings, can check it."""
+    number.pin_hash = make_password("1234")
+    number.save(update_fields=["pin_hash"])
+    return number
+
+
+def spoken_seconds(text: str, tmp_path) -> float:
+    return len(Speech(tmp_path / "tts").render(text, "en")[8]) / 8000
+
+
+def call_in(relay, tmp_path, scenario: str, dialled: str, *, caller=CALLER, **fill) -> Sipp:
+    """SIPp calling `dialled` through Relay's agent as `caller`, running `scenario`."""
+    return Sipp(
+        tmp_path / f"sipp-{scenario}-{time.monotonic_ns()}",
+        scenario,
+        port=free_udp_port(),
+        remote=relay.agent,
+        service=dialled,
+        caller=caller,
+        **fill,
+    )
+
+
+def presses(keys: str) -> str:
+    """SIPp actions pressing `keys` as RFC 4733 events, a quarter second apart."""
+    names = {"*": "star", "#": "pound"}
+    return "\n".join(
+        f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/dtmf_2833_{names.get(k, k)}.pcap"/>'
+        f'</action></nop>\n  <pause milliseconds="250"/>'
+        for k in keys
+    )
+
+
+def records_of(number) -> list[CallRecord]:
+    return list(CallRecord.objects.filter(number=number).order_by("created_at"))
+
+
+def wait_for_records(number, count: int, deadline: float = 30) -> list[CallRecord]:
+    return wait_until(
+        lambda: (found := records_of(number)) and len(found) >= count and found,
+        deadline=deadline,
+        what=f"{count} record(s) of {number.number}",
+    )
+
+
+async def frames_until(ws, kind: str, timeout: float = 30) -> list[dict]:
+    frames = []
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = json.loads(await ws.recv())
+            frames.append(frame)
+            if frame["type"] == kind:
+                return frames
+
+
+def recording_of(relay, token: str, record: CallRecord) -> tuple[float, float]:
+    """The record's recording through the API: (seconds, RMS loudness)."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{relay.base}/api/history/{record.pk}/recording")  # noqa: S310
+    request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        assert response.headers["Content-Type"] == "audio/wav"
+        body = response.read()
+    with wave.open(io.BytesIO(body)) as wav:
+        frames = wav.readframes(wav.getnframes())
+        seconds = wav.getnframes() / wav.getframerate()
+    samples = array.array("h", frames)
+    return seconds, math.sqrt(sum(s * s for s in samples) / max(1, len(samples)))
+
+
+async def test_an_answered_call_leaves_a_message_that_the_owner_can_play(
+    relay, tmp_path, number, login
+):
+    greeting = spoken_seconds(DEFAULT_GREETING, tmp_path) + BEEP_SECONDS
+    async with connect(f"{relay.ws_base}/ws?token={login.token}") as ws:
+        caller = call_in(
+            relay,
+            tmp_path,
+            "inbound_message",
+            number.number,
+            greeting_ms=int((greeting + 0.3) * 1000),
+            message_ms=int(MESSAGE_SECONDS * 1000) + 200,
+        )
+        assert await asyncio.to_thread(caller.finish, 90) == 0, caller
+        frames = await frames_until(ws, "call_record")
+
+    [record] = await sync_to_async(wait_for_records)(number, 1)
+    assert (record.status, record.caller_num) == ("answered", CALLER)
+    expected = greeting + 0.3 + MESSAGE_SECONDS + 0.2  # from the answer to SIPp's BYE
+    assert abs(record.duration - expected) <= 1.5
+    assert record.recording and abs(record.recording_seconds - MESSAGE_SECONDS) <= 1
+    seconds, loudness = await asyncio.to_thread(recording_of, relay, login.token, record)
+    assert abs(seconds - MESSAGE_SECONDS) <= 1
+    assert loudness > 100  # the pcap's speech, not silence
+    incoming = [f for f in frames if f["type"] == "incoming_call"]
+    assert incoming and incoming[0] | {"ts": 0} == {
+        "type": "incoming_call",
+        "number_id": str(number.pk),
+        "number": number.number,
+        "caller_num": CALLER,
+        "ts": 0,
+    }
+    pushed = frames[-1]
+    assert (pushed["id"], pushed["status"], pushed["duration"]) == (
+        str(record.pk),
+        "answered",
+        record.duration,
+    )
+    assert pushed["recording_url"] == f"/api/history/{record.pk}/recording"
+    status, body = await asyncio.to_thread(
+        http, "GET", f"{relay.base}/api/history", None, login.token
+    )
+    assert status == 200
+    assert body["history"][0]["recording_url"] == f"/api/history/{record.pk}/recording"
+
+
+async def test_a_caller_who_hangs_up_while_it_rings_is_missed(relay, tmp_path, number, login):
+    async with connect(f"{relay.ws_base}/ws?token={login.token}") as ws:
+        caller = call_in(relay, tmp_path, "inbound_cancel", number.number, resend="")
+        assert await asyncio.to_thread(caller.finish, 30) == 0, caller
+        frames = await frames_until(ws, "call_record")
+
+    [record] = await sync_to_async(wait_for_records)(number, 1)
+    assert (record.status, record.duration, record.recording) == ("missed", 0, "")
+    assert [f["type"] for f in frames] == ["incoming_call", "call_record"]
+    assert frames[-1]["status"] == "missed"
+
+
+def test_an_invite_sent_again_with_the_same_call_id_makes_one_record(relay, tmp_path, number):
+    resend = (SCENARIO_INVITE_AGAIN).strip("\n")
+    caller = call_in(relay, tmp_path, "inbound_cancel", number.number, resend=resend)
+
+    assert caller.finish(30) == 0, caller
+    [record] = wait_for_records(number, 1)
+    assert record.status == "missed"
+    wait_until(lambda: caller.proc.poll() is not None, deadline=5, what="SIPp to exit")
+    assert len(records_of(number)) == 1
+
+
+def test_a_blocked_caller_is_declined_and_recorded_as_blocked(relay, tmp_path, number):
+    BlockedCallerFactory(number=number, caller_num=CALLER)
+
+    caller = call_in(relay, tmp_path, "inbound_refused", number.number, status=603)
+
+    assert caller.finish(30) == 0, caller
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.duration, record.caller_num) == ("blocked", 0, CALLER)
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["not provisioned", "held by nobody"])
+def test_a_number_nobody_holds_is_not_found_and_nothing_is_recorded(relay, tmp_path, number, held):
+    dialled = InventoryNumberFactory().e164 if held else "+442079469999"
+
+    caller = call_in(relay, tmp_path, "inbound_refused", dialled, status=404)
+
+    assert caller.finish(30) == 0, caller
+    assert not CallRecord.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "form",
+    [lambda e164: e164[1:], lambda e164: "00" + e164[1:], lambda e164: "0" + e164[3:]],
+    ids=["without +", "with 00", "national"],
+)
+def test_the_dialled_number_may_come_as_the_trunk_writes_it(relay, tmp_path, number, form):
+    caller = call_in(relay, tmp_path, "inbound_cancel", form(number.number), resend="")
+
+    assert caller.finish(30) == 0, caller
+    assert wait_for_records(number, 1)[0].status == "missed"
+
+
+@pytest.mark.parametrize("presented", ["anonymous", "Restricted", "not-a-number"])
+def test_a_withheld_caller_id_is_recorded_as_anonymous(relay, tmp_path, number, presented):
+    caller = call_in(relay, tmp_path, "inbound_cancel", number.number, caller=presented, resend="")
+
+    assert caller.finish(30) == 0, caller
+    assert wait_for_records(number, 1)[0].caller_num == "anonymous"
+
+
+def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, float]:
+    """A voicemail message `text` on `number`, stored where the relay keeps recordings."""
+    audio = Speech(tmp_path / "tts").render(text, "en")[8]
+    storage = FileSystemStorage(location=relay.workdir / "recordings")
+    name = storage.save("message.wav", ContentFile(wav_from_g711(audio, 8)))
+    seconds = len(audio) / 8000
+    record = record_inbound_call(
+        number=number,
+        caller_num="+447700900999",
+        status="answered",
+        duration=9,
+        recording=name,
+        recording_seconds=seconds,
+    )
+    return record, seconds
+
+
+def test_the_pin_opens_the_mailbox_and_plays_the_new_message(relay, tmp_path, mailbox):
+    number = mailbox
+    message, seconds = stored_message(relay, number, tmp_path, "Call me back about the parcel.")
+    started = time.monotonic()
+
+    caller = call_in(
+        relay,
+        tmp_path,
+        "inbound_keys",
+        number.number,
+        before_ms=1000,
+        presses=presses("*1234#"),
+        hangup_timeout_ms=40000,
+    )
+
+    assert caller.finish(60) == 0, caller
+    assert time.monotonic() - started >= seconds
+    message.refresh_from_db()
+    assert message.heard is True
+    # The owner's own call is a call too: answered, with no message of its own.
+    records = wait_for_records(number, 2)
+    mailbox_call = next(r for r in records if r.pk != message.pk)
+    assert (mailbox_call.status, mailbox_call.recording) == ("answered", "")
+    # Neither the PIN nor the keys reach the agent's log.
+    agent_lines = [
+        line
+        for line in (relay.workdir / "relay.log").read_text().splitlines()
+        if " telephony." in line
+    ]
+    assert not [line for line in agent_lines if "1234" in line or "DTMF" in line.upper()]
+
+
+def test_five_wrong_pins_by_phone_lock_the_mailbox_and_the_rest_pin_change(
+    relay, tmp_path, mailbox, login
+):
+    number = mailbox
+    message, _ = stored_message(relay, number, tmp_path, "Hello.")
+    for wrong in ("*0000#0000#0000#", "*1111#1111#"):
+        caller = call_in(
+            relay,
+            tmp_path,
+            "inbound_keys",
+            number.number,
+            before_ms=1000,
+            presses=presses(wrong),
+            hangup_timeout_ms=40000,
+        )
+        assert caller.finish(60) == 0, caller
+
+    status, body, headers = http_exchange(
+        "PUT",
+        f"{relay.base}/api/numbers/{number.pk}/pin",
+        {"currentPin": "1234", "newPin": "5678"},
+        login.token,
+    )
+    assert (status, body["code"]) == (429, "pin_locked")
+    assert int(headers["Retry-After"]) > 0
+    # Locked by phone too, even with the right PIN: the mailbox says so and hangs up.
+    caller = call_in(
+        relay,
+        tmp_path,
+        "inbound_keys",
+        number.number,
+        before_ms=1000,
+        presses=presses("*1234#"),
+        hangup_timeout_ms=40000,
+    )
+    assert caller.finish(60) == 0, caller
+    message.refresh_from_db()
+    assert message.heard is False
+
+
+def test_fifty_calls_ten_at_a_time_leave_fifty_messages(relay, tmp_path, number):
+    number.greeting = "Hi."
+    number.save(update_fields=["greeting"])
+    greeting = spoken_seconds("Hi.", tmp_path) + BEEP_SECONDS
+
+    callers = Sipp(
+        tmp_path / "sipp-load",
+        "inbound_message",
+        port=free_udp_port(),
+        remote=relay.agent,
+        service=number.number,
+        caller=CALLER,
+        calls=50,
+        limit=10,
+        timeout=180,
+        greeting_ms=int((greeting + 0.3) * 1000),
+        message_ms=int(MESSAGE_SECONDS * 1000) + 200,
+    )
+
+    assert callers.finish(180) == 0, callers
+    records = wait_for_records(number, 50, deadline=60)
+    assert len(records) == 50
+    assert {r.status for r in records} == {"answered"}
+    assert len({r.sip_call_id for r in records}) == 50
+    assert all(r.recording for r in records)
+    assert len({r.recording for r in records}) == 50
+    stored = FileSystemStorage(location=relay.workdir / "recordings")
+    assert all(stored.exists(r.recording) for r in records)
+
+
+SCENARIO_INVITE_AGAIN = """
+  <send>
+    <![CDATA[
+INVITE sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=z9hG4bK-[pid]-[call_number]-again
+From: <sip:[caller]@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
+To: <sip:[service]@[remote_ip]:[remote_port]>
+Call-ID: [call_id]
+CSeq: 2 INVITE
+Contact: <sip:sipp@[local_ip]:[local_port]>
+Max-Forwards: 70
+Content-Type: application/sdp
+Content-Length: [len]
+
+v=0
+o=sipp 1 1 IN IP[local_ip_type] [local_ip]
+s=-
+c=IN IP[media_ip_type] [media_ip]
+t=0 0
+m=audio [media_port] RTP/AVP 8 101
+a=rtpmap:8 PCMA/8000
+a=rtpmap:101 telephone-event/8000
+
+    ]]>
+  </send>
+  <recv response="482"/>
+  <send>
+    <![CDATA[
+ACK sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=z9hG4bK-[pid]-[call_number]-again
+From: <sip:[caller]@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
+[last_To:]
+Call-ID: [call_id]
+CSeq: 2 ACK
+Max-Forwards: 70
+Content-Length: 0
+
+    ]]>
+  </send>
+"""

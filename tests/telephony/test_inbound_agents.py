@@ -1,0 +1,134 @@
+"""Inbound calls whatever happens to the agent: killed while a call rings, or over TCP."""
+
+from __future__ import annotations
+
+import pytest
+
+from history.models import CallRecord
+from telephony.models import InboundCall
+from tests.factories import BlockedCallerFactory, NumberFactory
+from tests.live import free_port, wait_until
+from tests.telephony.conftest import (
+    AgentProcess,
+    Sipp,
+    free_udp_port,
+    sip_env,
+    tcp_listening,
+    udp_port_taken,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+CALLER = "+447700900123"
+
+
+def test_a_call_ringing_on_a_killed_agent_is_recorded_once_by_the_next(user, tmp_path):
+    number = NumberFactory(owner=user)
+    env = sip_env(
+        tmp_path,
+        free_udp_port(),
+        INBOUND_RING_SECONDS=60,
+        CALL_RECOVERY_GRACE=2,
+        CALL_RECOVERY_INTERVAL=0.5,
+    )
+    first = AgentProcess(tmp_path, env, name="first")
+    caller = Sipp(
+        tmp_path / "sipp",
+        "inbound_ring",
+        port=free_udp_port(),
+        remote=env["SIP_BIND"],
+        service=number.number,
+        caller=CALLER,
+        ring_ms=30000,
+    )
+    try:
+        ledger = wait_until(
+            lambda: InboundCall.objects.filter(number=number).first(),
+            deadline=30,
+            what="the agent to take the call",
+        )
+        first.kill()
+        assert not CallRecord.objects.exists()  # it died holding the call
+
+        second = AgentProcess(tmp_path, env, name="second")
+        try:
+            [record] = wait_until(
+                lambda: list(CallRecord.objects.filter(number=number)),
+                deadline=30,
+                what="the next agent to record the call",
+            )
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+        caller.stop()
+
+    assert (record.status, record.duration, record.caller_num) == ("missed", 0, CALLER)
+    assert record.sip_call_id == ledger.sip_call_id
+    assert InboundCall.objects.get(pk=ledger.pk).recorded is True
+    assert CallRecord.objects.count() == 1
+
+
+def test_a_call_over_tcp_is_taken_like_one_over_udp(user, tmp_path):
+    number = NumberFactory(owner=user)
+    env = sip_env(tmp_path, free_port(), SIP_TRANSPORT="tcp", SIP_BIND=f"127.0.0.1:{free_port()}")
+    agent = AgentProcess(tmp_path, env)
+    try:
+        port = int(env["SIP_BIND"].rsplit(":", 1)[1])
+        wait_until(lambda: tcp_listening(port), deadline=30, what="the agent on TCP")
+        caller = Sipp(
+            tmp_path / "sipp",
+            "inbound_cancel",
+            port=free_port(),
+            remote=env["SIP_BIND"],
+            service=number.number,
+            caller=CALLER,
+            tcp=True,
+            resend="",
+        )
+        assert caller.finish(30) == 0, caller
+        [record] = wait_until(
+            lambda: list(CallRecord.objects.filter(number=number)),
+            deadline=30,
+            what="the call's record",
+        )
+    finally:
+        agent.stop()
+
+    assert (record.status, record.caller_num) == ("missed", CALLER)
+
+
+@pytest.mark.parametrize(
+    ("sources", "answer"), [("", 403), ("127.0.0.0/8", 603), ("10.0.0.1,any", 603)]
+)
+def test_only_the_trunk_and_the_listed_sources_may_call_in(user, tmp_path, sources, answer):
+    number = NumberFactory(owner=user)
+    BlockedCallerFactory(number=number, caller_num=CALLER)
+    # The trunk is 127.0.0.2; SIPp calls from 127.0.0.1.
+    env = sip_env(tmp_path, free_udp_port(), SIP_INBOUND_SOURCES=sources)
+    env["SIP_TRUNK_URI"] = env["SIP_TRUNK_URI"].replace("127.0.0.1", "127.0.0.2")
+    agent = AgentProcess(tmp_path, env)
+    try:
+        port = int(env["SIP_BIND"].rsplit(":", 1)[1])
+        wait_until(lambda: udp_port_taken(port), deadline=30, what="the agent")
+        caller = Sipp(
+            tmp_path / "sipp",
+            "inbound_refused",
+            port=free_udp_port(),
+            remote=env["SIP_BIND"],
+            service=number.number,
+            caller=CALLER,
+            status=answer,
+        )
+        assert caller.finish(30) == 0, caller
+        if answer == 603:
+            wait_until(
+                lambda: CallRecord.objects.filter(number=number, status="blocked").exists(),
+                deadline=30,
+                what="the blocked call's record",
+            )
+    finally:
+        agent.stop()
+
+    assert CallRecord.objects.filter(number=number).count() == (answer == 603)
+    assert InboundCall.objects.filter(number=number).count() == (answer == 603)
