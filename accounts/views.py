@@ -1,6 +1,5 @@
 from django.conf import settings
 from django.http.request import split_domain_port
-from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
@@ -20,9 +19,20 @@ from accounts.serializers import (
     SessionOutput,
 )
 from core.clientip import client_ip
-from core.errors import InvalidRequest
-from core.schema import SuccessOutput, errors
+from core.errors import ErrorCode, InvalidRequest
+from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation
 from core.viewsets import ResourceViewSet
+
+USER_ID = "9b2f6c1e-3d4a-4b8e-9f10-2a3b4c5d6e7f"
+SESSION_ID = "5f0c2d9a-8b7e-4c61-a3d2-1e0f9a8b7c6d"
+API_KEY = "vr_Xq3nV8kP2mL7sR4tY9wB1cF6hJ0dG5aZ2eN8uQ4i"
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzaWQiOiI1ZjBjIn0.c2lnbmF0dXJl"
+AUTH_EXAMPLE = {"token": JWT, "user": {"id": USER_ID, "email": "me@example.com", "apiKey": API_KEY}}
+CREDENTIALS_EXAMPLE = {"email": "me@example.com", "password": "a-long-passphrase"}
+AUTH_RATE_LIMIT_DESCRIPTION = (
+    "Rate limited per client IP (`RATE_LIMIT_AUTH_PER_IP`) and per e-mail "
+    "(`RATE_LIMIT_AUTH_PER_EMAIL`): 429 with `Retry-After`."
+)
 
 
 class AuthViewSet(ResourceViewSet):
@@ -42,11 +52,15 @@ class AuthViewSet(ResourceViewSet):
         body = AuthOutput({"token": result.token, "user": result.user}).data
         return Response(body, status=status_code)
 
-    @extend_schema(
-        operation_id="auth_register",
-        request=RegisterInput,
-        responses={201: AuthOutput, **errors(400, 409, 415, 429, 503)},
-        auth=[],
+    @operation(
+        "auth_register",
+        summary="Register an account",
+        description="Opens a login session: the answer carries its JWT and the API key. "
+        + AUTH_RATE_LIMIT_DESCRIPTION,
+        request=(RegisterInput, CREDENTIALS_EXAMPLE),
+        responses={201: (AuthOutput, AUTH_EXAMPLE)},
+        errors=[ErrorCode.EMAIL_TAKEN, ErrorCode.RATE_LIMITED, ErrorCode.SERVICE_UNAVAILABLE],
+        authenticated=False,
     )
     @action(
         detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
@@ -54,11 +68,18 @@ class AuthViewSet(ResourceViewSet):
     def register(self, request):
         return self._open_session("register", services.user_register, status.HTTP_201_CREATED)
 
-    @extend_schema(
-        operation_id="auth_login",
-        request=CredentialsInput,
-        responses={200: AuthOutput, **errors(400, 401, 415, 429, 503)},
-        auth=[],
+    @operation(
+        "auth_login",
+        summary="Log in",
+        description="Opens a new login session. " + AUTH_RATE_LIMIT_DESCRIPTION,
+        request=(CredentialsInput, CREDENTIALS_EXAMPLE),
+        responses={200: (AuthOutput, AUTH_EXAMPLE)},
+        errors=[
+            ErrorCode.INVALID_CREDENTIALS,
+            ErrorCode.RATE_LIMITED,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
+        authenticated=False,
     )
     @action(
         detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
@@ -66,10 +87,13 @@ class AuthViewSet(ResourceViewSet):
     def login(self, request):
         return self._open_session("login", services.user_login, status.HTTP_200_OK)
 
-    @extend_schema(
-        operation_id="auth_logout",
-        request=None,
-        responses={200: SuccessOutput, **errors(400, 401)},
+    @operation(
+        "auth_logout",
+        summary="End the current login session",
+        description="Its JWT is refused from then on and its open sockets close (4401). "
+        "An API key has no session: 400.",
+        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
+        errors=[ErrorCode.INVALID_REQUEST],
     )
     @action(detail=False, methods=["post"])
     def logout(self, request):
@@ -86,15 +110,31 @@ class UserViewSet(ResourceViewSet):
 
     input_serializers = {"matrix": MatrixIdInput}
 
-    @extend_schema(operation_id="user_me", responses={200: MeOutput, **errors(401)})
+    @operation(
+        "user_me",
+        summary="Read your profile",
+        responses={
+            200: (
+                MeOutput,
+                {
+                    "id": USER_ID,
+                    "email": "me@example.com",
+                    "plan": "free",
+                    "matrixId": "@me:matrix.example.com",
+                    "createdAt": 1795320000000,
+                },
+            )
+        },
+    )
     @action(detail=False, methods=["get"])
     def me(self, request):
         return Response(MeOutput(request.user).data)
 
-    @extend_schema(
-        operation_id="user_matrix_set",
-        request=MatrixIdInput,
-        responses={200: MatrixIdOutput, **errors(400, 401, 415)},
+    @operation(
+        "user_matrix_set",
+        summary="Set or clear your Matrix id",
+        request=(MatrixIdInput, {"matrixId": "@me:matrix.example.com"}),
+        responses={200: (MatrixIdOutput, {"success": True, "matrixId": "@me:matrix.example.com"})},
     )
     @action(detail=False, methods=["put"])
     def matrix(self, request):
@@ -103,10 +143,11 @@ class UserViewSet(ResourceViewSet):
         )
         return Response({"success": True, "matrixId": user.matrix_id})
 
-    @extend_schema(
-        operation_id="user_api_key_regenerate",
-        request=None,
-        responses={200: ApiKeyOutput, **errors(401)},
+    @operation(
+        "user_api_key_regenerate",
+        summary="Replace your API key",
+        description="The old key fails on the very next request.",
+        responses={200: (ApiKeyOutput, {"apiKey": API_KEY})},
     )
     @action(detail=False, methods=["post"], url_path="regenerate-api-key")
     def regenerate_api_key(self, request):
@@ -118,10 +159,12 @@ class SessionViewSet(ResourceViewSet):
 
     lookup_url_kwarg = "session_id"
 
-    @extend_schema(
-        operation_id="user_session_end",
-        request=None,
-        responses={200: SuccessOutput, **errors(401, 404)},
+    @operation(
+        "user_session_end",
+        summary="End one of your login sessions",
+        description="Its JWT is refused from then on and its open sockets close (4401).",
+        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
     )
     def destroy(self, request, session_id):
         services.session_end_for_user(user=request.user, session_id=session_id)
@@ -144,7 +187,32 @@ def ws_base_url(request) -> str:
 class DashboardViewSet(ResourceViewSet):
     # `/api/dashboard`: profile, API key, a ready WebSocket URL and the newest sessions.
 
-    @extend_schema(operation_id="dashboard", responses={200: DashboardOutput, **errors(401)})
+    @operation(
+        "dashboard",
+        summary="Read your dashboard",
+        description="Profile, API key, a WebSocket URL carrying a JWT, and the 20 newest "
+        "sessions. Called with an API key, it opens a session for the socket's JWT.",
+        responses={
+            200: (
+                DashboardOutput,
+                {
+                    "email": "me@example.com",
+                    "plan": "free",
+                    "matrixId": None,
+                    "apiKey": API_KEY,
+                    "wsUrl": f"wss://relay.example.com/ws?token={JWT}",
+                    "sessions": [
+                        {
+                            "id": SESSION_ID,
+                            "created_at": 1795320000000,
+                            "last_seen": 1795320060000,
+                            "active": 1,
+                        }
+                    ],
+                },
+            )
+        },
+    )
     def list(self, request):
         user = request.user
         jwt = getattr(request, "jwt", None)

@@ -1,5 +1,4 @@
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -8,8 +7,11 @@ from captcha import services
 from captcha.serializers import ChallengeOutput, TokenOutput, VerifyInput
 from core import ratelimit
 from core.clientip import client_ip
-from core.schema import errors
+from core.errors import ErrorCode
+from core.schema import operation
 from core.viewsets import ResourceViewSet
+
+CHALLENGE_ID = "0d6b1f7e-2c3a-4e5d-8f9a-b1c2d3e4f5a6"
 
 
 class CaptchaViewSet(ResourceViewSet):
@@ -19,19 +21,36 @@ class CaptchaViewSet(ResourceViewSet):
     permission_classes = [AllowAny]
     input_serializers = {"verify": VerifyInput}
 
-    @extend_schema(
-        operation_id="captcha_issue", responses={200: ChallengeOutput, **errors(429)}, auth=[]
+    @operation(
+        "captcha_issue",
+        summary="Get an addition to solve",
+        description="The challenge is kept 5 minutes. Rate limited per client IP "
+        "(`RATE_LIMIT_CAPTCHA_PER_IP`).",
+        responses={
+            200: (
+                ChallengeOutput,
+                {"a": 12, "b": 30, "question": "12 + 30 = ?", "challengeId": CHALLENGE_ID},
+            )
+        },
+        errors=[ErrorCode.RATE_LIMITED],
+        authenticated=False,
     )
     def list(self, request):
         ratelimit.hit("captcha-issue:ip", client_ip(request), settings.RATE_LIMIT_CAPTCHA_PER_IP)
         challenge = services.captcha_challenge_issue()
         return Response(ChallengeOutput(challenge).data)
 
-    @extend_schema(
-        operation_id="captcha_verify",
-        request=VerifyInput,
-        responses={200: TokenOutput, **errors(400, 415, 429)},
-        auth=[],
+    @operation(
+        "captcha_verify",
+        summary="Answer a challenge for a token",
+        description="Any answer spends the challenge. A right one gives a token for "
+        "`POST /api/numbers`, single use and valid 10 minutes; a wrong one is 400 "
+        "`captcha_wrong_answer`, an unknown, spent or expired challenge 400 `captcha_invalid`. "
+        "Rate limited per client IP (`RATE_LIMIT_CAPTCHA_VERIFY_PER_IP`).",
+        request=(VerifyInput, {"a": 12, "b": 30, "answer": 42, "challengeId": CHALLENGE_ID}),
+        responses={200: (TokenOutput, {"token": "3c9e7a51-0b2d-4f6e-8a1c-5d4e3f2a1b0c"})},
+        errors=[ErrorCode.CAPTCHA_WRONG_ANSWER, ErrorCode.CAPTCHA_INVALID, ErrorCode.RATE_LIMITED],
+        authenticated=False,
     )
     @action(detail=False, methods=["post"])
     def verify(self, request):

@@ -17,6 +17,7 @@ from rest_framework.fields import empty
 
 from core.errors import invalid_fields
 from core.phone import e164_possible, e164_valid
+from core.urls import url_problem
 
 
 def validated(serializer_class, data) -> dict:
@@ -131,6 +132,33 @@ class AliasField(BoundedTextField):
         super().__init__(max_length=ALIAS_MAX_LENGTH, trim=True, rule=alias_problem, **kwargs)
 
 
+GREETING_MAX_LENGTH = 500
+
+
+@extend_schema_field(
+    {"type": "string", "maxLength": GREETING_MAX_LENGTH, "pattern": rf"^[^{NO_CONTROL}]*$"}
+)
+class GreetingField(StrictCharField):
+    """What voicemail says: 0-500 characters, trimmed, no control characters; empty means
+    the service's default greeting."""
+
+    default_error_messages = {
+        "length": f"Must be at most {GREETING_MAX_LENGTH} characters after trimming."
+    }
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_blank=True, trim_whitespace=True, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if len(value) > GREETING_MAX_LENGTH:
+            self.fail("length")
+        problem = alias_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+
 @extend_schema_field({"type": "string", "pattern": PIN_PATTERN})
 class PinField(StrictCharField):
     """A PIN: 4 to 8 digits. With `checked=False` any string is taken (a current PIN in a
@@ -184,3 +212,18 @@ class DialableNumberField(E164Field):
 @extend_schema_field({"type": "string", "pattern": TEXT_PATTERN})
 class TextField(StrictCharField):
     pass
+
+
+@extend_schema_field({"type": "string", "format": "uri", "maxLength": 2000})
+class WebhookUrlField(StrictCharField):
+    """An http or https URL Relay will POST signed events to (core.urls.url_problem)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=2000, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        problem = url_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value

@@ -4,6 +4,7 @@ from rest_framework import metadata, routers, viewsets
 from rest_framework.response import Response
 
 from core import fields
+from core.schema import UUID_PATH_SCHEMA
 
 
 class ResourceMetadata(metadata.SimpleMetadata):
@@ -33,6 +34,9 @@ class ResourceViewSet(viewsets.GenericViewSet):
     # Path ids are the resource's public ids: anything but a slash, checked by the action,
     # which answers 404 for an id that is malformed, unknown or another user's.
     lookup_value_converter = "str"
+    # The path id as the schema documents it (core.schema.RelayAutoSchema): public ids are
+    # UUIDs; a ViewSet whose ids are something else says so.
+    lookup_schema = UUID_PATH_SCHEMA
 
     def get_serializer_class(self):
         return self.input_serializers.get(self.action)

@@ -9,6 +9,7 @@ from core.fields import (
     E164Field,
     MillisecondsField,
     StrictCharField,
+    WebhookUrlField,
 )
 from core.pagination import NextCursorField, PageParameters, PageQuery
 from realtime.languages import LANGUAGES
@@ -83,12 +84,17 @@ class CallSubmitInput(serializers.Serializer):
     to = DialableNumberField(help_text="E.164, e.g. +442079460123")
     message = MessageField()
     language = LanguageField(required=False, help_text="the voice; default TTS_DEFAULT_LANGUAGE")
+    statusCallback = WebhookUrlField(  # noqa: N815
+        required=False, help_text="where this call's call_status events are POSTed, signed"
+    )
 
     def get_fields(self):
         # "from" is a Python keyword, so it cannot be declared as a class attribute.
         fields = super().get_fields()
         fields["from"] = E164Field(
-            required=False, help_text="one of your numbers (E.164); default: your oldest"
+            required=False,
+            allow_null=True,  # null means the default (to_internal_value); the schema says so
+            help_text="one of your numbers (E.164); default: your oldest",
         )
         return fields
 

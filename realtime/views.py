@@ -1,9 +1,9 @@
-from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from core.schema import errors
+from core.errors import ErrorCode
+from core.schema import operation
 from core.viewsets import ResourceViewSet
 from realtime import calls, pipeline, selectors
 from realtime.serializers import (
@@ -16,6 +16,20 @@ from realtime.serializers import (
     CallSubmitInput,
 )
 
+CALL_ID = "order-1234"
+CALL_EXAMPLE = {
+    "callId": CALL_ID,
+    "to": "+442079460123",
+    "message": "Your table is ready",
+    "status": "canceled",
+    "duration": None,
+    "reason": "canceled by the user",
+    "createdAt": 1795320000000,
+    "updatedAt": 1795320001500,
+    "endedAt": 1795320001500,
+    "from": "+442079460042",
+}
+
 
 class CallViewSet(ResourceViewSet):
     # `/api/calls`: the caller's outbound calls; submit, read and cancel them.
@@ -23,21 +37,48 @@ class CallViewSet(ResourceViewSet):
     lookup_url_kwarg = "call_id"
     # callId is the client's string: anything but control characters, slashes included.
     lookup_value_converter = "path"
+    lookup_schema = {"type": "string", "minLength": 1, "maxLength": 64}
 
-    @extend_schema(
-        operation_id="calls_list",
+    @operation(
+        "calls_list",
+        summary="List your outbound calls",
+        description="Newest first, paged like the history; a client that reconnects its "
+        "socket reads this to catch up. 400 for a bad filter, `limit`, `offset` or `before`.",
         parameters=[CallListParameters],
-        responses={200: CallListOutput, **errors(400, 401)},
+        responses={
+            200: (
+                CallListOutput,
+                {"calls": [CALL_EXAMPLE], "total": 1, "limit": 50, "offset": 0, "nextCursor": None},
+            )
+        },
+        errors=[ErrorCode.INVALID_REQUEST],
     )
     def list(self, request):
         return self.paged_list(
             query=CallsQuery, fetch=selectors.calls_page, key="calls", output=CallOutput
         )
 
-    @extend_schema(
-        operation_id="calls_submit",
-        request=CallSubmitInput,
-        responses={202: CallAckOutput, **errors(400, 401, 415, 429)},
+    @operation(
+        "calls_submit",
+        summary="Place a call",
+        description="The REST twin of the socket's `call` frame: the call is committed "
+        "before the answer, and the same `callId` again creates nothing (it answers the "
+        "call's current status). Its progress arrives as `call_status` frames on the socket. "
+        "Rate limited per user (`RATE_LIMIT_CALLS_PER_USER`).",
+        request=(
+            CallSubmitInput,
+            {
+                "callId": CALL_ID,
+                "to": "+442079460123",
+                "message": "Your table is ready",
+                "from": "+442079460042",
+                "language": "en",
+            },
+        ),
+        responses={
+            202: (CallAckOutput, {"type": "call_ack", "callId": CALL_ID, "status": "queued"})
+        },
+        errors=[ErrorCode.RATE_LIMITED],
     )
     def create(self, request):
         # Checked by CallSubmitInput inside the service: a repeated callId is acked whatever
@@ -45,18 +86,39 @@ class CallViewSet(ResourceViewSet):
         call, _created = calls.call_request_submit(user=request.user, data=request.data)
         return Response(pipeline.call_ack_event(call), status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(
-        operation_id="calls_get",
-        responses={200: CallDetailOutput, **errors(401, 404)},
+    @operation(
+        "calls_get",
+        summary="Read one call and its timeline",
+        responses={
+            200: (
+                CallDetailOutput,
+                {
+                    **CALL_EXAMPLE,
+                    "timeline": [
+                        {"status": "queued", "at": 1795320000000, "detail": ""},
+                        {"status": "dialing", "at": 1795320000500, "detail": ""},
+                        {
+                            "status": "canceled",
+                            "at": 1795320001500,
+                            "detail": "canceled by the user",
+                        },
+                    ],
+                },
+            )
+        },
+        errors=[ErrorCode.NOT_FOUND],
     )
     def retrieve(self, request, call_id):
         call = selectors.call_access(user=request.user, call_id=call_id)
         return Response(CallDetailOutput(call).data)
 
-    @extend_schema(
-        operation_id="calls_cancel",
-        request=None,
-        responses={200: CallOutput, **errors(401, 404, 409)},
+    @operation(
+        "calls_cancel",
+        summary="Cancel a call",
+        description="Any state before the end moves to `canceled` (a ringing SIP call gets "
+        "CANCEL, an answered one BYE); 409 `call_not_cancelable` once the call has ended.",
+        responses={200: (CallOutput, CALL_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.CALL_NOT_CANCELABLE],
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request, call_id):

@@ -1,5 +1,7 @@
 import pytest
 
+from core.errors import ErrorCode
+
 ACCOUNT_PATHS = {
     "/api/auth/register": {"post"},
     "/api/auth/login": {"post"},
@@ -37,13 +39,20 @@ def test_schema_documents_every_operation(schema):
 
 
 def test_every_operation_documents_its_errors_with_the_error_shape(schema):
+    components = schema["components"]["schemas"]
+    shape = components["Error"]
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             error_codes = [c for c in operation["responses"] if c.startswith(("4", "5"))]
             assert error_codes, f"{method} {path} documents no error"
-            for code in error_codes:
-                ref = operation["responses"][code]["content"]["application/json"]["schema"]["$ref"]
-                assert ref.endswith("/Error"), (method, path, code)
+            for status in error_codes:
+                ref = operation["responses"][status]["content"]["application/json"]["schema"]
+                error = components[ref["$ref"].split("/")[-1]]
+                # The one shape, its code narrowed to registry codes of this very status.
+                assert set(error["properties"]) == set(shape["properties"]), (method, path)
+                assert error["required"] == shape["required"] == ["error", "code"]
+                statuses = {ErrorCode(code).status for code in error["properties"]["code"]["enum"]}
+                assert statuses == {int(status)}, (method, path, status)
 
 
 def test_authenticated_operations_accept_both_schemes(schema):
