@@ -51,6 +51,12 @@ def issue() -> IssuedApiKey:
     )
 
 
+def encrypt(plaintext: str) -> str:
+    """`plaintext` (a secret Relay must be able to read again: an API key, a webhook secret)
+    encrypted with the newest configured Fernet key."""
+    return _fernet().encrypt(plaintext.encode()).decode()
+
+
 def decrypt(ciphertext: str) -> str | None:
     """The key behind `ciphertext`, or None when no configured Fernet key can open it."""
     if not ciphertext:

@@ -6,7 +6,7 @@ channel layer directly, so nothing is pushed about a row that was rolled back.
 
 import contextvars
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from uuid import UUID
@@ -71,8 +71,26 @@ async def send_collected(pushes: list[Push]) -> None:
             logger.exception("could not push %s to %s", message.get("type"), group)
 
 
+# Writers of outbox rows (webhook deliveries, Matrix notifications): each is called with
+# every user event inside the transaction that caused it, so its rows commit with the state
+# they report or not at all. Apps above the kernel register theirs in AppConfig.ready().
+OutboxWriter = Callable[..., None]  # writer(*, user_id, event)
+_outbox_writers: list[OutboxWriter] = []
+
+
+def outbox_writer_register(writer: OutboxWriter) -> None:
+    """Have `writer(user_id=..., event=...)` see every user event (once, however often an app
+    registers it)."""
+    if writer not in _outbox_writers:
+        _outbox_writers.append(writer)
+
+
 def send_to_user_on_commit(*, user_id: UUID | str, event: dict) -> None:
-    """Deliver `event` (a client frame) to every socket of the user once the caller commits."""
+    """Deliver `event` (a client frame) to every socket of the user once the caller commits,
+    and hand it to every outbox writer now, inside the caller's transaction. Call it inside
+    the transaction that writes the state `event` reports."""
+    for writer in _outbox_writers:
+        writer(user_id=user_id, event=event)
     send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
 
 

@@ -71,6 +71,7 @@ def call_request_submit(*, user: User, data) -> tuple[CallRequest, bool]:
                 to=target,
                 message=message,
                 language=values.get("language") or settings.TTS_DEFAULT_LANGUAGE,
+                status_callback=values.get("statusCallback", ""),
                 from_number=number,
                 caller_id=caller_id,
                 created_at=now,

@@ -44,6 +44,8 @@ class CallRequest(models.Model):
         related_name="outbound_calls",
     )
     caller_id = models.CharField(max_length=16, help_text="the number presented to the callee")
+    # Where this call's call_status events are POSTed as well (signed webhooks), if set.
+    status_callback = models.CharField(max_length=2000, blank=True, default="", db_default="")
     status = models.CharField(max_length=16, choices=CallState.choices, default=CallState.QUEUED)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)

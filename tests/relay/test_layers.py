@@ -8,7 +8,7 @@ Layers, lowest first (docs/architecture.md):
   captcha, virtual_numbers
   history
   realtime
-  telephony                 the SIP agent and its user agent
+  telephony, webhooks       the SIP agent and its user agent; signed status webhooks
   relay                     the roof: settings, urls, asgi, wsgi, admin site
 Tests, benchmarks and migrations are not layers of the product and are not checked.
 """
@@ -25,7 +25,7 @@ LAYERS = [
     {"captcha", "virtual_numbers"},
     {"history"},
     {"realtime"},
-    {"telephony"},
+    {"telephony", "webhooks"},
     {"relay"},
 ]
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}

@@ -1,7 +1,10 @@
-"""`manage.py relay_worker`: django-tasks-db's db_worker plus the call recovery loop.
+"""`manage.py relay_worker`: django-tasks-db's db_worker plus the recovery loop.
 
 Recovery runs at start (so a worker restarted after a crash picks up what its predecessor
-dropped) and every CALL_RECOVERY_INTERVAL seconds in a background thread.
+dropped) and every CALL_RECOVERY_INTERVAL seconds in a background thread: every pass named
+in WORKER_PERIODIC_PASSES (the calls' recovery, the webhook outbox's sweep), each a function
+that returns how much it re-queued. The site's settings name them, so apps above this one
+add theirs without an import running upward.
 """
 
 import logging
@@ -13,10 +16,9 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import InterfaceError, OperationalError, close_old_connections
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
+from django.utils.module_loading import import_string
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
-
-from realtime.tasks import calls_recover
 
 logger = logging.getLogger(__name__)
 
@@ -29,15 +31,16 @@ class RecoveryLoop(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.is_set():
-            try:
-                close_old_connections()
-                touched = calls_recover()
-                if touched:
-                    logger.warning("call recovery touched %d call(s)", touched)
-            except Exception:  # keep the loop alive through a database restart
-                logger.exception("call recovery pass failed")
-            finally:
-                close_old_connections()
+            for name in settings.WORKER_PERIODIC_PASSES:
+                try:
+                    close_old_connections()
+                    touched = import_string(name)()
+                    if touched:
+                        logger.warning("%s re-queued %d item(s)", name.rsplit(".", 1)[1], touched)
+                except Exception:  # keep the loop alive through a database restart
+                    logger.exception("recovery pass %s failed", name)
+                finally:
+                    close_old_connections()
             self.stopped.wait(self.interval)
 
 

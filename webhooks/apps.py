@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class WebhooksConfig(AppConfig):
+    name = "webhooks"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from core import events
+        from webhooks.services import webhook_outbox_write
+
+        events.outbox_writer_register(webhook_outbox_write)
