@@ -4,11 +4,15 @@ The embedded default needs no variable at all except SECRET_KEY, which `make run
 under var/ on first start; DEBUG never supplies a secret outside development.
 """
 
+import importlib.metadata
+import ipaddress
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
 
 import environ
+import phonenumbers
 from django.core.exceptions import ImproperlyConfigured
 from redis.maint_notifications import MaintNotificationsConfig
 
@@ -85,6 +89,7 @@ INSTALLED_APPS = [
     "history",
     "realtime",
     "telephony",
+    "webhooks",
     "relay",  # the site itself: runrelay, the command that runs every process
 ]
 
@@ -361,6 +366,15 @@ CALL_RECOVERY_INTERVAL = env.float("CALL_RECOVERY_INTERVAL", default=10.0)
 CALL_MAX_RECOVERIES = env.int("CALL_MAX_RECOVERIES", default=3)
 WORKER_POLL_INTERVAL = env.float("WORKER_POLL_INTERVAL", default=0.2)
 
+# --- Webhooks (docs/webhooks.md) ------------------------------------------------------------
+# Deliveries to private, loopback or link-local addresses are refused unless this is on.
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+# How long a delivery is retried; a webhook failing for this long is disabled.
+WEBHOOK_RETRY_HOURS = env.int("WEBHOOK_RETRY_HOURS", default=24)
+# What every worker runs every CALL_RECOVERY_INTERVAL besides its tasks: each pass finds work
+# whose task was lost (a dead worker's calls, undelivered webhooks) and queues it again.
+WORKER_PERIODIC_PASSES = ["realtime.tasks.calls_recover", "webhooks.services.deliveries_sweep"]
+
 # --- SIP (TELEPHONY_PROVIDER=sip; docs/telephony.md) ------------------------------------------
 SIP_TRUNK_URI = env.str("SIP_TRUNK_URI", default="")
 SIP_USERNAME = env.str("SIP_USERNAME", default="")
@@ -380,6 +394,17 @@ SIP_AGENTS = env.int("SIP_AGENTS", default=1)
 SIP_POLL_INTERVAL = env.float("SIP_POLL_INTERVAL", default=0.05)
 TTS_DEFAULT_LANGUAGE = env.str("TTS_DEFAULT_LANGUAGE", default="en")
 TTS_CACHE_DIR = Path(env.str("TTS_CACHE_DIR", default=str(VAR_DIR / "tts")))
+# Inbound calls to the numbers (docs/telephony.md): they ring this long, then voicemail answers.
+INBOUND_RING_SECONDS = env.float("INBOUND_RING_SECONDS", default=20.0)
+VOICEMAIL_MAX_SECONDS = env.float("VOICEMAIL_MAX_SECONDS", default=120.0)
+VOICEMAIL_SILENCE_SECONDS = env.float("VOICEMAIL_SILENCE_SECONDS", default=5.0)
+VOICEMAIL_RETENTION_DAYS = env.int("VOICEMAIL_RETENTION_DAYS", default=30)
+# Where inbound calls may come from: the trunk's own address always, plus these addresses
+# or networks (comma-separated; `any` takes calls from anywhere).
+SIP_INBOUND_SOURCES = env.list("SIP_INBOUND_SOURCES", default=[])
+# The region of numbers a trunk sends in national form (020 7946 0001), as phonenumbers
+# knows regions (GB, US, DE...).
+SIP_NATIONAL_REGION = env.str("SIP_NATIONAL_REGION", default="GB").upper()
 
 
 def _sip_settings() -> tuple[str, int, tuple[int, int]]:
@@ -416,12 +441,34 @@ def _sip_settings() -> tuple[str, int, tuple[int, int]]:
         raise ImproperlyConfigured("SIP_REGISTER needs SIP_USERNAME and SIP_PASSWORD")
     if bool(SIP_USERNAME) != bool(SIP_PASSWORD):
         raise ImproperlyConfigured("SIP_USERNAME and SIP_PASSWORD are set together or not at all")
-    for name in ("SIP_RING_TIMEOUT", "SIP_MAX_CALL_SECONDS", "SIP_POLL_INTERVAL"):
+    for name in (
+        "SIP_RING_TIMEOUT",
+        "SIP_MAX_CALL_SECONDS",
+        "SIP_POLL_INTERVAL",
+        "INBOUND_RING_SECONDS",
+        "VOICEMAIL_MAX_SECONDS",
+        "VOICEMAIL_SILENCE_SECONDS",
+    ):
         if globals()[name] <= 0:
             raise ImproperlyConfigured(f"{name} must be more than 0")
     for name in ("SIP_MAX_CONCURRENT_CALLS", "SIP_AGENTS"):
         if globals()[name] < 1:
             raise ImproperlyConfigured(f"{name} must be at least 1")
+    if VOICEMAIL_RETENTION_DAYS < 1:
+        raise ImproperlyConfigured("VOICEMAIL_RETENTION_DAYS must be at least 1")
+    for source in SIP_INBOUND_SOURCES:
+        if source.lower() == "any":
+            continue
+        try:
+            ipaddress.ip_network(source, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"SIP_INBOUND_SOURCES must list IP addresses or networks (or any), not {source!r}"
+            ) from None
+    if SIP_NATIONAL_REGION not in phonenumbers.SUPPORTED_REGIONS:
+        raise ImproperlyConfigured(
+            f"SIP_NATIONAL_REGION must be a region code like GB or US, not {SIP_NATIONAL_REGION!r}"
+        )
     if TTS_DEFAULT_LANGUAGE not in LANGUAGES:
         raise ImproperlyConfigured(
             f"TTS_DEFAULT_LANGUAGE {TTS_DEFAULT_LANGUAGE!r} is not a language espeak-ng speaks "
@@ -450,11 +497,16 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Relay API",
-    "DESCRIPTION": (
-        "Virtual numbers and call relay. Errors are always "
-        '`{"error": "...", "code": "...", "fields"?: {...}}`.'
-    ),
-    "VERSION": "1.0.0",
+    # The conventions and the WebSocket protocol, shown at the top of Swagger UI (/api/docs).
+    "DESCRIPTION": (BASE_DIR / "relay" / "api_description.md").read_text(),
+    # One version: the package's (pyproject.toml, as installed by `make install`).
+    "VERSION": importlib.metadata.version("relay"),
+    # Relative: the server that serves the document, whatever name or proxy it is reached by.
+    "SERVERS": [{"url": "/", "description": "The Relay serving this document"}],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.schema.postprocess",  # the per-status error components, Retry-After
+    ],
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
@@ -469,9 +521,28 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Static files -----------------------------------------------------------------------------
+# --- Static files and stored files ---------------------------------------------------------
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"  # created with VAR_DIR by RelayConfig.ready()
+# Voicemail recordings go through Django's storage API: files under var/recordings by
+# default, any django-storages backend in production (its options as JSON).
+RECORDING_STORAGE_BACKEND = env.str(
+    "RECORDING_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage"
+)
+try:
+    RECORDING_STORAGE_OPTIONS = json.loads(
+        env.str("RECORDING_STORAGE_OPTIONS", default="")
+        or json.dumps({"location": str(VAR_DIR / "recordings")})
+    )
+except ValueError:
+    RECORDING_STORAGE_OPTIONS = None
+if not isinstance(RECORDING_STORAGE_OPTIONS, dict):
+    raise ImproperlyConfigured("RECORDING_STORAGE_OPTIONS must be a JSON object")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "recordings": {"BACKEND": RECORDING_STORAGE_BACKEND, "OPTIONS": RECORDING_STORAGE_OPTIONS},
+}
 # Serve straight from the app folders too, so a checkout works before collectstatic has run.
 WHITENOISE_USE_FINDERS = True
 

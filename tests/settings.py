@@ -5,6 +5,8 @@ into that Relay's Redis. Without REDIS_URL it uses the in-process cache and chan
 with it (CI's second pass), that Redis.
 """
 
+import tempfile
+
 from relay.settings import *  # noqa: F403
 from relay.settings import env, redis_settings
 
@@ -16,3 +18,8 @@ CACHES, CHANNEL_LAYERS = redis_settings(REDIS_URL)
 # kept would stop the test database from being flushed or dropped. The live-server tests run
 # Relay's own settings, connections kept.
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+
+# Voicemail recordings of the run go to a temporary directory of its own, never to var/.
+STORAGES["recordings"]["OPTIONS"] = {  # noqa: F405
+    "location": tempfile.mkdtemp(prefix="relay-test-recordings-")
+}

@@ -124,11 +124,11 @@ def test_the_readme_shows_every_operator_command():
     assert all(line.startswith(".venv/bin/python manage.py ") for line in readme_manage_commands())
 
 
-def run_printed(command: str, var_dir: Path) -> str:
+def run_printed(command: str, var_dir: Path, cwd: Path = ROOT) -> str:
     """Run one README line in a clean shell; its stdout, after asserting it succeeded."""
     result = subprocess.run(  # noqa: S603
         ["/bin/sh", "-c", command],
-        cwd=ROOT,
+        cwd=cwd,
         env=clean_env(var_dir),
         capture_output=True,
         text=True,
@@ -181,12 +181,12 @@ def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
             run_printed(command, var_dir)
 
 
-def readme_block_after(heading: str) -> list[str]:
-    """The lines of the first ```sh block after `heading`, continuations joined, comments
-    dropped."""
-    text = (ROOT / "README.md").read_text()
+def readme_block_after(heading: str, document: str = "README.md", nth: int = 0) -> list[str]:
+    """The lines of the first (or `nth`) ```sh block after `heading` in `document`,
+    continuations joined, comments dropped."""
+    text = (ROOT / document).read_text()
     section = text.split(heading, 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL).group(1)
+    block = re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)[nth]
     joined = re.sub(r"\\\n\s*", " ", block)
     return [re.sub(r"\s+#.*$", "", line).strip() for line in joined.splitlines() if line.strip()]
 
@@ -235,3 +235,79 @@ def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
     statuses = [f["status"] for f in frames if f["type"] == "call_status"]
     assert statuses == ["queued", "dialing", "ringing", "in_progress", "completed"], frames
     assert frames[-1]["duration"] >= 2
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CI") and not all(map(shutil.which, ("sipp", "espeak-ng", "sox"))),
+    reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
+)
+def test_the_telephony_walkthrough_leaves_a_message_the_api_plays(tmp_path):
+    from tests.telephony.conftest import free_udp_port, rtp_range
+
+    heading = "### Trying it: leave a message with SIPp"
+    [make_line] = readme_block_after(heading, "docs/telephony.md")
+    seed_line, sipp_line, *api_lines = readme_block_after(heading, "docs/telephony.md", nth=1)
+    assert make_line.endswith("make run") and sipp_line.startswith("sipp ")
+    assert "seed_demo" in seed_line and api_lines[-1].startswith("soxi ")
+    # The printed ports, moved to free ones so that nothing else on the machine interferes.
+    var_dir, port, ws_port, agent = tmp_path / "var", free_port(), free_port(), free_udp_port()
+    make = ChildProcess(
+        ["/bin/sh", "-c", make_line.replace("5062", str(free_udp_port()))],
+        clean_env(
+            var_dir,
+            PORT=str(port),
+            WS_PORT=str(ws_port),
+            SIP_BIND=f"127.0.0.1:{agent}",
+            RTP_PORT_RANGE=rtp_range(),
+        ),
+        log=tmp_path / "make-run.log",
+        own_group=True,
+    )
+    try:
+        make.wait_serving(
+            f"http://127.0.0.1:{port}/healthz", what="make run to serve", deadline=START_DEADLINE
+        )
+        run_printed(seed_line, var_dir)
+        sipp_line = sipp_line.replace("127.0.0.1:5060", f"127.0.0.1:{agent}")
+        run_printed(sipp_line.replace("-p 5070", f"-p {free_udp_port()}"), var_dir)
+        # The API lines in one shell, as typed one after another, where message.wav may land.
+        script = "\n".join(api_lines).replace("localhost:8000", f"127.0.0.1:{port}")
+        output = run_printed(f"set -e\n{script}", var_dir, cwd=tmp_path)
+    finally:
+        make.stop()
+
+    listed, seconds = output.rsplit("}", 1)  # curl prints the JSON without a newline
+    record = json.loads(listed + "}")["history"][0]
+    assert (record["status"], record["caller_num"]) == ("answered", "+447700900123")
+    assert record["recording_url"] == f"/api/history/{record['id']}/recording"
+    assert abs(record["recording_seconds"] - float(seconds)) < 0.1
+    assert 6.5 <= float(seconds) <= 8  # SIPp's 7 s of speech
+
+
+def test_the_quickstart_runs_as_printed_against_make_run(make_run):
+    """docs/quickstart.md after `make run`: the curl lines, examples/quickstart.py and the
+    JavaScript socket example, in one shell as a reader types them."""
+    var_dir, base = make_run
+    text = (ROOT / "docs/quickstart.md").read_text()
+    make_block, *blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)
+    assert make_block.strip() == "make run"
+    port = base.rsplit(":", 1)[1]
+    lines = []
+    for line in "\n".join(blocks).splitlines():
+        if line.startswith(".venv/bin/python examples/quickstart.py"):
+            line += f" --base {base}"
+        elif "examples/quickstart-socket.mjs" in line:
+            line = f"RELAY_BASE={base} {line}"
+        lines.append(line.replace("localhost:8000", f"127.0.0.1:{port}"))
+    assert any("quickstart-socket.mjs" in line for line in lines)
+    output = run_printed("set -e\n" + "\n".join(lines), var_dir)
+
+    assert '"number":"+44' in output  # the curl lines took a number
+    assert '"callId":"first-call"' in output
+    python_part, js_part = output.split("calling +442079460123 from", 1)[1].split(
+        "calling +442079460123 as quickstart-js-", 1
+    )
+    states = ["queued", "dialing", "ringing", "in_progress", "completed"]
+    for part in (python_part, js_part):
+        shown = [line.strip().split()[0] for line in part.splitlines() if line.startswith("  ")]
+        assert shown == states, part
