@@ -43,6 +43,21 @@ def session_for_token(raw_token: str) -> LoginSession:
     return session
 
 
+def api_key_user(key: str) -> User:
+    """The active user whose API key is `key` (surrounding spaces ignored); AuthenticationFailed
+    for anything else."""
+    key = key.strip()
+    if not apikeys.looks_like_key(key):
+        raise exceptions.AuthenticationFailed(_("Invalid API key."))
+    wanted = apikeys.digest(key)
+    user = User.objects.filter(api_key_digest=wanted, is_active=True).first()
+    # The digest lookup already matched; compare again in constant time so the decision never
+    # rests on a short-circuiting string comparison.
+    if user is None or not apikeys.digests_match(user.api_key_digest, wanted):
+        raise exceptions.AuthenticationFailed(_("Invalid API key."))
+    return user
+
+
 class SessionJWTAuthentication(JWTAuthentication):
     """Bearer JWT whose login session (claim `sid`) must still be active.
 
@@ -71,16 +86,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         key = request.META.get(self.header)
         if key is None:
             return None
-        key = key.strip()
-        if not apikeys.looks_like_key(key):
-            raise exceptions.AuthenticationFailed(_("Invalid API key."))
-        wanted = apikeys.digest(key)
-        user = User.objects.filter(api_key_digest=wanted, is_active=True).first()
-        # The digest lookup already matched; compare again in constant time so the decision
-        # never rests on a short-circuiting string comparison.
-        if user is None or not apikeys.digests_match(user.api_key_digest, wanted):
-            raise exceptions.AuthenticationFailed(_("Invalid API key."))
-        return user, None
+        return api_key_user(key), None
 
     def authenticate_header(self, request):
         return 'Bearer realm="api"'

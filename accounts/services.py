@@ -156,4 +156,5 @@ def user_api_key_regenerate(*, user: User) -> str:
         api_key_digest=issued.digest, api_key_ciphertext=issued.ciphertext
     )
     user.assign_api_key(issued)
+    events.api_key_replaced_on_commit(user_id=user.pk)
     return issued.plaintext

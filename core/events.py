@@ -31,6 +31,11 @@ def session_group(session_id: UUID | str) -> str:
     return f"session.{session_id}"
 
 
+def api_key_group(user_id: UUID | str) -> str:
+    """The sockets of this user opened with their API key (not a login session's JWT)."""
+    return f"apikey.{user_id}"
+
+
 def _send(group: str, message: dict) -> None:
     async_to_sync(send_collected)([(group, message)])
 
@@ -97,3 +102,8 @@ def send_to_user_on_commit(*, user_id: UUID | str, event: dict) -> None:
 def session_ended_on_commit(*, session_id: UUID | str) -> None:
     """Close every socket opened with a JWT of this session once the caller commits."""
     send_on_commit(session_group(session_id), {"type": "relay.session_ended"})
+
+
+def api_key_replaced_on_commit(*, user_id: UUID | str) -> None:
+    """Close every socket opened with this user's API key once the caller commits."""
+    send_on_commit(api_key_group(user_id), {"type": "relay.session_ended"})

@@ -60,7 +60,8 @@ def call_id_echo(frame) -> dict:
 
 
 class RelayConsumer(AsyncWebsocketConsumer):
-    """`/ws?token=<JWT>`: one authenticated client socket. Thin: parse, call a service, reply."""
+    """`/ws`: one authenticated client socket (realtime.middleware authenticates it). Thin:
+    parse, call a service, reply."""
 
     groups_joined: list[str]
     closed_unavailable = False
@@ -105,13 +106,17 @@ class RelayConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         user, session = self.scope.get("user"), self.scope.get("login_session")
         await self.accept()
-        if user is None or not user.is_authenticated or session is None:
+        if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        for group in (events.user_group(user.pk), events.session_group(session.pk)):
+        # Ending the login session, or replacing the API key, closes the socket it opened.
+        credential_group = (
+            events.session_group(session.pk) if session else events.api_key_group(user.pk)
+        )
+        for group in (events.user_group(user.pk), credential_group):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups_joined.append(group)
-        logger.info("ws connect user=%s", user.pk)
+        logger.info("ws connect user=%s auth=%s", user.pk, "jwt" if session else "api_key")
 
     async def disconnect(self, code):
         for group in self.groups_joined:

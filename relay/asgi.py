@@ -10,12 +10,12 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from realtime.middleware import JWTQueryAuthMiddleware, origin_validator  # noqa: E402
+from realtime.middleware import SocketAuthMiddleware, origin_validator  # noqa: E402
 from realtime.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": origin_validator(JWTQueryAuthMiddleware(URLRouter(websocket_urlpatterns))),
+        "websocket": origin_validator(SocketAuthMiddleware(URLRouter(websocket_urlpatterns))),
     }
 )
