@@ -7,6 +7,7 @@ views never build an error body by hand. The WebSocket error frame reuses the sa
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from enum import StrEnum
 
@@ -127,13 +128,29 @@ class NotFound(ApplicationError):
 
 
 class RateLimited(ApplicationError):
+    """A 429: `Retry-After` (seconds) and the quota's headers, `X-RateLimit-Limit` (attempts
+    per window, when known), `X-RateLimit-Remaining` (0) and `X-RateLimit-Reset` (the Unix
+    time, in seconds, at which attempts are allowed again)."""
+
     code, message = ErrorCode.RATE_LIMITED, "Too many requests. Try again later."
 
     def __init__(
-        self, retry_after: int, message: str | None = None, *, code: ErrorCode | None = None
+        self,
+        retry_after: int,
+        message: str | None = None,
+        *,
+        code: ErrorCode | None = None,
+        limit: int | None = None,
     ):
         retry_after = max(1, int(retry_after))
-        super().__init__(message, code=code, headers={"Retry-After": str(retry_after)})
+        headers = {
+            "Retry-After": str(retry_after),
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": str(int(time.time()) + retry_after),
+        }
+        if limit is not None:
+            headers["X-RateLimit-Limit"] = str(limit)
+        super().__init__(message, code=code, headers=headers)
         self.retry_after = retry_after
 
 

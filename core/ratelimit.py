@@ -50,7 +50,7 @@ def hit(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -
         return
     if count > rate.count:
         retry_after = int((window + 1) * rate.seconds - now) + 1
-        raise RateLimited(retry_after)
+        raise RateLimited(retry_after, limit=rate.count)
 
 
 # One redis-py client per Redis cache backend: Django's backend builds a new client for every

@@ -41,6 +41,23 @@ RETRY_AFTER_CODES = frozenset(
     }
 )
 
+# Codes whose 429 also carries the quota (core.errors.RateLimited).
+QUOTA_CODES = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.PIN_LOCKED})
+QUOTA_HEADERS = {
+    "X-RateLimit-Limit": {
+        "description": "Attempts allowed per window.",
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "X-RateLimit-Remaining": {
+        "description": "Attempts left in this window: 0 on a 429.",
+        "schema": {"type": "integer", "minimum": 0},
+    },
+    "X-RateLimit-Reset": {
+        "description": "When attempts are allowed again, in seconds since the Unix epoch.",
+        "schema": {"type": "integer"},
+    },
+}
+
 # A response schema component per set of codes, named after them (CallNotCancelableError,
 # NotAuthenticatedOrAuthenticationFailedError), filled by error_responses() and written into
 # the schema by `postprocess`. The name is a function of the codes, so two operations that
@@ -249,6 +266,8 @@ def postprocess(result: dict, generator, request=None, public=True, **kwargs) ->
                         "required": all(retrying),
                         "schema": {"type": "integer", "minimum": 1},
                     }
+                if QUOTA_CODES.intersection(codes):
+                    response.setdefault("headers", {}).update(QUOTA_HEADERS)
     return result
 
 

@@ -105,7 +105,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def connect(self):
         user, session = self.scope.get("user"), self.scope.get("login_session")
-        await self.accept()
+        request_id = self.scope.get("request_id")
+        await self.accept(headers=[(b"x-request-id", request_id.encode())] if request_id else None)
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return

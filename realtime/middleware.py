@@ -20,6 +20,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from accounts import services
 from accounts.authentication import api_key_user, session_for_token
+from core import requestid
 
 logger = logging.getLogger("relay.security")
 
@@ -88,8 +89,8 @@ REFUSALS = {
 
 
 class SocketAuthMiddleware:
-    """Sets scope["user"], scope["login_session"] (None for an API key) and
-    scope["auth_refusal"] (why the socket is refused, or None).
+    """Sets scope["user"], scope["login_session"] (None for an API key),
+    scope["auth_refusal"] (why the socket is refused, or None) and scope["request_id"].
 
     A refused socket is still accepted and then closed with 4401 by the consumer, because a
     handshake rejection cannot carry a close code.
@@ -101,6 +102,10 @@ class SocketAuthMiddleware:
     async def __call__(self, scope, receive, send):
         scope = dict(scope)
         scope["user"], scope["login_session"], scope["auth_refusal"] = AnonymousUser(), None, None
+        # The socket's id, taken from the upgrade's X-Request-Id or made, is on every log line
+        # of its lifetime (this task's context) and echoed in the handshake's answer.
+        scope["request_id"] = requestid.accept(_header(scope, b"x-request-id"))
+        requestid.current.set(scope["request_id"])
         if scope.get("type") == "websocket":
             found = credential(scope)
             authenticated = await _authenticate(*found) if found and found[1] else None

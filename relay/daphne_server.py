@@ -15,6 +15,7 @@ Run as `python -m relay.daphne_server <daphne arguments>` (runrelay does).
 
 import logging
 import re
+from http import HTTPStatus
 
 from daphne import http_protocol, server, ws_protocol
 from daphne.cli import CommandLineInterface
@@ -28,7 +29,28 @@ logger = logging.getLogger("relay.http")
 _REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ ")
 
 
+class WebSocketProtocol(ws_protocol.WebSocketProtocol):
+    def serverAccept(self, subprotocol=None, headers=()):  # noqa: N802 - Daphne's name
+        # ASGI lets websocket.accept carry response headers (Relay's X-Request-Id); Daphne
+        # drops them, though autobahn takes them with the subprotocol as a pair.
+        self.handshake_deferred.callback(
+            (
+                subprotocol,
+                {name.decode("latin-1"): value.decode("latin-1") for name, value in headers},
+            )
+        )
+        del self.handshake_deferred
+
+    def handle_reply(self, message):
+        if message.get("type") == "websocket.accept":
+            self.serverAccept(message.get("subprotocol"), message.get("headers") or ())
+            return
+        super().handle_reply(message)
+
+
 class WebSocketFactory(ws_protocol.WebSocketFactory):
+    protocol = WebSocketProtocol
+
     def resetProtocolOptions(self):  # noqa: N802 - autobahn's name
         super().resetProtocolOptions()
         self.failByDrop = False
@@ -75,6 +97,12 @@ class HTTPChannel(http.HTTPChannel):
 class WebRequest(http_protocol.WebRequest):
     """Daphne's request, with its errors (bad header bytes, a non-ASCII path or query
     string, an application that failed or timed out) as JSON instead of an HTML page."""
+
+    def setResponseCode(self, code, message=None):  # noqa: N802 - Twisted's name
+        # Twisted has no phrase for some codes (a 429 went out as "429 Unknown Status").
+        if message is None and code in HTTPStatus._value2member_map_:
+            message = HTTPStatus(code).phrase.encode()
+        super().setResponseCode(code, message)
 
     def basic_error(self, status, status_text, body):
         if status < 500:  # Daphne logs its 5xx itself

@@ -25,10 +25,20 @@ graceful_timeout = 10
 limit_request_line = 8190
 limit_request_field_size = 16384
 limit_request_fields = 100
-# No access log: a query string may carry a token. Errors go to stderr.
+# No access log: a query string may carry a token (Relay's own access line leaves it out).
+# Errors go to stderr.
 accesslog = None
 errorlog = "-"
 loglevel = settings.LOG_LEVEL.lower()
+# gunicorn's own lines (start-up, workers' exits, timeouts) go through Relay's handler, so
+# that they are scrubbed and shaped like every other line: JSON too on LOG_FORMAT=json.
+logconfig_dict = {
+    **{key: settings.LOGGING[key] for key in ("filters", "formatters", "handlers", "root")},
+    "loggers": {
+        "gunicorn.error": {"level": settings.LOG_LEVEL, "handlers": ["console"], "propagate": 0},
+        "gunicorn.access": {"handlers": [], "propagate": 0},
+    },
+}
 # No control socket (gunicorn 24+): a second Relay on the machine would fight over its path.
 control_socket_disable = True
 # Workers import Django once, in the arbiter, and fork: less memory, faster restarts.

@@ -1,5 +1,7 @@
-"""Defence in depth for the rule "no secret in any log line".
+"""Log records: no secret in any line, the request's id on every line, and JSON lines on
+`LOG_FORMAT=json`.
 
+Defence in depth for the rule "no secret in any log line":
 Code never logs a token, key, password or PIN on purpose; this filter also scrubs anything
 that looks like one (a JWT, a Relay API key, an Authorization value, a token query parameter)
 from every record, in case a library logs a request it was handed.
@@ -7,6 +9,10 @@ from every record, in case a library logs a request it was handed.
 
 import logging
 import re
+
+import pythonjsonlogger.json
+
+from core import requestid
 
 _PATTERNS = [
     re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),  # JWT
@@ -37,3 +43,29 @@ class RedactSecretsFilter(logging.Filter):
         elif record.exc_text:
             record.exc_text = redact(record.exc_text)
         return True
+
+
+class RequestIdFilter(logging.Filter):
+    """Puts the id of the request being served (core.requestid, "-" outside one) on every
+    record, as `request_id`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = requestid.current.get()
+        return True
+
+
+class JsonFormatter(pythonjsonlogger.json.JsonFormatter):
+    """`LOG_FORMAT=json`: one JSON object per line, `{"ts", "level", "logger", "request_id",
+    "message"}` plus `exc_info` for an exception, whose traceback is scrubbed like a message
+    (the formatter formats it again from exc_info, past the filter's cleaned exc_text)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            "{asctime}{levelname}{name}{request_id}{message}",
+            style="{",
+            rename_fields={"asctime": "ts", "levelname": "level", "name": "logger"},
+            **kwargs,
+        )
+
+    def formatException(self, ei) -> str:  # noqa: N802 - logging's name
+        return redact(super().formatException(ei))

@@ -5,10 +5,29 @@ from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.db import InterfaceError, OperationalError
 
+from core import requestid
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 
 logger = logging.getLogger("relay.access")
 security_logger = logging.getLogger("relay.security")
+
+
+class RequestIdMiddleware:
+    """The request's id, taken from `X-Request-Id` or made (core.requestid), is in every log
+    line the request causes and echoed in the response's `X-Request-Id`."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request_id = requestid.accept(request.META.get("HTTP_X_REQUEST_ID"))
+        bound = requestid.current.set(request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            requestid.current.reset(bound)
+        response["X-Request-Id"] = request_id
+        return response
 
 
 class AccessLogMiddleware:

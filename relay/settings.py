@@ -94,6 +94,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "relay.middleware.RequestIdMiddleware",
     "relay.middleware.AccessLogMiddleware",
     "relay.middleware.AllowedHostMiddleware",
     "relay.middleware.BodySizeLimitMiddleware",
@@ -570,18 +571,26 @@ API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=64 * 1024)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT > 0 else None
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# plain: one line of text per record; json: one JSON object per line (relay.logging).
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "relay.logging.RedactSecretsFilter"}},
+    "filters": {
+        "redact": {"()": "relay.logging.RedactSecretsFilter"},
+        "request_id": {"()": "relay.logging.RequestIdFilter"},
+    },
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "relay.logging.JsonFormatter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["redact"],
+            "formatter": LOG_FORMAT,
+            "filters": ["redact", "request_id"],
         },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

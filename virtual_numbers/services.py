@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from captcha.services import captcha_token_consume
-from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
+from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound, RateLimited
 from core.passwords import password_hashing_slot
 from core.phone import e164_valid
 from core.recordings import recordings_delete_on_commit
@@ -29,9 +29,12 @@ class PinMismatch(ApplicationError):
     code, message = ErrorCode.PIN_MISMATCH, "The current PIN is wrong."
 
 
-class PinLocked(ApplicationError):
+class PinLocked(RateLimited):
     code = ErrorCode.PIN_LOCKED
     message = "Too many wrong PINs: PIN changes for this number are locked for a while."
+
+    def __init__(self, retry_after: int):
+        super().__init__(retry_after, limit=PIN_FAILURE_LIMIT)
 
 
 # --- inventory -----------------------------------------------------------------------------
@@ -220,14 +223,11 @@ def _pin_checked(*, number: Number, check) -> Number:
         now = timezone.now()
         retry_after = _pin_lock_retry_after(number=number, now=now)
         if retry_after is not None:
-            outcome = PinLocked(headers={"Retry-After": str(retry_after)})
+            outcome = PinLocked(retry_after)
         elif not check(number):
             PinFailure.objects.create(number=number, created_at=now)
             retry_after = _pin_lock_retry_after(number=number, now=now)
-            if retry_after is not None:
-                outcome = PinLocked(headers={"Retry-After": str(retry_after)})
-            else:
-                outcome = PinMismatch()
+            outcome = PinLocked(retry_after) if retry_after is not None else PinMismatch()
     if outcome is not None:
         raise outcome
     return number

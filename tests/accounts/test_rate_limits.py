@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from tests.factories import DEFAULT_PASSWORD
@@ -26,6 +28,10 @@ def test_login_is_limited_per_client_ip(api_client, user, tight_limits):
     assert response.status_code == 429
     assert response.json()["code"] == "rate_limited"
     assert 1 <= int(response.headers["Retry-After"]) <= 61
+    assert response.headers["X-RateLimit-Limit"] == "3"
+    assert response.headers["X-RateLimit-Remaining"] == "0"
+    reset_in = int(response.headers["X-RateLimit-Reset"]) - time.time()
+    assert -1 <= reset_in <= 62
 
 
 @pytest.mark.django_db

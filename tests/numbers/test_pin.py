@@ -65,6 +65,10 @@ def test_five_wrong_pins_lock_changes_even_with_the_right_pin(client_jwt, number
     assert right.status_code == 429
     assert right.json()["code"] == "pin_locked"
     assert 1 <= int(right.headers["Retry-After"]) <= 15 * 60 + 1
+    assert (right.headers["X-RateLimit-Limit"], right.headers["X-RateLimit-Remaining"]) == (
+        "5",
+        "0",
+    )
 
 
 @pytest.mark.django_db

@@ -16,6 +16,7 @@ command exits non-zero.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -30,6 +31,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from realtime.consumers import MAX_FRAME_BYTES
+
+logger = logging.getLogger("relay.runrelay")
 
 STOP_GRACE_SECONDS = 10
 HOUSEKEEPING_INTERVAL = 600  # purge expired CAPTCHA challenges and tokens this often
@@ -116,9 +119,10 @@ class Command(BaseCommand):
             settings.SERVING_URL_FILE.parent.mkdir(parents=True, exist_ok=True)
             settings.SERVING_URL_FILE.write_text(json.dumps(serving))
             self.published_serving_url = True
-            self.stdout.write(
-                f"Relay is serving HTTP on {serving['http']} and WebSocket on {serving['ws']}"
-                " (Ctrl-C stops it)"
+            logger.info(
+                "Relay is serving HTTP on %s and WebSocket on %s (Ctrl-C stops it)",
+                serving["http"],
+                serving["ws"],
             )
             exit_code = self._supervise()
         finally:
@@ -200,6 +204,10 @@ class Command(BaseCommand):
                 str(socket_path.parent),
                 "--loglevel",
                 "warning",
+                # Its own lines in a file of their own, out of Relay's log stream (which may be
+                # JSON lines, LOG_FORMAT).
+                "--logfile",
+                str(Path(settings.VAR_DIR) / "redis.log"),
             ],
             dict(os.environ),
         )
@@ -208,7 +216,7 @@ class Command(BaseCommand):
         while True:
             try:
                 if redis.Redis.from_url(url, socket_timeout=0.5).ping():
-                    self.stdout.write(f"Embedded Redis listening on {socket_path}")
+                    logger.info("Embedded Redis listening on %s", socket_path)
                     settings.EMBEDDED_REDIS_URL_FILE.write_text(url)
                     self.published_url_file = True
                     return url
@@ -228,7 +236,7 @@ class Command(BaseCommand):
             for name, proc in self.children:
                 code = proc.poll()
                 if code is not None:
-                    self.stderr.write(f"{name} exited with status {code}; stopping Relay")
+                    logger.error("%s exited with status %s; stopping Relay", name, code)
                     return code or 1
             if housekeeping is not None and housekeeping.poll() is not None:
                 housekeeping = None  # poll() reaped it: no zombie waits for the next cycle
