@@ -29,7 +29,14 @@ $(VAR_DIR)/secret_key: | $(STAMP)
 	@$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
 	@chmod 600 $@
 
-run: install $(VAR_DIR)/secret_key
+# The bearer token of /metrics on the embedded default, made once like the secret key.
+$(VAR_DIR)/metrics_token: | $(STAMP)
+	@mkdir -p $(VAR_DIR)
+	@echo "== Generating the /metrics token into $@"
+	@$(PY) -c "import secrets; print(secrets.token_urlsafe(32))" > $@
+	@chmod 600 $@
+
+run: install $(VAR_DIR)/secret_key $(VAR_DIR)/metrics_token
 	@export SECRET_KEY="$${SECRET_KEY:-$$(cat $(VAR_DIR)/secret_key)}" && \
 	echo "== Migrating the database" && \
 	$(PY) manage.py migrate --noinput --verbosity 0 && \

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core import events
+from core import events, metrics
 from core.counters import Drift, counters_add, counters_recount
 from core.errors import InvalidRequest, NotFound
 from core.fields import to_ms
@@ -104,6 +104,7 @@ def record_inbound_call(
         )
         call_record_counters_add(records=[record])
         events.send_to_user_on_commit(user_id=number.owner_id, event=call_record_event(record))
+        metrics.count_on_commit(metrics.inbound_calls, status)
     return record
 
 

@@ -9,7 +9,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
-from core import events, parsing
+from core import events, metrics, parsing
 from core.errors import ApplicationError, InvalidRequest
 from realtime import calls, pipeline
 
@@ -65,6 +65,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     groups_joined: list[str]
     closed_unavailable = False
+    counted_open = False  # counted in relay_websocket_connections, until disconnect
 
     async def __call__(self, scope, receive, send):
         # Losing the channel layer (Redis down, or an operation past its timeout) ends the
@@ -117,9 +118,14 @@ class RelayConsumer(AsyncWebsocketConsumer):
         for group in (events.user_group(user.pk), credential_group):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups_joined.append(group)
+        self.counted_open = True
+        metrics.websocket_connections.inc()
         logger.info("ws connect user=%s auth=%s", user.pk, "jwt" if session else "api_key")
 
     async def disconnect(self, code):
+        if self.counted_open:
+            self.counted_open = False
+            metrics.websocket_connections.dec()
         for group in self.groups_joined:
             with contextlib.suppress(RedisError, OSError):  # the layer may be what failed
                 await self.channel_layer.group_discard(group, self.channel_name)
@@ -157,6 +163,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
         # The call is committed (and its dispatch enqueued) before this ack leaves; then its
         # `queued` status goes to every socket of the user.
         await self.send_json(pipeline.call_ack_event(call))
+        metrics.call_acks.labels("socket").inc()
         await events.send_collected(pushes)
 
     async def send_json(self, payload: dict) -> None:

@@ -20,7 +20,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from accounts import services
 from accounts.authentication import api_key_user, session_for_token
-from core import requestid
+from core import metrics, requestid
 
 logger = logging.getLogger("relay.security")
 
@@ -38,6 +38,7 @@ class OptionalOriginValidator(OriginValidator):
             return True
         origin_host = parsed_origin.hostname
         logger.warning("ws refused: origin %s is not an allowed host", repr(origin_host)[:100])
+        metrics.websocket_refused.labels("origin").inc()
         return False
 
 
@@ -86,6 +87,7 @@ REFUSALS = {
     "jwt": "invalid or expired token",
     "api_key": "invalid API key",
 }
+REFUSAL_LABELS = {None: "no_credentials", "jwt": "bad_jwt", "api_key": "bad_api_key"}
 
 
 class SocketAuthMiddleware:
@@ -110,7 +112,9 @@ class SocketAuthMiddleware:
             found = credential(scope)
             authenticated = await _authenticate(*found) if found and found[1] else None
             if authenticated is None:
-                scope["auth_refusal"] = REFUSALS[found[0] if found else None]
+                kind = found[0] if found else None
+                scope["auth_refusal"] = REFUSALS[kind]
+                metrics.websocket_refused.labels(REFUSAL_LABELS[kind]).inc()
                 logger.warning("ws refused: %s (from %s)", scope["auth_refusal"], peer(scope))
             else:
                 scope["user"], scope["login_session"] = authenticated

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core import events
+from core import events, metrics
 from core.counters import Drift, counters_add, counters_recount
 from core.fields import to_ms
 from realtime.models import (
@@ -95,6 +95,8 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
         CallEvent.objects.create(call=call, status=step.status, at=now, detail=step.reason[:200])
         call_counters_move(owner_id=call.owner_id, old=expected_status, new=step.status)
         push_status(call)
+        if terminal:
+            metrics.count_on_commit(metrics.calls_ended, step.status)
     return True
 
 

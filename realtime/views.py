@@ -2,6 +2,7 @@ from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from core import metrics
 from core.errors import ErrorCode
 from core.schema import operation
 from core.viewsets import ResourceViewSet
@@ -84,6 +85,7 @@ class CallViewSet(ResourceViewSet):
         # Checked by CallSubmitInput inside the service: a repeated callId is acked whatever
         # the rest of the body, so the lookup comes before the shape check.
         call, _created = calls.call_request_submit(user=request.user, data=request.data)
+        metrics.call_acks.labels("http").inc()
         return Response(pipeline.call_ack_event(call), status=status.HTTP_202_ACCEPTED)
 
     @operation(

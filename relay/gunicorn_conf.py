@@ -45,6 +45,14 @@ control_socket_disable = True
 preload_app = True
 
 
+def child_exit(server, worker):
+    """A worker that exits leaves its counters to the sum; its live gauges go with it."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
+
+
 def _write_error(sock, status_int, reason, mesg):
     message = (mesg or reason).rstrip(".") + "."
     util.write_nonblock(sock, error_response(status_int, reason, message))

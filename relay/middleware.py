@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.db import InterfaceError, OperationalError
 
-from core import requestid
+from core import metrics, requestid
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 
 logger = logging.getLogger("relay.access")
@@ -31,7 +31,8 @@ class RequestIdMiddleware:
 
 
 class AccessLogMiddleware:
-    """One line per request: method, path (never the query string), status, ms, user id.
+    """One line per request: method, path (never the query string), status, ms, user id; and
+    the request counted and timed for /metrics under its route's name (core.metrics).
 
     The query string is left out because the WebSocket URL carries a JWT there, and headers
     are never logged, so no token, key or password can reach the log through this line.
@@ -43,7 +44,15 @@ class AccessLogMiddleware:
     def __call__(self, request):
         started = time.perf_counter()
         response = self.get_response(request)
-        elapsed_ms = (time.perf_counter() - started) * 1000
+        elapsed = time.perf_counter() - started
+        elapsed_ms = elapsed * 1000
+        match = getattr(request, "resolver_match", None)
+        metrics.http_request_observe(
+            route=match.view_name if match is not None else "unmatched",
+            method=request.method,
+            status=response.status_code,
+            seconds=elapsed,
+        )
         user = getattr(request, "user", None)
         user_id = user.pk if user is not None and user.is_authenticated else "-"
         logger.info(

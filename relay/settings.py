@@ -570,6 +570,18 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=64 * 1024)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT > 0 else None
 
+# /metrics (Prometheus) wants `Authorization: Bearer <METRICS_TOKEN>`; unset, it is a 404.
+# The embedded default reads the token `make run` generated into var/metrics_token, as it
+# reads its secret key. runrelay points every process at PROMETHEUS_MULTIPROC_DIR (default
+# var/metrics) so that the scrape sums them all (docs/operations.md, "Metrics").
+METRICS_TOKEN_FILE = VAR_DIR / "metrics_token"
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+if not METRICS_TOKEN and EMBEDDED_DATABASE and METRICS_TOKEN_FILE.exists():
+    METRICS_TOKEN = METRICS_TOKEN_FILE.read_text().strip()
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 16 characters (or unset).")
+METRICS_DIR = Path(env.str("PROMETHEUS_MULTIPROC_DIR", default=str(VAR_DIR / "metrics")))
+
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 # plain: one line of text per record; json: one JSON object per line (relay.logging).
 LOG_FORMAT = env.str("LOG_FORMAT", default="plain")

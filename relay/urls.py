@@ -4,6 +4,7 @@ from django.views.decorators.http import require_GET
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from relay.health import healthz
+from relay.metrics import metrics_view
 
 handler400 = "core.errors.handler400"
 handler403 = "core.errors.handler403"
@@ -12,6 +13,7 @@ handler500 = "core.errors.handler500"
 
 urlpatterns = [
     path("healthz", require_GET(healthz), name="healthz"),
+    path("metrics", require_GET(metrics_view), name="metrics"),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("webhooks.urls")),  # before accounts: user/webhook, not user/<id>

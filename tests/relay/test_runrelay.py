@@ -5,14 +5,18 @@ import json
 import signal
 import subprocess
 import sys
+import urllib.request
 
 import psutil
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.live import ROOT, RelayProcess, child_environ, http, wait_until
 
 DEADLINE = 60
+METRICS_TOKEN = "runrelay-metrics-token-0123456789"
 
 
 def cmdline(process: psutil.Process) -> list[str]:
@@ -30,6 +34,10 @@ def relay_server(tmp_path):
         SECRET_KEY="runrelay-test-secret-key-0123456789",
         ALLOWED_HOSTS="127.0.0.1,localhost",
         RELAY_VAR_DIR=tmp_path,
+        METRICS_TOKEN=METRICS_TOKEN,
+        SIMULATED_STEP_SECONDS="0.02",
+        SIMULATED_TALK_SCALE="0",
+        WORKER_POLL_INTERVAL="0.02",
     )
     env.pop("REDIS_URL", None)  # the embedded default: runrelay starts its own Redis
     subprocess.run(  # noqa: S603
@@ -92,3 +100,75 @@ def test_runrelay_reaps_its_housekeeping_child(relay_server):
     wait_until(lambda: not purges(), deadline=DEADLINE, what="the purge child to be reaped")
     zombies = [c for c in runrelay.children() if c.status() == psutil.STATUS_ZOMBIE]
     assert zombies == []
+
+
+def scrape(base: str) -> dict[tuple[str, tuple], float]:
+    """/metrics of a live Relay, as {(name, sorted labels): value}."""
+    request = urllib.request.Request(f"{base}/metrics")  # noqa: S310 - our server
+    request.add_header("Authorization", f"Bearer {METRICS_TOKEN}")
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        assert response.status == 200
+        text = response.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(samples: dict, name: str, **labels) -> float | None:
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+def test_metrics_sum_every_process_of_runrelay(relay_server):
+    """After a call over the socket and one over HTTP, /metrics shows every series, summed
+    over gunicorn's workers, Daphne and the worker (PROMETHEUS_MULTIPROC_DIR)."""
+    _proc, base, ws_port = relay_server
+    status, body = http(
+        "POST",
+        f"{base}/api/auth/register",
+        {"email": "metrics@example.com", "password": "a-long-and-unusual-passphrase"},
+    )
+    assert status == 201
+    token = body["token"]
+    ws_url = f"ws://127.0.0.1:{ws_port}/ws"
+    with connect(f"{ws_url}?token=not-a-jwt", open_timeout=10) as refused:
+        with pytest.raises(ConnectionClosed) as closed:
+            refused.recv(timeout=10)
+        assert closed.value.rcvd.code == 4401
+    with connect(f"{ws_url}?token={token}", open_timeout=10) as ws:
+        call = {"type": "call", "callId": "m-1", "to": "+442079460123", "message": "Hi"}
+        ws.send(json.dumps(call))
+        final = None
+        while final is None:
+            frame = json.loads(ws.recv(timeout=DEADLINE))
+            if frame["type"] == "call_status" and frame["status"] == "completed":
+                final = frame
+        status, ack = http(
+            "POST",
+            f"{base}/api/calls",
+            {"callId": "m-2", "to": "+442079460124", "message": "Hi"},
+            token=token,
+        )
+        assert (status, ack["status"]) == (202, "queued")
+        open_now = scrape(base)
+    assert value(open_now, "relay_websocket_connections") == 1
+
+    def settled():
+        samples = scrape(base)
+        ended = value(samples, "relay_calls_ended_total", status="completed") or 0
+        closed = value(samples, "relay_websocket_connections") == 0
+        return samples if ended == 2 and closed else None
+
+    samples = wait_until(settled, deadline=DEADLINE, what="both calls ended, the socket closed")
+    register = {"route": "auth-register", "method": "POST"}
+    assert value(samples, "relay_http_requests_total", status="201", **register) == 1
+    assert value(samples, "relay_http_request_duration_seconds_count", **register) == 1
+    assert value(samples, "relay_http_request_duration_seconds_bucket", le="+Inf", **register) == 1
+    assert value(samples, "relay_websocket_refused_total", reason="bad_jwt") == 1
+    assert value(samples, "relay_call_acks_total", via="socket") == 1
+    assert value(samples, "relay_call_acks_total", via="http") == 1
+    assert value(samples, "relay_outbox_pending", outbox="webhooks") == 0
+    assert value(samples, "relay_outbox_oldest_pending_age_seconds", outbox="webhooks") == 0
+    assert value(samples, "relay_worker_lag_seconds") is not None
+    assert value(samples, "relay_tasks_due") is not None

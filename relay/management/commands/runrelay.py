@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -59,6 +60,16 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def metrics_dir() -> str:
+    """PROMETHEUS_MULTIPROC_DIR for the children, emptied: each process writes its counters
+    there and /metrics sums them; what a previous run left would be counted again."""
+    directory = Path(settings.METRICS_DIR)
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    return str(directory)
+
+
 class Command(BaseCommand):
     help = "Run Relay: embedded Redis (when REDIS_URL is unset), gunicorn, Daphne and the worker."
 
@@ -87,7 +98,7 @@ class Command(BaseCommand):
         ws_port = options["ws_port"] or port + 1
         http_socket = listening_socket(host, port)
         ws_socket = listening_socket(host, ws_port)
-        env = dict(os.environ, WS_PORT=str(ws_port))
+        env = dict(os.environ, WS_PORT=str(ws_port), PROMETHEUS_MULTIPROC_DIR=metrics_dir())
         try:
             if settings.EMBEDDED_REDIS:
                 env["REDIS_URL"] = self._start_embedded_redis()
