@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-repeat lint format bench bench-smoke install-bench
+.PHONY: install run test test-repeat lint format bench bench-smoke install-bench synapse
 
 $(STAMP): pyproject.toml
 	@echo "== Installing Relay and its dependencies into $(VENV) (about a minute the first time)"
@@ -17,6 +17,22 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# Synapse, the Matrix homeserver the Matrix tests run against (tests/matrix/synapse.py), in a
+# virtual environment of its own: it is a test fixture, not a dependency of Relay, and its
+# large dependency tree (Twisted and friends) must never mix with the app's.
+SYNAPSE_VENV := .venv-synapse
+SYNAPSE_STAMP := $(SYNAPSE_VENV)/.installed
+
+$(SYNAPSE_STAMP):
+	@echo "== Installing Synapse into $(SYNAPSE_VENV) (about a minute the first time)"
+	@test -x $(SYNAPSE_VENV)/bin/python || $(PYTHON) -m venv $(SYNAPSE_VENV)
+	@$(SYNAPSE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(SYNAPSE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		'matrix-synapse>=1.140,<2'
+	@touch $(SYNAPSE_STAMP)
+
+synapse: $(SYNAPSE_STAMP)
 
 # Runtime files of the embedded default (settings read RELAY_VAR_DIR the same way).
 VAR_DIR := $(or $(RELAY_VAR_DIR),var)
