@@ -55,6 +55,11 @@ class User(AbstractBaseUser, PermissionsMixin):
     email = models.EmailField(max_length=254, unique=True)
     plan = models.CharField(max_length=16, choices=Plan.choices, default=Plan.FREE)
     matrix_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null means "not set", as the API shows it
+    # Where the Matrix bot's direct room with matrix_id stands (the matrix app keeps it):
+    # none, invited, joined or left. And which calls the bot tells the user about.
+    matrix_status = models.CharField(max_length=10, default="none", editable=False)
+    matrix_inbound = models.BooleanField(default=True)
+    matrix_outbound = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     is_active = models.BooleanField(default=True)
     is_staff = models.BooleanField(default=False)

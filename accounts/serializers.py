@@ -3,8 +3,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.fields import TEXT_PATTERN, MillisecondsField, StrictCharField, TextField
+from core.fields import (
+    TEXT_PATTERN,
+    MillisecondsField,
+    StrictBooleanField,
+    StrictCharField,
+    TextField,
+)
 
+MATRIX_STATUSES = ("none", "invited", "joined", "left")
 MATRIX_ID_PATTERN = r"^@[a-z0-9._=/+\-]+:[A-Za-z0-9.\-\[\]:]+$"
 
 
@@ -51,6 +58,15 @@ class MatrixIdInput(serializers.Serializer):
     matrixId = MatrixIdField(allow_null=True, max_length=1024, trim_whitespace=False)  # noqa: N815
 
 
+class NotificationsInput(serializers.Serializer):
+    matrixInbound = StrictBooleanField(  # noqa: N815
+        required=False, help_text="notices of calls to your numbers"
+    )
+    matrixOutbound = StrictBooleanField(  # noqa: N815
+        required=False, help_text="notices of your calls that ended"
+    )
+
+
 # --- output --------------------------------------------------------------------------------
 class AuthUserOutput(serializers.Serializer):
     id = serializers.UUIDField()
@@ -68,12 +84,21 @@ class MeOutput(serializers.Serializer):
     email = serializers.EmailField()
     plan = serializers.CharField()
     matrixId = serializers.CharField(source="matrix_id", allow_null=True)  # noqa: N815
+    matrixStatus = serializers.ChoiceField(  # noqa: N815
+        source="matrix_status",
+        choices=MATRIX_STATUSES,
+        help_text="the Matrix bot's direct room: none, invited (waiting for you to join), "
+        "joined (notices are sent) or left",
+    )
+    matrixInbound = serializers.BooleanField(source="matrix_inbound")  # noqa: N815
+    matrixOutbound = serializers.BooleanField(source="matrix_outbound")  # noqa: N815
     createdAt = MillisecondsField(source="created_at")  # noqa: N815
 
 
-class MatrixIdOutput(serializers.Serializer):
+class NotificationsOutput(serializers.Serializer):
     success = serializers.BooleanField()
-    matrixId = serializers.CharField(allow_null=True)  # noqa: N815
+    matrixInbound = serializers.BooleanField()  # noqa: N815
+    matrixOutbound = serializers.BooleanField()  # noqa: N815
 
 
 class ApiKeyOutput(serializers.Serializer):
@@ -95,6 +120,11 @@ class DashboardOutput(serializers.Serializer):
     email = serializers.EmailField()
     plan = serializers.CharField()
     matrixId = serializers.CharField(allow_null=True)  # noqa: N815
+    matrixStatus = serializers.ChoiceField(  # noqa: N815
+        choices=MATRIX_STATUSES,
+        help_text="the Matrix bot's direct room: none, invited (waiting for you to join), "
+        "joined (notices are sent) or left",
+    )
     apiKey = serializers.CharField()  # noqa: N815
     wsUrl = serializers.CharField()  # noqa: N815
     sessions = SessionOutput(many=True)

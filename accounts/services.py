@@ -135,8 +135,8 @@ def session_touch(*, session: LoginSession) -> None:
     session.last_seen = now
 
 
-def user_matrix_id_set(*, user: User, matrix_id: str | None) -> User:
-    """Store the Matrix user ID (`@localpart:server[:port]`), or clear it with None."""
+def matrix_id_check(matrix_id: str | None) -> None:
+    """InvalidRequest unless `matrix_id` is None or a Matrix user ID, `@localpart:server`."""
     if matrix_id is not None and (
         len(matrix_id) > MATRIX_ID_MAX_LENGTH or not MATRIX_ID_RE.match(matrix_id)
     ):
@@ -144,8 +144,31 @@ def user_matrix_id_set(*, user: User, matrix_id: str | None) -> User:
             "matrixId must look like @name:server (lower-case name, at most 255 characters).",
             fields={"matrixId": ["Not a valid Matrix user ID."]},
         )
+
+
+def user_matrix_id_set(*, user: User, matrix_id: str | None) -> User:
+    """Store the Matrix user ID (`@localpart:server[:port]`), or clear it with None. What the
+    Matrix bot does with it is matrix.services.matrix_id_set's, which calls this."""
+    matrix_id_check(matrix_id)
     user.matrix_id = matrix_id
     user.save(update_fields=["matrix_id"])
+    return user
+
+
+def user_notifications_set(
+    *, user: User, matrix_inbound: bool | None = None, matrix_outbound: bool | None = None
+) -> User:
+    """Switch the Matrix bot's notices of inbound calls and of ended outbound calls on or off
+    (None leaves a switch as it is)."""
+    changed = []
+    if matrix_inbound is not None:
+        user.matrix_inbound = matrix_inbound
+        changed.append("matrix_inbound")
+    if matrix_outbound is not None:
+        user.matrix_outbound = matrix_outbound
+        changed.append("matrix_outbound")
+    if changed:
+        user.save(update_fields=changed)
     return user
 
 

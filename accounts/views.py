@@ -12,9 +12,9 @@ from accounts.serializers import (
     AuthOutput,
     CredentialsInput,
     DashboardOutput,
-    MatrixIdInput,
-    MatrixIdOutput,
     MeOutput,
+    NotificationsInput,
+    NotificationsOutput,
     RegisterInput,
     SessionOutput,
 )
@@ -108,7 +108,7 @@ class AuthViewSet(ResourceViewSet):
 class UserViewSet(ResourceViewSet):
     # `/api/user/*`: the caller's profile, Matrix id and API key.
 
-    input_serializers = {"matrix": MatrixIdInput}
+    input_serializers = {"notifications": NotificationsInput}
 
     @operation(
         "user_me",
@@ -121,6 +121,9 @@ class UserViewSet(ResourceViewSet):
                     "email": "me@example.com",
                     "plan": "free",
                     "matrixId": "@me:matrix.example.com",
+                    "matrixStatus": "joined",
+                    "matrixInbound": True,
+                    "matrixOutbound": True,
                     "createdAt": 1795320000000,
                 },
             )
@@ -131,17 +134,32 @@ class UserViewSet(ResourceViewSet):
         return Response(MeOutput(request.user).data)
 
     @operation(
-        "user_matrix_set",
-        summary="Set or clear your Matrix id",
-        request=(MatrixIdInput, {"matrixId": "@me:matrix.example.com"}),
-        responses={200: (MatrixIdOutput, {"success": True, "matrixId": "@me:matrix.example.com"})},
+        "user_notifications_set",
+        summary="Choose which calls the Matrix bot tells you about",
+        description="Give either switch, both or neither (a read); both are on by default.",
+        request=(NotificationsInput, {"matrixInbound": True, "matrixOutbound": False}),
+        responses={
+            200: (
+                NotificationsOutput,
+                {"success": True, "matrixInbound": True, "matrixOutbound": False},
+            )
+        },
     )
     @action(detail=False, methods=["put"])
-    def matrix(self, request):
-        user = services.user_matrix_id_set(
-            user=request.user, matrix_id=self.validated()["matrixId"]
+    def notifications(self, request):
+        values = self.validated()
+        user = services.user_notifications_set(
+            user=request.user,
+            matrix_inbound=values.get("matrixInbound"),
+            matrix_outbound=values.get("matrixOutbound"),
         )
-        return Response({"success": True, "matrixId": user.matrix_id})
+        return Response(
+            {
+                "success": True,
+                "matrixInbound": user.matrix_inbound,
+                "matrixOutbound": user.matrix_outbound,
+            }
+        )
 
     @operation(
         "user_api_key_regenerate",
@@ -199,6 +217,7 @@ class DashboardViewSet(ResourceViewSet):
                     "email": "me@example.com",
                     "plan": "free",
                     "matrixId": None,
+                    "matrixStatus": "none",
                     "apiKey": API_KEY,
                     "wsUrl": f"wss://relay.example.com/ws?token={JWT}",
                     "sessions": [
@@ -223,6 +242,7 @@ class DashboardViewSet(ResourceViewSet):
             "email": user.email,
             "plan": user.plan,
             "matrixId": user.matrix_id,
+            "matrixStatus": user.matrix_status,
             "apiKey": user.api_key,
             "wsUrl": f"{ws_base_url(request)}/ws?token={jwt}",
             "sessions": SessionOutput(selectors.sessions_newest(user=user), many=True).data,

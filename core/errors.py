@@ -75,6 +75,11 @@ class ErrorCode(StrEnum):
         503,
         "The server could not take the request now (it is stopping or overloaded); try again.",
     )
+    MATRIX_UNAVAILABLE = (
+        "matrix_unavailable",
+        503,
+        "The Matrix homeserver could not be asked whether the Matrix id exists; try again.",
+    )
     DATABASE_UNAVAILABLE = (
         "database_unavailable",
         503,

@@ -47,6 +47,17 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false, nothing else: DRF's own takes "yes", 1 and "off" too."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
 def to_ms(value: datetime | None) -> int | None:
     """A datetime as integer milliseconds since the Unix epoch (the API's timestamp)."""
     if value is None:

@@ -38,6 +38,7 @@ RETRY_AFTER_CODES = frozenset(
         ErrorCode.PIN_LOCKED,
         ErrorCode.DATABASE_UNAVAILABLE,
         ErrorCode.SERVICE_UNAVAILABLE,
+        ErrorCode.MATRIX_UNAVAILABLE,
     }
 )
 

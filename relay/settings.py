@@ -8,6 +8,7 @@ import importlib.metadata
 import ipaddress
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -90,6 +91,7 @@ INSTALLED_APPS = [
     "realtime",
     "telephony",
     "webhooks",
+    "matrix",
     "relay",  # the site itself: runrelay, the command that runs every process
 ]
 
@@ -374,7 +376,41 @@ WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
 WEBHOOK_RETRY_HOURS = env.int("WEBHOOK_RETRY_HOURS", default=24)
 # What every worker runs every CALL_RECOVERY_INTERVAL besides its tasks: each pass finds work
 # whose task was lost (a dead worker's calls, undelivered webhooks) and queues it again.
-WORKER_PERIODIC_PASSES = ["realtime.tasks.calls_recover", "webhooks.services.deliveries_sweep"]
+WORKER_PERIODIC_PASSES = [
+    "realtime.tasks.calls_recover",
+    "webhooks.services.deliveries_sweep",
+    "matrix.services.messages_sweep",
+]
+
+# --- Matrix (docs/matrix.md) -----------------------------------------------------------------
+# The bot's homeserver, its access token (one fixed token: a login per send would be a new
+# device, and Synapse de-duplicates transaction ids per device) and its user id. All three
+# set: the bot runs (runrelay starts `manage.py matrix_bot`); none: Matrix is off and nothing
+# is queued.
+MATRIX_HOMESERVER_URL = env.str("MATRIX_HOMESERVER_URL", default="")
+MATRIX_BOT_ACCESS_TOKEN = env.str("MATRIX_BOT_ACCESS_TOKEN", default="")
+MATRIX_BOT_USER_ID = env.str("MATRIX_BOT_USER_ID", default="")
+_matrix_settings = {
+    "MATRIX_HOMESERVER_URL": MATRIX_HOMESERVER_URL,
+    "MATRIX_BOT_ACCESS_TOKEN": MATRIX_BOT_ACCESS_TOKEN,
+    "MATRIX_BOT_USER_ID": MATRIX_BOT_USER_ID,
+}
+MATRIX_ENABLED = all(_matrix_settings.values())
+if any(_matrix_settings.values()) and not MATRIX_ENABLED:
+    _missing = ", ".join(name for name, value in _matrix_settings.items() if not value)
+    raise ImproperlyConfigured(f"Matrix needs all three of its settings; {_missing} unset")
+if MATRIX_HOMESERVER_URL and not re.match(r"^https?://[^/\s]+", MATRIX_HOMESERVER_URL):
+    raise ImproperlyConfigured(
+        f"MATRIX_HOMESERVER_URL must be an http(s) URL, not {MATRIX_HOMESERVER_URL!r}"
+    )
+if MATRIX_BOT_USER_ID and not re.match(r"^@[^:\s]+:\S+$", MATRIX_BOT_USER_ID):
+    raise ImproperlyConfigured(
+        f"MATRIX_BOT_USER_ID must be a Matrix user id like @relay:example.com, not "
+        f"{MATRIX_BOT_USER_ID!r}"
+    )
+# How long one /sync long-poll waits (seconds), and how long a message is retried.
+MATRIX_SYNC_TIMEOUT = env.float("MATRIX_SYNC_TIMEOUT", default=30.0)
+MATRIX_RETRY_HOURS = env.int("MATRIX_RETRY_HOURS", default=24)
 
 # --- SIP (TELEPHONY_PROVIDER=sip; docs/telephony.md) ------------------------------------------
 SIP_TRUNK_URI = env.str("SIP_TRUNK_URI", default="")
@@ -611,5 +647,9 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         "django.server": {"level": "ERROR"},
         "daphne": {"level": "WARNING"},
+        # httpx logs every request's URL at INFO: Matrix ids and room ids of users, webhook
+        # URLs. Relay logs what it needs itself, without them.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }

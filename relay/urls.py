@@ -17,6 +17,7 @@ urlpatterns = [
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("webhooks.urls")),  # before accounts: user/webhook, not user/<id>
+    path("api/", include("matrix.urls")),  # before accounts: user/matrix
     path("api/", include("accounts.urls")),
     path("api/", include("captcha.urls")),
     path("api/", include("virtual_numbers.urls")),

@@ -15,7 +15,15 @@ def test_dashboard_has_exact_fields_and_a_ws_url_with_the_callers_token(user, lo
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"email", "plan", "matrixId", "apiKey", "wsUrl", "sessions"}
+    assert set(body) == {
+        "email",
+        "plan",
+        "matrixId",
+        "matrixStatus",
+        "apiKey",
+        "wsUrl",
+        "sessions",
+    }
     assert body["email"] == user.email
     assert body["plan"] == "free"
     assert body["matrixId"] is None

@@ -9,11 +9,25 @@ def test_me_returns_the_profile_with_exact_fields(user, client_jwt):
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"id", "email", "plan", "matrixId", "createdAt"}
+    assert set(body) == {
+        "id",
+        "email",
+        "plan",
+        "matrixId",
+        "matrixStatus",
+        "matrixInbound",
+        "matrixOutbound",
+        "createdAt",
+    }
     assert body["id"] == str(user.pk)
     assert body["email"] == user.email
     assert body["plan"] == "free"
     assert body["matrixId"] is None
+    assert (body["matrixStatus"], body["matrixInbound"], body["matrixOutbound"]) == (
+        "none",
+        True,
+        True,
+    )
     assert isinstance(body["createdAt"], int)
     assert abs(body["createdAt"] - time.time() * 1000) < 60_000
 
@@ -32,7 +46,8 @@ def test_a_valid_matrix_id_is_stored_and_shown(client_jwt, matrix_id):
     response = client_jwt.put("/api/user/matrix", {"matrixId": matrix_id}, format="json")
 
     assert response.status_code == 200
-    assert response.json() == {"success": True, "matrixId": matrix_id}
+    # Matrix is off in this test: the id is stored, and no room is made for it.
+    assert response.json() == {"success": True, "matrixId": matrix_id, "matrixStatus": "none"}
     assert client_jwt.get("/api/user/me").json()["matrixId"] == matrix_id
     assert client_jwt.get("/api/dashboard").json()["matrixId"] == matrix_id
 
@@ -43,7 +58,7 @@ def test_null_clears_the_matrix_id(client_jwt):
 
     response = client_jwt.put("/api/user/matrix", {"matrixId": None}, format="json")
 
-    assert response.json() == {"success": True, "matrixId": None}
+    assert response.json() == {"success": True, "matrixId": None, "matrixStatus": "none"}
     assert client_jwt.get("/api/user/me").json()["matrixId"] is None
 
 
@@ -91,3 +106,44 @@ def test_other_methods_on_matrix_are_not_allowed(client_jwt):
 
     assert response.status_code == 405
     assert response.json()["code"] == "method_not_allowed"
+
+
+@pytest.mark.django_db
+def test_notification_switches_are_set_one_at_a_time_and_shown(client_jwt):
+    response = client_jwt.put("/api/user/notifications", {"matrixInbound": False}, format="json")
+
+    assert response.status_code == 200
+    assert response.json() == {"success": True, "matrixInbound": False, "matrixOutbound": True}
+    response = client_jwt.put("/api/user/notifications", {"matrixOutbound": False}, format="json")
+    assert response.json() == {"success": True, "matrixInbound": False, "matrixOutbound": False}
+    me = client_jwt.get("/api/user/me").json()
+    assert (me["matrixInbound"], me["matrixOutbound"]) == (False, False)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"matrixInbound": "false"},
+        {"matrixInbound": 0},
+        {"matrixOutbound": None},
+        {"matrixOutbound": "yes"},
+        {"matrixInbound": ["x"]},
+    ],
+)
+def test_notification_switches_take_json_booleans_only(user, client_jwt, body):
+    response = client_jwt.put("/api/user/notifications", body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_request"
+    assert set(response.json()["fields"]) <= {"matrixInbound", "matrixOutbound"}
+    user.refresh_from_db()
+    assert (user.matrix_inbound, user.matrix_outbound) == (True, True)
+
+
+@pytest.mark.django_db
+def test_notification_switches_belong_to_the_caller(user, other_user, client_jwt):
+    client_jwt.put("/api/user/notifications", {"matrixInbound": False}, format="json")
+
+    other_user.refresh_from_db()
+    assert other_user.matrix_inbound is True

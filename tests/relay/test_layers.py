@@ -8,7 +8,8 @@ Layers, lowest first (docs/architecture.md):
   captcha, virtual_numbers
   history
   realtime
-  telephony, webhooks       the SIP agent and its user agent; signed status webhooks
+  telephony, webhooks,      the SIP agent and its user agent; signed status webhooks;
+    matrix                  the Matrix bot
   relay                     the roof: settings, urls, asgi, wsgi, admin site
 Tests, benchmarks and migrations are not layers of the product and are not checked.
 """
@@ -25,7 +26,7 @@ LAYERS = [
     {"captcha", "virtual_numbers"},
     {"history"},
     {"realtime"},
-    {"telephony", "webhooks"},
+    {"telephony", "webhooks", "matrix"},
     {"relay"},
 ]
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}

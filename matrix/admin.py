@@ -1,0 +1,62 @@
+from django.contrib import admin, messages
+
+from core.admin_links import EstimatedCountPaginator
+from matrix import services
+from matrix.models import MatrixBotState, MatrixMessage, MatrixRoom
+
+
+@admin.register(MatrixRoom)
+class MatrixRoomAdmin(admin.ModelAdmin):
+    list_display = ("user", "matrix_id", "status", "room_id", "created_at", "ended_at")
+    list_filter = ("status",)
+    search_fields = ("user__email", "=matrix_id", "=room_id")
+    ordering = ("-created_at",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(MatrixMessage)
+class MatrixMessageAdmin(admin.ModelAdmin):
+    # The outbox: what the bot sent, holds or gave up, and why.
+    list_display = (
+        "created_at",
+        "kind",
+        "room",
+        "status",
+        "attempts",
+        "last_error",
+        "next_attempt_at",
+    )
+    list_filter = ("status", "kind")
+    search_fields = ("=key", "room__user__email", "=room__matrix_id")
+    ordering = ("-created_at",)
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    actions = ["retry"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Send the selected messages again now")
+    def retry(self, request, queryset):
+        for row in queryset:
+            services.message_retry(row=row)
+        self.message_user(request, f"Queued {queryset.count()} message(s).", messages.SUCCESS)
+
+
+@admin.register(MatrixBotState)
+class MatrixBotStateAdmin(admin.ModelAdmin):
+    list_display = ("id", "token_refused_at", "sync_holder", "sync_lease_until", "updated_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

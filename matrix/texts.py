@@ -1,0 +1,117 @@
+"""What the bot says: each message as plain text (`body`) and HTML (`formatted_body`).
+
+Everything that came from a user (an alias, a message, a caller's number) is escaped in the
+HTML, so nothing they typed can become markup in someone's client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+
+HELP = (
+    "Commands:\n"
+    "!call <number> <message>: ring the number (E.164, like +442079460123) and say the message\n"
+    "!calls: your last 5 calls\n"
+    "!help: this text"
+)
+
+OUTBOUND_WORDS = {
+    "completed": "completed",
+    "busy": "was busy",
+    "no_answer": "was not answered",
+    "failed": "failed",
+    "canceled": "was canceled",
+}
+
+
+@dataclass(frozen=True)
+class Text:
+    body: str
+    html: str
+
+    def content(self, *, thread_root: str = "") -> dict:
+        content = {
+            "msgtype": "m.notice",
+            "body": self.body,
+            "format": "org.matrix.custom.html",
+            "formatted_body": self.html,
+        }
+        if thread_root:
+            content["m.relates_to"] = {
+                "rel_type": "m.thread",
+                "event_id": thread_root,
+                "is_falling_back": True,
+                "m.in_reply_to": {"event_id": thread_root},
+            }
+        return content
+
+
+def _seconds(duration) -> str:
+    return f"{duration} s" if duration is not None else ""
+
+
+def inbound_call(event: dict) -> Text:
+    """A `call_record` frame: who called which of the user's numbers, and what became of it."""
+    number = event["number"]
+    alias = event.get("alias") or ""
+    caller = event.get("caller_num") or "an unknown caller"
+    status = event["status"]
+    to = f"{number} ({alias})" if alias else number
+    to_html = f"{escape(number)} (<i>{escape(alias)}</i>)" if alias else escape(number)
+    if status == "answered":
+        what = f"answered by voicemail, {_seconds(event.get('duration'))}"
+        if event.get("recording_seconds"):
+            what += f"; a {event['recording_seconds']} s message was left"
+    elif status == "missed":
+        what = "missed"
+    else:
+        what = "blocked"
+    return Text(
+        body=f"Call from {caller} to {to}: {what}.",
+        html=f"Call from <b>{escape(caller)}</b> to {to_html}: {escape(what)}.",
+    )
+
+
+def outbound_call(*, to: str, status: str, duration=None, reason: str = "") -> Text:
+    """An outbound call that ended: its target, its final status, its duration or reason."""
+    words = OUTBOUND_WORDS.get(status, status)
+    detail = ""
+    if status == "completed" and duration is not None:
+        detail = f", {_seconds(duration)}"
+    elif reason:
+        detail = f" ({reason})"
+    return Text(
+        body=f"Your call to {to} {words}{detail}.",
+        html=f"Your call to <b>{escape(to)}</b> {escape(words)}{escape(detail)}.",
+    )
+
+
+def call_queued(*, to: str, call_id: str) -> Text:
+    return Text(
+        body=f"Calling {to}: queued (call id {call_id}).",
+        html=f"Calling <b>{escape(to)}</b>: queued (call id <code>{escape(call_id)}</code>).",
+    )
+
+
+def refused(message: str) -> Text:
+    return Text(body=f"Not placed: {message}", html=f"Not placed: {escape(message)}")
+
+
+def help_text() -> Text:
+    lines = HELP.split("\n")
+    return Text(body=HELP, html="<br>".join(escape(line) for line in lines))
+
+
+def recent_calls(calls: list) -> Text:
+    """`!calls`: the user's last calls, newest first."""
+    if not calls:
+        return Text(body="You have no calls yet.", html="You have no calls yet.")
+    rows = []
+    for call in calls:
+        extra = f", {call.duration} s" if call.duration is not None else ""
+        rows.append(f"{call.to}: {call.status}{extra}")
+    return Text(
+        body="Your last calls:\n" + "\n".join(rows),
+        html="Your last calls:<ul>" + "".join(f"<li>{escape(r)}</li>" for r in rows) + "</ul>",
+    )
