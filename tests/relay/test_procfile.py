@@ -19,7 +19,7 @@ def procfile() -> dict[str, list[str]]:
 
 
 def test_the_procfile_has_every_long_running_process_and_the_release_step():
-    assert set(procfile()) == {"web", "ws", "worker", "agent", "release"}
+    assert set(procfile()) == {"web", "ws", "worker", "agent", "matrix", "release"}
 
 
 @pytest.mark.parametrize("name", sorted(procfile()))

@@ -1,0 +1,98 @@
+"""Matrix is off until all three of its settings are given; a wrong one stops start-up with
+one line naming it; and while it is off, nothing is queued for anyone."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from history.services import record_inbound_call
+from matrix.models import MatrixMessage, MatrixRoom
+from realtime import calls
+from tests import live
+from tests.conftest import drain_tasks
+from tests.factories import NumberFactory
+
+GOOD = {
+    "MATRIX_HOMESERVER_URL": "http://127.0.0.1:8008",
+    "MATRIX_BOT_ACCESS_TOKEN": "syt_bot_token_for_the_settings_test",
+    "MATRIX_BOT_USER_ID": "@relay:localhost",
+    "SECRET_KEY": "settings-test-secret-key-" + "x" * 40,
+    "DATABASE_URL": "sqlite:////tmp/relay-settings-test.sqlite3",
+}
+
+
+def manage(*argv: str, **env: str) -> subprocess.CompletedProcess:
+    return live.manage(*argv, env=live.child_environ(**{**GOOD, **env}))
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MATRIX_HOMESERVER_URL", ""),
+        ("MATRIX_HOMESERVER_URL", "matrix.example.com"),
+        ("MATRIX_BOT_ACCESS_TOKEN", ""),
+        ("MATRIX_BOT_USER_ID", ""),
+        ("MATRIX_BOT_USER_ID", "relay"),
+    ],
+)
+def test_a_wrong_matrix_setting_stops_start_up_with_one_line(name, value):
+    result = manage("check", **{name: value})
+
+    live.assert_refused_at_start_up(result, name)
+    assert GOOD["MATRIX_BOT_ACCESS_TOKEN"] not in result.stderr
+
+
+def test_good_matrix_settings_start():
+    result = manage("check")
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_bot_will_not_run_with_matrix_off():
+    env = {
+        k: "" for k in ("MATRIX_HOMESERVER_URL", "MATRIX_BOT_ACCESS_TOKEN", "MATRIX_BOT_USER_ID")
+    }
+    result = manage("matrix_bot", "--once", **env)
+
+    assert result.returncode != 0
+    assert "Matrix is off" in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_matrix_off_a_matrix_id_is_stored_and_nothing_is_queued(settings, user, client_jwt):
+    settings.MATRIX_ENABLED = False
+    response = client_jwt.put("/api/user/matrix", {"matrixId": "@alice:localhost"}, format="json")
+
+    assert response.json() == {
+        "success": True,
+        "matrixId": "@alice:localhost",
+        "matrixStatus": "none",
+    }
+    record_inbound_call(
+        number=NumberFactory(owner=user), caller_num="+447700900123", status="missed", duration=0
+    )
+    calls.call_request_submit(
+        user=user, data={"callId": "c-1", "to": "+442079460123", "message": "Hi"}
+    )
+    drain_tasks()
+    assert not MatrixRoom.objects.exists()
+    assert not MatrixMessage.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_unreachable_homeserver_is_a_503_and_nothing_changes(settings, user, client_jwt):
+    settings.MATRIX_ENABLED = True
+    settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{live.free_port()}"
+    settings.MATRIX_BOT_ACCESS_TOKEN = "syt_unused"
+    settings.MATRIX_BOT_USER_ID = "@relay:localhost"
+
+    response = client_jwt.put("/api/user/matrix", {"matrixId": "@alice:localhost"}, format="json")
+
+    assert response.status_code == 503
+    assert response.json()["code"] == "matrix_unavailable"
+    assert response["Retry-After"] == "30"
+    user.refresh_from_db()
+    assert user.matrix_id is None
+    assert not MatrixRoom.objects.exists()
