@@ -139,6 +139,7 @@ def test_calls_ending_and_inbound_records_are_counted_by_status(api_client, toke
 def test_outbox_depth_and_age_and_worker_lag_are_read_off_the_database(api_client, token, user):
     empty = scrape(api_client)
     assert sample(empty, "relay_outbox_pending", outbox="webhooks") == 0
+    assert ("relay_outbox_pending", (("outbox", "matrix"),)) in empty  # every outbox shows
     assert sample(empty, "relay_outbox_oldest_pending_age_seconds", outbox="webhooks") == 0
     assert sample(empty, "relay_worker_lag_seconds") == 0
 
