@@ -1,7 +1,7 @@
 """Admin building blocks: links between pages, so staff can follow a row to its relatives
 both ways, and a paginator that never counts a huge table."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.paginator import Paginator
 from django.db import connection
 from django.urls import reverse
@@ -49,3 +49,29 @@ class EstimatedCountPaginator(Paginator):
             if row and row[0] > 10_000:
                 return int(row[0])
         return super().count
+
+
+class OutboxAdmin(admin.ModelAdmin):
+    """An outbox in admin (core.outbox): its rows read-only, newest first, never counted
+    whole, and a `retry` action that sends the selected rows again now through the app's
+    own service, `retry_row(row)`."""
+
+    ordering = ("-created_at",)
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    actions = ["retry"]
+
+    def retry_row(self, row) -> None:
+        raise NotImplementedError
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Send the selected rows again now")
+    def retry(self, request, queryset):
+        for row in queryset:
+            self.retry_row(row)
+        self.message_user(request, f"Queued {queryset.count()} row(s) again.", messages.SUCCESS)

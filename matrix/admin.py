@@ -1,6 +1,6 @@
-from django.contrib import admin, messages
+from django.contrib import admin
 
-from core.admin_links import EstimatedCountPaginator
+from core.admin_links import OutboxAdmin
 from matrix import services
 from matrix.models import MatrixBotState, MatrixMessage, MatrixRoom
 
@@ -20,7 +20,7 @@ class MatrixRoomAdmin(admin.ModelAdmin):
 
 
 @admin.register(MatrixMessage)
-class MatrixMessageAdmin(admin.ModelAdmin):
+class MatrixMessageAdmin(OutboxAdmin):
     # The outbox: what the bot sent, holds or gave up, and why.
     list_display = (
         "created_at",
@@ -33,22 +33,9 @@ class MatrixMessageAdmin(admin.ModelAdmin):
     )
     list_filter = ("status", "kind")
     search_fields = ("=key", "room__user__email", "=room__matrix_id")
-    ordering = ("-created_at",)
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
-    actions = ["retry"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    @admin.action(description="Send the selected messages again now")
-    def retry(self, request, queryset):
-        for row in queryset:
-            services.message_retry(row=row)
-        self.message_user(request, f"Queued {queryset.count()} message(s).", messages.SUCCESS)
+    def retry_row(self, row):
+        services.message_retry(row=row)
 
 
 @admin.register(MatrixBotState)

@@ -18,17 +18,16 @@ sends, and its delivery by the worker.
 from __future__ import annotations
 
 import logging
-import secrets
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 from django_tasks import task
 
 from accounts import services as account_services
 from accounts.models import User
+from core import outbox
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from matrix import texts
 from matrix.client import MatrixClient, MatrixError
@@ -44,8 +43,6 @@ from realtime.models import TERMINAL_STATES, CallRequest
 
 logger = logging.getLogger(__name__)
 
-FIRST_RETRY = 30.0  # seconds
-LONGEST_RETRY = 3600.0
 LEASE = timedelta(seconds=60)  # longer than one attempt can take (a few 10 s requests)
 TOKEN_RECHECK = timedelta(seconds=60)  # how often a refused token is tried again
 
@@ -242,13 +239,6 @@ def _enqueue(
 
 
 # --- delivery, in the worker -----------------------------------------------------------------
-def _backoff(attempts: int) -> timedelta:
-    """30 s, 1 min, 2 min... capped at an hour, each within +-20% (jitter)."""
-    seconds = min(LONGEST_RETRY, FIRST_RETRY * 2 ** max(0, attempts - 1))
-    jitter = 0.8 + 0.4 * secrets.randbelow(1000) / 1000
-    return timedelta(seconds=seconds * jitter)
-
-
 def bot_state() -> MatrixBotState:
     state, _ = MatrixBotState.objects.get_or_create(pk=1)
     return state
@@ -292,15 +282,9 @@ def token_recheck(client: MatrixClient | None = None) -> bool:
 def message_attempt(*, message_id: int) -> MatrixMessage | None:
     """Do one due outbox row, unless an earlier row of its room is still pending (that one
     schedules this after itself) or another worker holds it. Returns the row when tried."""
-    now = timezone.now()
-    claimed = MatrixMessage.objects.filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
-        pk=message_id,
-        status=MessageStatus.PENDING,
-        next_attempt_at__lte=now,
-    ).update(lease_until=now + LEASE)
-    if not claimed:
+    if not outbox.claim(MatrixMessage.objects, message_id, lease=LEASE):
         return None
+    now = timezone.now()
     row = MatrixMessage.objects.select_related("room").get(pk=message_id)
     earlier = MatrixMessage.objects.filter(
         room_id=row.room_id, status=MessageStatus.PENDING, id__lt=row.id
@@ -366,7 +350,7 @@ def _failed(row: MatrixMessage, exc: MatrixError) -> None:
     ):
         _finish(row, status=MessageStatus.FAILED, error=str(exc))
     else:
-        _hold(row, until=now + _backoff(row.attempts + 1), error=str(exc), attempted=True)
+        _hold(row, until=now + outbox.backoff(row.attempts + 1), error=str(exc), attempted=True)
 
 
 def _room_lost(room: MatrixRoom, exc: MatrixError) -> None:
@@ -435,18 +419,7 @@ def messages_sweep() -> int:
         return 0
     if not token_recheck():
         return 0
-    now = timezone.now()
-    due = MatrixMessage.objects.filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
-        status=MessageStatus.PENDING,
-        next_attempt_at__lt=now - timedelta(minutes=1),
-    ).order_by("id")[:500]
-    count = 0
-    with transaction.atomic():
-        for row in due:
-            schedule_message(row)
-            count += 1
-    return count
+    return outbox.sweep(MatrixMessage.objects, schedule_message)
 
 
 @task()

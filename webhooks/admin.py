@@ -1,6 +1,6 @@
-from django.contrib import admin, messages
+from django.contrib import admin
 
-from core.admin_links import EstimatedCountPaginator
+from core.admin_links import OutboxAdmin
 from webhooks import services
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -15,7 +15,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(admin.ModelAdmin):
+class WebhookDeliveryAdmin(OutboxAdmin):
     list_display = (
         "created_at",
         "event_type",
@@ -28,19 +28,6 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     )
     list_filter = ("status", "event_type")
     search_fields = ("=url", "user__email", "=ordering_key")
-    ordering = ("-created_at",)
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
-    actions = ["retry"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    @admin.action(description="Send the selected deliveries again now")
-    def retry(self, request, queryset):
-        for row in queryset:
-            services.delivery_retry(row=row)
-        self.message_user(request, f"Queued {queryset.count()} delivery(ies).", messages.SUCCESS)
+    def retry_row(self, row):
+        services.delivery_retry(row=row)

@@ -17,12 +17,12 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django_tasks import task
 
 from accounts import apikeys
 from accounts.models import User
+from core import outbox
 from core.errors import InvalidRequest, NotFound
 from core.urls import AddressRefused, Unresolvable, resolve
 from realtime.models import CallRequest
@@ -31,8 +31,6 @@ from webhooks.models import EVENT_TYPES, DeliveryStatus, WebhookDelivery, Webhoo
 
 logger = logging.getLogger(__name__)
 
-FIRST_RETRY = 30.0  # seconds
-LONGEST_RETRY = 3600.0
 LEASE = timedelta(seconds=60)  # longer than one attempt can take (timeouts: 3 s + 5 s)
 
 
@@ -145,13 +143,6 @@ def webhook_outbox_write(*, user_id, event: dict) -> None:
         schedule_delivery(row)
 
 
-def _backoff(attempts: int) -> timedelta:
-    """30 s, 1 min, 2 min... capped at an hour, each within +-20% (jitter)."""
-    seconds = min(LONGEST_RETRY, FIRST_RETRY * 2 ** max(0, attempts - 1))
-    jitter = 0.8 + 0.4 * secrets.randbelow(1000) / 1000
-    return timedelta(seconds=seconds * jitter)
-
-
 def _earlier_pending(row: WebhookDelivery) -> bool:
     return WebhookDelivery.objects.filter(
         url=row.url, ordering_key=row.ordering_key, status=DeliveryStatus.PENDING, id__lt=row.id
@@ -162,14 +153,7 @@ def delivery_attempt(*, delivery_id: int) -> WebhookDelivery | None:
     """Send one due delivery, unless an earlier one of the same call and URL is still
     pending (that one sends this after itself) or another worker holds it. Records the
     outcome; schedules the retry or the next in line. Returns the row when it was tried."""
-    now = timezone.now()
-    claimed = WebhookDelivery.objects.filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
-        pk=delivery_id,
-        status=DeliveryStatus.PENDING,
-        next_attempt_at__lte=now,
-    ).update(lease_until=now + LEASE)
-    if not claimed:
+    if not outbox.claim(WebhookDelivery.objects, delivery_id, lease=LEASE):
         return None
     row = WebhookDelivery.objects.get(pk=delivery_id)
     if _earlier_pending(row):
@@ -200,7 +184,7 @@ def _record_outcome(row: WebhookDelivery, endpoint, outcome: delivery.Attempt) -
         elif now - row.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
             row.status = DeliveryStatus.FAILED
         else:
-            row.next_attempt_at = now + _backoff(row.attempts)
+            row.next_attempt_at = now + outbox.backoff(row.attempts)
         row.save(
             update_fields=[
                 "attempts",
@@ -259,18 +243,7 @@ def delivery_retry(*, row: WebhookDelivery) -> None:
 def deliveries_sweep() -> int:
     """Re-queue pending deliveries that are due (by more than a minute) and not held: their
     task was lost. Returns how many were re-queued. A duplicate task does nothing."""
-    now = timezone.now()
-    due = WebhookDelivery.objects.filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
-        status=DeliveryStatus.PENDING,
-        next_attempt_at__lt=now - timedelta(minutes=1),
-    ).order_by("id")[:500]
-    count = 0
-    with transaction.atomic():
-        for row in due:
-            schedule_delivery(row)
-            count += 1
-    return count
+    return outbox.sweep(WebhookDelivery.objects, schedule_delivery)
 
 
 # --- the worker's side ---------------------------------------------------------------------

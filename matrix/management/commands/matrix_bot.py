@@ -2,12 +2,13 @@
 
 One runs per deployment (runrelay starts it when Matrix is on). A second one started by
 mistake waits: the reader holds a lease in the bot's state row, renewed every batch, and
-takes it over only when it has lapsed. SIGTERM and Ctrl-C stop it at once; a batch cut short
-is read again by the next start (handling it twice changes nothing).
+takes it over only when it has lapsed. SIGTERM and Ctrl-C stop it at once, letting go of the
+lease; a batch cut short is read again by the next start (handling it twice changes nothing).
 """
 
 import logging
 import os
+import signal
 import socket
 import threading
 from datetime import timedelta
@@ -26,6 +27,10 @@ from matrix.sync import sync_once
 logger = logging.getLogger("matrix.bot")
 
 LONGEST_WAIT = 60.0  # seconds between tries while the homeserver is down
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def token_check(client: MatrixClient) -> bool:
@@ -64,6 +69,9 @@ class Command(BaseCommand):
                 "Matrix is off: set MATRIX_HOMESERVER_URL, MATRIX_BOT_ACCESS_TOKEN and "
                 "MATRIX_BOT_USER_ID (docs/matrix.md)"
             )
+        # SIGTERM (runrelay's stop, systemd's) ends the loop like Ctrl-C, through the finally
+        # below that lets go of the lease: a new bot then reads at once.
+        signal.signal(signal.SIGTERM, _interrupt)
         client = MatrixClient()
         token_check(client)
         holder = f"{socket.gethostname()}:{os.getpid()}"[:64]

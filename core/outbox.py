@@ -1,0 +1,60 @@
+"""What every outbox of Relay shares (webhook deliveries, Matrix messages): rows written in
+the transaction of the state they report, each attempted by the worker under a lease,
+retried with backoff, and re-queued by a periodic sweep when their task was lost.
+
+An outbox model has `status` ("pending" while it is to be tried), `next_attempt_at` and
+`lease_until`; each app keeps what is its own (what an attempt does, what ends a row).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Model, Q, QuerySet
+from django.utils import timezone
+
+PENDING = "pending"
+FIRST_RETRY = 30.0  # seconds
+LONGEST_RETRY = 3600.0
+
+
+def backoff(attempts: int) -> timedelta:
+    """The wait before attempt `attempts` + 1: 30 s, 1 min, 2 min... capped at an hour, each
+    within +-20% (jitter, so rows that failed together do not all come back together)."""
+    seconds = min(LONGEST_RETRY, FIRST_RETRY * 2 ** max(0, attempts - 1))
+    jitter = 0.8 + 0.4 * secrets.randbelow(1000) / 1000
+    return timedelta(seconds=seconds * jitter)
+
+
+def claim(rows: QuerySet, pk, *, lease: timedelta) -> bool:
+    """Take row `pk` of `rows` for one attempt: it must be pending, due, and held by no live
+    lease. Whoever gets True is the only one trying it until the lease runs out."""
+    now = timezone.now()
+    return bool(
+        rows.filter(
+            Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+            pk=pk,
+            status=PENDING,
+            next_attempt_at__lte=now,
+        ).update(lease_until=now + lease)
+    )
+
+
+def sweep(rows: QuerySet, schedule: Callable[[Model], None], *, limit: int = 500) -> int:
+    """Re-queue the pending rows of `rows` that are due by more than a minute and held by no
+    lease: their task was lost. Returns how many. A duplicate task does nothing (`claim`)."""
+    now = timezone.now()
+    due = rows.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+        status=PENDING,
+        next_attempt_at__lt=now - timedelta(minutes=1),
+    ).order_by("id")[:limit]
+    count = 0
+    with transaction.atomic():
+        for row in due:
+            schedule(row)
+            count += 1
+    return count
