@@ -27,7 +27,7 @@ from django_tasks import task
 
 from accounts import services as account_services
 from accounts.models import User
-from core import outbox
+from core import outbox, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from matrix import texts
 from matrix.client import MatrixClient, MatrixError
@@ -53,8 +53,9 @@ def matrix_id_set(*, user: User, matrix_id: str | None) -> User:
     the room in use ends, and for a new id a room is made and the id invited, by the worker.
 
     The id must exist on its homeserver (its profile answers): InvalidRequest when it does
-    not, ApplicationError `matrix_unavailable` when the homeserver cannot be asked. Setting
-    the id the user already has, while its room is invited or joined, changes nothing.
+    not, ApplicationError `matrix_unavailable` when the homeserver cannot be asked, and
+    RateLimited past RATE_LIMIT_MATRIX_ID_PER_USER new ids. Setting the id the user already
+    has, while its room is invited or joined, changes nothing.
     """
     account_services.matrix_id_check(matrix_id)
     current = matrix_room_in_use(user=user)
@@ -66,6 +67,9 @@ def matrix_id_set(*, user: User, matrix_id: str | None) -> User:
     ):
         return user
     if settings.MATRIX_ENABLED and matrix_id is not None:
+        # Each new id is a room and an invite, and the answer tells whether an id exists:
+        # neither is for sending at speed.
+        ratelimit.hit("matrix-id:user", str(user.pk), settings.RATE_LIMIT_MATRIX_ID_PER_USER)
         _check_exists(matrix_id)
     with transaction.atomic():
         user = User.objects.select_for_update().get(pk=user.pk)
@@ -117,7 +121,7 @@ def _room_end(*, user: User, reason: str) -> None:
     room.messages.filter(status=MessageStatus.PENDING).update(
         status=MessageStatus.DROPPED, last_error=f"the room ended: {reason}"[:300]
     )
-    if room.room_id:
+    if room.room_id and settings.MATRIX_ENABLED:
         leave_room.enqueue(room_id=room.room_id)
 
 

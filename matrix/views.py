@@ -26,7 +26,7 @@ class MatrixIdViewSet(ResourceViewSet):
                 {"success": True, "matrixId": "@me:matrix.example.com", "matrixStatus": "invited"},
             )
         },
-        errors=[ErrorCode.INVALID_REQUEST, ErrorCode.MATRIX_UNAVAILABLE],
+        errors=[ErrorCode.INVALID_REQUEST, ErrorCode.RATE_LIMITED, ErrorCode.MATRIX_UNAVAILABLE],
     )
     def set(self, request):
         user = services.matrix_id_set(user=request.user, matrix_id=self.validated()["matrixId"])

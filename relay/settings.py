@@ -408,6 +408,8 @@ if MATRIX_BOT_USER_ID and not re.match(r"^@[^:\s]+:\S+$", MATRIX_BOT_USER_ID):
         f"MATRIX_BOT_USER_ID must be a Matrix user id like @relay:example.com, not "
         f"{MATRIX_BOT_USER_ID!r}"
     )
+# New Matrix ids a user may set (each is a room and an invite, and says whether it exists).
+RATE_LIMIT_MATRIX_ID_PER_USER = env.str("RATE_LIMIT_MATRIX_ID_PER_USER", default="10/h")
 # How long one /sync long-poll waits (seconds), and how long a message is retried.
 MATRIX_SYNC_TIMEOUT = env.float("MATRIX_SYNC_TIMEOUT", default=30.0)
 MATRIX_RETRY_HOURS = env.int("MATRIX_RETRY_HOURS", default=24)

@@ -96,3 +96,25 @@ def test_an_unreachable_homeserver_is_a_503_and_nothing_changes(settings, user, 
     user.refresh_from_db()
     assert user.matrix_id is None
     assert not MatrixRoom.objects.exists()
+
+
+@pytest.mark.django_db
+def test_setting_new_matrix_ids_is_rate_limited(settings, user, client_jwt):
+    """Each new id is a room and an invite, and the answer says whether an id exists."""
+    settings.MATRIX_ENABLED = True
+    settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{live.free_port()}"
+    settings.MATRIX_BOT_ACCESS_TOKEN = "syt_unused"
+    settings.MATRIX_BOT_USER_ID = "@relay:localhost"
+    settings.RATE_LIMIT_MATRIX_ID_PER_USER = "2/h"
+
+    statuses = [
+        client_jwt.put("/api/user/matrix", {"matrixId": f"@user{n}:localhost"}, format="json")
+        for n in range(3)
+    ]
+
+    assert [r.status_code for r in statuses] == [503, 503, 429]
+    assert statuses[2].json()["code"] == "rate_limited"
+    assert int(statuses[2]["Retry-After"]) > 0
+    # Clearing the id is never limited.
+    cleared = client_jwt.put("/api/user/matrix", {"matrixId": None}, format="json")
+    assert cleared.status_code == 200
