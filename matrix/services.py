@@ -152,14 +152,27 @@ def matrix_outbox_write(*, user_id, event: dict) -> None:
     if not settings.MATRIX_ENABLED:
         return
     kind = event.get("type")
-    if kind == "call_record":
-        room = _joined_room(user_id)
-        if room is None or not User.objects.filter(pk=user_id, matrix_inbound=True).exists():
-            return
-        text = texts.inbound_call(event)
-        _enqueue(room=room, kind=MessageKind.INBOUND, key=f"inbound:{event['id']}", text=text)
-    elif kind == "call_status" and event.get("status") in TERMINAL_STATES:
-        _outbound_ended(user_id, event)
+    ended = kind == "call_status" and event.get("status") in TERMINAL_STATES
+    if kind != "call_record" and not ended:
+        return
+    # A savepoint: whatever goes wrong here is logged and undone alone, and the call's own
+    # transaction commits as if Matrix were off.
+    try:
+        with transaction.atomic():
+            if ended:
+                _outbound_ended(user_id, event)
+            else:
+                _inbound_recorded(user_id, event)
+    except Exception:
+        logger.exception("matrix: no notice queued for a %s of user %s", kind, user_id)
+
+
+def _inbound_recorded(user_id, event: dict) -> None:
+    room = _joined_room(user_id)
+    if room is None or not User.objects.filter(pk=user_id, matrix_inbound=True).exists():
+        return
+    text = texts.inbound_call(event)
+    _enqueue(room=room, kind=MessageKind.INBOUND, key=f"inbound:{event['id']}", text=text)
 
 
 def _outbound_ended(user_id, event: dict) -> None:

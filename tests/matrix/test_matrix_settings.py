@@ -118,3 +118,26 @@ def test_setting_new_matrix_ids_is_rate_limited(settings, user, client_jwt):
     # Clearing the id is never limited.
     cleared = client_jwt.put("/api/user/matrix", {"matrixId": None}, format="json")
     assert cleared.status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_notice_never_undoes_the_call_record(settings, user, monkeypatch, caplog):
+    """Fault injection in Relay's own code: building the notice raises. The record still
+    commits, with nothing queued, and the failure is logged."""
+    from history.models import CallRecord
+    from matrix import texts
+
+    settings.MATRIX_ENABLED = True
+    room = MatrixRoom.objects.create(user=user, matrix_id="@alice:localhost", status="joined")
+
+    def broken(event):
+        raise RuntimeError("a bug in the notice")
+
+    monkeypatch.setattr(texts, "inbound_call", broken)
+    record = record_inbound_call(
+        number=NumberFactory(owner=user), caller_num="+447700900123", status="missed", duration=0
+    )
+
+    assert CallRecord.objects.filter(pk=record.pk).exists()
+    assert not room.messages.exists()
+    assert "no notice queued for a call_record" in caplog.text
