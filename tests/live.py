@@ -22,11 +22,20 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
 from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE = 60
+
+
+def cmdline(process: psutil.Process) -> list[str]:
+    """A child's command line; [] for one that has already exited."""
+    try:
+        return process.cmdline()
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+        return []
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ import pytest
 from websockets.sync.client import connect
 
 from matrix.models import MatrixBotState
-from tests.live import RelayProcess, http, wait_until
+from tests.live import RelayProcess, cmdline, http, wait_until
 from tests.matrix.synapse import MatrixUser
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
@@ -28,14 +28,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 DEADLINE = 30  # seconds for each thing the live processes do
 SOCKET_TARGET = "+442079460123"
 CHAT_TARGET = "+442079460124"
-
-
-def cmdline(process: psutil.Process) -> list[str]:
-    """A child's command line; [] for one that has already exited."""
-    try:
-        return process.cmdline()
-    except (psutil.ZombieProcess, psutil.NoSuchProcess):
-        return []
 
 
 @pytest.fixture

@@ -81,13 +81,17 @@ def test_with_matrix_off_a_matrix_id_is_stored_and_nothing_is_queued(settings, u
     assert not MatrixMessage.objects.exists()
 
 
-@pytest.mark.django_db
-def test_an_unreachable_homeserver_is_a_503_and_nothing_changes(settings, user, client_jwt):
+@pytest.fixture
+def homeserver_down(settings):
+    """Matrix on, its homeserver a port where nothing listens."""
     settings.MATRIX_ENABLED = True
     settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{live.free_port()}"
     settings.MATRIX_BOT_ACCESS_TOKEN = "syt_unused"
     settings.MATRIX_BOT_USER_ID = "@relay:localhost"
 
+
+@pytest.mark.django_db
+def test_an_unreachable_homeserver_is_a_503_and_nothing_changes(homeserver_down, user, client_jwt):
     response = client_jwt.put("/api/user/matrix", {"matrixId": "@alice:localhost"}, format="json")
 
     assert response.status_code == 503
@@ -99,12 +103,8 @@ def test_an_unreachable_homeserver_is_a_503_and_nothing_changes(settings, user, 
 
 
 @pytest.mark.django_db
-def test_setting_new_matrix_ids_is_rate_limited(settings, user, client_jwt):
+def test_setting_new_matrix_ids_is_rate_limited(homeserver_down, settings, user, client_jwt):
     """Each new id is a room and an invite, and the answer says whether an id exists."""
-    settings.MATRIX_ENABLED = True
-    settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{live.free_port()}"
-    settings.MATRIX_BOT_ACCESS_TOKEN = "syt_unused"
-    settings.MATRIX_BOT_USER_ID = "@relay:localhost"
     settings.RATE_LIMIT_MATRIX_ID_PER_USER = "2/h"
 
     statuses = [

@@ -13,18 +13,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.live import ROOT, RelayProcess, child_environ, http, wait_until
+from tests.live import ROOT, RelayProcess, child_environ, cmdline, http, wait_until
 
 DEADLINE = 60
 METRICS_TOKEN = "runrelay-metrics-token-0123456789"
-
-
-def cmdline(process: psutil.Process) -> list[str]:
-    """A child's command line; [] for one that has already exited."""
-    try:
-        return process.cmdline()
-    except (psutil.ZombieProcess, psutil.NoSuchProcess):
-        return []
 
 
 @pytest.fixture
