@@ -31,6 +31,7 @@ RATE_LIMITED = {
     "captcha_verify": {"rate_limited"},
     "calls_submit": {"rate_limited"},
     "numbers_pin_change": {"pin_locked"},
+    "user_matrix_set": {"rate_limited"},
 }
 
 
