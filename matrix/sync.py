@@ -101,9 +101,9 @@ def _handle_event(room: MatrixRoom, event: dict, *, commands: bool) -> None:
 def command_run(*, room: MatrixRoom, event_id: str, body: str) -> None:
     """Run the chat command in `body` (sent by the room's user as event `event_id`); anything
     that is not a command is ignored. The answer goes to the command's thread."""
-    word, _, rest = body.strip().partition(" ")
+    word, rest = _split(body)
     if word == "!call":
-        _place_call(room, event_id, rest.strip())
+        _place_call(room, event_id, rest)
     elif word == "!help":
         with transaction.atomic():
             services.reply_enqueue(
@@ -128,8 +128,8 @@ def _place_call(room: MatrixRoom, event_id: str, rest: str) -> None:
     """`!call <to> <message>`: through the same service as the WebSocket (its validation,
     rate limit and idempotency: the event id is the callId), acked in the thread in the
     call's own transaction."""
-    to, _, message = rest.partition(" ")
-    data = {"callId": event_id, "to": to, "message": message.strip()}
+    to, message = _split(rest)
+    data = {"callId": event_id, "to": to, "message": message}
     try:
         with transaction.atomic():
             call, _created = calls.call_request_submit(user=room.user, data=data)
@@ -144,6 +144,15 @@ def _place_call(room: MatrixRoom, event_id: str, rest: str) -> None:
             services.reply_enqueue(
                 room=room, command_event_id=event_id, name="refused", text=_refusal(refused)
             )
+
+
+def _split(text: str) -> tuple[str, str]:
+    """The first word of `text` and the rest, at any whitespace (a client may send a newline
+    or several spaces), the rest trimmed."""
+    parts = text.split(maxsplit=1)
+    if not parts:
+        return "", ""
+    return parts[0], parts[1].strip() if len(parts) > 1 else ""
 
 
 def _refusal(error: ApplicationError) -> texts.Text:

@@ -188,7 +188,7 @@ def test_call_from_the_chat_places_the_call_and_answers_in_its_thread(
     user, joined, bot, bot_account
 ):
     member, room_id = joined
-    command = member.send_text(room_id, f"!call {TARGET} Hello, the parcel is at the door")
+    command = member.send_text(room_id, f"!call  {TARGET}\nHello, the parcel is at the door ")
     settle(bot)
 
     call = CallRequest.objects.get(owner=user)
