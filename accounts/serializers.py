@@ -27,6 +27,18 @@ class PasswordField(StrictCharField):
     pass
 
 
+class MatrixStatusField(serializers.ChoiceField):
+    """`matrixStatus`: where the Matrix bot's direct room with the user stands."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault(
+            "help_text",
+            "none: no Matrix id (or Matrix is off); invited: the bot's invite waits for you; "
+            "joined: you get notices and may type commands; left: nothing is sent",
+        )
+        super().__init__(choices=MATRIX_STATUSES, **kwargs)
+
+
 @extend_schema_field(
     {"type": "string", "maxLength": 255, "pattern": MATRIX_ID_PATTERN, "nullable": True}
 )
@@ -84,12 +96,7 @@ class MeOutput(serializers.Serializer):
     email = serializers.EmailField()
     plan = serializers.CharField()
     matrixId = serializers.CharField(source="matrix_id", allow_null=True)  # noqa: N815
-    matrixStatus = serializers.ChoiceField(  # noqa: N815
-        source="matrix_status",
-        choices=MATRIX_STATUSES,
-        help_text="the Matrix bot's direct room: none, invited (waiting for you to join), "
-        "joined (notices are sent) or left",
-    )
+    matrixStatus = MatrixStatusField(source="matrix_status")  # noqa: N815
     matrixInbound = serializers.BooleanField(source="matrix_inbound")  # noqa: N815
     matrixOutbound = serializers.BooleanField(source="matrix_outbound")  # noqa: N815
     createdAt = MillisecondsField(source="created_at")  # noqa: N815
@@ -120,11 +127,7 @@ class DashboardOutput(serializers.Serializer):
     email = serializers.EmailField()
     plan = serializers.CharField()
     matrixId = serializers.CharField(allow_null=True)  # noqa: N815
-    matrixStatus = serializers.ChoiceField(  # noqa: N815
-        choices=MATRIX_STATUSES,
-        help_text="the Matrix bot's direct room: none, invited (waiting for you to join), "
-        "joined (notices are sent) or left",
-    )
+    matrixStatus = MatrixStatusField()  # noqa: N815
     apiKey = serializers.CharField()  # noqa: N815
     wsUrl = serializers.CharField()  # noqa: N815
     sessions = SessionOutput(many=True)
