@@ -425,6 +425,9 @@ SIP_REGISTER = env.bool("SIP_REGISTER", default=False)
 SIP_REGISTER_EXPIRES = env.int("SIP_REGISTER_EXPIRES", default=300)
 SIP_BIND = env.str("SIP_BIND", default="0.0.0.0:5060")  # noqa: S104 - a SIP agent listens
 SIP_PUBLIC_ADDRESS = env.str("SIP_PUBLIC_ADDRESS", default="")
+# Symmetric RTP: media from a source other than the SDP's address (a caller behind NAT) is
+# latched onto in the first seconds, and answered there (docs/telephony.md, "Media").
+SIP_MEDIA_LATCHING = env.bool("SIP_MEDIA_LATCHING", default=True)
 RTP_PORT_RANGE = env.str("RTP_PORT_RANGE", default="20000-20999")
 SIP_RING_TIMEOUT = env.float("SIP_RING_TIMEOUT", default=30.0)
 SIP_MAX_CALL_SECONDS = env.float("SIP_MAX_CALL_SECONDS", default=300.0)

@@ -31,7 +31,7 @@ from realtime import pipeline
 from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
 from realtime.providers import Step
 from telephony import services
-from telephony.inbound import InboundDesk
+from telephony.inbound.routing import InboundDesk
 from telephony.sip.message import host_port_of, new_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech, SpeechError
@@ -121,6 +121,7 @@ def agent_config(index: int = 0) -> UaConfig:
         username=settings.SIP_USERNAME,
         password=settings.SIP_PASSWORD,
         rtp_ports=(first + index * share, first + (index + 1) * share - 1),
+        media_latching=settings.SIP_MEDIA_LATCHING,
     )
 
 
@@ -131,7 +132,7 @@ class TelephonyAgent:
         self.calls: dict = {}
         self.stopping = asyncio.Event()
         self.capacity = settings.SIP_MAX_CONCURRENT_CALLS
-        # Calls to the numbers (telephony/inbound.py) share the agent's capacity.
+        # Calls to the numbers (telephony/inbound/) share the agent's capacity.
         self.desk = InboundDesk(
             ua=self.ua, speech=self.speech, db=_in_db_thread, has_room=self._has_room
         )

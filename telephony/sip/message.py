@@ -249,13 +249,22 @@ def new_call_id(host: str) -> str:
     return f"{secrets.token_hex(12)}@{host}"
 
 
-def response_to(request: Message, status: int, reason: str, *, to_tag: str = "") -> Message:
-    """A response copying Via, From, To (with our tag), Call-ID and CSeq (RFC 3261 §8.2.6)."""
+def response_to(
+    request: Message, status: int, reason: str, *, to_tag: str = "", record_route: bool = False
+) -> Message:
+    """A response copying Via, From, To, Call-ID and CSeq (RFC 3261 §8.2.6.2), and with
+    `record_route` the request's Record-Route, in order (§12.1.1).
+
+    §8.2.6.2: a response other than 100 whose request had no To tag MUST carry one: `to_tag`
+    when given (a dialog's own), else a new one."""
     response = Message(status=status, reason=reason)
-    for name in ("Via", "From", "To", "Call-ID", "CSeq"):
+    if status != 100 and not to_tag:
+        to_tag = new_tag()
+    names = ("Via", "Record-Route", "From", "To", "Call-ID", "CSeq")
+    for name in names if record_route else (n for n in names if n != "Record-Route"):
         for key, value in request.headers:
             if key == name:
-                if name == "To" and to_tag and "tag=" not in value:
+                if name == "To" and to_tag and "tag" not in params(value):
                     value = f"{value};tag={to_tag}"
                 response.headers.append((name, value))
     return response

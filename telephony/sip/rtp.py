@@ -86,9 +86,12 @@ class ReceivedAudio:
 class RtpStream(asyncio.DatagramProtocol):
     """A bound RTP socket: `play(audio)` sends it and returns when the last packet has left."""
 
-    def __init__(self, payload_type: int) -> None:
+    def __init__(self, payload_type: int, *, latching: bool = True) -> None:
         self.payload_type = payload_type
+        # Where audio goes: the SDP's address (`expect`), then the source latched onto.
         self.remote: tuple[str, int] | None = None
+        self.latching = latching
+        self.latch = Latch()
         self.sock: asyncio.DatagramTransport | None = None
         self.received = ReceivedAudio()
         self.sent_packets = 0
@@ -101,11 +104,15 @@ class RtpStream(asyncio.DatagramProtocol):
         self.on_dtmf: Callable[[str], None] | None = None
         self._dtmf_active: tuple[int, int] | None = None  # (timestamp, event) of a press
         self._dtmf_ended: tuple[int, int] | None = None
-        # With `only_from_remote`, packets from any host but the remote's are dropped: keys
-        # and audio from a third party must not reach a mailbox or a message.
-        self.only_from_remote = False
         # Random starts (RFC 3550 §5.1), from the OS: they make packets hard to forge.
         self.sequence, self.timestamp, self.ssrc = struct.unpack("!HII", os.urandom(10))
+
+    def expect(self, host: str, port: int) -> None:
+        """Media is to come from, and go to, `host`:`port` (the far end's SDP). From now on
+        only packets the latch admits are heard: keys and audio from a third party must not
+        reach a mailbox or a message."""
+        self.remote = (host, port)
+        self.latch.start((host, port), enabled=self.latching)
 
     async def open(self, host: str, port: int) -> None:
         loop = asyncio.get_running_loop()
@@ -114,8 +121,19 @@ class RtpStream(asyncio.DatagramProtocol):
     def datagram_received(self, data: bytes, addr) -> None:
         if len(data) < 12 or data[0] >> 6 != 2:
             return
-        if self.only_from_remote and (self.remote is None or addr[0] != self.remote[0]):
+        if self.remote is None:
+            return  # no SDP yet: nobody is expected
+        source = (addr[0], addr[1])
+        admitted = self.latch.admit(
+            source,
+            struct.unpack("!I", data[8:12])[0],
+            struct.unpack("!H", data[2:4])[0],
+            asyncio.get_running_loop().time(),
+        )
+        if not admitted:
             return
+        if self.latch.source is not None and self.remote != self.latch.source:
+            self.remote = self.latch.source  # symmetric RTP: audio goes back where it came from
         payload_type = data[1] & 0x7F
         header = 12 + 4 * (data[0] & 0x0F)
         if payload_type == self.dtmf_payload_type and self.dtmf_payload_type is not None:
@@ -201,3 +219,61 @@ class RtpStream(asyncio.DatagramProtocol):
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+LATCH_SECONDS = 5.0  # a source can be latched onto only this long after the first packet
+LATCH_PACKETS = 3  # in-sequence packets of one SSRC from one source before it is latched
+
+
+class Latch:
+    """Symmetric RTP (RFC 4961's idea, as Asterisk's `rtp_symmetric` and FreeSWITCH's
+    auto-adjust do it): which source a stream's packets are taken from.
+
+    Before anything is latched, packets from the SDP address are heard. A source (address
+    and port) that sends LATCH_PACKETS packets of one SSRC with consecutive sequence numbers
+    within LATCH_SECONDS of the stream's first packet (from anyone) is latched onto, whether
+    it is the SDP address or another one (a caller behind NAT sends from an address its SDP
+    does not name). From then on only that source is heard and every other one is dropped;
+    so is every other source once the window has closed. With latching off, only the SDP
+    address is ever heard (its host, whatever the port).
+    """
+
+    def __init__(self) -> None:
+        self.expected: tuple[str, int] | None = None
+        self.enabled = True
+        self.opened: float | None = None  # when the first packet came
+        self.source: tuple[str, int] | None = None
+        # Each candidate source: (its SSRC, the last sequence number, packets in sequence).
+        self.candidates: dict[tuple[str, int], tuple[int, int, int]] = {}
+
+    def start(self, expected: tuple[str, int], *, enabled: bool) -> None:
+        self.expected, self.enabled, self.opened = expected, enabled, None
+        self.source = None
+        self.candidates.clear()
+
+    def admit(self, source: tuple[str, int], ssrc: int, sequence: int, now: float) -> bool:
+        """Whether a packet from `source` with `ssrc` and `sequence` is to be heard."""
+        if self.expected is None:
+            return False
+        if not self.enabled:
+            return source[0] == self.expected[0]
+        if self.source is not None:
+            # The latched source may change its SSRC (RFC 4733 events from a separate
+            # generator, or a new media server behind the same address); no one else is heard.
+            return source == self.source
+        if self.opened is None:
+            self.opened = now
+        if now - self.opened <= LATCH_SECONDS and self._learn(source, ssrc, sequence):
+            self.source = source
+            self.candidates.clear()
+            return True
+        return source == self.expected
+
+    def _learn(self, source: tuple[str, int], ssrc: int, sequence: int) -> bool:
+        known = self.candidates.get(source)
+        count = 1
+        if known is not None and known[0] == ssrc and sequence == (known[1] + 1) & 0xFFFF:
+            count = known[2] + 1
+        if len(self.candidates) < 16 or known is not None:  # a flood of sources learns nothing
+            self.candidates[source] = (ssrc, sequence, count)
+        return count >= LATCH_PACKETS

@@ -23,7 +23,7 @@ from websockets.asyncio.client import connect
 
 from history.models import CallRecord
 from history.services import record_inbound_call
-from telephony.inbound import DEFAULT_GREETING
+from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory

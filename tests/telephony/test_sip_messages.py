@@ -7,7 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from telephony.sip import auth, sdp
+from telephony.sip.dialog import Dialog
 from telephony.sip.message import Message, SipParseError, params, parse, response_to, uri_of
+from telephony.sip.rtp import LATCH_SECONDS, Latch
+from telephony.sip.ua import mark_received
 
 INVITE = (
     b"INVITE sip:+442079460123@trunk.example.com SIP/2.0\r\n"
@@ -136,3 +139,143 @@ def test_the_answer_picks_the_first_offered_codec_the_far_end_kept():
 def test_an_unusable_answer_is_an_sdp_error(body):
     with pytest.raises(sdp.SdpError):
         sdp.parse_answer(body)
+
+
+# --- dialogs (RFC 3261 §12) and symmetric RTP ----------------------------------------------------
+class _Ua:
+    """What a dialog asks of its user agent, and no more."""
+
+    default_port = 5060
+
+    class config:  # noqa: N801 - stands in for UaConfig
+        user_agent = "Relay"
+
+    @staticmethod
+    def via(branch: str) -> str:
+        return f"SIP/2.0/UDP 127.0.0.1:5060;branch={branch}"
+
+
+def _dialog(route_set):
+    return Dialog(
+        _Ua(),
+        call_id="c@x",
+        local_header="<sip:relay@a.example>;tag=ours",
+        remote_header="<sip:bob@b.example>;tag=theirs",
+        remote_target="sip:bob@198.51.100.5:5070",
+        route_set=route_set,
+    )
+
+
+def test_a_request_through_loose_routers_targets_the_peer_and_carries_the_route_set():
+    dialog = _dialog(["<sip:p1.example;lr>", "<sip:p2.example;lr>"])
+    bye = dialog.request("BYE")
+
+    assert bye.uri == "sip:bob@198.51.100.5:5070"
+    assert bye.get("Route") == "<sip:p1.example;lr>, <sip:p2.example;lr>"
+    assert (bye.get("To"), bye.cseq) == ("<sip:bob@b.example>;tag=theirs", (1, "BYE"))
+    assert dialog.next_hop() == ("p1.example", 5060)
+    assert dialog.request("BYE").cseq == (2, "BYE")  # the local CSeq goes up by one
+
+
+def test_a_request_through_a_strict_router_puts_it_in_the_request_uri():
+    dialog = _dialog(["<sip:strict.example:5080>", "<sip:p2.example;lr>"])
+    bye = dialog.request("BYE")
+
+    assert bye.uri == "sip:strict.example:5080"
+    assert bye.get("Route") == "<sip:p2.example;lr>, <sip:bob@198.51.100.5:5070>"
+    assert dialog.next_hop() == ("strict.example", 5080)
+
+
+def test_without_a_route_set_a_request_goes_to_the_remote_target():
+    dialog = _dialog([])
+
+    assert dialog.request("BYE").get("Route") is None
+    assert dialog.next_hop() == ("198.51.100.5", 5070)
+
+
+@pytest.mark.parametrize(
+    ("via", "source", "marked"),
+    [
+        # RFC 3581: rport asked for gets the source port, and received is always added.
+        (
+            "SIP/2.0/UDP 10.0.0.7:5060;branch=z9hG4bKa;rport",
+            ("203.0.113.9", 40123),
+            "SIP/2.0/UDP 10.0.0.7:5060;branch=z9hG4bKa;rport=40123;received=203.0.113.9",
+        ),
+        # RFC 3261 §18.2.1: a sent-by host that is not the source gets received.
+        (
+            "SIP/2.0/UDP 10.0.0.7:5060;branch=z9hG4bKa",
+            ("203.0.113.9", 5060),
+            "SIP/2.0/UDP 10.0.0.7:5060;branch=z9hG4bKa;received=203.0.113.9",
+        ),
+        # The same host: nothing to add.
+        (
+            "SIP/2.0/UDP 203.0.113.9:5060;branch=z9hG4bKa",
+            ("203.0.113.9", 5060),
+            "SIP/2.0/UDP 203.0.113.9:5060;branch=z9hG4bKa",
+        ),
+    ],
+)
+def test_the_top_via_records_where_a_request_came_from(via, source, marked):
+    request = parse(
+        (
+            f"OPTIONS sip:relay@x SIP/2.0\r\nVia: {via}\r\n"
+            "Via: SIP/2.0/UDP 10.9.9.9;branch=z9hG4bKb\r\nFrom: <sip:a@x>;tag=1\r\n"
+            "To: <sip:relay@x>\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\n\r\n"
+        ).encode()
+    )
+    mark_received(request, source)
+
+    assert request.get_all("Via") == [marked, "SIP/2.0/UDP 10.9.9.9;branch=z9hG4bKb"]
+
+
+def _latch():
+    latch = Latch()
+    latch.start(("192.0.2.10", 4000), enabled=True)
+    return latch
+
+
+def test_media_latches_onto_a_source_with_one_ssrc_in_sequence_and_drops_the_rest():
+    latch = _latch()
+    nat = ("203.0.113.5", 61000)
+
+    heard = [latch.admit(nat, 77, seq, now=0.1 * seq) for seq in (10, 11, 12, 13)]
+
+    assert heard == [False, False, True, True]  # the third packet in sequence latches
+    assert latch.source == nat
+    assert not latch.admit(("198.51.100.66", 4000), 77, 14, now=1.0)  # an injector
+    assert not latch.admit(("192.0.2.10", 4000), 5, 1, now=1.0)  # even from the SDP address
+
+
+def test_media_from_the_sdp_address_is_heard_before_any_latch():
+    latch = _latch()
+
+    assert latch.admit(("192.0.2.10", 4000), 1, 100, now=0.0)
+    assert not latch.admit(("203.0.113.5", 61000), 2, 100, now=0.0)
+
+
+def test_a_source_that_changes_ssrc_or_skips_sequence_numbers_is_not_latched():
+    latch = _latch()
+    other = ("203.0.113.5", 61000)
+
+    for ssrc, seq in ((1, 10), (2, 11), (1, 12), (1, 14), (1, 16)):
+        assert not latch.admit(other, ssrc, seq, now=0.0)
+    assert latch.source is None
+
+
+def test_no_source_is_latched_once_the_first_seconds_are_over():
+    latch = _latch()
+    late = LATCH_SECONDS + 1
+    assert not latch.admit(("198.51.100.1", 9), 1, 1, now=0.0)  # the stream's first packet
+    heard = [latch.admit(("203.0.113.5", 61000), 3, seq, now=late) for seq in (1, 2, 3, 4)]
+
+    assert heard == [False] * 4
+    assert latch.source is None
+
+
+def test_with_latching_off_only_the_sdp_host_is_heard():
+    latch = Latch()
+    latch.start(("192.0.2.10", 4000), enabled=False)
+
+    assert latch.admit(("192.0.2.10", 4002), 1, 1, now=0.0)
+    assert not any(latch.admit(("203.0.113.5", 61000), 1, s, now=0.0) for s in range(1, 6))

@@ -1,0 +1,53 @@
+"""The line of an answered inbound call, as voicemail and the mailbox use it: audio played
+until it ends or the call does, text spoken through the speech cache, and the keys the caller
+presses (RFC 4733), one queue of them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from django.conf import settings
+
+from telephony.sip.uas import InboundDialog
+from telephony.speech import Speech, SpeechError
+
+
+class Line:
+    def __init__(self, call: InboundDialog, speech: Speech) -> None:
+        self.call, self.speech_cache = call, speech
+        self.stream = call.stream
+        self.keys: asyncio.Queue[str] = asyncio.Queue()
+        self.stream.on_dtmf = self.keys.put_nowait
+
+    @property
+    def payload_type(self) -> int:
+        return self.stream.payload_type
+
+    async def key_pressed(self, key: str) -> None:
+        while await self.keys.get() != key:
+            pass
+
+    async def speech(self, text: str) -> bytes:
+        """`text` spoken in the call's codec; silence (b"") when speech cannot be made."""
+        try:
+            audio = await asyncio.to_thread(
+                self.speech_cache.render, text, settings.TTS_DEFAULT_LANGUAGE
+            )
+        except SpeechError:
+            return b""
+        return audio[self.payload_type]
+
+    async def play(self, audio: bytes, also: asyncio.Future | None = None) -> bool:
+        """Play `audio` to its end (True), or stop when the call ends or `also` completes."""
+        player = asyncio.ensure_future(self.stream.play(audio))
+        ended = asyncio.ensure_future(self.call.ended.wait())
+        waiting = {player, ended} | ({also} if also is not None else set())
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            player.cancel()
+            ended.cancel()
+        return player.done() and not player.cancelled() and not self.call.ended.is_set()
+
+    async def say(self, text: str) -> bool:
+        return await self.play(await self.speech(text))

@@ -1,0 +1,155 @@
+"""What becomes of a call to a number. The SIP user agent hands every new INVITE to
+`InboundDesk.take`; in order:
+- a source that is neither the trunk nor in SIP_INBOUND_SOURCES: 403, nothing recorded
+  (answered by the user agent itself, which keeps no state for it);
+- a number that is not provisioned, or held by nobody: 404, nothing recorded;
+- a caller on the number's blocklist: 603 and a `blocked` record (duration 0);
+- a Call-ID seen before (a re-sent INVITE): 482, nothing recorded again;
+- an agent at SIP_MAX_CONCURRENT_CALLS: 486 and a `missed` record;
+- otherwise 180 Ringing and `incoming_call` to the owner's sockets. A caller who hangs up
+  within INBOUND_RING_SECONDS is `missed`; after it voicemail answers (`answered`, with the
+  duration from answer to hang-up; telephony.inbound.voicemail).
+
+Every call ends in exactly one history record, written with the ledger row (telephony.models.
+InboundCall) that a crashed agent's calls are recovered from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+
+from core.recordings import recordings_storage
+from history.models import ANONYMOUS_CALLER, CallStatus
+from telephony import services
+from telephony.inbound.numbering import caller_number, dialled_number
+from telephony.inbound.voicemail import Voicemail
+from telephony.sip.uas import InboundDialog
+from telephony.speech import Speech
+from virtual_numbers import selectors as number_selectors
+
+logger = logging.getLogger(__name__)
+
+
+def source_allowed(source_host: str, trunk_host: str) -> bool:
+    """Calls come from the trunk, or from SIP_INBOUND_SOURCES (addresses, networks, `any`)."""
+    if source_host == trunk_host:
+        return True
+    try:
+        address = ipaddress.ip_address(source_host)
+    except ValueError:
+        return False
+    for allowed in settings.SIP_INBOUND_SOURCES:
+        if allowed.lower() == "any":
+            return True
+        if address in ipaddress.ip_network(allowed, strict=False):
+            return True
+    return False
+
+
+class InboundDesk:
+    """The inbound side of one telephony agent. `db` runs a function in the agent's database
+    thread; `has_room()` says whether the agent may take one more call."""
+
+    def __init__(self, *, ua, speech: Speech, db: Callable, has_room: Callable[[], bool]):
+        self.ua, self.speech, self.db, self.has_room = ua, speech, db, has_room
+        self.live: dict[str, tuple[InboundDialog, object]] = {}  # Call-ID -> (SIP, ledger row)
+        self.tasks: set[asyncio.Task] = set()
+        self.stopping = False
+        ua.on_invite = self.take
+        ua.accepts_source = lambda host: source_allowed(host, ua.trunk[0])
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+    def ledger_pks(self) -> list:
+        return [ledger.pk for _, ledger in self.live.values()]
+
+    async def take(self, call: InboundDialog) -> None:
+        task = asyncio.create_task(self._run(call))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def stop(self, grace: float) -> None:
+        """Ringing calls are turned away, answered ones hung up; each is recorded."""
+        self.stopping = True
+        for call, _ in list(self.live.values()):
+            call.ended.set()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=grace)
+
+    async def _run(self, call: InboundDialog) -> None:
+        try:
+            await self._route(call)
+        except Exception:
+            logger.exception("inbound call %s: the agent failed", call.call_id)
+            with contextlib.suppress(Exception):
+                await call.refuse(500, "Server Internal Error")
+        finally:
+            self.live.pop(call.call_id, None)
+            with contextlib.suppress(Exception):
+                await call.hang_up()
+            call.close()
+
+    async def _route(self, call: InboundDialog) -> None:
+        e164 = dialled_number(call.request_uri)
+        number = None
+        if e164 is not None:
+            number = await self.db(number_selectors.number_by_e164)(e164=e164)
+        if number is None:
+            await call.refuse(404, "Not Found")
+            return
+        caller = caller_number(call.invite.get("From") or "")
+        blocked = caller != ANONYMOUS_CALLER and await self.db(number_selectors.caller_blocked)(
+            number=number, caller_num=caller
+        )
+        ringing = not blocked and self.has_room() and not self.stopping
+        ledger = await self.db(services.inbound_call_open)(
+            sip_call_id=call.call_id, number=number, caller_num=caller, ringing=ringing
+        )
+        if ledger is None:
+            await call.refuse(482, "Loop Detected")
+            return
+        if blocked:
+            await call.refuse(603, "Decline")
+            await self._record(ledger, CallStatus.BLOCKED)
+            return
+        if not ringing:
+            await call.refuse(486, "Busy Here")
+            await self._record(ledger, CallStatus.MISSED)
+            return
+        self.live[call.call_id] = (call, ledger)
+        await self._ring_then_answer(call, number, ledger)
+
+    async def _record(self, ledger, status: str, **kwargs) -> None:
+        record = await self.db(services.inbound_call_record)(call=ledger, status=status, **kwargs)
+        if record is None:
+            name = kwargs.get("recording")
+            if name:  # nobody will ever name it now
+                await asyncio.to_thread(recordings_storage().delete, name)
+
+    async def _ring_then_answer(self, call: InboundDialog, number, ledger) -> None:
+        await call.ringing()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(call.ended.wait(), settings.INBOUND_RING_SECONDS)
+        if call.ended.is_set() and not call.canceled.is_set():
+            await call.refuse(480, "Temporarily Unavailable")  # the agent is stopping
+        if call.final_status:  # canceled, or turned away
+            await self._record(ledger, CallStatus.MISSED)
+            return
+        media = await call.answer()
+        if media is None:
+            await self._record(ledger, CallStatus.MISSED)
+            return
+        answered = time.monotonic()
+        await self.db(services.inbound_call_answered)(call=ledger)
+        recording = await Voicemail(call, self.speech, self.db, number).run()
+        await call.hang_up()
+        duration = max(0, round(time.monotonic() - answered))
+        await self._record(ledger, CallStatus.ANSWERED, duration=duration, **recording)

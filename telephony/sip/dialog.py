@@ -1,0 +1,183 @@
+"""A SIP dialog (RFC 3261 §12): what the two ends of a call share once it is set up, and the
+requests either end sends inside it. One class for both directions, the way PJSIP's
+`pjsip_dialog` serves UAC and UAS alike: `uac.OutboundCall` (Relay called out) and
+`uas.InboundDialog` (Relay was called) add only their side's INVITE transaction.
+
+The dialog holds, in RFC 3261's words: the Call-ID, the local and remote tags (inside the
+From and To values Relay sends), the local CSeq, the remote CSeq, the remote target (the
+peer's Contact) and the route set (the Record-Route of the message that set the dialog up).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from telephony.sip.message import (
+    Message,
+    host_port_of,
+    new_branch,
+    params,
+    response_to,
+    uri_of,
+)
+
+logger = logging.getLogger(__name__)
+
+ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS"
+MAX_FORWARDS = "70"  # §8.1.1.6: a UAC SHOULD send 70
+
+
+def contact_uri(value: str | None) -> str:
+    """The URI of a Contact value, or "" when there is none."""
+    return uri_of(value) if value else ""
+
+
+def is_loose(route: str) -> bool:
+    """Whether a Route/Record-Route entry names a loose router (`;lr`, RFC 3261 §19.1.1)."""
+    uri = uri_of(route)
+    return any(part.split("=", 1)[0].strip().lower() == "lr" for part in uri.split(";")[1:])
+
+
+class Dialog:
+    """The dialog state and what is done inside it; `ua` is the telephony.sip.ua.UserAgent
+    that carries its messages.
+
+    `local_header` and `remote_header` are the From and To values of the requests Relay
+    sends in the dialog: the local one with Relay's tag, the remote one with the peer's tag
+    once known (§12.2.1.1).
+    """
+
+    def __init__(
+        self,
+        ua,
+        *,
+        call_id: str,
+        local_header: str,
+        remote_header: str,
+        remote_target: str,
+        route_set: list[str] | None = None,
+        local_cseq: int = 0,
+    ) -> None:
+        self.ua = ua
+        self.call_id = call_id
+        self.local_header = local_header
+        self.remote_header = remote_header
+        self.remote_target = remote_target
+        self.route_set: list[str] = list(route_set or [])
+        self.local_cseq = local_cseq
+        self.remote_cseq: int | None = None
+        self.local_sdp = b""
+        self.bye_sent = False
+
+    @property
+    def local_tag(self) -> str:
+        return params(self.local_header).get("tag", "")
+
+    @property
+    def remote_tag(self) -> str:
+        return params(self.remote_header).get("tag", "")
+
+    # --- requests out (§12.2.1.1) ------------------------------------------------------------
+    def request(self, method: str, *, cseq: int | None = None, branch: str = "") -> Message:
+        """A request inside the dialog. With a route set whose first entry is a loose router,
+        the Request-URI is the remote target and the route set goes into Route as it is;
+        with a strict router first, the Request-URI is that router and the remote target
+        goes last in Route (§12.2.1.1)."""
+        if cseq is None:
+            self.local_cseq += 1
+            cseq = self.local_cseq
+        uri, routes = self.remote_target, list(self.route_set)
+        if routes and not is_loose(routes[0]):
+            uri = _strip_uri_headers(uri_of(routes[0]))
+            routes = [*routes[1:], f"<{self.remote_target}>"]
+        message = Message(method=method, uri=uri)
+        message.headers = [
+            ("Via", self.ua.via(branch or new_branch())),
+            ("Max-Forwards", MAX_FORWARDS),
+            ("From", self.local_header),
+            ("To", self.remote_header),
+            ("Call-ID", self.call_id),
+            ("CSeq", f"{cseq} {method}"),
+            # The route set as one Route header, in order (§7.3.1 allows either form).
+            *((("Route", ", ".join(routes)),) if routes else ()),
+            ("User-Agent", self.ua.config.user_agent),
+        ]
+        return message
+
+    def next_hop(self) -> tuple[str, int]:
+        """Where a request in the dialog goes: the first route, else the remote target
+        (RFC 3261 §8.1.2 and RFC 3263)."""
+        target = uri_of(self.route_set[0]) if self.route_set else self.remote_target
+        return host_port_of(target, self.ua.default_port)
+
+    async def send_bye(self) -> None:
+        """Hang up: BYE in its own non-INVITE transaction. Sent once."""
+        if self.bye_sent:
+            return
+        self.bye_sent = True
+        response = await self.ua.request(self.request("BYE"), destination=self.next_hop())
+        if response is None:
+            logger.warning("call %s: BYE got no answer", self.call_id)
+
+    # --- requests in -------------------------------------------------------------------------
+    async def on_request(self, request: Message, source: tuple[str, int]) -> None:
+        """A request of this dialog's Call-ID (the UAC and the UAS add their transaction's
+        own requests in front of this)."""
+        if request.method == "ACK":
+            return  # an ACK of nothing this dialog waits for: absorbed (§17.2.3)
+        if params(request.get("To") or "").get("tag", "") != self.local_tag:
+            # §12.2.2: a request with a To tag that matches no dialog gets 481.
+            await self.ua.respond(request, 481, "Call/Transaction Does Not Exist", source)
+            return
+        number, _ = request.cseq
+        if self.remote_cseq is not None and number < self.remote_cseq:
+            # §12.2.2: "If the remote sequence number ... is lower than ... the UAS
+            # MUST reject the request with a 500 (Server Internal Error) response."
+            await self.ua.respond(request, 500, "Server Internal Error", source)
+            return
+        self.remote_cseq = number
+        if request.method == "BYE":
+            await self.ua.respond(request, 200, "OK", source)
+            self.on_remote_bye()
+        elif request.method == "INVITE":
+            await self._reinvite(request, source)
+        elif request.method == "OPTIONS":
+            response = response_to(request, 200, "OK")
+            response.set("Allow", ALLOW)
+            await self.ua.transport.send(response, source)
+        elif request.method == "CANCEL":
+            # A CANCEL matching no pending INVITE transaction (§9.2).
+            await self.ua.respond(request, 481, "Call/Transaction Does Not Exist", source)
+        else:
+            response = response_to(request, 405, "Method Not Allowed")
+            response.set("Allow", ALLOW)
+            await self.ua.transport.send(response, source)
+
+    async def _reinvite(self, request: Message, source: tuple[str, int]) -> None:
+        """A re-INVITE (a session refresh): the media stays as it is; its Contact is the new
+        remote target (§12.2.2, target refresh)."""
+        if not self.local_sdp:
+            await self.ua.respond(request, 491, "Request Pending", source)
+            return
+        if target := contact_uri(request.get("Contact")):
+            self.remote_target = target
+        response = response_to(request, 200, "OK")
+        response.set("Contact", self.ua.contact())
+        response.set("Allow", ALLOW)
+        response.set("Content-Type", "application/sdp")
+        response.body = self.local_sdp
+        await self.ua.transport.send(response, source)
+
+    def on_remote_bye(self) -> None:
+        """The peer hung up (its BYE was answered 200)."""
+        raise NotImplementedError
+
+    def on_response(self, response: Message) -> None:
+        """A response that matched no transaction (a late retransmission): by default,
+        nothing to do."""
+
+
+def _strip_uri_headers(uri: str) -> str:
+    # §12.2.1.1: the Request-URI made from a strict router's URI carries no headers or
+    # method parameter.
+    return uri.split("?", 1)[0]

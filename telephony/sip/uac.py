@@ -1,0 +1,319 @@
+"""The calling side of a SIP call (RFC 3261 §13.2, §17.1.1): Relay dials through the trunk,
+plays the message once the callee answers, and hangs up.
+
+The INVITE client transaction: resent over UDP at timer A (T1, doubling) until a response,
+given up at timer B (64*T1) or the ring timeout; a non-2xx final response ACKed inside the
+transaction (same branch), a 2xx ACKed as a request of the dialog (§13.2.2.4), and ACKed again
+whenever it is resent. CANCEL only after a provisional response (§9.1). A 401/407 challenge
+is answered once, with the next CSeq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from telephony.sip import sdp
+from telephony.sip.dialog import ALLOW, Dialog, contact_uri
+from telephony.sip.message import Message, host_port_of, new_branch, new_call_id, new_tag
+from telephony.sip.rtp import ReceivedAudio, RtpStream
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """How a call ended, as SIP saw it.
+
+    kind: answered (then `duration`, `hung_up_by`), rejected (`code`, `phrase`), timeout (no
+    response at all), no_answer (rang past the ring timeout, canceled), canceled (hung up by
+    us before an answer), error (`phrase` says what).
+    """
+
+    kind: str
+    code: int = 0
+    phrase: str = ""
+    duration: float | None = None
+    hung_up_by: str = ""  # "local" or "remote", for answered calls
+    received: ReceivedAudio = field(default_factory=ReceivedAudio)
+    sent_packets: int = 0
+
+
+class OutboundCall(Dialog):
+    """One outbound call. `run()` dials, reports ringing and answer through the callbacks,
+    plays `audio` (G.711 by payload type) once, hangs up, and returns the Outcome.
+    `hang_up()` ends it from outside: CANCEL while it rings, BYE once answered."""
+
+    def __init__(
+        self,
+        ua,
+        *,
+        call_id: str = "",
+        to: str,
+        caller: str,
+        audio: dict[int, bytes],
+        ring_timeout: float,
+        max_seconds: float,
+        on_ringing: Callable[[], Awaitable[None]],
+        on_answered: Callable[[], Awaitable[None]],
+    ) -> None:
+        trunk_host, trunk_port = host_port_of(ua.config.trunk_uri, ua.default_port)
+        host = trunk_host if trunk_port == ua.default_port else f"{trunk_host}:{trunk_port}"
+        request_uri = f"{ua.scheme}:{to}@{host}"
+        super().__init__(
+            ua,
+            call_id=call_id or new_call_id(ua.host),
+            local_header=f"<{ua.scheme}:{caller}@{host}>;tag={new_tag()}",
+            remote_header=f"<{request_uri}>",
+            remote_target=request_uri,
+            local_cseq=1,
+        )
+        self.request_uri = request_uri
+        self.audio = audio
+        self.ring_timeout, self.max_seconds = ring_timeout, max_seconds
+        self.on_ringing, self.on_answered = on_ringing, on_answered
+        self.remote_hangup = asyncio.Event()
+        self.hangup_requested = asyncio.Event()
+        self.cancel_pending = False
+        self.stream: RtpStream | None = None
+        self.rtp_port = 0
+
+    def hang_up(self) -> None:
+        self.hangup_requested.set()
+
+    def on_remote_bye(self) -> None:
+        self.remote_hangup.set()
+
+    def on_response(self, response: Message) -> None:
+        if response.cseq[1] == "INVITE" and 200 <= response.status < 300:
+            # A 2xx resent after its transaction ended: ACK it again (§13.2.2.4).
+            asyncio.ensure_future(self.send_ack(response))
+
+    # --- the INVITE transaction's requests -------------------------------------------------------
+    def _transaction_request(self, method: str, branch: str, cseq: int, to: str) -> Message:
+        """INVITE, CANCEL and a non-2xx ACK: sent to the trunk before any dialog exists."""
+        message = Message(method=method, uri=self.request_uri)
+        message.headers = [
+            ("Via", self.ua.via(branch)),
+            ("Max-Forwards", "70"),
+            ("From", self.local_header),
+            ("To", to),
+            ("Call-ID", self.call_id),
+            ("CSeq", f"{cseq} {method}"),
+            ("User-Agent", self.ua.config.user_agent),
+        ]
+        return message
+
+    def _invite(self, branch: str, authorization: tuple[str, str] | None) -> Message:
+        invite = self._transaction_request("INVITE", branch, self.local_cseq, self.remote_header)
+        invite.set("Contact", self.ua.contact())
+        invite.set("Allow", ALLOW)
+        invite.set("Content-Type", "application/sdp")
+        if authorization:
+            invite.set(*authorization)
+        invite.body = self.local_sdp
+        return invite
+
+    async def send_ack(self, response: Message) -> None:
+        """ACK a 2xx: a request of the dialog, with the INVITE's CSeq number (§13.2.2.4)."""
+        ack = self.request("ACK", cseq=response.cseq[0])
+        await self.ua.send(ack, self.next_hop())
+
+    async def _ack_failure(self, invite: Message, response: Message) -> None:
+        """ACK a non-2xx final response: part of the INVITE transaction (§17.1.1.3): the
+        INVITE's branch, Request-URI and CSeq number, and the response's To."""
+        to = response.get("To") or self.remote_header
+        ack = self._transaction_request("ACK", invite.branch, invite.cseq[0], to)
+        await self.ua.send(ack)
+
+    # --- the call -----------------------------------------------------------------------------
+    async def run(self) -> Outcome:
+        self.ua.dialogs[self.call_id] = self
+        try:
+            self.stream = self.ua.new_stream(payload_type=0)
+            self.rtp_port = await self.ua.open_rtp(self.stream)
+            self.local_sdp = sdp.offer(address=self.ua.host, port=self.rtp_port)
+            return await self._dial()
+        except OSError as exc:
+            logger.warning("call %s: %s", self.call_id, exc)
+            return Outcome(kind="error", phrase=str(exc)[:120])
+        finally:
+            if self.stream is not None:
+                self.stream.close()
+            if self.rtp_port:
+                self.ua.release_rtp_port(self.rtp_port)
+            # Late retransmissions of a 2xx are still ACKed for a little while.
+            self.ua.forget_later(self.call_id)
+
+    async def _dial(self) -> Outcome:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        ring_deadline = started + self.ring_timeout
+        authorization = None
+        while True:
+            branch = new_branch()
+            invite = self._invite(branch, authorization)
+            queue = self.ua.open_transaction(branch, "INVITE")
+            try:
+                outcome = await self._invite_transaction(invite, queue, started, ring_deadline)
+            finally:
+                self.ua.close_transaction(branch, "INVITE")
+            if isinstance(outcome, Outcome):
+                return outcome
+            # A 401/407 challenge: answered once, with the next CSeq.
+            answer = None if authorization else self.ua.credentials(outcome, "INVITE", invite.uri)
+            if answer is None:
+                return Outcome(kind="rejected", code=outcome.status, phrase=outcome.reason)
+            authorization = answer
+            self.local_cseq += 1
+
+    async def _invite_transaction(self, invite, queue, started, ring_deadline):
+        """Run one INVITE transaction to its end: an Outcome, or the 401/407 response to
+        answer with credentials."""
+        loop = asyncio.get_running_loop()
+        t1 = self.ua.config.t1
+        # Without any response, give up at timer B (64*T1) or the ring timeout, if sooner.
+        no_response_deadline = min(started + 64 * t1, ring_deadline)
+        await self.ua.send(invite)
+        interval, resend_at = t1, loop.time() + t1
+        proceeding = ringing = False
+        hangup = asyncio.ensure_future(self.hangup_requested.wait())
+        try:
+            while True:
+                now = loop.time()
+                deadline = ring_deadline if proceeding else no_response_deadline
+                if now >= deadline:
+                    if not proceeding:
+                        return Outcome(kind="timeout", code=408, phrase="Request Timeout")
+                    return await self._cancel(invite, queue, kind="no_answer")
+                wait = deadline - now
+                if not proceeding and not self.ua.transport.reliable:
+                    wait = min(wait, max(0.0, resend_at - now))
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait(
+                    {getter, hangup}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                )
+                if getter not in done:
+                    getter.cancel()
+                if hangup in done and getter not in done:
+                    if proceeding:
+                        return await self._cancel(invite, queue, kind="canceled")
+                    # No provisional response yet: a CANCEL may not be sent (RFC 3261
+                    # §9.1); wait for one, or for the transaction to time out.
+                    hangup = asyncio.ensure_future(asyncio.Event().wait())
+                    self.cancel_pending = True
+                    continue
+                if getter not in done:
+                    if (
+                        not proceeding
+                        and not self.ua.transport.reliable
+                        and loop.time() >= resend_at
+                    ):
+                        await self.ua.send(invite)
+                        interval = min(interval * 2, 4.0)
+                        resend_at = loop.time() + interval
+                    continue
+                response = getter.result()
+                if response.status < 200:
+                    proceeding = True
+                    if response.status in (180, 183) and not ringing:
+                        ringing = True
+                        await self.on_ringing()
+                    if self.cancel_pending:
+                        return await self._cancel(invite, queue, kind="canceled")
+                    continue
+                if response.status < 300:
+                    return await self._answered(response, queue)
+                await self._ack_failure(invite, response)
+                if response.status in (401, 407):
+                    return response
+                return Outcome(kind="rejected", code=response.status, phrase=response.reason)
+        finally:
+            hangup.cancel()
+
+    async def _cancel(self, invite: Message, queue: asyncio.Queue, *, kind: str) -> Outcome:
+        """CANCEL a ringing INVITE and see its transaction out (487, ACKed). If the callee
+        answered in the meantime, the call is ACKed and hung up at once with BYE."""
+        # §9.1: the CANCEL's Request-URI, Call-ID, To, CSeq number and From match the INVITE's
+        # (the To without the callee's tag), and its Via has the INVITE's branch.
+        cancel = self._transaction_request(
+            "CANCEL", invite.branch, invite.cseq[0], invite.get("To")
+        )
+        await self.ua.request(cancel)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 64 * self.ua.config.t1
+        while (remaining := deadline - loop.time()) > 0:
+            try:
+                response = await asyncio.wait_for(queue.get(), remaining)
+            except TimeoutError:
+                break
+            if response.status < 200:
+                continue
+            if response.status < 300:
+                self._confirm(response)
+                await self.send_ack(response)
+                await self.send_bye()
+            else:
+                await self._ack_failure(invite, response)
+            break
+        return Outcome(kind=kind)
+
+    def _confirm(self, response: Message) -> None:
+        """The dialog, from the 2xx that set it up (§12.1.2): the callee's tag, its Contact as
+        the remote target, and the Record-Route in reverse order as the route set."""
+        self.remote_header = response.get("To") or self.remote_header
+        if target := contact_uri(response.get("Contact")):
+            self.remote_target = target
+        self.route_set = list(reversed(response.get_all("Record-Route")))
+
+    async def _answered(self, response: Message, queue: asyncio.Queue) -> Outcome:
+        self._confirm(response)
+        await self.send_ack(response)
+        answered_at = time.monotonic()
+        try:
+            media = sdp.parse_answer(response.body)
+        except sdp.SdpError as exc:
+            await self.send_bye()
+            return Outcome(kind="error", phrase=f"unusable SDP answer: {exc}")
+        await self.on_answered()
+        stream = self.stream
+        stream.payload_type = media.payload_type
+        stream.expect(media.host, media.port)
+        audio = self.audio.get(media.payload_type, b"")
+        player = asyncio.ensure_future(stream.play(audio))
+        remote = asyncio.ensure_future(self.remote_hangup.wait())
+        local = asyncio.ensure_future(self.hangup_requested.wait())
+        acks = asyncio.ensure_future(self._ack_retransmissions(queue))
+        try:
+            done, _ = await asyncio.wait(
+                {player, remote, local},
+                timeout=self.max_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            for task in (player, remote, local):
+                task.cancel()
+        by_remote = remote in done
+        duration = time.monotonic() - answered_at
+        if not by_remote:
+            await self.send_bye()
+        acks.cancel()
+        return Outcome(
+            kind="answered",
+            code=response.status,
+            duration=duration,
+            hung_up_by="remote" if by_remote else "local",
+            received=stream.received,
+            sent_packets=stream.sent_packets,
+        )
+
+    async def _ack_retransmissions(self, queue: asyncio.Queue) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                response = await queue.get()
+                if 200 <= response.status < 300:
+                    await self.send_ack(response)
