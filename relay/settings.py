@@ -418,7 +418,19 @@ MATRIX_RETRY_HOURS = env.int("MATRIX_RETRY_HOURS", default=24)
 SIP_TRUNK_URI = env.str("SIP_TRUNK_URI", default="")
 SIP_USERNAME = env.str("SIP_USERNAME", default="")
 SIP_PASSWORD = env.str("SIP_PASSWORD", default="")
-SIP_TRANSPORT = env.str("SIP_TRANSPORT", default="udp").lower()
+# udp, tcp or tls; a sips: trunk URI means tls (docs/telephony.md, "TLS and SRTP").
+SIP_TRANSPORT = env.str(
+    "SIP_TRANSPORT", default="tls" if SIP_TRUNK_URI.lower().startswith("sips:") else "udp"
+).lower()
+# TLS: the CA bundle the trunk's certificate is checked against (default: the system's), and
+# the agent's own certificate and key (for inbound calls over TLS, and trunks that want
+# mutual TLS).
+SIP_TLS_CA_FILE = env.str("SIP_TLS_CA_FILE", default="")
+SIP_TLS_CERT_FILE = env.str("SIP_TLS_CERT_FILE", default="")
+SIP_TLS_KEY_FILE = env.str("SIP_TLS_KEY_FILE", default="")
+# SRTP (SDES, AES_CM_128_HMAC_SHA1_80): off, optional (offered, and taken when offered) or
+# required (an unencrypted call is refused). Keys travel in the SDP: only over TLS.
+SIP_SRTP = env.str("SIP_SRTP", default="off").lower()
 # REGISTER with the trunk (as SIP_USERNAME) and keep the registration fresh; for trunks that
 # want it. Trunks that only challenge each INVITE need only the credentials.
 SIP_REGISTER = env.bool("SIP_REGISTER", default=False)
@@ -471,14 +483,31 @@ def _sip_settings() -> tuple[str, int, tuple[int, int]]:
             f"SIP_MAX_CONCURRENT_CALLS ({SIP_MAX_CONCURRENT_CALLS}) calls on each of "
             f"SIP_AGENTS ({SIP_AGENTS}) agents"
         )
-    trunk_ok = SIP_TRUNK_URI.lower().startswith("sip:") and len(SIP_TRUNK_URI) > 4
-    if TELEPHONY_PROVIDER == "sip" and not trunk_ok:
+    scheme, _, rest = SIP_TRUNK_URI.partition(":")
+    if TELEPHONY_PROVIDER == "sip" and (scheme.lower() not in ("sip", "sips") or not rest):
         raise ImproperlyConfigured(
-            f"SIP_TRUNK_URI must be a sip: URI, like sip:trunk.example.com:5060, "
+            f"SIP_TRUNK_URI must be a sip: or sips: URI, like sip:trunk.example.com:5060, "
             f"not {SIP_TRUNK_URI!r}"
         )
-    if SIP_TRANSPORT not in ("udp", "tcp"):
-        raise ImproperlyConfigured(f"SIP_TRANSPORT must be udp or tcp, not {SIP_TRANSPORT!r}")
+    if SIP_TRANSPORT not in ("udp", "tcp", "tls"):
+        raise ImproperlyConfigured(f"SIP_TRANSPORT must be udp, tcp or tls, not {SIP_TRANSPORT!r}")
+    if scheme.lower() == "sips" and SIP_TRANSPORT != "tls":
+        raise ImproperlyConfigured(
+            f"SIP_TRUNK_URI is a sips: URI, which is never sent over {SIP_TRANSPORT}: "
+            "set SIP_TRANSPORT=tls or leave it unset"
+        )
+    for name in ("SIP_TLS_CA_FILE", "SIP_TLS_CERT_FILE", "SIP_TLS_KEY_FILE"):
+        if globals()[name] and not Path(globals()[name]).is_file():
+            raise ImproperlyConfigured(f"{name} names no readable file: {globals()[name]!r}")
+    if bool(SIP_TLS_CERT_FILE) != bool(SIP_TLS_KEY_FILE):
+        raise ImproperlyConfigured("SIP_TLS_CERT_FILE and SIP_TLS_KEY_FILE are set together")
+    if SIP_SRTP not in ("off", "optional", "required"):
+        raise ImproperlyConfigured(f"SIP_SRTP must be off, optional or required, not {SIP_SRTP!r}")
+    if SIP_SRTP != "off" and SIP_TRANSPORT != "tls":
+        raise ImproperlyConfigured(
+            "SIP_SRTP needs SIP_TRANSPORT=tls: its keys travel in the SDP, which must not "
+            "cross the network in clear"
+        )
     if SIP_REGISTER and not SIP_USERNAME:
         raise ImproperlyConfigured("SIP_REGISTER needs SIP_USERNAME and SIP_PASSWORD")
     if bool(SIP_USERNAME) != bool(SIP_PASSWORD):

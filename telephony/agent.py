@@ -122,6 +122,10 @@ def agent_config(index: int = 0) -> UaConfig:
         password=settings.SIP_PASSWORD,
         rtp_ports=(first + index * share, first + (index + 1) * share - 1),
         media_latching=settings.SIP_MEDIA_LATCHING,
+        tls_ca_file=settings.SIP_TLS_CA_FILE,
+        tls_cert_file=settings.SIP_TLS_CERT_FILE,
+        tls_key_file=settings.SIP_TLS_KEY_FILE,
+        srtp=settings.SIP_SRTP,
     )
 
 

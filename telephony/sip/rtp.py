@@ -14,6 +14,8 @@ import wave
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pylibsrtp
+
 FRAME_SAMPLES = 160  # 20 ms at 8 kHz, one byte per sample in G.711
 FRAME_SECONDS = 0.02
 SILENCE = {0: b"\xff" * FRAME_SAMPLES, 8: b"\xd5" * FRAME_SAMPLES}
@@ -104,8 +106,22 @@ class RtpStream(asyncio.DatagramProtocol):
         self.on_dtmf: Callable[[str], None] | None = None
         self._dtmf_active: tuple[int, int] | None = None  # (timestamp, event) of a press
         self._dtmf_ended: tuple[int, int] | None = None
+        # SRTP (RFC 3711), once keys are agreed (`secure`): libsrtp protects what leaves and
+        # authenticates what arrives; a packet that fails is dropped before anything reads it.
+        self.srtp_out: pylibsrtp.Session | None = None
+        self.srtp_in: pylibsrtp.Session | None = None
         # Random starts (RFC 3550 §5.1), from the OS: they make packets hard to forge.
         self.sequence, self.timestamp, self.ssrc = struct.unpack("!HII", os.urandom(10))
+
+    def secure(self, *, local_key: bytes, remote_key: bytes) -> None:
+        """Encrypt with `local_key` and accept only what `remote_key` authenticates
+        (AES_CM_128_HMAC_SHA1_80, keys and salts of 30 bytes)."""
+        self.srtp_out = pylibsrtp.Session(
+            pylibsrtp.Policy(key=local_key, ssrc_type=pylibsrtp.Policy.SSRC_ANY_OUTBOUND)
+        )
+        self.srtp_in = pylibsrtp.Session(
+            pylibsrtp.Policy(key=remote_key, ssrc_type=pylibsrtp.Policy.SSRC_ANY_INBOUND)
+        )
 
     def expect(self, host: str, port: int) -> None:
         """Media is to come from, and go to, `host`:`port` (the far end's SDP). From now on
@@ -123,6 +139,11 @@ class RtpStream(asyncio.DatagramProtocol):
             return
         if self.remote is None:
             return  # no SDP yet: nobody is expected
+        if self.srtp_in is not None:
+            try:
+                data = self.srtp_in.unprotect(data)
+            except pylibsrtp.Error:
+                return  # forged, replayed or damaged: never heard, never latched onto
         source = (addr[0], addr[1])
         admitted = self.latch.admit(
             source,
@@ -189,7 +210,10 @@ class RtpStream(asyncio.DatagramProtocol):
             self.timestamp,
             self.ssrc,
         )
-        self.sock.sendto(header + payload, self.remote)
+        packet = header + payload
+        if self.srtp_out is not None:
+            packet = self.srtp_out.protect(packet)
+        self.sock.sendto(packet, self.remote)
         self.sequence = (self.sequence + 1) & 0xFFFF
         self.timestamp = (self.timestamp + FRAME_SAMPLES) & 0xFFFFFFFF
         self.sent_packets += 1

@@ -1,17 +1,62 @@
-"""SDP offer and answer for one audio stream of G.711 (RFC 4566, RFC 3264).
+"""SDP offer and answer for one audio stream of G.711 (RFC 4566, RFC 3264), with SRTP keys
+exchanged as SDES (RFC 4568) when asked.
 
 Relay offers PCMU (0) and PCMA (8) at 8 kHz with 20 ms packets, and telephone-event (101)
-so that a far end may send DTMF (RFC 4733); the answer picks the codec.
+so that a far end may send DTMF (RFC 4733); the answer picks the codec. With SRTP, the
+stream carries one `a=crypto` line of the one suite Relay speaks, AES_CM_128_HMAC_SHA1_80:
+on an RTP/SAVP stream when SRTP is required, on RTP/AVP when it is only offered (as baresip's
+best-effort `srtp` does). The keys are secrets: nothing here logs an SDP.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import secrets
 import time
 from dataclasses import dataclass
 
 CODECS = {0: "PCMU", 8: "PCMA"}
 TELEPHONE_EVENT = 101
+SRTP_SUITE = "AES_CM_128_HMAC_SHA1_80"
+SRTP_KEY_BYTES = 30  # a 128-bit master key and a 112-bit master salt (RFC 4568 §6.2.1)
+PLAIN, SECURE = "RTP/AVP", "RTP/SAVP"
+
+
+@dataclass(frozen=True)
+class Crypto:
+    """One `a=crypto` line Relay can use: its tag and the master key and salt."""
+
+    tag: int
+    key: bytes
+
+    def line(self) -> str:
+        return f"a=crypto:{self.tag} {SRTP_SUITE} inline:{base64.b64encode(self.key).decode()}"
+
+
+def new_crypto(tag: int = 1) -> Crypto:
+    return Crypto(tag=tag, key=secrets.token_bytes(SRTP_KEY_BYTES))
+
+
+def _crypto(value: str) -> Crypto | None:
+    """An `a=crypto` value (RFC 4568 §9.1) of Relay's suite with a plain inline key (no MKI,
+    which libsrtp would need told), or None."""
+    fields = value.split()
+    if len(fields) < 3 or not fields[0].isdigit() or fields[1] != SRTP_SUITE:
+        return None
+    params = fields[2]
+    if not params.startswith("inline:") or ";" in params:  # one key only
+        return None
+    key_info = params[len("inline:") :].split("|")
+    if any(":" in part for part in key_info[1:]):  # an MKI
+        return None
+    try:
+        key = base64.b64decode(key_info[0], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(key) != SRTP_KEY_BYTES:
+        return None
+    return Crypto(tag=int(fields[0]), key=key)
 
 
 class SdpError(ValueError):
@@ -24,28 +69,50 @@ class MediaAnswer:
     port: int
     payload_type: int  # 0 (PCMU) or 8 (PCMA)
     telephone_event: int | None = None
+    profile: str = PLAIN  # RTP/AVP, or RTP/SAVP
+    crypto: Crypto | None = None  # the peer's key, when it offered or answered SRTP
 
 
-def offer(*, address: str, port: int, payload_types=(0, 8)) -> bytes:
-    """An offer of one sendrecv audio stream on `address`:`port`."""
+def offer(
+    *,
+    address: str,
+    port: int,
+    payload_types=(0, 8),
+    crypto: Crypto | None = None,
+    profile: str = PLAIN,
+) -> bytes:
+    """An offer of one sendrecv audio stream on `address`:`port` (with `crypto`, our SRTP key,
+    on `profile`)."""
     return _description(
-        address=address, port=port, payload_types=payload_types, telephone_event=TELEPHONE_EVENT
+        address=address,
+        port=port,
+        payload_types=payload_types,
+        telephone_event=TELEPHONE_EVENT,
+        crypto=crypto,
+        profile=profile,
     )
 
 
-def answer(*, address: str, port: int, media: MediaAnswer) -> bytes:
+def answer(*, address: str, port: int, media: MediaAnswer, crypto: Crypto | None = None) -> bytes:
     """The answer to an offer (parsed by parse_offer): the codec it chose, and
     telephone-event at the offer's payload type when the offer has it, so that the caller
-    may send DTMF (RFC 4733)."""
+    may send DTMF (RFC 4733). With `crypto` (our key) SRTP is accepted: the answer's crypto
+    line has the offer's tag (RFC 4568 §7.1.2) and the stream the offer's profile."""
+    if crypto is not None and media.crypto is not None:
+        crypto = Crypto(tag=media.crypto.tag, key=crypto.key)
     return _description(
         address=address,
         port=port,
         payload_types=(media.payload_type,),
         telephone_event=media.telephone_event,
+        crypto=crypto,
+        profile=media.profile,
     )
 
 
-def _description(*, address: str, port: int, payload_types, telephone_event) -> bytes:
+def _description(
+    *, address: str, port: int, payload_types, telephone_event, crypto=None, profile=PLAIN
+) -> bytes:
     session = secrets.randbelow(2**31)
     ip = "IP6" if ":" in address else "IP4"
     events = () if telephone_event is None else (telephone_event,)
@@ -56,12 +123,13 @@ def _description(*, address: str, port: int, payload_types, telephone_event) -> 
         "s=relay",
         f"c=IN {ip} {address}",
         "t=0 0",
-        f"m=audio {port} RTP/AVP {formats}",
+        f"m=audio {port} {profile} {formats}",
         *(f"a=rtpmap:{pt} {CODECS[pt]}/8000" for pt in payload_types),
         *(f"a=rtpmap:{pt} telephone-event/8000" for pt in events),
         *(f"a=fmtp:{pt} 0-16" for pt in events),
         "a=ptime:20",
         "a=sendrecv",
+        *((crypto.line(),) if crypto is not None else ()),
     ]
     return ("\r\n".join(lines) + "\r\n").encode()
 
@@ -74,7 +142,7 @@ def parse_answer(body: bytes, *, offered=(0, 8)) -> MediaAnswer:
     except UnicodeDecodeError as exc:
         raise SdpError("SDP is not UTF-8") from exc
     session_host = media_host = None
-    port, formats, events = None, [], None
+    port, formats, events, profile, crypto = None, [], None, PLAIN, None
     in_audio = False
     for line in text.replace("\r\n", "\n").split("\n"):
         kind, _, value = line.strip().partition("=")
@@ -85,6 +153,7 @@ def parse_answer(body: bytes, *, offered=(0, 8)) -> MediaAnswer:
                 if not fields[1].isdigit():
                     raise SdpError("bad media port")
                 port = int(fields[1])
+                profile = fields[2].upper()
                 formats = [int(f) for f in fields[3:] if f.isdigit()]
         elif kind == "c":
             host = value.split()[-1] if value.split() else None
@@ -96,13 +165,24 @@ def parse_answer(body: bytes, *, offered=(0, 8)) -> MediaAnswer:
             pt, _, name = value[7:].partition(" ")
             if name.lower().startswith("telephone-event") and pt.isdigit():
                 events = int(pt)
+        elif kind == "a" and in_audio and value.lower().startswith("crypto:") and not crypto:
+            crypto = _crypto(value[7:])
     host = media_host or session_host
     if port is None or not host:
         raise SdpError("no audio stream")
+    if profile not in (PLAIN, SECURE):
+        raise SdpError(f"unsupported media profile {profile[:20]}")
     chosen = next((pt for pt in formats if pt in offered), None)
     if chosen is None:
         raise SdpError("no common codec")
-    return MediaAnswer(host=host, port=port, payload_type=chosen, telephone_event=events)
+    return MediaAnswer(
+        host=host,
+        port=port,
+        payload_type=chosen,
+        telephone_event=events,
+        profile=profile,
+        crypto=crypto,
+    )
 
 
 parse_offer = parse_answer

@@ -1,8 +1,10 @@
-"""How SIP messages travel: one UDP socket, or one TCP connection to the trunk.
+"""How SIP messages travel: one UDP socket, or TCP or TLS connections to the trunk.
 
-Both hand every parsed message to `on_message(message, source)` and send with
-`send(message, destination)`. UDP retransmissions are the transaction layer's (ua.py); TCP is
-reliable and the transaction layer does not retransmit over it.
+Each hands every parsed message to `on_message(message, source)` and sends with
+`send(message, destination)`. UDP retransmissions are the transaction layer's (ua.py); TCP and
+TLS are reliable and the transaction layer does not retransmit over them. `ready(destination)`
+opens the connection a call is about to use, so that a TLS peer whose certificate does not
+verify ends the call at once, saying so (RFC 3261 §26.3.1), and never falls back to TCP or UDP.
 """
 
 from __future__ import annotations
@@ -10,10 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 
 from telephony.sip.message import MAX_MESSAGE_BYTES, Message, SipParseError, parse
 
 logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 10.0  # seconds for a TCP connection and its TLS handshake
+
+
+class TransportError(OSError):
+    """A connection that could not be made: its message says why, fit for a call's reason."""
 
 
 class UdpTransport(asyncio.DatagramProtocol):
@@ -42,6 +51,9 @@ class UdpTransport(asyncio.DatagramProtocol):
         # timers decide what it means.
         logger.debug("SIP socket error: %s", exc)
 
+    async def ready(self, destination: tuple[str, int]) -> None:
+        """Nothing to open: UDP has no connections."""
+
     async def send(self, message: Message, destination: tuple[str, int]) -> None:
         if self.sock is not None:
             self.sock.sendto(message.encode(), destination)
@@ -69,9 +81,23 @@ class TcpTransport:
         self.server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        self.server = await asyncio.start_server(self._accept, host, port)
+        self.server = await asyncio.start_server(self._accept, host, port, **self._listening())
         self.bind = self.local = (host, self.server.sockets[0].getsockname()[1])
         return self.local
+
+    def _listening(self) -> dict:
+        return {}
+
+    def _connecting(self, destination: tuple[str, int]) -> dict:
+        return {}
+
+    async def ready(self, destination: tuple[str, int]) -> None:
+        """The connection to `destination`, opened now if there is none; TransportError
+        when it cannot be."""
+        try:
+            await asyncio.wait_for(self._connection(destination), CONNECT_TIMEOUT)
+        except OSError as exc:
+            raise TransportError(_why(self.name, exc)) from exc
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")[:2]
@@ -86,7 +112,9 @@ class TcpTransport:
             writer = self.connections.get(destination)
             if writer is not None and not writer.is_closing():
                 return writer
-            reader, writer = await asyncio.open_connection(*destination)
+            reader, writer = await asyncio.open_connection(
+                *destination, **self._connecting(destination)
+            )
             self.connections[destination] = writer
             task = asyncio.create_task(self._read(reader, destination))
             self.readers.add(task)
@@ -124,7 +152,7 @@ class TcpTransport:
             writer.write(message.encode())
             await writer.drain()
         except OSError as exc:
-            logger.warning("SIP over TCP to %s:%s failed: %s", *destination, exc)
+            logger.warning("SIP to %s:%s failed: %s", *destination, _why(self.name, exc))
             self.connections.pop(destination, None)
 
     async def close(self) -> None:
@@ -134,6 +162,69 @@ class TcpTransport:
             writer.close()
         for task in list(self.readers):
             task.cancel()
+
+
+class TlsTransport(TcpTransport):
+    """TCP under TLS (RFC 3261 §26.2.1, RFC 5922 for the names). Outbound, the peer's
+    certificate is verified against its host name (`names` maps an address to the name it
+    was found by: the trunk's) with the CA bundle of `client`; inbound, `server` (the agent's
+    own certificate) serves the calls a trunk sends over TLS, when it is given."""
+
+    name = "TLS"
+
+    def __init__(
+        self,
+        on_message,
+        *,
+        client: ssl.SSLContext,
+        server: ssl.SSLContext | None,
+        names: dict[tuple[str, int], str],
+    ) -> None:
+        super().__init__(on_message)
+        self.client, self.server_context, self.names = client, server, names
+
+    def _listening(self) -> dict:
+        return {"ssl": self.server_context} if self.server_context is not None else {}
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        if self.server_context is None:
+            # No certificate of our own: calls out only, from an ephemeral local port.
+            self.bind = self.local = (host, port)
+            return self.local
+        return await super().start(host, port)
+
+    def _connecting(self, destination: tuple[str, int]) -> dict:
+        return {
+            "ssl": self.client,
+            "server_hostname": self.names.get(destination, destination[0]),
+            "ssl_handshake_timeout": 10,
+        }
+
+
+def tls_contexts(
+    *, ca_file: str = "", cert_file: str = "", key_file: str = ""
+) -> tuple[ssl.SSLContext, ssl.SSLContext | None]:
+    """The client context (verification on, against `ca_file` or the system's CAs, with our
+    certificate for mutual TLS when given) and the server context (None without one)."""
+    client = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file or None)
+    client.minimum_version = ssl.TLSVersion.TLSv1_2
+    server = None
+    if cert_file:
+        client.load_cert_chain(cert_file, key_file)
+        server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server.minimum_version = ssl.TLSVersion.TLSv1_2
+        server.load_cert_chain(cert_file, key_file)
+    return client, server
+
+
+def _why(transport: str, exc: OSError) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS certificate verification failed: {exc.verify_message}"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS handshake failed: {exc.reason or exc}"
+    if isinstance(exc, TimeoutError):
+        return f"{transport} connection timed out"
+    return f"{transport} connection failed: {exc.strerror or exc}"
 
 
 def _content_length(head: bytes) -> int:

@@ -29,7 +29,7 @@ from telephony.sip.message import (
     response_to,
 )
 from telephony.sip.rtp import RtpStream
-from telephony.sip.transport import TcpTransport, UdpTransport
+from telephony.sip.transport import TcpTransport, TlsTransport, UdpTransport, tls_contexts
 from telephony.sip.uac import OutboundCall, Outcome
 from telephony.sip.uas import InboundDialog
 
@@ -51,16 +51,36 @@ class UaConfig:
     t1: float = 0.5
     user_agent: str = "Relay"
     media_latching: bool = True  # symmetric RTP (rtp.RtpStream.expect)
+    tls_ca_file: str = ""  # with transport "tls": the CAs the peer is verified against
+    tls_cert_file: str = ""  # ours, for inbound calls over TLS and mutual TLS
+    tls_key_file: str = ""
+    srtp: str = "off"  # off, optional or required (SDES keys; only over TLS)
 
 
 class UserAgent:
     def __init__(self, config: UaConfig) -> None:
         self.config = config
-        transport_class = TcpTransport if config.transport == "tcp" else UdpTransport
-        self.transport = transport_class(self._on_message)
-        self.scheme, self.default_port = "sip", 5060
+        secure = config.transport == "tls"
+        self.scheme = "sips" if config.trunk_uri.lower().startswith("sips:") else "sip"
+        self.default_port = 5061 if secure else 5060  # RFC 3261 §19.1.2
+        self.trunk: tuple[str, int] = host_port_of(config.trunk_uri, self.default_port)
+        self.trunk_name = self.trunk[0]
+        # The names peers were found by, for checking their TLS certificates (RFC 5922).
+        self.peer_names: dict[tuple[str, int], str] = {}
+        if secure:
+            client, server = tls_contexts(
+                ca_file=config.tls_ca_file,
+                cert_file=config.tls_cert_file,
+                key_file=config.tls_key_file,
+            )
+            self.transport = TlsTransport(
+                self._on_message, client=client, server=server, names=self.peer_names
+            )
+        elif config.transport == "tcp":
+            self.transport = TcpTransport(self._on_message)
+        else:
+            self.transport = UdpTransport(self._on_message)
         self.local: tuple[str, int] = (config.bind_host, config.bind_port)
-        self.trunk: tuple[str, int] = host_port_of(config.trunk_uri)
         self.transactions: dict[str, asyncio.Queue] = {}
         # Every call's dialog by SIP Call-ID, both directions (kept 64*T1 after its end, to
         # absorb retransmissions).
@@ -83,6 +103,7 @@ class UserAgent:
         host, port = self.trunk
         infos = await loop.getaddrinfo(host, port, type=2)  # SOCK_DGRAM: one address per host
         self.trunk = infos[0][4][:2]
+        self.peer_names[self.trunk] = self.trunk_name
 
     async def close(self) -> None:
         for task in list(self.tasks):
@@ -158,7 +179,10 @@ class UserAgent:
         return f"SIP/2.0/{self.transport.name} {self.host}:{self.local[1]};branch={branch};rport"
 
     def contact(self) -> str:
-        suffix = ";transport=tcp" if self.config.transport == "tcp" else ""
+        transport = self.config.transport
+        suffix = f";transport={transport}" if transport == "tcp" else ""
+        if transport == "tls" and self.scheme == "sip":
+            suffix = ";transport=tls"
         return f"<{self.scheme}:relay@{self.host}:{self.local[1]}{suffix}>"
 
     async def send(self, message: Message, destination: tuple[str, int] | None = None) -> None:

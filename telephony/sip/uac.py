@@ -21,6 +21,7 @@ from telephony.sip import sdp
 from telephony.sip.dialog import ALLOW, Dialog, contact_uri
 from telephony.sip.message import Message, host_port_of, new_branch, new_call_id, new_tag
 from telephony.sip.rtp import ReceivedAudio, RtpStream
+from telephony.sip.transport import TransportError
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ class OutboundCall(Dialog):
         self.cancel_pending = False
         self.stream: RtpStream | None = None
         self.rtp_port = 0
+        self.crypto: sdp.Crypto | None = None  # our SRTP key, when SRTP is offered
 
     def hang_up(self) -> None:
         self.hangup_requested.set()
@@ -136,7 +138,14 @@ class OutboundCall(Dialog):
         try:
             self.stream = self.ua.new_stream(payload_type=0)
             self.rtp_port = await self.ua.open_rtp(self.stream)
-            self.local_sdp = sdp.offer(address=self.ua.host, port=self.rtp_port)
+            srtp = self.ua.config.srtp
+            self.crypto = sdp.new_crypto() if srtp != "off" else None
+            self.local_sdp = sdp.offer(
+                address=self.ua.host,
+                port=self.rtp_port,
+                crypto=self.crypto,
+                profile=sdp.SECURE if srtp == "required" else sdp.PLAIN,
+            )
             return await self._dial()
         except OSError as exc:
             logger.warning("call %s: %s", self.call_id, exc)
@@ -150,6 +159,11 @@ class OutboundCall(Dialog):
             self.ua.forget_later(self.call_id)
 
     async def _dial(self) -> Outcome:
+        try:
+            await self.ua.transport.ready(self.ua.trunk)
+        except TransportError as exc:
+            # A TLS peer that does not verify is never tried over anything else.
+            return Outcome(kind="error", phrase=str(exc))
         loop = asyncio.get_running_loop()
         started = loop.time()
         ring_deadline = started + self.ring_timeout
@@ -279,6 +293,12 @@ class OutboundCall(Dialog):
         except sdp.SdpError as exc:
             await self.send_bye()
             return Outcome(kind="error", phrase=f"unusable SDP answer: {exc}")
+        if self.crypto is not None and media.crypto is not None:
+            self.stream.secure(local_key=self.crypto.key, remote_key=media.crypto.key)
+        elif self.ua.config.srtp == "required":
+            # SIP_SRTP=required: an answer without SRTP is never spoken to.
+            await self.send_bye()
+            return Outcome(kind="error", phrase="the callee answered without SRTP")
         await self.on_answered()
         stream = self.stream
         stream.payload_type = media.payload_type

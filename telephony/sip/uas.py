@@ -103,11 +103,21 @@ class InboundDialog(Dialog):
         except sdp.SdpError:
             await self.refuse(488, "Not Acceptable Here")
             return None
+        srtp = self.ua.config.srtp
+        crypto = sdp.new_crypto() if srtp != "off" and media.crypto is not None else None
+        if crypto is None and (srtp == "required" or media.profile == sdp.SECURE):
+            # SIP_SRTP=required and a plain offer, or an RTP/SAVP offer Relay cannot key.
+            await self.refuse(488, "Not Acceptable Here")
+            return None
         self.stream = self.ua.new_stream(payload_type=media.payload_type)
         self.rtp_port = await self.ua.open_rtp(self.stream)
+        if crypto is not None:
+            self.stream.secure(local_key=crypto.key, remote_key=media.crypto.key)
         self.stream.expect(media.host, media.port)
         self.stream.dtmf_payload_type = media.telephone_event
-        self.local_sdp = sdp.answer(address=self.ua.host, port=self.rtp_port, media=media)
+        self.local_sdp = sdp.answer(
+            address=self.ua.host, port=self.rtp_port, media=media, crypto=crypto
+        )
         response = self._response(200, "OK")
         response.set("Allow", ALLOW)
         response.set("Content-Type", "application/sdp")

@@ -26,7 +26,10 @@ def manage(*argv: str, **env: str) -> subprocess.CompletedProcess:
         ("TELEPHONY_PROVIDER", "twilio"),
         ("SIP_TRUNK_URI", ""),
         ("SIP_TRUNK_URI", "http://trunk.example.com"),
-        ("SIP_TRANSPORT", "tls"),
+        ("SIP_TRANSPORT", "sctp"),
+        ("SIP_TLS_CA_FILE", "/nonexistent/ca.pem"),
+        ("SIP_TLS_CERT_FILE", "/etc/hostname"),  # without SIP_TLS_KEY_FILE
+        ("SIP_SRTP", "maybe"),
         ("SIP_BIND", "5060"),
         ("SIP_BIND", "0.0.0.0:99999"),
         ("RTP_PORT_RANGE", "20000"),
@@ -44,5 +47,25 @@ def test_a_wrong_sip_setting_stops_start_up_with_one_line(name, value):
 
 def test_good_sip_settings_start():
     result = manage("check")
+
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        # SDES keys travel in the SDP: never over a transport in clear.
+        ({"SIP_SRTP": "required"}, "SIP_SRTP"),
+        ({"SIP_SRTP": "optional", "SIP_TRANSPORT": "tcp"}, "SIP_SRTP"),
+        # A sips: trunk is never called over UDP or TCP.
+        ({"SIP_TRUNK_URI": "sips:trunk.example.com", "SIP_TRANSPORT": "udp"}, "SIP_TRUNK_URI"),
+    ],
+)
+def test_srtp_and_sips_need_tls(given, named):
+    live.assert_refused_at_start_up(manage("check", **given), named)
+
+
+def test_a_sips_trunk_with_srtp_starts_over_tls_without_naming_the_transport():
+    result = manage("check", SIP_TRUNK_URI="sips:trunk.example.com", SIP_SRTP="required")
 
     assert result.returncode == 0, result.stderr

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,7 +12,7 @@ from hypothesis import strategies as st
 from telephony.sip import auth, sdp
 from telephony.sip.dialog import Dialog
 from telephony.sip.message import Message, SipParseError, params, parse, response_to, uri_of
-from telephony.sip.rtp import LATCH_SECONDS, Latch
+from telephony.sip.rtp import LATCH_SECONDS, Latch, RtpStream
 from telephony.sip.ua import mark_received
 
 INVITE = (
@@ -279,3 +282,83 @@ def test_with_latching_off_only_the_sdp_host_is_heard():
 
     assert latch.admit(("192.0.2.10", 4002), 1, 1, now=0.0)
     assert not any(latch.admit(("203.0.113.5", 61000), 1, s, now=0.0) for s in range(1, 6))
+
+
+# --- SRTP keys in SDP (RFC 4568) ------------------------------------------------------------------
+def test_an_srtp_offer_carries_one_key_of_relays_suite_and_parses_back():
+    crypto = sdp.new_crypto()
+    offer = sdp.offer(address="192.0.2.1", port=4000, crypto=crypto, profile=sdp.SECURE)
+
+    assert b"m=audio 4000 RTP/SAVP 0 8 101" in offer
+    assert offer.count(b"a=crypto:") == 1
+    media = sdp.parse_offer(offer)
+    assert (media.profile, media.crypto) == (sdp.SECURE, crypto)
+
+
+def test_the_answer_keeps_the_offers_tag_and_profile_with_a_key_of_its_own():
+    theirs = sdp.Crypto(tag=7, key=bytes(range(30)))
+    offer = sdp.offer(address="192.0.2.1", port=4000, crypto=theirs)  # best effort: RTP/AVP
+    media = sdp.parse_offer(offer)
+    ours = sdp.new_crypto()
+
+    answer = sdp.parse_answer(sdp.answer(address="192.0.2.2", port=5000, media=media, crypto=ours))
+
+    assert (answer.profile, answer.crypto) == (sdp.PLAIN, sdp.Crypto(tag=7, key=ours.key))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "a=crypto:1 AES_CM_128_HMAC_SHA1_32 inline:" + "A" * 40,  # another suite
+        "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:" + "A" * 20,  # a short key
+        "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:" + "A" * 40 + "|2^20|1:4",  # an MKI
+        "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:not*base64*at*all*not*base64*at*all",
+        "a=crypto:x AES_CM_128_HMAC_SHA1_80 inline:" + "A" * 40,
+    ],
+)
+def test_a_crypto_line_relay_cannot_use_is_no_key(line):
+    body = (
+        "v=0\r\no=x 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\n"
+        f"m=audio 4000 RTP/SAVP 8\r\na=rtpmap:8 PCMA/8000\r\n{line}\r\n"
+    ).encode()
+
+    assert sdp.parse_offer(body).crypto is None
+
+
+def test_a_media_profile_other_than_rtp_is_refused():
+    body = b"v=0\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\nm=audio 4000 UDP/TLS/RTP/SAVPF 8\r\n"
+    with pytest.raises(sdp.SdpError):
+        sdp.parse_offer(body)
+
+
+async def test_srtp_audio_is_heard_only_with_the_right_key():
+    """Two of Relay's streams on loopback, keyed as an offer and an answer would key them;
+    a third party with the wrong key is never heard."""
+    ours, theirs = sdp.new_crypto(), sdp.new_crypto()
+    sender, receiver = RtpStream(payload_type=0), RtpStream(payload_type=0)
+    ports = []
+    for stream in (sender, receiver):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+        await stream.open("127.0.0.1", ports[-1])
+    sender.secure(local_key=ours.key, remote_key=theirs.key)
+    receiver.secure(local_key=theirs.key, remote_key=ours.key)
+    sender.expect("127.0.0.1", ports[1])
+    receiver.expect("127.0.0.1", ports[0])
+    forger = RtpStream(payload_type=0)
+    await forger.open("127.0.0.1", 0)
+    forger.secure(local_key=sdp.new_crypto().key, remote_key=ours.key)
+    forger.expect("127.0.0.1", ports[1])
+    try:
+        await forger.play(b"\x10" * 160 * 5)
+        await sender.play(b"\x10" * 160 * 10)  # loud mu-law
+        async with asyncio.timeout(5):
+            while receiver.received.packets < 10:
+                await asyncio.sleep(0.01)
+    finally:
+        for stream in (sender, receiver, forger):
+            stream.close()
+
+    assert receiver.received.packets == 10  # the forger's 5 were dropped
+    assert receiver.received.loud_packets == 10
