@@ -17,6 +17,8 @@ import phonenumbers
 from django.core.exceptions import ImproperlyConfigured
 from redis.maint_notifications import MaintNotificationsConfig
 
+from telephony.sip.dns import parse_trunk_uri
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -483,18 +485,24 @@ def _sip_settings() -> tuple[str, int, tuple[int, int]]:
             f"SIP_MAX_CONCURRENT_CALLS ({SIP_MAX_CONCURRENT_CALLS}) calls on each of "
             f"SIP_AGENTS ({SIP_AGENTS}) agents"
         )
-    scheme, _, rest = SIP_TRUNK_URI.partition(":")
-    if TELEPHONY_PROVIDER == "sip" and (scheme.lower() not in ("sip", "sips") or not rest):
+    try:
+        trunk = parse_trunk_uri(SIP_TRUNK_URI)
+    except ValueError:
+        trunk = None
+    if TELEPHONY_PROVIDER == "sip" and trunk is None:
         raise ImproperlyConfigured(
-            f"SIP_TRUNK_URI must be a sip: or sips: URI, like sip:trunk.example.com:5060, "
-            f"not {SIP_TRUNK_URI!r}"
+            f"SIP_TRUNK_URI must be a sip: or sips: URI, like sip:trunk.example.com or "
+            f"sip:203.0.113.5:5060, not {SIP_TRUNK_URI!r}"
         )
     if SIP_TRANSPORT not in ("udp", "tcp", "tls"):
         raise ImproperlyConfigured(f"SIP_TRANSPORT must be udp, tcp or tls, not {SIP_TRANSPORT!r}")
-    if scheme.lower() == "sips" and SIP_TRANSPORT != "tls":
+    # The agent speaks SIP_TRANSPORT only: a trunk URI that asks for another (sips: means TLS)
+    # could never be reached, and a sips: URI is never sent in clear.
+    wanted = trunk and (trunk.transport or ("tls" if trunk.secure else None))
+    if TELEPHONY_PROVIDER == "sip" and wanted and wanted != SIP_TRANSPORT:
         raise ImproperlyConfigured(
-            f"SIP_TRUNK_URI is a sips: URI, which is never sent over {SIP_TRANSPORT}: "
-            "set SIP_TRANSPORT=tls or leave it unset"
+            f"SIP_TRUNK_URI asks for {wanted} (a sips: URI or a transport= parameter), but "
+            f"SIP_TRANSPORT is {SIP_TRANSPORT}"
         )
     for name in ("SIP_TLS_CA_FILE", "SIP_TLS_CERT_FILE", "SIP_TLS_KEY_FILE"):
         if globals()[name] and not Path(globals()[name]).is_file():
@@ -548,7 +556,36 @@ def _sip_settings() -> tuple[str, int, tuple[int, int]]:
     return host, int(port), (int(first), int(last))
 
 
+def _dns_servers(values: list[str]) -> list[tuple[str, int]]:
+    """SIP_DNS_SERVERS as [(ip, port)]: `192.0.2.53`, `192.0.2.53:5353`, `2001:db8::53` or
+    `[2001:db8::53]:5353`; ImproperlyConfigured, in one line, for anything else."""
+    servers = []
+    for value in values:
+        if value.startswith("["):
+            address, _, port = value[1:].partition("]")
+            port = port.removeprefix(":")
+        elif value.count(":") == 1:
+            address, _, port = value.partition(":")
+        else:
+            address, port = value, ""
+        try:
+            ipaddress.ip_address(address)
+            number = int(port or 53)
+        except ValueError:
+            number = 0
+        if not 0 < number < 65536:
+            raise ImproperlyConfigured(
+                "SIP_DNS_SERVERS must list IP addresses, each with an optional port, like "
+                f"192.0.2.53,192.0.2.54:5353, not {value!r}"
+            )
+        servers.append((address, number))
+    return servers
+
+
 SIP_BIND_HOST, SIP_BIND_PORT, RTP_PORTS = _sip_settings()
+# The DNS servers that find the trunk (RFC 3263: NAPTR, SRV, A/AAAA), comma-separated;
+# empty: the system's resolvers.
+SIP_DNS_SERVERS = _dns_servers(env.list("SIP_DNS_SERVERS", default=[]))
 
 PLAN_NUMBER_LIMITS = {"free": env.int("PLAN_FREE_NUMBERS", default=5)}
 

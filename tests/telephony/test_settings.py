@@ -30,6 +30,11 @@ def manage(*argv: str, **env: str) -> subprocess.CompletedProcess:
         ("SIP_TLS_CA_FILE", "/nonexistent/ca.pem"),
         ("SIP_TLS_CERT_FILE", "/etc/hostname"),  # without SIP_TLS_KEY_FILE
         ("SIP_SRTP", "maybe"),
+        ("SIP_TRUNK_URI", "sip:trunk.example.com;transport=tcp"),  # SIP_TRANSPORT is udp
+        ("SIP_TRUNK_URI", "sip:trunk.example.com;transport=sctp"),
+        ("SIP_DNS_SERVERS", "dns.example.com"),
+        ("SIP_DNS_SERVERS", "192.0.2.53:0"),
+        ("SIP_DNS_SERVERS", "192.0.2.53,192.0.2.54:dns"),
         ("SIP_BIND", "5060"),
         ("SIP_BIND", "0.0.0.0:99999"),
         ("RTP_PORT_RANGE", "20000"),
@@ -45,8 +50,17 @@ def test_a_wrong_sip_setting_stops_start_up_with_one_line(name, value):
     live.assert_refused_at_start_up(manage("check", **{name: value}), name)
 
 
-def test_good_sip_settings_start():
-    result = manage("check")
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"SIP_TRUNK_URI": "sip:trunk.example.com"},
+        {"SIP_TRUNK_URI": "sip:trunk.example.com;transport=tcp", "SIP_TRANSPORT": "tcp"},
+        {"SIP_DNS_SERVERS": "192.0.2.53,192.0.2.54:5353,2001:db8::53,[2001:db8::54]:5353"},
+    ],
+)
+def test_good_sip_settings_start(env):
+    result = manage("check", **env)
 
     assert result.returncode == 0, result.stderr
 
