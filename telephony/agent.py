@@ -126,6 +126,7 @@ def agent_config(index: int = 0) -> UaConfig:
         tls_cert_file=settings.SIP_TLS_CERT_FILE,
         tls_key_file=settings.SIP_TLS_KEY_FILE,
         srtp=settings.SIP_SRTP,
+        dns_servers=tuple(settings.SIP_DNS_SERVERS),
     )
 
 

@@ -63,7 +63,10 @@ class InboundDesk:
         self.tasks: set[asyncio.Task] = set()
         self.stopping = False
         ua.on_invite = self.take
-        ua.accepts_source = lambda host: source_allowed(host, ua.trunk[0])
+        # The trunk may be several hosts (DNS SRV): a call from any of them is the trunk's.
+        ua.accepts_source = lambda host: (
+            host in ua.trunk_addresses() or source_allowed(host, ua.trunk[0])
+        )
 
     def __len__(self) -> int:
         return len(self.live)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from telephony.sip import auth
 from telephony.sip.dialog import ALLOW, Dialog
+from telephony.sip.dns import Target, TrunkNotFound, TrunkResolver
 from telephony.sip.message import (
     Message,
     host_port_of,
@@ -55,6 +56,7 @@ class UaConfig:
     tls_cert_file: str = ""  # ours, for inbound calls over TLS and mutual TLS
     tls_key_file: str = ""
     srtp: str = "off"  # off, optional or required (SDES keys; only over TLS)
+    dns_servers: tuple[tuple[str, int], ...] = ()  # (ip, port); none: the system's resolvers
 
 
 class UserAgent:
@@ -63,8 +65,12 @@ class UserAgent:
         secure = config.transport == "tls"
         self.scheme = "sips" if config.trunk_uri.lower().startswith("sips:") else "sip"
         self.default_port = 5061 if secure else 5060  # RFC 3261 §19.1.2
+        # The trunk's first target (found by DNS at start: dns.py); its name is what a TLS
+        # certificate must show (RFC 5922 §4: the URI's host, not what DNS turned it into).
         self.trunk: tuple[str, int] = host_port_of(config.trunk_uri, self.default_port)
         self.trunk_name = self.trunk[0]
+        self.resolver = TrunkResolver(list(config.dns_servers) or None)
+        self.known_targets: list[Target] = []
         # The names peers were found by, for checking their TLS certificates (RFC 5922).
         self.peer_names: dict[tuple[str, int], str] = {}
         if secure:
@@ -99,11 +105,45 @@ class UserAgent:
 
     async def start(self) -> None:
         self.local = await self.transport.start(self.config.bind_host, self.config.bind_port)
-        loop = asyncio.get_running_loop()
-        host, port = self.trunk
-        infos = await loop.getaddrinfo(host, port, type=2)  # SOCK_DGRAM: one address per host
-        self.trunk = infos[0][4][:2]
-        self.peer_names[self.trunk] = self.trunk_name
+        targets = await self.trunk_targets()
+        self.trunk = (targets[0].address, targets[0].port)
+        logger.info("trunk targets, in order: %s", ", ".join(map(described, targets)))
+
+    async def trunk_targets(self) -> list[Target]:
+        """Where to send a new INVITE, in the order to try (RFC 3263, dns.py): the targets
+        over this agent's transport and address family. Resolved afresh each time, from
+        dnspython's cache while the records' TTLs last; if DNS fails, the last targets it
+        gave. TrunkNotFound (an OSError) when there is none at all."""
+        try:
+            found = await self.resolver.resolve(
+                self.config.trunk_uri, transport=self.config.transport
+            )
+        except TrunkNotFound as exc:
+            if not self.known_targets:
+                raise
+            logger.warning("%s; trying the trunk's last known targets", exc)
+            return self.known_targets
+        # A UDP socket sends to addresses of its own family only.
+        ipv6 = ":" in self.local[0]
+        targets = [
+            target
+            for target in found
+            if target.transport == self.config.transport
+            and (self.transport.reliable or (":" in target.address) == ipv6)
+        ]
+        if not targets:
+            raise TrunkNotFound(
+                f"the trunk has no target over {self.config.transport} "
+                f"(found: {', '.join(map(str, found))})"
+            )
+        for target in targets:
+            self.peer_names[(target.address, target.port)] = self.trunk_name
+        self.known_targets = targets
+        return targets
+
+    def trunk_addresses(self) -> set[str]:
+        """Every address the trunk was last found at (inbound calls come from any)."""
+        return {target.address for target in self.known_targets} | {self.trunk[0]}
 
     async def close(self) -> None:
         for task in list(self.tasks):
@@ -313,6 +353,13 @@ class UserAgent:
 
 class RegistrationError(RuntimeError):
     pass
+
+
+def described(target: Target) -> str:
+    """A target for the log: host:port/transport, and the address when the host is a name."""
+    if target.host == target.address:
+        return str(target)
+    return f"{target} ({target.address})"
 
 
 def mark_received(request: Message, source: tuple[str, int]) -> None:

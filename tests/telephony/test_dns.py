@@ -4,14 +4,26 @@ calls that fail over from one SRV target to the next through SIPp."""
 from __future__ import annotations
 
 import random
+import re
 import socket
 import time
 from collections import Counter
 
 import pytest
 
+from realtime.models import TERMINAL_STATES
 from telephony.sip.dns import Target, TrunkNotFound, TrunkResolver, resolve_targets
-from tests.telephony.conftest import Dnsmasq, require_dnsmasq
+from tests.live import wait_until
+from tests.telephony.conftest import (
+    AgentProcess,
+    Dnsmasq,
+    Sipp,
+    free_udp_port,
+    require_dnsmasq,
+    sip_env,
+    status_of,
+    submit,
+)
 
 RECORDS = [
     # NAPTR -> SRV -> A: TCP first by order, then UDP; the SIPS record and the ones that are
@@ -223,3 +235,81 @@ async def test_without_dns_servers_the_systems_resolution_reads_etc_hosts():
 async def test_a_uri_that_is_not_sip_is_refused(uri):
     with pytest.raises(ValueError):
         await resolve_targets(uri)
+
+
+# --- calls through a trunk found by DNS -------------------------------------------------------
+def srv_trunk(workdir, first_port: int, second_port: int) -> Dnsmasq:
+    """trunk.relay.test: SRV to first.relay.test:`first_port` (priority 10), then
+    second.relay.test:`second_port` (priority 20), both at 127.0.0.1."""
+    require_dnsmasq()
+    return Dnsmasq(
+        workdir / "dns",
+        [
+            f"--srv-host=_sip._udp.trunk.relay.test,first.relay.test,{first_port},10,10",
+            f"--srv-host=_sip._udp.trunk.relay.test,second.relay.test,{second_port},20,10",
+            "--host-record=first.relay.test,127.0.0.1",
+            "--host-record=second.relay.test,127.0.0.1",
+        ],
+    )
+
+
+def invite_transactions(far_end: Sipp) -> set[str]:
+    """The Via branches of the INVITEs SIPp received: one per transaction."""
+    return {
+        re.search(r"^Via:.*;branch=([^;\s]+)", block, re.MULTILINE | re.IGNORECASE).group(1)
+        for block in far_end.received("INVITE")
+    }
+
+
+@pytest.fixture
+def call_through(user, tmp_path):
+    """Place one call through an agent whose trunk is trunk.relay.test: `call_through(first,
+    second, **settings)`, with SIPp's arguments for the two SRV targets (`first` None: nobody
+    listens there). Returns (the call once ended, the first SIPp or None, the second SIPp,
+    the agent's log); the SIPps are stopped at teardown if still running."""
+    started: list[Sipp] = []
+
+    def place(first: dict | None, second: dict, **settings):
+        ports = free_udp_port(), free_udp_port()
+        dns_server = srv_trunk(tmp_path, *ports)
+        far_ends = []
+        for n, (port, args) in enumerate(zip(ports, (first, second), strict=True)):
+            far_ends.append(
+                None if args is None else Sipp(tmp_path / f"sipp{n}", port=port, **args)
+            )
+        started.extend(far_end for far_end in far_ends if far_end is not None)
+        env = sip_env(
+            tmp_path,
+            0,
+            SIP_TRUNK_URI="sip:trunk.relay.test",
+            SIP_DNS_SERVERS=dns_server.address,
+            **settings,
+        )
+        agent = AgentProcess(tmp_path, env)
+        try:
+            placed = submit(user, "dns-call")
+            ended = lambda: status_of(placed) in TERMINAL_STATES  # noqa: E731
+            wait_until(ended, deadline=30, what="the call to end")
+        finally:
+            agent.stop()
+            dns_server.stop()
+        return placed, *far_ends, agent.log_path.read_text()
+
+    yield place
+    for far_end in started:
+        if far_end.proc.poll() is None:
+            far_end.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_goes_to_the_first_srv_target(call_through):
+    call, first, second, log = call_through({"scenario": "uas"}, {"scenario": "uas"})
+
+    assert call.status == "completed"
+    assert first.finish() == 0  # INVITE, ACK and BYE all went to the first target
+    assert second.invites() == []
+    assert re.search(
+        r"trunk targets, in order: first\.relay\.test:\d+/udp \(127\.0\.0\.1\), "
+        r"second\.relay\.test:\d+/udp \(127\.0\.0\.1\)",
+        log,
+    ), log
