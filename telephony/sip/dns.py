@@ -48,6 +48,10 @@ class Target:
     def __str__(self) -> str:
         return f"{self.host}:{self.port}/{self.transport}"
 
+    def described(self) -> str:
+        """For the log: host:port/transport, and the address when the host is a name."""
+        return str(self) if self.host == self.address else f"{self} ({self.address})"
+
 
 class TrunkNotFound(OSError):
     """No target for the trunk's host. An OSError, like the socket.gaierror it replaces:

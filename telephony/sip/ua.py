@@ -107,7 +107,7 @@ class UserAgent:
         self.local = await self.transport.start(self.config.bind_host, self.config.bind_port)
         targets = await self.trunk_targets()
         self.trunk = (targets[0].address, targets[0].port)
-        logger.info("trunk targets, in order: %s", ", ".join(map(described, targets)))
+        logger.info("trunk targets, in order: %s", ", ".join(t.described() for t in targets))
 
     async def trunk_targets(self) -> list[Target]:
         """Where to send a new INVITE, in the order to try (RFC 3263, dns.py): the targets
@@ -353,13 +353,6 @@ class UserAgent:
 
 class RegistrationError(RuntimeError):
     pass
-
-
-def described(target: Target) -> str:
-    """A target for the log: host:port/transport, and the address when the host is a name."""
-    if target.host == target.address:
-        return str(target)
-    return f"{target} ({target.address})"
 
 
 def mark_received(request: Message, source: tuple[str, int]) -> None:

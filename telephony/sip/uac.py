@@ -83,6 +83,10 @@ class OutboundCall(Dialog):
         self.stream: RtpStream | None = None
         self.rtp_port = 0
         self.crypto: sdp.Crypto | None = None  # our SRTP key, when SRTP is offered
+        # The trunk target this call's INVITE transaction goes to (_dial), and whether any
+        # provisional response came from it: then the call is never tried elsewhere.
+        self.destination: tuple[str, int] | None = None
+        self.provisional_seen = False
 
     def hang_up(self) -> None:
         self.hangup_requested.set()
@@ -130,7 +134,7 @@ class OutboundCall(Dialog):
         INVITE's branch, Request-URI and CSeq number, and the response's To."""
         to = response.get("To") or self.remote_header
         ack = self._transaction_request("ACK", invite.branch, invite.cseq[0], to)
-        await self.ua.send(ack)
+        await self.ua.send(ack, self.destination)
 
     # --- the call -----------------------------------------------------------------------------
     async def run(self) -> Outcome:
@@ -159,11 +163,51 @@ class OutboundCall(Dialog):
             self.ua.forget_later(self.call_id)
 
     async def _dial(self) -> Outcome:
-        try:
-            await self.ua.transport.ready(self.ua.trunk)
-        except TransportError as exc:
-            # A TLS peer that does not verify is never tried over anything else.
-            return Outcome(kind="error", phrase=str(exc))
+        """Try the trunk's targets in order (dns.py), each with a new INVITE transaction:
+        a connection that cannot be made (a TLS certificate that does not verify, too), a
+        timeout, or a 503 before any provisional response moves on to the next target;
+        anything else is the call's outcome. One log line names the target used."""
+        targets = await self.ua.trunk_targets()
+        for target in targets:
+            self.destination = (target.address, target.port)
+            try:
+                # Over TLS this is the handshake: a peer that does not verify is never sent
+                # anything, and never tried over TCP or UDP instead.
+                await self.ua.transport.ready(self.destination)
+            except TransportError as exc:
+                outcome, unreachable = Outcome(kind="error", phrase=str(exc)), True
+            else:
+                outcome, unreachable = await self._dial_target(), False
+            if target is targets[-1] or not self._fails_over(outcome, unreachable=unreachable):
+                break
+            logger.warning(
+                "call %s: trunk target %s failed (%s), trying the next",
+                self.call_id,
+                target.described(),
+                outcome.phrase if unreachable else f"{outcome.code} {outcome.phrase}",
+            )
+        logger.info("call %s: trunk target %s", self.call_id, target.described())
+        return outcome
+
+    def _fails_over(self, outcome: Outcome, *, unreachable: bool) -> bool:
+        # RFC 3263 §4.3: "failure occurs if the transaction layer reports a 503 error
+        # response [...]. Failure also occurs if the transaction layer times out without
+        # ever having received any response, provisional or final [...]. If a failure
+        # occurs, the client SHOULD create a new request, which is identical to the
+        # previous, but has a different value of the Via branch ID [...]. That request is
+        # sent to the next element in the list". Stricter here: once any provisional
+        # response came, the call may have reached someone, and a call is placed at most
+        # once; and a call the user hung up is not tried again.
+        # A target that could not be reached at all got no request: it fails over too.
+        if self.provisional_seen or self.hangup_requested.is_set():
+            return False
+        if unreachable or outcome.kind == "timeout":
+            return True
+        return outcome.kind == "rejected" and outcome.code == 503
+
+    async def _dial_target(self) -> Outcome:
+        """The call through one trunk target: INVITE, and once more with credentials when
+        the target challenges it (401/407)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         ring_deadline = started + self.ring_timeout
@@ -192,7 +236,7 @@ class OutboundCall(Dialog):
         t1 = self.ua.config.t1
         # Without any response, give up at timer B (64*T1) or the ring timeout, if sooner.
         no_response_deadline = min(started + 64 * t1, ring_deadline)
-        await self.ua.send(invite)
+        await self.ua.send(invite, self.destination)
         interval, resend_at = t1, loop.time() + t1
         proceeding = ringing = False
         hangup = asyncio.ensure_future(self.hangup_requested.wait())
@@ -227,13 +271,13 @@ class OutboundCall(Dialog):
                         and not self.ua.transport.reliable
                         and loop.time() >= resend_at
                     ):
-                        await self.ua.send(invite)
+                        await self.ua.send(invite, self.destination)
                         interval = min(interval * 2, 4.0)
                         resend_at = loop.time() + interval
                     continue
                 response = getter.result()
                 if response.status < 200:
-                    proceeding = True
+                    proceeding = self.provisional_seen = True
                     if response.status in (180, 183) and not ringing:
                         ringing = True
                         await self.on_ringing()
@@ -257,7 +301,7 @@ class OutboundCall(Dialog):
         cancel = self._transaction_request(
             "CANCEL", invite.branch, invite.cseq[0], invite.get("To")
         )
-        await self.ua.request(cancel)
+        await self.ua.request(cancel, self.destination)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 64 * self.ua.config.t1
         while (remaining := deadline - loop.time()) > 0:
