@@ -313,3 +313,36 @@ def test_a_call_goes_to_the_first_srv_target(call_through):
         r"second\.relay\.test:\d+/udp \(127\.0\.0\.1\)",
         log,
     ), log
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("first_target", ["answers 503 at once", "nobody listens"])
+def test_a_call_fails_over_to_the_next_srv_target(call_through, first_target):
+    refuse = {"scenario": "reject_at_once", "status": 503, "phrase": "Service Unavailable"}
+    call, first, second, log = call_through(
+        refuse if first_target == "answers 503 at once" else None,
+        {"scenario": "uas"},
+        SIP_RING_TIMEOUT=2,  # how long a target that says nothing is given
+    )
+
+    assert call.status == "completed"
+    assert second.finish() == 0  # INVITE, ACK and BYE all went to the second target
+    if first is not None:
+        assert first.finish() == 0  # its 503 was ACKed
+        assert len(invite_transactions(first)) == 1
+    assert re.search(r"trunk target first\.relay\.test:\d+/udp \(127\.0\.0\.1\) failed", log)
+    assert re.search(
+        r"call \S+: trunk target second\.relay\.test:\d+/udp \(127\.0\.0\.1\)$", log, re.M
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_503_after_ringing_is_the_calls_end_not_a_failover(call_through):
+    rings_then_503 = {"scenario": "reject", "status": 503, "phrase": "Service Unavailable"}
+    call, first, second, log = call_through(rings_then_503, {"scenario": "uas"})
+
+    assert (call.status, call.failure_reason) == ("failed", "503 Service Unavailable")
+    assert first.finish() == 0
+    assert len(invite_transactions(first)) == 1
+    assert second.invites() == []  # never dialled twice
+    assert re.search(r"call \S+: trunk target first\.relay\.test:\d+/udp", log)
