@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
@@ -32,7 +32,7 @@ from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallSta
 from realtime.providers import Step
 from telephony import services
 from telephony.inbound.routing import InboundDesk
-from telephony.sip.message import host_port_of, new_call_id
+from telephony.sip.message import new_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech, SpeechError
 
@@ -94,14 +94,15 @@ def final_step(outcome: Outcome, *, stopped: bool = False) -> Step:
     return Step(status=CallState.FAILED, reason=outcome.phrase or "SIP error")
 
 
-def _public_host(bind_host: str, trunk_uri: str) -> str:
-    """What to advertise when SIP_PUBLIC_ADDRESS is unset: the bind address, or for a
-    wildcard bind the local address that routes to the trunk."""
-    if bind_host not in ("0.0.0.0", "::", ""):  # noqa: S104 - comparing, not binding
-        return bind_host
-    host, port = host_port_of(trunk_uri)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect((host, port))  # no packet is sent: this only picks the route
+WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104 - compared with, never bound
+
+
+def _public_host(trunk: tuple[str, int]) -> str:
+    """What a wildcard bind advertises when SIP_PUBLIC_ADDRESS is unset: the local address
+    that routes to the trunk's (resolved) address."""
+    family = socket.AF_INET6 if ":" in trunk[0] else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        probe.connect(trunk)  # no packet is sent: this only picks the route
         return probe.getsockname()[0]
 
 
@@ -116,8 +117,10 @@ def agent_config(index: int = 0) -> UaConfig:
         bind_host=settings.SIP_BIND_HOST,
         bind_port=port,
         transport=settings.SIP_TRANSPORT,
+        # For a wildcard bind, found once the trunk is (TelephonyAgent.run): the trunk may be
+        # a name only its DNS servers know.
         public_host=settings.SIP_PUBLIC_ADDRESS
-        or _public_host(settings.SIP_BIND_HOST, settings.SIP_TRUNK_URI),
+        or ("" if settings.SIP_BIND_HOST in WILDCARDS else settings.SIP_BIND_HOST),
         username=settings.SIP_USERNAME,
         password=settings.SIP_PASSWORD,
         rtp_ports=(first + index * share, first + (index + 1) * share - 1),
@@ -148,6 +151,8 @@ class TelephonyAgent:
 
     async def run(self) -> None:
         await self.ua.start()
+        if not self.ua.config.public_host:
+            self.ua.config = replace(self.ua.config, public_host=_public_host(self.ua.trunk))
         host, port = self.ua.local
         logger.info(
             "telephony agent: SIP/%s on %s:%s (advertised as %s), trunk %s, up to %s calls",
