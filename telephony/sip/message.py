@@ -1,8 +1,14 @@
 """SIP messages (RFC 3261 §7): parse what arrives, build what leaves.
 
 Only what a user agent needs: the start line, headers in their order (compact names
-expanded), and the body. Whatever arrives is bounded (MAX_MESSAGE_BYTES, MAX_HEADERS) and a
-message that does not parse raises SipParseError; the transport drops it.
+expanded), and the body. Whatever arrives is bounded (MAX_MESSAGE_BYTES, MAX_HEADERS).
+
+`parse` is a pure function of the bytes, in the manner of h11: no I/O, no answer. It raises
+SipParseError only for what cannot be answered at all (no start line, no Via, From, To,
+Call-ID or CSeq to build a response from): the transport drops that. Anything else it returns
+as a Message, and what it found wrong with the grammar of RFC 3261 §25 is listed in
+`Message.defects`; telephony/sip/checks.py decides what that earns (400 for a request, the
+bin for a response). RFC 4475's torture messages are its tests.
 """
 
 from __future__ import annotations
@@ -49,10 +55,44 @@ CANONICAL = {
         "Supported",
         "Expires",
         "Reason",
+        "Require",
+        "Proxy-Require",
+        "Unsupported",
+        "Accept",
+        "Accept-Encoding",
+        "Content-Encoding",
+        "Date",
+        "Subject",
     )
 }
-_REQUEST_LINE = re.compile(r"^([A-Z]+) (\S+) SIP/2\.0$")
-_STATUS_LINE = re.compile(r"^SIP/2\.0 ([1-6]\d\d) ?(.*)$")
+SIP_VERSION = "SIP/2.0"
+_TOKEN = r"[A-Za-z0-9\-.!%*_+`'~]+"  # RFC 3261 §25.1 token
+_WORD = r"[A-Za-z0-9\-.!%*_+`'~()<>:\\\"/\[\]?{}]+"  # §25.1 word (Call-ID)
+# Request-Line = Method SP Request-URI SP SIP-Version CRLF (§7.1), exactly one SP each.
+_REQUEST_LINE = re.compile(rf"^({_TOKEN}) ([^ \t]+) SIP/2\.0$")
+# The same with any whitespace, and any version: what is answered 400 or 505, not dropped.
+_LOOSE_REQUEST_LINE = re.compile(rf"^({_TOKEN})[ \t]+(.*?)[ \t]+(SIP/\d+\.\d+)[ \t]*$")
+# Status-Line = SIP-Version SP Status-Code SP Reason-Phrase (§7.2); a missing SP before an
+# empty phrase is forgiven.
+_STATUS_LINE = re.compile(r"^SIP/2\.0 ([1-6]\d\d)(?: (.*))?$")
+_TOKEN_ONLY = re.compile(rf"^{_TOKEN}$")
+_CALL_ID = re.compile(rf"^{_WORD}(@{_WORD})?$")
+_CSEQ = re.compile(rf"^(\d+)[ \t]+({_TOKEN})$")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"]+$")
+_VIA = re.compile(
+    rf"^{_TOKEN}[ \t]*/[ \t]*{_TOKEN}[ \t]*/[ \t]*{_TOKEN}[ \t]+"  # SIP / 2.0 / UDP
+    r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-_]+)([ \t]*:[ \t]*\d+)?"  # sent-by
+    r"[ \t]*(;.*)?$"
+)
+_GMT_DATE = re.compile(  # rfc1123-date, and GMT only (§20.17)
+    r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} "
+    r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$"
+)
+# Header fields a message may carry once only (§7.3.1: only those defined as a
+# comma-separated list may appear more than once).
+SINGLE = ("From", "To", "Call-ID", "CSeq", "Max-Forwards", "Content-Length", "Content-Type", "Date")
+# Without these a response cannot be built (§8.2.6.2) nor matched to a transaction (§17.1.3).
+ESSENTIAL = ("Via", "From", "To", "Call-ID", "CSeq")
 
 
 class SipParseError(ValueError):
@@ -77,15 +117,18 @@ class Message:
     reason: str = ""
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    version: str = SIP_VERSION
+    # What parse() found against the grammar, in words; empty for a well-formed message.
+    defects: list[str] = field(default_factory=list)
 
     @property
     def is_request(self) -> bool:
         return bool(self.method)
 
     def get(self, name: str) -> str | None:
-        name = canonical(name)
+        name = canonical(name).lower()
         for key, value in self.headers:
-            if key == name:
+            if key.lower() == name:
                 return value
         return None
 
@@ -93,7 +136,7 @@ class Message:
         name = canonical(name)
         values = []
         for key, value in self.headers:
-            if key == name:
+            if key.lower() == name.lower():
                 # Via, Route and Record-Route may hold several comma-separated values.
                 values.extend(split_commas(value) if name in _LISTS else [value])
         return values
@@ -109,7 +152,7 @@ class Message:
 
     @property
     def cseq(self) -> tuple[int, str]:
-        number, _, method = (self.get("CSeq") or "").partition(" ")
+        number, _, method = (self.get("CSeq") or "").strip().partition(" ")
         try:
             return int(number), method.strip()
         except ValueError:
@@ -135,9 +178,18 @@ _LISTS = {"Via", "Route", "Record-Route"}
 
 def split_commas(value: str) -> list[str]:
     """Comma-separated header values, commas inside <> or quotes kept."""
-    parts, depth, quoted, current = [], 0, False, []
+    return [part for part in _elements(value) if part]
+
+
+def _elements(value: str) -> list[str]:
+    """The comma-separated elements of a header value, empty ones included."""
+    parts, depth, quoted, escaped, current = [], 0, False, False, []
     for char in value:
-        if char == '"':
+        if escaped:  # a quoted-pair: `\"` does not end the string
+            escaped = False
+        elif quoted and char == "\\":
+            escaped = True
+        elif char == '"':
             quoted = not quoted
         elif not quoted and char == "<":
             depth += 1
@@ -148,9 +200,8 @@ def split_commas(value: str) -> list[str]:
             current = []
         else:
             current.append(char)
-    if current:
-        parts.append("".join(current).strip())
-    return [part for part in parts if part]
+    parts.append("".join(current).strip())
+    return parts
 
 
 def params(value: str) -> dict[str, str]:
@@ -190,7 +241,8 @@ def host_port_of(uri: str, default_port: int = 5060) -> tuple[str, int]:
 
 
 def parse(data: bytes) -> Message:
-    """One SIP message from a datagram or a framed stream chunk."""
+    """One SIP message from a datagram or a framed stream chunk. SipParseError when it is no
+    message, or one that cannot be answered; otherwise the message, with `defects`."""
     if len(data) > MAX_MESSAGE_BYTES:
         raise SipParseError("message too large")
     head, sep, body = data.partition(b"\r\n\r\n")
@@ -206,35 +258,207 @@ def parse(data: bytes) -> Message:
     if not lines:
         raise SipParseError("empty message")
     message = Message()
-    start = lines[0].strip()
-    if match := _REQUEST_LINE.match(start):
-        message.method, message.uri = match.group(1), match.group(2)
-    elif match := _STATUS_LINE.match(start):
-        message.status, message.reason = int(match.group(1)), match.group(2)
-    else:
-        raise SipParseError("bad start line")
+    _start_line(message, lines[0])
     for line in lines[1:]:
         if not line:
             continue
-        if line[0] in " \t" and message.headers:  # folded continuation
-            name, value = message.headers[-1]
-            message.headers[-1] = (name, f"{value} {line.strip()}")
+        if line[0] in " \t":  # folded continuation (LWS, §7.3.1)
+            if message.headers:
+                name, value = message.headers[-1]
+                message.headers[-1] = (name, f"{value} {line.strip()}".strip())
+            else:
+                message.defects.append("a continuation line before any header")
             continue
         name, colon, value = line.partition(":")
-        if not colon or not name.strip():
-            raise SipParseError("bad header line")
+        name = name.rstrip(" \t")  # HCOLON = *( SP / HTAB ) ":" SWS
+        if not colon or not _TOKEN_ONLY.match(name):
+            message.defects.append("a line that is no header")
+            continue
         message.headers.append((canonical(name), value.strip()))
         if len(message.headers) > MAX_HEADERS:
             raise SipParseError("too many headers")
-    length = message.get("Content-Length")
-    if length is not None:
-        if not length.isdigit():
-            raise SipParseError("bad Content-Length")
-        body = body[: int(length)]
-    message.body = body
-    if not message.call_id or not message.get("CSeq") or not message.get("Via"):
-        raise SipParseError("missing Call-ID, CSeq or Via")
+    missing = [name for name in ESSENTIAL if message.get(name) is None]
+    if missing:
+        raise SipParseError(f"no {', '.join(missing)}")
+    message.body = _body(message, body)
+    message.defects += _header_defects(message)
     return message
+
+
+def _start_line(message: Message, line: str) -> None:
+    if match := _REQUEST_LINE.match(line):
+        message.method, message.uri = match.group(1), match.group(2)
+    elif match := _STATUS_LINE.match(line):
+        message.status, message.reason = int(match.group(1)), match.group(2) or ""
+    elif match := _LOOSE_REQUEST_LINE.match(line):
+        # A request still, and answerable: 505 for another version (§21.5.6, RFC 4475
+        # 3.1.2.16), 400 for the extra whitespace (3.1.2.8-10).
+        message.method, message.uri, message.version = match.groups()
+        if message.version == SIP_VERSION:
+            message.defects.append("whitespace in the request line")
+    else:
+        raise SipParseError("bad start line")
+    if message.is_request:
+        message.defects += _request_uri_defects(message.uri)
+
+
+def _body(message: Message, body: bytes) -> bytes:
+    """The body as Content-Length bounds it. §18.3: "If there are additional bytes in the
+    transport packet beyond the end of the body, they MUST be discarded. If the transport
+    packet ends before the end of the message body, this is considered an error."
+    """
+    lengths = [value for key, value in message.headers if key == "Content-Length"]
+    if not lengths:
+        return body  # §18.3: over UDP the body runs to the end of the datagram
+    if len(lengths) > 1:
+        return body  # told as a duplicate by _header_defects
+    if not lengths[0].isdigit():
+        message.defects.append("Content-Length is not a number")
+        return body
+    length = int(lengths[0])
+    if length > len(body):
+        message.defects.append("Content-Length longer than the body")
+        return body
+    return body[:length]
+
+
+def _request_uri_defects(uri: str) -> list[str]:
+    if not _URI.match(uri):  # <sip:...>, embedded spaces (RFC 4475 3.1.2.7-8)
+        return ["the Request-URI is not a URI"]
+    scheme, _, rest = uri.partition(":")
+    # §19.1.1, table 1: a Request-URI carries no headers (RFC 4475 3.1.2.11). A user part
+    # may hold a `?`, so look only past its `@`.
+    if scheme.lower() in ("sip", "sips") and "?" in rest.rsplit("@", 1)[-1]:
+        return ["headers in the Request-URI"]
+    return []
+
+
+def _header_defects(message: Message) -> list[str]:
+    defects = []
+    names = [key for key, _ in message.headers]
+    for name in SINGLE:
+        if names.count(name) > 1:
+            defects.append(f"more than one {name}")  # RFC 4475 3.3.8, 3.3.9
+    number_method = _CSEQ.match(message.get("CSeq") or "")
+    # §8.1.1.5: "The sequence number value MUST be expressible as a 32-bit unsigned integer
+    # and MUST be less than 2**31."
+    if number_method is None or int(number_method.group(1)) >= 2**31:
+        defects.append("an unreadable CSeq")
+    if not _CALL_ID.match(message.get("Call-ID") or ""):
+        defects.append("an unreadable Call-ID")
+    max_forwards = message.get("Max-Forwards")
+    if max_forwards is not None and not max_forwards.isdigit():
+        defects.append("an unreadable Max-Forwards")
+    date = message.get("Date")
+    if date is not None and not _GMT_DATE.match(date):
+        defects.append("a Date not in GMT")  # RFC 4475 3.1.2.12
+    for key, value in message.headers:
+        if not _value_ok(key, value):
+            defects.append(f"an unreadable {key}")  # RFC 4475 3.1.2.1, 3.1.2.6, 3.1.2.13-15
+    return list(dict.fromkeys(defects))
+
+
+def _value_ok(name: str, value: str) -> bool:
+    """Whether the value of a Via or address header reads by the grammar; others are not
+    looked at."""
+    if name == "Via":
+        for element in _elements(value):
+            match = _VIA.match(element)
+            if not match or not _params_ok(match.group(3) or ""):
+                return False
+    elif name in ("From", "To"):
+        return _address_ok(value)
+    elif name in ("Contact", "Route", "Record-Route") and value != "*":
+        return all(_address_ok(element) for element in _elements(value))
+    return True
+
+
+def _address_ok(value: str) -> bool:
+    """name-addr or addr-spec, then header parameters (§20.10, §25.1)."""
+    rest = value.strip()
+    if rest.startswith('"'):
+        end = _quoted_end(rest)
+        if end < 0:
+            return False  # unterminated (RFC 4475 3.1.2.6)
+        rest = rest[end:].lstrip()
+        if not rest.startswith("<"):
+            return False
+    elif "<" in rest:
+        # display-name = *(token LWS): a comma or other separator must be quoted (RFC 4475
+        # 3.1.2.15). No LWS before "<" is forgiven (3.1.1.6).
+        display, rest = rest.split("<", 1)
+        rest = "<" + rest
+        if not all(_TOKEN_ONLY.match(word) for word in display.split()):
+            return False
+    if rest.startswith("<"):
+        uri, closed, tail = rest[1:].partition(">")
+        # No whitespace inside <> (RFC 4475 3.1.2.14).
+        return bool(closed) and bool(_URI.match(uri)) and _params_ok(tail)
+    # An addr-spec: §20.10 "if the URI contains a comma, question mark or semicolon, the URI
+    # MUST be enclosed in angle brackets" (RFC 4475 3.1.2.13); its semicolons begin the
+    # header's parameters.
+    uri, semi, tail = rest.partition(";")
+    uri = uri.strip()
+    return bool(_URI.match(uri)) and "?" not in uri and _params_ok(semi + tail)
+
+
+def _quoted_end(text: str) -> int:
+    """The index just past the quoted-string `text` starts with; -1 if it never ends."""
+    index = 1
+    while index < len(text):
+        if text[index] == "\\":
+            index += 2
+            continue
+        if text[index] == '"':
+            return index + 1
+        index += 1
+    return -1
+
+
+_PARAM_VALUE = re.compile(r"^[A-Za-z0-9\-.!%*_+`'~\[\]:]+$")  # token / host
+
+
+def _params_ok(text: str) -> bool:
+    """*( SEMI generic-param ), generic-param = token [ EQUAL ( token / host /
+    quoted-string ) ], with SWS around ";" and "=": no empty parameter (RFC 4475 3.1.2.1)."""
+    rest = text.strip()
+    while rest:
+        if not rest.startswith(";"):
+            return False
+        rest = rest[1:].lstrip()
+        name = re.match(_TOKEN, rest)
+        if name is None:
+            return False
+        rest = rest[name.end() :].lstrip()
+        if rest.startswith("="):
+            rest = rest[1:].lstrip()
+            if rest.startswith('"'):
+                end = _quoted_end(rest)
+                if end < 0:
+                    return False
+            else:
+                end = len(rest.split(";", 1)[0].rstrip())
+                if not _PARAM_VALUE.match(rest[:end]):
+                    return False
+            rest = rest[end:].lstrip()
+    return True
+
+
+def stream_content_length(head: bytes) -> int:
+    """The body length of a message on a stream, from its header bytes. §18.3: "In the case of
+    stream-oriented transports such as TCP, the Content-Length header field indicates the size
+    of the body"; none is taken as 0. SipParseError when it cannot tell (negative, not a
+    number, or more than one: RFC 4475 3.1.2.3 and 3.3.9): the stream cannot be framed."""
+    lengths = []
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() in (b"content-length", b"l"):
+            lengths.append(value.strip())
+    if not lengths:
+        return 0
+    if len(lengths) > 1 or not lengths[0].isdigit():
+        raise SipParseError("no usable Content-Length on a stream")
+    return int(lengths[0])
 
 
 def new_tag() -> str:
@@ -267,4 +491,6 @@ def response_to(
                 if name == "To" and to_tag and "tag" not in params(value):
                     value = f"{value};tag={to_tag}"
                 response.headers.append((name, value))
+                if name not in ("Via", "Record-Route"):
+                    break  # one each, even when a malformed request held two (RFC 4475 3.3.8)
     return response

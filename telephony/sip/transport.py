@@ -14,7 +14,13 @@ import contextlib
 import logging
 import ssl
 
-from telephony.sip.message import MAX_MESSAGE_BYTES, Message, SipParseError, parse
+from telephony.sip.message import (
+    MAX_MESSAGE_BYTES,
+    Message,
+    SipParseError,
+    parse,
+    stream_content_length,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +139,13 @@ class TcpTransport:
                         if len(buffer) > MAX_MESSAGE_BYTES:
                             return  # no message is that long: drop the connection
                         break
-                    length = _content_length(buffer[:end])
+                    try:
+                        length = stream_content_length(buffer[:end])
+                    except SipParseError as exc:
+                        # RFC 4475 3.1.2.3, 3.3.9: "the framing error is not recoverable,
+                        # and the connection should be closed".
+                        logger.debug("closed a SIP connection: %s", exc)
+                        return
                     total = end + 4 + length
                     if total > MAX_MESSAGE_BYTES:
                         return
@@ -226,11 +238,3 @@ def _why(transport: str, exc: OSError) -> str:
         return f"{transport} connection timed out"
     return f"{transport} connection failed: {exc.strerror or exc}"
 
-
-def _content_length(head: bytes) -> int:
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() in (b"content-length", b"l"):
-            value = value.strip()
-            return int(value) if value.isdigit() else 0
-    return 0
