@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 
-from telephony.sip import auth
+from telephony.sip import auth, checks
 from telephony.sip.dialog import ALLOW, Dialog
 from telephony.sip.dns import Target, TrunkNotFound, TrunkResolver
 from telephony.sip.message import (
@@ -169,6 +169,9 @@ class UserAgent:
     # --- messages in ---------------------------------------------------------------------------
     def _on_message(self, message: Message, source: tuple[str, int]) -> None:
         if not message.is_request:
+            if not checks.response_acceptable(message):
+                logger.debug("dropped a malformed response from %s", source[0])
+                return
             number, method = message.cseq
             queue = self.transactions.get(f"{message.branch}:{method}")
             if queue is not None:
@@ -180,6 +183,12 @@ class UserAgent:
         asyncio.ensure_future(self._on_request(message, source))
 
     async def _on_request(self, request: Message, source: tuple[str, int]) -> None:
+        # RFC 3261 §8.2: what a request earns before anything reads it (checks.py).
+        if (refusal := checks.check_request(request, allow=ALLOW)) is not None:
+            logger.debug("refused %s from %s: %s", request.method, source[0], refusal)
+            if refusal.status:
+                await self.transport.send(checks.refusal_response(request, refusal), source)
+            return
         dialog = self.dialogs.get(request.call_id)
         if dialog is not None:
             await dialog.on_request(request, source)
