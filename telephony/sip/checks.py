@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from telephony.sip.message import SIP_VERSION, Message, new_tag, response_to, split_commas
+from telephony.sip.message import (
+    NOT_GMT,
+    SIP_VERSION,
+    Message,
+    new_tag,
+    response_to,
+    split_commas,
+)
 
 # RFC 3261's methods and those of the extensions in common use: the ones a UAS "recognizes"
 # (§8.2.1), answered 405 when it does not take them; any other method is answered 501.
@@ -87,12 +94,12 @@ def check_request(request: Message, *, allow: str) -> Refusal | None:
     # understand". Proxy-Require is a proxy's business, not ours. A CANCEL carries none
     # (§9.1), and refusing one for it would leave its INVITE ringing.
     if request.method != "CANCEL":
-        unknown = [
+        unknown = dict.fromkeys(
             tag
             for value in request.get_all("Require")
             for tag in split_commas(value)
             if tag.lower() not in OPTION_TAGS
-        ]
+        )
         if unknown:
             return Refusal(420, "Bad Extension", (("Unsupported", ", ".join(unknown)),))
 
@@ -140,6 +147,9 @@ def refusal_response(request: Message, refusal: Refusal) -> Message:
 
 def response_acceptable(response: Message) -> bool:
     """Whether a response may be read at all. A malformed one is dropped, never answered
-    (RFC 4475 3.1.2.5, 3.1.2.19); §8.1.3.3: "If more than one Via header field value is
-    present in a response, the UAC SHOULD discard the message" (RFC 4475 3.3.10)."""
-    return not response.defects and len(response.get_all("Via")) == 1
+    (RFC 4475 3.1.2.5, 3.1.2.19), but for a Date, which a UAC never reads (3.1.2.12: reject
+    it only "if the contents of the Date header field were actually important");
+    §8.1.3.3: "If more than one Via header field value is present in a response, the UAC
+    SHOULD discard the message" (RFC 4475 3.3.10)."""
+    defects = [defect for defect in response.defects if defect != NOT_GMT]
+    return not defects and len(response.get_all("Via")) == 1

@@ -70,8 +70,7 @@ _TOKEN = r"[A-Za-z0-9\-.!%*_+`'~]+"  # RFC 3261 §25.1 token
 _WORD = r"[A-Za-z0-9\-.!%*_+`'~()<>:\\\"/\[\]?{}]+"  # §25.1 word (Call-ID)
 # Request-Line = Method SP Request-URI SP SIP-Version CRLF (§7.1), exactly one SP each.
 _REQUEST_LINE = re.compile(rf"^({_TOKEN}) ([^ \t]+) SIP/2\.0$")
-# The same with any whitespace, and any version: what is answered 400 or 505, not dropped.
-_LOOSE_REQUEST_LINE = re.compile(rf"^({_TOKEN})[ \t]+(.*?)[ \t]+(SIP/\d+\.\d+)[ \t]*$")
+_SIP_VERSION = re.compile(r"^SIP/\d+\.\d+$")
 # Status-Line = SIP-Version SP Status-Code SP Reason-Phrase (§7.2); a missing SP before an
 # empty phrase is forgiven.
 _STATUS_LINE = re.compile(r"^SIP/2\.0 ([1-6]\d\d)(?: (.*))?$")
@@ -91,6 +90,7 @@ _GMT_DATE = re.compile(  # rfc1123-date, and GMT only (§20.17)
 # Header fields a message may carry once only (§7.3.1: only those defined as a
 # comma-separated list may appear more than once).
 SINGLE = ("From", "To", "Call-ID", "CSeq", "Max-Forwards", "Content-Length", "Content-Type", "Date")
+NOT_GMT = "a Date not in GMT"  # RFC 4475 3.1.2.12: an error only where the Date matters
 # Without these a response cannot be built (§8.2.6.2) nor matched to a transaction (§17.1.3).
 ESSENTIAL = ("Via", "From", "To", "Call-ID", "CSeq")
 
@@ -290,16 +290,28 @@ def _start_line(message: Message, line: str) -> None:
         message.method, message.uri = match.group(1), match.group(2)
     elif match := _STATUS_LINE.match(line):
         message.status, message.reason = int(match.group(1)), match.group(2) or ""
-    elif match := _LOOSE_REQUEST_LINE.match(line):
+    elif loose := _loose_request_line(line):
         # A request still, and answerable: 505 for another version (§21.5.6, RFC 4475
         # 3.1.2.16), 400 for the extra whitespace (3.1.2.8-10).
-        message.method, message.uri, message.version = match.groups()
+        message.method, message.uri, message.version = loose
         if message.version == SIP_VERSION:
             message.defects.append("whitespace in the request line")
     else:
         raise SipParseError("bad start line")
     if message.is_request:
         message.defects += _request_uri_defects(message.uri)
+
+
+def _loose_request_line(line: str) -> tuple[str, str, str] | None:
+    """Method, Request-URI and version of a request line with any whitespace in it, or of
+    any version. Split by hand: a regular expression would backtrack for ever on a line of
+    64 KB of spaces."""
+    words = line.split()
+    if len(words) < 3 or not _TOKEN_ONLY.match(words[0]) or not _SIP_VERSION.match(words[-1]):
+        return None
+    method, version = words[0], words[-1]
+    uri = line.strip()[len(method) : -len(version)].strip()
+    return method, uri, version
 
 
 def _body(message: Message, body: bytes) -> bytes:
@@ -351,7 +363,7 @@ def _header_defects(message: Message) -> list[str]:
         defects.append("an unreadable Max-Forwards")
     date = message.get("Date")
     if date is not None and not _GMT_DATE.match(date):
-        defects.append("a Date not in GMT")  # RFC 4475 3.1.2.12
+        defects.append(NOT_GMT)
     for key, value in message.headers:
         if not _value_ok(key, value):
             defects.append(f"an unreadable {key}")  # RFC 4475 3.1.2.1, 3.1.2.6, 3.1.2.13-15
@@ -415,32 +427,22 @@ def _quoted_end(text: str) -> int:
     return -1
 
 
-_PARAM_VALUE = re.compile(r"^[A-Za-z0-9\-.!%*_+`'~\[\]:]+$")  # token / host
+# SEMI generic-param, generic-param = token [ EQUAL gen-value ], gen-value = token / host /
+# quoted-string, with SWS around ";" and "=".
+_QUOTED = r'"(?:[^"\\]|\\.)*"'  # quoted-string, quoted-pairs in it
+_PARAM = re.compile(
+    rf"[ \t]*;[ \t]*{_TOKEN}(?:[ \t]*=[ \t]*(?:{_QUOTED}|[A-Za-z0-9\-.!%*_+`'~\[\]:]+))?[ \t]*"
+)
 
 
 def _params_ok(text: str) -> bool:
-    """*( SEMI generic-param ), generic-param = token [ EQUAL ( token / host /
-    quoted-string ) ], with SWS around ";" and "=": no empty parameter (RFC 4475 3.1.2.1)."""
-    rest = text.strip()
-    while rest:
-        if not rest.startswith(";"):
+    """*( SEMI generic-param ): no empty parameter (RFC 4475 3.1.2.1)."""
+    position = 0
+    while position < len(text):
+        match = _PARAM.match(text, position)
+        if match is None:
             return False
-        rest = rest[1:].lstrip()
-        name = re.match(_TOKEN, rest)
-        if name is None:
-            return False
-        rest = rest[name.end() :].lstrip()
-        if rest.startswith("="):
-            rest = rest[1:].lstrip()
-            if rest.startswith('"'):
-                end = _quoted_end(rest)
-                if end < 0:
-                    return False
-            else:
-                end = len(rest.split(";", 1)[0].rstrip())
-                if not _PARAM_VALUE.match(rest[:end]):
-                    return False
-            rest = rest[end:].lstrip()
+        position = match.end()
     return True
 
 
