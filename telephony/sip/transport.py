@@ -237,4 +237,3 @@ def _why(transport: str, exc: OSError) -> str:
     if isinstance(exc, TimeoutError):
         return f"{transport} connection timed out"
     return f"{transport} connection failed: {exc.strerror or exc}"
-
