@@ -1,0 +1,49 @@
+"""Outbound calls through Kamailio to baresip (DESIGN §5.7): the carrier edge asks Relay for
+proxy credentials, the callee answers, hears the message, and the in-dialog requests follow
+the route set through the proxy. Over UDP and over TCP (the `transport` fixture)."""
+
+from __future__ import annotations
+
+import pytest
+
+from realtime.models import TERMINAL_STATES
+from telephony.speech import Speech
+from tests.live import wait_until
+from tests.telephony.conftest import status_of, submit
+from tests.telephony.interop.conftest import CALLEE, silence_wav, sox_level
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+MESSAGE = "Hello from Relay. The parcel is at the door."
+
+
+def spoken_seconds(text: str, tmp_path) -> float:
+    """How long the agent's rendering of `text` plays (it plays the law it negotiated)."""
+    return len(Speech(tmp_path / "tts").render(text, "en")[0]) / 8000
+
+
+def test_a_call_through_the_carrier_edge_is_heard_by_the_callee(
+    relay, kamailio, phones, user, tmp_path, transport
+):
+    callee = phones(
+        "callee", number=CALLEE, source=silence_wav(tmp_path / "quiet.wav", 60), answer=True
+    )
+    expected = spoken_seconds(MESSAGE, tmp_path)
+
+    call = submit(user, "interop-out", MESSAGE, to=CALLEE)
+    wait_until(lambda: status_of(call) in TERMINAL_STATES, deadline=60, what="the call to end")
+
+    assert (call.status, call.failure_reason) == ("completed", ""), relay
+    callee.wait_event("CALL_CLOSED", deadline=10)
+    level = sox_level(callee.heard())
+    assert abs(level.seconds - expected) <= 1.0, level
+    assert level.rms > 0.02 and level.maximum > 0.2, level  # speech, not silence
+    call_id = call.provider_call_id
+    lines = kamailio.lines(call_id)
+    assert any(line.startswith("interop: challenge INVITE") for line in lines), kamailio
+    assert any(line.startswith("interop: authenticated INVITE") for line in lines), kamailio
+    # Relay's ACK and BYE carry the route set of the callee's 200 (Kamailio's Record-Route),
+    # so they reach the callee through the proxy, over the transport of the test.
+    assert kamailio.routed(call_id, "ACK"), kamailio
+    assert kamailio.routed(call_id, "BYE"), kamailio
+    assert all(f" proto={transport}" in line for line in lines if " src=" in line), kamailio
