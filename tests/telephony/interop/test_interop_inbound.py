@@ -1,0 +1,166 @@
+"""Inbound calls from baresip through Kamailio to Relay's numbers (DESIGN §5.7): voicemail
+records what the caller says, `*`, the PIN and `#` open the mailbox, and the in-dialog
+requests of both ends follow the route set through the proxy. Over UDP and over TCP (the
+`transport` fixture), from a caller on the open network and from one behind a NAT whose SDP
+names an address its RTP does not come from (Relay must latch onto the real source)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.hashers import make_password
+from django.core.files.base import ContentFile
+from django.core.files.storage import FileSystemStorage
+
+from history.models import CallRecord
+from history.services import record_inbound_call
+from telephony.sip.rtp import wav_from_g711
+from telephony.speech import Speech
+from tests.factories import NumberFactory
+from tests.live import wait_until
+from tests.telephony.interop.conftest import (
+    CALLER,
+    NAT_ADDRESS,
+    NAT_CALLER,
+    silence_wav,
+    sox_level,
+    speech_wav,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+GREETING = "Hi."
+BEEP_SECONDS = 0.4
+WORDS = "Please call me back about the delivery tomorrow morning."
+STORED = "Call me back about the parcel."
+CALLERS = pytest.mark.parametrize("caller_num", [CALLER, NAT_CALLER], ids=["open", "behind-nat"])
+
+
+def spoken(text: str, tmp_path) -> float:
+    """Seconds of `text` as the agent speaks it."""
+    return len(Speech(tmp_path / "tts").render(text, "en")[8]) / 8000
+
+
+@pytest.fixture
+def number(user):
+    """A number of `user` with a short greeting, so that voicemail answers quickly."""
+    return NumberFactory(owner=user, alias="Shop", greeting=GREETING)
+
+
+@pytest.fixture
+def mailbox(real_hashers, number):
+    """`number` with its PIN, 1234, hashed as Relay hashes it (Argon2), so that the agent,
+    which runs Relay's own settings, can check it."""
+    number.pin_hash = make_password("1234")
+    number.save(update_fields=["pin_hash"])
+    return number
+
+
+def records_of(number) -> list[CallRecord]:
+    return list(CallRecord.objects.filter(number=number).order_by("created_at"))
+
+
+def wait_for_records(number, count: int, deadline: float = 30) -> list[CallRecord]:
+    return wait_until(
+        lambda: (found := records_of(number)) and len(found) >= count and found,
+        deadline=deadline,
+        what=f"{count} record(s) of {number.number}",
+    )
+
+
+def assert_sdp_rewritten(kamailio, call_id: str, caller_num: str) -> None:
+    """Behind the NAT, Kamailio did rewrite the caller's SDP (else the test proves nothing)."""
+    rewritten = [line for line in kamailio.lines(call_id) if NAT_ADDRESS in line]
+    assert bool(rewritten) == (caller_num == NAT_CALLER), kamailio.trace
+
+
+@CALLERS
+def test_a_caller_through_the_carrier_edge_leaves_a_message(
+    relay, kamailio, phones, number, tmp_path, caller_num
+):
+    greeting = spoken(GREETING, tmp_path) + BEEP_SECONDS
+    source = speech_wav(tmp_path / "words.wav", WORDS, before=greeting + 0.5, after=0.5)
+    words = sox_level(source).seconds - greeting - 1.0
+    caller = phones("caller", number=caller_num, source=source)
+
+    caller.dial(number.number, kamailio)
+    caller.wait_event("CALL_ESTABLISHED", deadline=20)
+    caller.wait_event("CALL_CLOSED", deadline=greeting + words + 20)  # at the WAV's end
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.caller_num) == ("answered", caller_num)
+    assert_sdp_rewritten(kamailio, record.sip_call_id, caller_num)
+    # Voicemail recorded the words (its RTP was taken from where it came from).
+    assert record.recording, "no message: the agent took no audio from the caller"
+    stored = FileSystemStorage(location=relay.workdir / "recordings").path(record.recording)
+    level = sox_level(stored)
+    assert words <= level.seconds <= words + 3.0, (level, words)
+    assert level.rms > 0.02 and level.maximum > 0.2, level  # speech, not silence
+    # The caller heard the greeting and the beep (Relay's RTP reached where it came from).
+    heard = caller.heard_seconds()
+    assert greeting - 0.3 <= heard <= greeting + 1.0, (heard, greeting)
+    # The caller's ACK and BYE went through Kamailio: Relay's 200 carried the Record-Route.
+    assert kamailio.routed(record.sip_call_id, "ACK", sender=caller_num), kamailio.trace
+    assert kamailio.routed(record.sip_call_id, "BYE", sender=caller_num), kamailio.trace
+
+
+def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, float]:
+    """A voicemail message `text` on `number`, stored where the relay keeps recordings."""
+    audio = Speech(tmp_path / "tts").render(text, "en")[8]
+    storage = FileSystemStorage(location=relay.workdir / "recordings")
+    name = storage.save("message.wav", ContentFile(wav_from_g711(audio, 8)))
+    record = record_inbound_call(
+        number=number,
+        caller_num="+447700900999",
+        status="answered",
+        duration=9,
+        recording=name,
+        recording_seconds=len(audio) / 8000,
+    )
+    return record, len(audio) / 8000
+
+
+@CALLERS
+def test_the_pin_from_baresip_opens_the_mailbox_through_the_carrier_edge(
+    relay, kamailio, phones, mailbox, tmp_path, caller_num
+):
+    number = mailbox
+    message, seconds = stored_message(relay, number, tmp_path, STORED)
+    prompts = seconds + sum(
+        spoken(text, tmp_path)
+        for text in (
+            "Please enter your PIN, then press the hash key.",
+            "You have 1 new message.",
+            "Message 1.",
+            "End of messages. Goodbye.",
+        )
+    )
+    caller = phones("caller", number=caller_num, source=silence_wav(tmp_path / "quiet.wav", 60))
+
+    caller.dial(number.number, kamailio)
+    caller.wait_event("CALL_ESTABLISHED", deadline=20)
+    caller.command("sndcode", "*")  # during the greeting
+    # The PIN once the mailbox is asking for it: `*` has stopped the greeting and the prompt
+    # has begun (keys before it are dropped as the greeting's).
+    wait_until(
+        lambda: caller.heard_seconds() > spoken(GREETING, tmp_path) + 1.0,
+        deadline=15,
+        what="the caller to hear the mailbox's prompt",
+    )
+    caller.command("sndcode", "1234#")
+    caller.wait_event("CALL_CLOSED", deadline=prompts + 30)  # Relay hangs up: goodbye
+
+    message.refresh_from_db()
+    assert message.heard is True
+    records = wait_for_records(number, 2)
+    mailbox_call = next(r for r in records if r.pk != message.pk)
+    assert (mailbox_call.status, mailbox_call.recording) == ("answered", "")
+    assert_sdp_rewritten(kamailio, mailbox_call.sip_call_id, caller_num)
+    # The caller heard the mailbox: its prompts and the message, and some of the greeting.
+    heard = sox_level(caller.heard())
+    assert prompts - 1.0 <= heard.seconds <= prompts + spoken(GREETING, tmp_path) + 2.0, heard
+    assert heard.rms > 0.02, heard
+    # Relay's BYE followed the route set of the caller's INVITE; the caller's ACK followed the
+    # Record-Route that Relay's 200 must have carried.
+    call_id = mailbox_call.sip_call_id
+    assert kamailio.routed(call_id, "BYE", sender=number.number), kamailio.trace
+    assert kamailio.routed(call_id, "ACK", sender=caller_num), kamailio.trace
