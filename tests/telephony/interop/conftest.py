@@ -26,7 +26,13 @@ from pathlib import Path
 import pytest
 
 from tests.live import ChildProcess, RelayProcess, free_port, wait_until
-from tests.telephony.conftest import free_udp_port, rtp_range, sip_env
+from tests.telephony.conftest import (
+    free_udp_port,
+    rtp_range,
+    sip_env,
+    tcp_listening,
+    udp_port_taken,
+)
 
 TOOLS = ("kamailio", "baresip", "espeak-ng", "sox")
 KAMAILIO_MODULES = Path("/usr/lib/x86_64-linux-gnu/kamailio/modules")
@@ -200,7 +206,7 @@ route[RELAY] {
 }
 
 onreply_route[REPLY] {
-    xnotice("interop: reply $rs $rr to $rm call-id=$ci src=$si:$sp proto=$pr\n");
+    xnotice("interop: reply $rs $rr to $rm call-id=$ci src=$si:$sp rr=$hdr(Record-Route)\n");
 }
 """
 
@@ -265,6 +271,21 @@ class Kamailio(ChildProcess):
         prefix = f"interop: routed {method} call-id={call_id} "
         mine = f" from={sender} " if sender else " "
         return [line for line in self.lines(call_id) if line.startswith(prefix) and mine in line]
+
+    def replies(self, call_id: str, status: int, method: str = "INVITE") -> list[str]:
+        """The `status` responses to `method` of `call_id` that Kamailio relayed, as it got
+        them; each line ends with the Record-Route they carried (`rr=<null>`: none)."""
+        prefix = f"interop: reply {status} "
+        return [
+            line
+            for line in self.lines(call_id)
+            if line.startswith(prefix) and f" to {method} call-id=" in line
+        ]
+
+    def record_route(self) -> str:
+        """The start of the Record-Route it inserts, which a UAS must copy into its 18x/2xx."""
+        suffix = ";transport=tcp" if self.transport == "tcp" else ""
+        return f"rr=<sip:127.0.0.1:{self.port}{suffix};lr"
 
     @property
     def trace(self) -> str:
@@ -421,8 +442,8 @@ class Baresip(ChildProcess):
         return wait_until(seen, deadline=deadline, what=f"baresip's {kind}", interval=0.02)
 
     def dial(self, number: str, proxy: Kamailio) -> None:
-        suffix = ";transport=tcp" if self.transport == "tcp" else ""
-        self.command("dial", f"sip:{number}@127.0.0.1:{proxy.port}{suffix}")
+        # baresip adds its account's transport parameter to the URI itself.
+        self.command("dial", f"sip:{number}@127.0.0.1:{proxy.port}")
 
     def heard(self) -> Path:
         """The WAV of what it heard in its call (the far end's audio, decoded)."""
@@ -497,12 +518,12 @@ def silence_wav(path: Path, seconds: float) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", params=["udp", "tcp"])
+@pytest.fixture(scope="session", params=["udp", "tcp"])
 def transport(request) -> str:
     return request.param
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def edge(tmp_path_factory, django_db_setup, transport):
     """Relay (runrelay, one agent, SIP over `transport`, calls ringing 1 s before voicemail)
     behind Kamailio, with the callee's port reserved: (relay, kamailio, callee_port)."""
@@ -528,6 +549,10 @@ def edge(tmp_path_factory, django_db_setup, transport):
     except BaseException:
         kamailio.stop()
         raise
+    # /healthz answers before the agent has bound its SIP port; a TCP INVITE then would be
+    # refused (Kamailio's 477), where over UDP Kamailio's retransmission would hide it.
+    listening = tcp_listening if transport == "tcp" else udp_port_taken
+    wait_until(lambda: listening(relay_port), deadline=30, what="the agent's SIP port")
     relay.workdir = workdir
     yield relay, kamailio, callee_port
     relay.stop()

@@ -67,6 +67,14 @@ def wait_for_records(number, count: int, deadline: float = 30) -> list[CallRecor
     )
 
 
+def assert_record_route_copied(kamailio, call_id: str) -> None:
+    """Relay's 180 and 200 to the INVITE carried Kamailio's Record-Route (RFC 3261 §12.1.1),
+    so that the caller learns the route set its ACK and BYE must follow."""
+    answers = kamailio.replies(call_id, 180) + kamailio.replies(call_id, 200)
+    assert answers, kamailio.trace
+    assert all(kamailio.record_route() in line for line in answers), kamailio.trace
+
+
 def assert_sdp_rewritten(kamailio, call_id: str, caller_num: str) -> None:
     """Behind the NAT, Kamailio did rewrite the caller's SDP (else the test proves nothing)."""
     rewritten = [line for line in kamailio.lines(call_id) if NAT_ADDRESS in line]
@@ -99,6 +107,7 @@ def test_a_caller_through_the_carrier_edge_leaves_a_message(
     heard = caller.heard_seconds()
     assert greeting - 0.3 <= heard <= greeting + 1.0, (heard, greeting)
     # The caller's ACK and BYE went through Kamailio: Relay's 200 carried the Record-Route.
+    assert_record_route_copied(kamailio, record.sip_call_id)
     assert kamailio.routed(record.sip_call_id, "ACK", sender=caller_num), kamailio.trace
     assert kamailio.routed(record.sip_call_id, "BYE", sender=caller_num), kamailio.trace
 
@@ -163,4 +172,5 @@ def test_the_pin_from_baresip_opens_the_mailbox_through_the_carrier_edge(
     # Record-Route that Relay's 200 must have carried.
     call_id = mailbox_call.sip_call_id
     assert kamailio.routed(call_id, "BYE", sender=number.number), kamailio.trace
+    assert_record_route_copied(kamailio, call_id)
     assert kamailio.routed(call_id, "ACK", sender=caller_num), kamailio.trace
