@@ -48,7 +48,9 @@ TRUNK_REALM = "interop.relay.test"
 CALLEE = "+441134960200"
 CALLER = "+447700900123"
 NAT_CALLER = "+447700900199"
-NAT_ADDRESS = "192.0.2.10"
+# Not in 192.0.2.0/24: the reference machine's own eth0 is 192.0.2.2/24, and an address on its
+# link could be a neighbour's. Until Relay latches, its RTP to here goes to the default route.
+NAT_ADDRESS = "198.51.100.10"
 
 
 def tool(name: str) -> str:
