@@ -378,6 +378,7 @@ class Baresip(ChildProcess):
         )
         self.events: list[Event] = []
         self._buffer = b""
+        self._commands = 0
         self.ctrl = wait_until(
             lambda: self._connect(ctrl_port), deadline=20, what="baresip's ctrl_tcp"
         )
@@ -420,7 +421,8 @@ class Baresip(ChildProcess):
     def command(self, command: str, params: str = "", *, deadline: float = 10) -> str:
         """Run a baresip command (as menu names them: dial, hangup, sndcode...) and return
         its answer; fail if baresip says it failed."""
-        token = f"t{len(self.events)}-{command}"
+        self._commands += 1
+        token = f"{self._commands}-{command}"
         body = json.dumps({"command": command, "params": params, "token": token}).encode()
         self.ctrl.sendall(b"%d:%s," % (len(body), body))
 
@@ -454,7 +456,8 @@ class Baresip(ChildProcess):
         return found[-1]
 
     def heard_seconds(self) -> float:
-        """How much audio it has heard so far (the growing WAV: 16-bit samples at 8 kHz)."""
+        """How much audio it has heard so far: the growing WAV's size after its 44-byte header,
+        in 16-bit samples at 8 kHz (sndfile writes each decoded frame as it comes)."""
         found = sorted(self.heard_dir.glob("dump-*-dec.wav"))
         return max(0, found[-1].stat().st_size - 44) / 16000 if found else 0.0
 
