@@ -48,9 +48,9 @@ TRUNK_REALM = "interop.relay.test"
 CALLEE = "+441134960200"
 CALLER = "+447700900123"
 NAT_CALLER = "+447700900199"
-# Not in 192.0.2.0/24: the reference machine's own eth0 is 192.0.2.2/24, and an address on its
-# link could be a neighbour's. Until Relay latches, its RTP to here goes to the default route.
-NAT_ADDRESS = "198.51.100.10"
+# Loopback, but not baresip's 127.0.0.1: until Relay latches, its RTP goes there, and no
+# packet of a test ever leaves the host.
+NAT_ADDRESS = "127.0.0.2"
 
 
 def tool(name: str) -> str:
