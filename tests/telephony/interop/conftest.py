@@ -78,16 +78,20 @@ def pytest_collection_modifyitems(config, items):
 
 
 def free_dual_port() -> int:
-    """A port free for both UDP and TCP on 127.0.0.1, for a peer that listens on both."""
+    """A port free for both UDP and TCP on 127.0.0.1, with the next one free for TCP: baresip
+    listens on both at `sip_listen`'s port, and for TLS on the port after it."""
     for _ in range(50):
         port = free_udp_port()
-        with socket.socket() as s:
+        if port >= 65535:
+            continue
+        with socket.socket() as first, socket.socket() as second:
             try:
-                s.bind(("127.0.0.1", port))
+                first.bind(("127.0.0.1", port))
+                second.bind(("127.0.0.1", port + 1))
             except OSError:
                 continue
             return port
-    raise AssertionError("no port free for both UDP and TCP")
+    raise AssertionError("no port free for both UDP and TCP, with the next one free for TCP")
 
 
 KAMAILIO_CFG = r"""#!KAMAILIO
