@@ -160,11 +160,23 @@ class RelayConsumer(AsyncWebsocketConsumer):
         except ApplicationError as exc:
             await self.send_error(exc, frame=frame)
             return
-        # The call is committed (and its dispatch enqueued) before this ack leaves; then its
-        # `queued` status goes to every socket of the user.
+        # The call is committed (and its dispatch enqueued) before this ack leaves. Its
+        # `queued` status follows on this socket at once, in this handler, so nothing the
+        # agent pushes about the call (it may claim it within milliseconds: `dialing`) can
+        # come between; the user's other sockets get it through the group, which marks it as
+        # this socket's own so that `relay_event` does not send it here twice.
         await self.send_json(pipeline.call_ack_event(call))
         metrics.call_acks.labels("socket").inc()
-        await events.send_collected(pushes)
+        mine = events.user_group(self.scope["user"].pk)
+        for group, message in pushes:
+            if group == mine and message.get("type") == "relay.event":
+                await self.send_json(message["event"])
+        await events.send_collected(
+            [
+                (group, {**message, "origin": self.channel_name} if group == mine else message)
+                for group, message in pushes
+            ]
+        )
 
     async def send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":")))
@@ -181,6 +193,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     # --- channel-layer handlers ---------------------------------------------------------------
     async def relay_event(self, message):
+        if message.get("origin") == self.channel_name:
+            return  # sent already, in its place (handle_call)
         await self.send_json(message["event"])
 
     async def relay_session_ended(self, message):

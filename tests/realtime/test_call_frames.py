@@ -67,6 +67,25 @@ async def test_the_ack_comes_before_the_queued_status_on_the_submitting_socket(w
     assert (second["type"], second["callId"], second["status"]) == ("call_status", "c1", "queued")
 
 
+async def test_the_queued_status_reaches_the_users_other_socket_and_this_one_once(
+    ws, communicator, login
+):
+    """The submitting socket hears `queued` straight after its ack, not again from the
+    group; another socket of the same user hears it from the group."""
+    other, connected = await communicator(token=login.token)
+    assert connected
+    try:
+        await ws.send_json_to(call_frame())
+        here = [await ws.receive_json_from(timeout=5) for _ in range(2)]
+        there = await other.receive_json_from(timeout=5)
+        assert await ws.receive_nothing(timeout=0.3)
+    finally:
+        await other.disconnect()
+
+    assert [f["type"] for f in here] == ["call_ack", "call_status"]
+    assert (there["type"], there["callId"], there["status"]) == ("call_status", "c1", "queued")
+
+
 async def test_a_duplicate_call_id_acks_the_existing_call_with_its_status(ws):
     await submit_and_run(ws, call_frame())
 
