@@ -1,8 +1,9 @@
 """Inbound calls from baresip through Kamailio to Relay's numbers (DESIGN §5.7): voicemail
 records what the caller says, `*`, the PIN and `#` open the mailbox, and the in-dialog
-requests of both ends follow the route set through the proxy. Over UDP and over TCP (the
-`transport` fixture), from a caller on the open network and from one behind a NAT whose SDP
-names an address its RTP does not come from (Relay must latch onto the real source)."""
+requests of both ends follow the route set through the proxy. Over UDP, over TCP, and over
+TLS with SRTP (the `transport` fixture), from a caller on the open network and from one behind
+a NAT whose SDP names an address its RTP does not come from (Relay must latch onto the real
+source). Over TLS, a caller that offers plain RTP is refused: Relay requires SRTP."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.telephony.interop.conftest import (
     CALLER,
     NAT_ADDRESS,
     NAT_CALLER,
+    expected_sdp,
     silence_wav,
     sox_level,
     speech_wav,
@@ -74,7 +76,23 @@ def assert_record_route_copied(kamailio, call_id: str) -> None:
     so that the caller learns the route set its ACK and BYE must follow."""
     answers = kamailio.replies(call_id, 180) + kamailio.replies(call_id, 200)
     assert answers, kamailio.trace
-    assert all(kamailio.record_route() in line for line in answers), kamailio.trace
+    assert all(map(kamailio.carries_record_route, answers)), kamailio.trace
+
+
+def assert_media(kamailio, call_id: str, transport: str) -> None:
+    """The caller's INVITE and Relay's 200 had the SDP of `transport`: over TLS, RTP/SAVP with
+    an SRTP key each (and every request and reply of the call went over `transport`, none in
+    clear beside it)."""
+    lines = kamailio.lines(call_id)
+    invites = [line for line in lines if line.startswith("interop: request INVITE ")]
+    answers = kamailio.replies(call_id, 200)
+    assert invites and answers, kamailio.trace
+    assert all(kamailio.sdp(line) == expected_sdp(transport) for line in invites + answers), (
+        kamailio.trace
+    )
+    assert all(f" proto={transport} " in line for line in lines if " proto=" in line), (
+        kamailio.trace
+    )
 
 
 def assert_sdp_rewritten(kamailio, call_id: str, caller_num: str) -> None:
@@ -85,7 +103,7 @@ def assert_sdp_rewritten(kamailio, call_id: str, caller_num: str) -> None:
 
 @CALLERS
 def test_a_caller_through_the_carrier_edge_leaves_a_message(
-    relay, kamailio, phones, number, tmp_path, caller_num
+    relay, kamailio, phones, number, tmp_path, caller_num, transport
 ):
     greeting = spoken(GREETING, tmp_path) + BEEP_SECONDS
     source = speech_wav(tmp_path / "words.wav", WORDS, before=greeting + 0.5, after=0.5)
@@ -99,6 +117,7 @@ def test_a_caller_through_the_carrier_edge_leaves_a_message(
     [record] = wait_for_records(number, 1)
     assert (record.status, record.caller_num) == ("answered", caller_num)
     assert_sdp_rewritten(kamailio, record.sip_call_id, caller_num)
+    assert_media(kamailio, record.sip_call_id, transport)
     # Voicemail recorded the words (its RTP was taken from where it came from).
     assert record.recording, "no message: the agent took no audio from the caller"
     stored = FileSystemStorage(location=relay.workdir / "recordings").path(record.recording)
@@ -132,7 +151,7 @@ def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, floa
 
 @CALLERS
 def test_the_pin_from_baresip_opens_the_mailbox_through_the_carrier_edge(
-    relay, kamailio, phones, mailbox, tmp_path, caller_num
+    relay, kamailio, phones, mailbox, tmp_path, caller_num, transport
 ):
     number = mailbox
     message, seconds = stored_message(relay, number, tmp_path, STORED)
@@ -166,6 +185,7 @@ def test_the_pin_from_baresip_opens_the_mailbox_through_the_carrier_edge(
     mailbox_call = next(r for r in records if r.pk != message.pk)
     assert (mailbox_call.status, mailbox_call.recording) == ("answered", "")
     assert_sdp_rewritten(kamailio, mailbox_call.sip_call_id, caller_num)
+    assert_media(kamailio, mailbox_call.sip_call_id, transport)
     # The caller heard the mailbox, its prompts and the message, and the greeting's start.
     heard = sox_level(caller.heard())
     assert prompts - 1.0 <= heard.seconds <= prompts + 2.0, heard
@@ -176,3 +196,29 @@ def test_the_pin_from_baresip_opens_the_mailbox_through_the_carrier_edge(
     assert kamailio.routed(call_id, "BYE", sender=number.number), kamailio.trace
     assert_record_route_copied(kamailio, call_id)
     assert kamailio.routed(call_id, "ACK", sender=caller_num), kamailio.trace
+
+
+@pytest.mark.parametrize("transport", ["tls"], indirect=True)
+def test_a_caller_over_tls_without_srtp_is_refused_and_nothing_is_answered(
+    relay, kamailio, phones, number, tmp_path
+):
+    # SIP_SRTP=required: an offer of plain RTP (baresip without mediaenc) gets 488 once the
+    # call has rung, and voicemail never answers it.
+    caller = phones(
+        "caller", number=CALLER, source=silence_wav(tmp_path / "quiet.wav", 30), srtp=False
+    )
+
+    caller.dial(number.number, kamailio)
+    closed = caller.wait_event("CALL_CLOSED", deadline=20)
+
+    assert "488" in closed.param, closed.raw
+    assert not [e for e in caller.events if e.type == "CALL_ESTABLISHED"], caller.events
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.caller_num, record.recording) == ("missed", CALLER, "")
+    lines = kamailio.lines(record.sip_call_id)
+    invites = [line for line in lines if line.startswith("interop: request INVITE ")]
+    assert invites and all(kamailio.sdp(line) == "sdp=RTP/AVP crypto=no" for line in invites), (
+        kamailio.trace
+    )
+    assert kamailio.replies(record.sip_call_id, 488), kamailio.trace
+    assert not kamailio.replies(record.sip_call_id, 200), kamailio.trace

@@ -1,6 +1,7 @@
 """Outbound calls through Kamailio to baresip (DESIGN §5.7): the carrier edge asks Relay for
 proxy credentials, the callee answers, hears the message, and the in-dialog requests follow
-the route set through the proxy. Over UDP and over TCP (the `transport` fixture)."""
+the route set through the proxy. Over UDP, over TCP, and over TLS with SRTP (the `transport`
+fixture)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from realtime.models import TERMINAL_STATES
 from telephony.speech import Speech
 from tests.live import wait_until
 from tests.telephony.conftest import status_of, submit
-from tests.telephony.interop.conftest import CALLEE, silence_wav, sox_level
+from tests.telephony.interop.conftest import CALLEE, expected_sdp, silence_wav, sox_level
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -46,8 +47,17 @@ def test_a_call_through_the_carrier_edge_is_heard_by_the_callee(
     # which baresip copied), so they reach the callee through the proxy, over the transport
     # of the test.
     answers = kamailio.replies(call_id, 200)
-    assert answers and all(kamailio.record_route() in line for line in answers), kamailio.trace
+    assert answers and all(map(kamailio.carries_record_route, answers)), kamailio.trace
     assert kamailio.routed(call_id, "ACK"), kamailio.trace
     assert kamailio.routed(call_id, "BYE"), kamailio.trace
     requests = [line for line in lines if line.startswith("interop: request ")]
     assert all(f" proto={transport}" in line for line in requests), kamailio.trace
+    replies = [line for line in lines if line.startswith("interop: reply ")]
+    assert all(f" proto={transport}" in line for line in replies), kamailio.trace
+    # Over TLS the media was SRTP both ways: Relay offered RTP/SAVP with a key of its suite,
+    # and the callee answered the same (its audio above was decrypted with those keys).
+    invites = [line for line in requests if line.startswith("interop: request INVITE ")]
+    assert invites and all(kamailio.sdp(line) == expected_sdp(transport) for line in invites), (
+        kamailio.trace
+    )
+    assert all(kamailio.sdp(line) == expected_sdp(transport) for line in answers), kamailio.trace
