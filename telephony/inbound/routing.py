@@ -3,6 +3,8 @@
 - a source that is neither the trunk nor in SIP_INBOUND_SOURCES: 403, nothing recorded
   (answered by the user agent itself, which keeps no state for it);
 - a number that is not provisioned, or held by nobody: 404, nothing recorded;
+- an SDP offer Relay could never answer (no G.711, or plain RTP under SIP_SRTP=required):
+  488, nothing recorded;
 - a caller on the number's blocklist: 603 and a `blocked` record (duration 0);
 - a Call-ID seen before (a re-sent INVITE): 482, nothing recorded again;
 - an agent at SIP_MAX_CONCURRENT_CALLS: 486 and a `missed` record;
@@ -107,6 +109,11 @@ class InboundDesk:
             number = await self.db(number_selectors.number_by_e164)(e164=e164)
         if number is None:
             await call.refuse(404, "Not Found")
+            return
+        if call.offer() is None:
+            # An offer Relay could never answer (under SIP_SRTP=required, a plain one): turned
+            # away at once, before anyone hears of the call, and nothing recorded.
+            await call.refuse(488, "Not Acceptable Here")
             return
         caller = caller_number(call.invite.get("From") or "")
         blocked = caller != ANONYMOUS_CALLER and await self.db(number_selectors.caller_blocked)(

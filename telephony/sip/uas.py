@@ -93,22 +93,30 @@ class InboundDialog(Dialog):
         await self._final(self._response(status, reason))
         self.ended.set()
 
+    def offer(self) -> tuple[sdp.MediaAnswer, sdp.Crypto | None] | None:
+        """What the INVITE offers that Relay can answer: the media, and our SRTP key when the
+        call is to be encrypted; None when Relay cannot answer it at all (no usable SDP, a
+        plain offer under SIP_SRTP=required, or RTP/SAVP without a key Relay can use)."""
+        try:
+            media = sdp.parse_offer(self.invite.body)
+        except sdp.SdpError:
+            return None
+        srtp = self.ua.config.srtp
+        crypto = sdp.new_crypto() if srtp != "off" and media.crypto is not None else None
+        if crypto is None and (srtp == "required" or media.profile == sdp.SECURE):
+            return None
+        return media, crypto
+
     async def answer(self) -> sdp.MediaAnswer | None:
         """200 OK with an SDP answer to the INVITE's offer, on a stream of our own; the media
         chosen, or None when the offer is unusable (then 488, and the call is over)."""
         if self.final_status:
             return None
-        try:
-            media = sdp.parse_offer(self.invite.body)
-        except sdp.SdpError:
+        offered = self.offer()
+        if offered is None:
             await self.refuse(488, "Not Acceptable Here")
             return None
-        srtp = self.ua.config.srtp
-        crypto = sdp.new_crypto() if srtp != "off" and media.crypto is not None else None
-        if crypto is None and (srtp == "required" or media.profile == sdp.SECURE):
-            # SIP_SRTP=required and a plain offer, or an RTP/SAVP offer Relay cannot key.
-            await self.refuse(488, "Not Acceptable Here")
-            return None
+        media, crypto = offered
         self.stream = self.ua.new_stream(payload_type=media.payload_type)
         self.rtp_port = await self.ua.open_rtp(self.stream)
         if crypto is not None:
