@@ -118,7 +118,12 @@ def test_an_outbound_call_follows_the_callees_route_set(user, tmp_path):
 
 
 # --- timer G, on a socket of the test's own -----------------------------------------------------
-def invite(number: str, port: int, branch: str) -> bytes:
+def invite(number: str, port: int, branch: str, sdp: str = "") -> bytes:
+    body = (
+        f"Content-Type: application/sdp\r\nContent-Length: {len(sdp)}\r\n\r\n{sdp}"
+        if sdp
+        else "Content-Length: 0\r\n\r\n"
+    )
     return (
         f"INVITE sip:{number}@127.0.0.1 SIP/2.0\r\n"
         f"Via: SIP/2.0/UDP 127.0.0.1:{port};branch={branch}\r\n"
@@ -127,8 +132,7 @@ def invite(number: str, port: int, branch: str) -> bytes:
         f"Call-ID: {branch}@127.0.0.1\r\n"
         "CSeq: 1 INVITE\r\n"
         f"Contact: <sip:caller@127.0.0.1:{port}>\r\n"
-        "Max-Forwards: 70\r\n"
-        "Content-Length: 0\r\n\r\n"
+        "Max-Forwards: 70\r\n" + body
     ).encode()
 
 
@@ -177,3 +181,26 @@ def test_a_refusal_over_udp_is_resent_until_its_ack_comes(user, tmp_path):
     assert all(r.startswith(b"SIP/2.0 404 ") for r in unacked)
     assert len({r for r in unacked}) == 1  # the same response, not new ones
     assert after_ack == []
+
+
+def test_an_offer_relay_cannot_answer_is_refused_before_it_rings(user, tmp_path):
+    """G.729 only: 488 at once, no 180, and nothing recorded (nobody heard of the call)."""
+    number = NumberFactory(owner=user)
+    agent, address = start_agent(tmp_path)
+    offer = (
+        "v=0\r\no=x 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+        "m=audio 4000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n"
+    )
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        try:
+            sock.sendto(
+                invite(number.number, port, f"z9hG4bK{time.monotonic_ns()}", offer), address
+            )
+            answers = final_responses(sock, 1.0)
+        finally:
+            agent.stop()
+
+    assert answers and all(a.startswith(b"SIP/2.0 488 ") for a in answers), answers
+    assert not CallRecord.objects.filter(number=number).exists()
