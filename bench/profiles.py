@@ -37,6 +37,12 @@ class Profile:
     s1_latency_calls: int  # per round: cache misses, then the same texts as hits
     s1_latency_batch: int  # submitted together, so claiming is not queue-bound
     s1_render_texts: int  # in-process Speech.render timings
+    sip_cost_calls: int  # sip_tls_srtp_cpu: calls at once on one agent, per leg
+    sip_cost_rounds: int  # legs of each transport, alternated UDP, TLS, TLS, UDP, ...
+    sip_cost_sentences: int  # one message for every call: 1 speaks about 8 s
+    sip_many_calls: int  # sip_200_calls: submitted at once to one agent, all to be up together
+    sip_many_sentences: int  # 2 speaks about 14 s, so the last answered still overlaps the first
+    sip_many_tls: bool  # sip_200_calls also over TLS + SRTP through Kamailio
 
 
 FULL = Profile(
@@ -73,6 +79,12 @@ FULL = Profile(
     s1_latency_calls=10,
     s1_latency_batch=2,
     s1_render_texts=5,
+    sip_cost_calls=30,
+    sip_cost_rounds=2,
+    sip_cost_sentences=1,
+    sip_many_calls=200,
+    sip_many_sentences=2,
+    sip_many_tls=True,
 )
 
 SMOKE = Profile(
@@ -107,4 +119,10 @@ SMOKE = Profile(
     s1_latency_calls=2,
     s1_latency_batch=1,
     s1_render_texts=2,
+    sip_cost_calls=2,
+    sip_cost_rounds=1,
+    sip_cost_sentences=0,
+    sip_many_calls=4,
+    sip_many_sentences=0,
+    sip_many_tls=False,
 )

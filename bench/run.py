@@ -205,7 +205,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated scenarios, e.g. H1,W2")
     args = parser.parse_args()
     profile = SMOKE if args.smoke else FULL
-    only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
+    only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
     started = time.monotonic()
 
     var_dir = Path(tempfile.mkdtemp(prefix=f"relay-bench-{profile.name}-"))
@@ -242,7 +242,7 @@ def main() -> int:
             ws=fixtures.ws_accounts(ws_needed),
         )  # fmt: skip
         for name, scenario in scenarios.SCENARIOS:
-            if only and name not in only:
+            if only and name.lower() not in only:
                 continue
             t = time.monotonic()
             print(f"[bench] {name} ...", flush=True)

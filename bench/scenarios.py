@@ -603,7 +603,7 @@ def s1(b: Bench) -> None:
     far_end = sip.Sipp(workdir / "sipp", "uas", port=trunk, calls=total, echo=True, timeout=300)
     agents = None
     try:
-        agents = sip.Agents(b.env, workdir, trunk_port=trunk, count=p.s1_agents,
+        agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{trunk}", count=p.s1_agents,
                             capacity=p.s1_agent_calls)  # fmt: skip
         # One client process: each RUN sends exactly the calls it is given.
         urls = _relay_urls(b, min(10, len(b.ws)))
@@ -763,5 +763,169 @@ def _s1_render_rows(b: Bench) -> None:
               statistics.median(r["file"]), "ms", miss, "miss"))  # fmt: skip
 
 
+# --- issue 26: TLS + SRTP against plain UDP, and 200 calls on one agent ------------------------
+@dataclass
+class Leg:
+    """One batch of calls submitted at once to one agent, one message for all of them (its
+    speech rendered by an unmeasured warm-up call first), as the harness saw it."""
+
+    secure: bool  # TLS through Kamailio with SRTP, else plain UDP straight to SIPp
+    calls: int
+    completed: int = 0
+    lost: int = 0  # not completed, or SIPp never saw its INVITE
+    heard: int = 0  # calls whose agent heard echoed speech
+    peak: int = 0  # most calls between answer and end at one instant (the database's times)
+    polled: int = 0  # most calls in_progress at one 0.2 s sample
+    agent_cpu: float = 0.0  # CPU seconds, espeak-ng and sox included
+    tts_cpu: float = 0.0
+    sipp_cpu: float = 0.0
+    kamailio_cpu: float = math.nan
+    client_cpu: float = 0.0  # the WebSocket client's CPU seconds
+    wall: float = 0.0
+    idle_rss: int = 0
+    samples: list = field(default_factory=list)
+    last_answer: float = math.nan  # seconds from the submit to the last call's answer
+    sipp_status: int | None = None
+
+    @property
+    def what(self) -> str:
+        return "TLS + SRTP via Kamailio" if self.secure else "plain UDP"
+
+
+def _sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, sentences: int,
+             deadline: float) -> Leg:  # fmt: skip
+    """One agent (SIP_AGENTS=1, room for every call), its far end, a warm-up call, then
+    `calls` calls at once with the same message, sampled until all have ended."""
+    text = sip.message("cost", sentences)
+    far_end = sip.FarEnd(workdir, secure=secure, calls=1 + calls, timeout=deadline + 120)
+    leg = Leg(secure, calls)
+    agents = None
+    try:
+        agents = sip.Agents(b.env, workdir, trunk=far_end.trunk, count=1, capacity=calls,
+                            **far_end.settings)  # fmt: skip
+        urls = _relay_urls(b, min(10, len(b.ws)))
+        with ClientGroup(urls, 1, {"mode": "submit"}, deadline=900) as group:
+            group.ready(timeout=60)
+            group.run({"calls": [{"callId": f"{prefix}warm", "message": text}]}, timeout=60)
+            sip.watch(f"{prefix}warm", 1, agents, deadline=60)
+            batch = [{"callId": f"{prefix}load-{i}", "message": text} for i in range(calls)]
+            leg.idle_rss = agents.rss()
+            (own0, tts0), (sipp0, kam0) = agents.cpu(), far_end.cpu()
+            started, submitted = time.monotonic(), time.time()
+            run = group.run({"calls": batch}, timeout=120)
+            leg.samples = sip.watch(f"{prefix}load-", calls, agents, deadline=deadline)
+            (own1, tts1), (sipp1, kam1) = agents.cpu(), far_end.cpu()
+            leg.wall = time.monotonic() - started
+        leg.agent_cpu, leg.tts_cpu = own1 - own0 + tts1 - tts0, tts1 - tts0
+        leg.sipp_cpu, leg.kamailio_cpu = sipp1 - sipp0, kam1 - kam0
+        leg.client_cpu = run.client_cpu * run.wall
+        leg.sipp_status = sip.sipp_exit(far_end.sipp, deadline=60)
+        audio = agents.ended_calls()
+    finally:
+        if agents is not None:
+            agents.stop()
+        far_end.stop()
+    placed = list(sip.placed(f"{prefix}load-").values())
+    invites = sip.invites(far_end.sipp.messages)
+    done = [c for c in placed if c.status == "completed"]
+    leg.completed = len(done)
+    leg.lost = calls - sum(1 for c in done if c.provider_call_id in invites)
+    leg.heard = sum(1 for c in placed if audio.get(c.pk, {}).get("speech", 0) > 0)
+    leg.peak = sip.peak_in_progress(placed)
+    leg.polled = max((s.in_progress for s in leg.samples), default=0)
+    answers = [c.answered_at for c in placed if c.answered_at is not None]
+    leg.last_answer = max(answers) - submitted if answers else math.nan
+    return leg
+
+
+def _leg_note(leg: Leg) -> str:
+    return (f"{leg.completed} of {leg.calls} completed, {leg.heard} heard their echoed "
+            f"speech; SIPp exit {leg.sipp_status}")  # fmt: skip
+
+
+def sip_tls_srtp_cpu(b: Bench) -> None:
+    """The agent's CPU per answered call over TLS with SRTP (through Kamailio) against plain
+    UDP straight to SIPp: the same calls, the same message, in the same run, alternated
+    (UDP, TLS, TLS, UDP, ...) so that the machine's drift hits both alike."""
+    p = b.profile
+    fixtures.calls_reset()
+    sip.check_no_worker()
+    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_tls_srtp_cpu"
+    stamp = int(time.time())
+    legs: dict[bool, list[Leg]] = {False: [], True: []}
+    for r in range(p.sip_cost_rounds):
+        for secure in (False, True) if r % 2 == 0 else (True, False):
+            name = f"{'tls' if secure else 'udp'}-{r}"
+            legs[secure].append(_sip_leg(b, workdir / name, f"cost-{stamp}-{name}-",
+                                         secure=secure, calls=p.sip_cost_calls,
+                                         sentences=p.sip_cost_sentences, deadline=120))  # fmt: skip
+    figures = {}
+    for secure, runs in legs.items():
+        calls = sum(leg.calls for leg in runs)
+        cpu, wall = sum(leg.agent_cpu for leg in runs), sum(leg.wall for leg in runs)
+        load = sum(leg.sipp_cpu + leg.client_cpu for leg in runs)
+        lost = sum(leg.lost for leg in runs)
+        figures[secure] = (cpu / calls * 1000, cpu / wall, load / wall, lost)
+    udp, tls = figures[False], figures[True]
+    rounds = f"{p.sip_cost_calls} calls at once x {len(legs[False])} rounds"
+    b.add(Row("sip_tls_srtp_cpu", "agent CPU per answered call, plain UDP straight to SIPp "
+              "(the baseline)", udp[0], "CPU ms", server_cpu=udp[1], client_cpu=udp[2],
+              note=f"{rounds}; " + "; ".join(_leg_note(leg) for leg in legs[False])))  # fmt: skip
+    ratio_ok = tls[0] <= 1.5 * udp[0]
+    b.add(Row("sip_tls_srtp_cpu", "agent CPU per answered call, TLS + SRTP through Kamailio",
+              tls[0], "CPU ms", udp[0], "plain UDP, same calls", "<= 1.5x plain UDP",
+              ratio_ok and tls[3] == 0, tls[1], tls[2],
+              note=f"{rounds}; " + "; ".join(_leg_note(leg) for leg in legs[True])))  # fmt: skip
+    kamailio = sum(leg.kamailio_cpu for leg in legs[True])
+    calls = sum(leg.calls for leg in legs[True])
+    wall = sum(leg.wall for leg in legs[True])
+    b.add(Row("sip_tls_srtp_cpu", "Kamailio CPU per call (the far end's TLS proxy, not in "
+              "the agent's figure)", kamailio / calls * 1000, "CPU ms",
+              server_cpu=kamailio / wall,
+              note="its main process and forked workers, psutil"))  # fmt: skip
+    lost = udp[3] + tls[3]
+    b.add(Row("sip_tls_srtp_cpu", "calls lost: not completed, or no INVITE at SIPp", lost,
+              "lost", target="0", met=lost == 0,
+              note=f"{udp[3]} over UDP, {tls[3]} over TLS + SRTP"))  # fmt: skip
+
+
+def sip_200_calls(b: Bench) -> None:
+    """One agent (SIP_AGENTS=1) given every call at once, all answered and up together:
+    over plain UDP, then (when the profile asks) over TLS with SRTP through Kamailio."""
+    p = b.profile
+    fixtures.calls_reset()
+    sip.check_no_worker()
+    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_200_calls"
+    stamp = int(time.time())
+    n = p.sip_many_calls
+    for secure in (False, True) if p.sip_many_tls else (False,):
+        name = "tls" if secure else "udp"
+        leg = _sip_leg(b, workdir / name, f"many-{stamp}-{name}-", secure=secure, calls=n,
+                       sentences=p.sip_many_sentences, deadline=240)  # fmt: skip
+        what = f"{n} calls at once on one agent, {leg.what}"
+        load = (leg.sipp_cpu + leg.client_cpu) / leg.wall
+        b.add(Row("sip_200_calls", f"{what}: calls completed", leg.completed, "calls",
+                  target=f"{n}", met=leg.completed == n and leg.lost == 0,
+                  server_cpu=leg.agent_cpu / leg.wall, client_cpu=load,
+                  note=f"{leg.lost} lost; {leg.heard} heard their echoed speech; SIPp exit "
+                  f"{leg.sipp_status}"))  # fmt: skip
+        b.add(Row("sip_200_calls", f"{what}: answered calls up at once", leg.peak, "calls",
+                  target=f">= {n}", met=leg.peak >= n,
+                  note=f"polled every 0.2 s: {leg.polled}; the last answered "
+                  f"{leg.last_answer:.1f} s after the submit"))  # fmt: skip
+        up_cpu, up, span = sip.cpu_while_up(leg.samples)
+        b.add(Row("sip_200_calls", f"{what}: agent CPU while {up} are up (100% = one core)",
+                  up_cpu * 100, "%", server_cpu=up_cpu,
+                  note=f"over {span:.1f} s; {leg.agent_cpu / n * 1000:.0f} CPU ms per call over "
+                  f"the whole run ({leg.agent_cpu:.1f} s in {leg.wall:.0f} s)"))  # fmt: skip
+        peak_rss = max((s.rss for s in leg.samples), default=leg.idle_rss)
+        per_call = (peak_rss - leg.idle_rss) / max(leg.peak, 1) / 1024
+        b.add(Row("sip_200_calls", f"{what}: agent RSS per concurrent call (peak - idle)",
+                  per_call, "KiB",
+                  note=f"idle {leg.idle_rss / 2**20:.0f} MiB, "
+                  f"peak {peak_rss / 2**20:.0f} MiB"))  # fmt: skip
+
+
 SCENARIOS = [("H1", h1), ("H2", h2), ("H3", h3), ("H4", h4), ("E1", e1),
-             ("W1", w1), ("W2", w2), ("W3", w3), ("W4", w4), ("S1", s1)]  # fmt: skip
+             ("W1", w1), ("W2", w2), ("W3", w3), ("W4", w4), ("S1", s1),
+             ("sip_tls_srtp_cpu", sip_tls_srtp_cpu), ("sip_200_calls", sip_200_calls)]  # fmt: skip

@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 from django.db.models import Count
 
+from bench.kamailio import Kamailio
 from realtime.models import TERMINAL_STATES, CallRequest, CallState
 from telephony.speech import Speech
 from tests.live import ChildProcess, wait_until
@@ -40,6 +41,7 @@ CALL_ENDED = re.compile(
     r"packets \((?P<seconds>[\d.]+) s, (?P<speech>[\d.]+) s of it speech\)"
 )
 NOT_YET_DIALED = (CallState.QUEUED, CallState.DIALING)
+AGENT_STARTED = "telephony agent: SIP/"  # telephony/agent.py's first line once it is up
 
 
 def message(label: str, sentences: int) -> str:
@@ -77,21 +79,24 @@ class Agent(ChildProcess):
 
 class Agents:
     """`count` telephony agents (SIP_AGENTS) of `capacity` calls each, with the bench's
-    database and Redis, their trunk SIPp on `trunk_port`; logs in `workdir`."""
+    database and Redis, their trunk at `trunk` (a sip: or sips: URI), `settings` added to
+    their environment (SIP_SRTP, SIP_TLS_CA_FILE, ...); logs in `workdir`."""
 
-    def __init__(self, env: dict, workdir: Path, *, trunk_port: int, count: int, capacity: int):
+    def __init__(self, env: dict, workdir: Path, *, trunk: str, count: int, capacity: int,
+                 **settings: str):  # fmt: skip
         workdir.mkdir(parents=True, exist_ok=True)
         port = _sip_base_port(count)
         self.env = {
             **env,
             "TELEPHONY_PROVIDER": "sip",
-            "SIP_TRUNK_URI": f"sip:127.0.0.1:{trunk_port}",
+            "SIP_TRUNK_URI": trunk,
             "SIP_BIND": f"127.0.0.1:{port}",
             "SIP_AGENTS": str(count),
             "SIP_MAX_CONCURRENT_CALLS": str(capacity),
             "RTP_PORT_RANGE": rtp_range(max(1000, 4 * count * capacity)),
             "TTS_CACHE_DIR": str(workdir / "tts"),  # new for every run: new texts are misses
             "LOG_LEVEL": "INFO",  # the agent's one line per call is INFO
+            **settings,
         }
         self.logs = [workdir / f"agent-{n}.log" for n in range(count)]
         self.procs: list[Agent] = []
@@ -100,18 +105,20 @@ class Agents:
                 argv = [sys.executable, "manage.py", "telephony_agent", "--index", str(n)]
                 self.procs.append(Agent(argv, self.env, log=log))
             for n, agent in enumerate(self.procs):
-                wait_until(lambda a=agent, p=port + n: self._listening(a, p), deadline=60,
-                           what=f"telephony agent {n} to bind its SIP port")  # fmt: skip
+                wait_until(lambda a=agent: self._started(a), deadline=60,
+                           what=f"telephony agent {n} to start")  # fmt: skip
         except BaseException:
             self.stop()
             raise
         self.ps = [psutil.Process(agent.proc.pid) for agent in self.procs]
 
     @staticmethod
-    def _listening(agent: Agent, port: int) -> bool:
+    def _started(agent: Agent) -> bool:
+        """Its start-up line, logged once its SIP transport is up (over TLS without a
+        certificate of its own an agent listens on no port: it only calls out)."""
         if agent.proc.poll() is not None:
             raise RuntimeError(f"a telephony agent exited during start-up; see {agent.log_path}")
-        return udp_port_taken(port)
+        return AGENT_STARTED in agent.log_path.read_text(errors="replace")
 
     def cpu(self) -> tuple[float, float]:
         """CPU seconds so far: (the agents' own, the espeak-ng and sox runs they reaped)."""
@@ -139,6 +146,61 @@ class Agents:
 
 
 # --- SIPp ---------------------------------------------------------------------------------------
+ANSWER = Path(__file__).resolve().parent / "sipp" / "answer.xml"
+
+
+def answer_scenario(workdir: Path, *, proxied: bool, srtp: bool) -> Path:
+    """bench/sipp/answer.xml for one far end: Record-Route copied when a proxy is in front
+    of SIPp, an RTP/SAVP answer with Relay's own key when SRTP is asked."""
+    kept = []
+    for line in ANSWER.read_text().splitlines():
+        for marker, wanted in (("@rr@", proxied), ("@srtp@", srtp)):
+            if line.startswith(marker):
+                line = line[len(marker) :] if wanted else None
+                break
+        if line is not None:
+            kept.append(line.replace("@profile@", "RTP/SAVP" if srtp else "RTP/AVP"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / f"answer-{'tls-srtp' if srtp else 'udp'}.xml"
+    path.write_text("\n".join(kept) + "\n")
+    return path
+
+
+class FarEnd:
+    """What the agents call: SIPp answering every INVITE and echoing the audio, straight
+    over UDP, or (`secure`) behind Kamailio over TLS with SRTP keys in its answer. `trunk` and
+    `settings` are what the agents are given to reach it."""
+
+    def __init__(self, workdir: Path, *, secure: bool, calls: int, timeout: float):
+        self.secure = secure
+        port = free_udp_port()
+        scenario = answer_scenario(workdir, proxied=secure, srtp=secure)
+        self.sipp = Sipp(workdir / "sipp", scenario, port=port, calls=calls, echo=True,
+                         timeout=timeout)  # fmt: skip
+        self.kamailio: Kamailio | None = None
+        self.trunk = f"sip:127.0.0.1:{port}"
+        self.settings: dict[str, str] = {}
+        if secure:
+            try:
+                self.kamailio = Kamailio(workdir / "kamailio", sipp_port=port)
+            except BaseException:
+                self.sipp.stop()
+                raise
+            self.trunk = self.kamailio.uri
+            self.settings = {"SIP_TRANSPORT": "tls", "SIP_TLS_CA_FILE": str(self.kamailio.ca),
+                             "SIP_SRTP": "required"}  # fmt: skip
+
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds so far: (SIPp's, Kamailio's or NaN)."""
+        proxy = self.kamailio.cpu_seconds() if self.kamailio is not None else math.nan
+        return cpu_seconds(self.sipp.proc.pid), proxy
+
+    def stop(self) -> None:
+        if self.kamailio is not None:
+            self.kamailio.stop()
+        self.sipp.stop()
+
+
 @dataclass(frozen=True)
 class Invite:
     at: float  # when SIPp received it, epoch seconds

@@ -72,17 +72,17 @@ class AgentProcess(ChildProcess):
 
 class Sipp(ChildProcess):
     """SIPp on 127.0.0.1:`port` running `scenario` ("uas" for the built-in one, else a file
-    of scenarios/ with @name@ markers filled from `fill`), for `calls` calls and at most
-    `timeout` seconds. As a UAS by default; given `remote` (host:port) it calls there, as
-    `caller` (its `[caller]`), dialling `service`, at most `limit` calls at once. Every
-    message it sees is written to its message log."""
+    of scenarios/ or any file given as a Path, with @name@ markers filled from `fill`), for
+    `calls` calls and at most `timeout` seconds. As a UAS by default; given `remote`
+    (host:port) it calls there, as `caller` (its `[caller]`), dialling `service`, at most
+    `limit` calls at once. Every message it sees is written to its message log."""
 
     stop_grace = 5
 
     def __init__(
         self,
         workdir: Path,
-        scenario: str,
+        scenario: str | Path,
         *,
         port: int,
         calls=1,
@@ -101,10 +101,11 @@ class Sipp(ChildProcess):
         if scenario == "uas":
             which = ["-sn", "uas"]
         else:
-            text = (SCENARIOS / f"{scenario}.xml").read_text()
+            source = scenario if isinstance(scenario, Path) else SCENARIOS / f"{scenario}.xml"
+            text = source.read_text()
             for name, value in fill.items():
                 text = text.replace(f"@{name}@", str(value))
-            path = workdir / f"{scenario}.xml"
+            path = workdir / source.name
             path.write_text(text)
             which = ["-sf", str(path)]
         argv = [
