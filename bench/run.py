@@ -1,11 +1,13 @@
-"""`make bench` / `make bench-smoke`: every scenario of issue 6, and S1 (SIP), in one run.
+"""`make bench` / `make bench-smoke`: every scenario of issue 6, S1 (SIP) and issue 26's SIP
+scenarios, in one run.
 
 Usage: BENCH_DATABASE_URL=postgres://... BENCH_REDIS_URL=redis://.../5 \
-       .venv/bin/python bench/run.py [--smoke] [--write-docs] [--only H1,W2]
+       .venv/bin/python bench/run.py [--smoke] [--write-docs] [--only H1,W2,sip_200_calls]
 
 Starts its own servers (Relay as `manage.py runrelay --no-worker` runs it: gunicorn for HTTP,
 Daphne for the WebSocket; Daphne and uvicorn with a bare ASGI app; the worker for W4, SIPp and
-the telephony agents for S1) on free ports, measures, stops them, and prints the report.
+the telephony agents for S1 and the sip_* scenarios, Kamailio for TLS) on free ports,
+measures, stops them, and prints the report.
 --write-docs rewrites docs/benchmarks.md (keeping its "History query plans" section);
 otherwise the report goes to var/bench-<profile>.md. Exits non-zero only when a scenario
 failed to run.
@@ -202,7 +204,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--smoke", action="store_true", help="every scenario at tiny scale")
     parser.add_argument("--write-docs", action="store_true", help="rewrite docs/benchmarks.md")
-    parser.add_argument("--only", default="", help="comma-separated scenarios, e.g. H1,W2")
+    parser.add_argument("--only", default="", help="comma-separated scenarios, any case, "
+                        "e.g. H1,W2,sip_200_calls")  # fmt: skip
     args = parser.parse_args()
     profile = SMOKE if args.smoke else FULL
     only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
@@ -218,10 +221,12 @@ def main() -> int:
 
     from bench import scenarios  # after setup(): it imports Django models lazily
 
-    print(f"[bench] {profile.name}: preparing users and {profile.history_records:,} history "
-          "records", flush=True)  # fmt: skip
+    # Only H3 reads the history records: a run --only other scenarios loads none.
+    records = profile.history_records if not only or "h3" in only else 0
+    print(f"[bench] {profile.name}: preparing users and {records:,} history records",
+          flush=True)  # fmt: skip
     http_user = fixtures.user(fixtures.HTTP_EMAIL, password=fixtures.PASSWORD)
-    history_account = fixtures.history_user(profile.history_records)
+    history_account = fixtures.history_user(records)
     ws_needed = max(*profile.w2_connections, profile.w3_connections, profile.w3_burst_sockets,
                     profile.w4_connections)  # fmt: skip
     bench = None
