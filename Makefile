@@ -92,6 +92,9 @@ BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relay_bench_run
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/5
 SMOKE_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relay_bench_smoke
 SMOKE_REDIS_URL ?= redis://127.0.0.1:6379/6
+# Some scenarios only: `make bench BENCH_ONLY=sip_tls_srtp_cpu,sip_200_calls` replaces just
+# their rows in docs/benchmarks.md (bench-smoke takes it too).
+BENCH_ONLY ?=
 # Relay's own database default (persistent connections) unless a pool size is asked for:
 # `make bench BENCH_DATABASE_POOL_SIZE=8` gives every server process a psycopg pool of 8.
 BENCH_DATABASE_POOL_SIZE ?=
@@ -104,8 +107,10 @@ install-bench: $(BENCH_STAMP)
 
 bench: install-bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) \
-		BENCH_DATABASE_POOL_SIZE=$(BENCH_DATABASE_POOL_SIZE) $(PY) bench/run.py --write-docs
+		BENCH_DATABASE_POOL_SIZE=$(BENCH_DATABASE_POOL_SIZE) $(PY) bench/run.py --write-docs \
+		$(if $(BENCH_ONLY),--only $(BENCH_ONLY))
 
 bench-smoke: install-bench
 	BENCH_DATABASE_URL=$(SMOKE_DATABASE_URL) BENCH_REDIS_URL=$(SMOKE_REDIS_URL) \
-		BENCH_DATABASE_POOL_SIZE=$(BENCH_DATABASE_POOL_SIZE) $(PY) bench/run.py --smoke
+		BENCH_DATABASE_POOL_SIZE=$(BENCH_DATABASE_POOL_SIZE) $(PY) bench/run.py --smoke \
+		$(if $(BENCH_ONLY),--only $(BENCH_ONLY))

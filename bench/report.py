@@ -9,6 +9,7 @@ from tests.live import ROOT
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLANS_SECTION = "## History query plans"
+NOTES_SECTION = "### How each figure is measured"
 
 
 @dataclass
@@ -87,3 +88,35 @@ def write_docs(results_markdown: str) -> None:
         if at != -1:
             plans = text[at:]
     DOC.write_text(results_markdown.rstrip() + "\n" + ("\n" + plans if plans else ""))
+
+
+def merge_docs(rows: list[Row], *, scenarios: list[str], stamp: str, notes: str) -> None:
+    """A run of some scenarios only (`bench/run.py --only`): their rows in
+    docs/benchmarks.md's table are replaced by `rows` (kept in place, or appended when the
+    table had none), every other row and the header stay as the full run wrote them, a line
+    under the header says where these rows come from, and the method notes are `notes`."""
+    text = DOC.read_text()
+    head, _, rest = text.partition(NOTES_SECTION)
+    tail = rest[rest.find(PLANS_SECTION) :] if PLANS_SECTION in rest else ""
+    lines = head.rstrip().splitlines()
+    ours = set(scenarios)
+    new_rows = table(rows).splitlines()[2:]
+    out, placed = [], False
+    for line in lines:
+        cells = line.split("|")
+        if line.startswith("| ") and len(cells) > 2 and cells[1].strip() in ours:
+            if not placed:
+                out += new_rows
+                placed = True
+            continue
+        out.append(line)
+    if not placed:
+        last = max(i for i, line in enumerate(out) if line.startswith("|"))
+        out[last + 1 : last + 1] = new_rows
+    label = ", ".join(scenarios)
+    note = f"Rows of {label}: {stamp}; every other row is the full run's."
+    out = [line for line in out if not line.startswith(f"Rows of {label}:")]
+    at = out.index("## Results")
+    out[at:at] = [note, ""]
+    body = "\n".join(out) + "\n\n" + notes.rstrip() + "\n"
+    DOC.write_text(body + ("\n" + tail if tail else ""))

@@ -8,8 +8,9 @@ Starts its own servers (Relay as `manage.py runrelay --no-worker` runs it: gunic
 Daphne for the WebSocket; Daphne and uvicorn with a bare ASGI app; the worker for W4, SIPp and
 the telephony agents for S1 and the sip_* scenarios, Kamailio for TLS) on free ports,
 measures, stops them, and prints the report.
---write-docs rewrites docs/benchmarks.md (keeping its "History query plans" section);
-otherwise the report goes to var/bench-<profile>.md. Exits non-zero only when a scenario
+--write-docs rewrites docs/benchmarks.md (keeping its "History query plans" section), or with
+--only replaces only the rows of the scenarios run (and the method notes); without it the
+report goes to var/bench-<profile>.md. Exits non-zero only when a scenario
 failed to run.
 """
 
@@ -277,7 +278,17 @@ def main() -> int:
         header += "\n\nScenarios that failed to run: " + "; ".join(failures)
     text = report.render(bench.rows if bench else [], header=header, notes=METHOD_NOTES)
     print(text)
-    if args.write_docs:
+    if args.write_docs and only:
+        names = [name for name, _ in scenarios.SCENARIOS if name.lower() in only]
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        stamp = (f"`bench/run.py --only {','.join(names)}` (profile `{profile.name}`) on {when} "
+                 f"in {elapsed:.0f} s")  # fmt: skip
+        if failures:
+            stamp += "; failed to run: " + "; ".join(failures)
+        report.merge_docs(bench.rows if bench else [], scenarios=names, stamp=stamp,
+                          notes=METHOD_NOTES)  # fmt: skip
+        print(f"[bench] merged the rows of {', '.join(names)} into {report.DOC}")
+    elif args.write_docs:
         report.write_docs(text)
         print(f"[bench] wrote {report.DOC}")
     else:
