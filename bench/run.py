@@ -81,7 +81,7 @@ SETTINGS_NOTE = (
     "-v 0` with runrelay's frame limits); `PASSWORD_HASH_CONCURRENCY={hashing}`, host-wide. "
     "The task worker runs only during W4 (in production workers are separate "
     "processes, here they would only steal one of the 2 cores), the telephony agents only "
-    "during S1."
+    "during S1 and the sip_* scenarios."
 )
 
 
@@ -198,6 +198,35 @@ METHOD_NOTES = """\
   nearest-rank p95 is the slowest call). **Speech.render** is timed in the harness process on
   a cache directory of its own: a new text, the same again (memory), and the same on a new
   Speech over that directory (file, as another agent sees it).
+- **sip_tls_srtp_cpu** (issue 26): one `telephony_agent` (`SIP_AGENTS=1`, room for every
+  call) takes the same number of calls at once with one message for all of them, whose
+  speech an unmeasured warm-up call renders first, so no call pays espeak-ng. The baseline
+  runs them over plain UDP straight to SIPp; the other leg over TLS (`SIP_TRANSPORT=tls`,
+  `sips:` trunk, `SIP_TLS_CA_FILE`) with `SIP_SRTP=required`. SIPp 3.6 has no TLS, so
+  Kamailio 5.6 (`bench/kamailio.py`) terminates it: Relay --TLS--> Kamailio --UDP--> SIPp, a
+  stateful proxy on loopback that record-routes, so the ACK and BYE go through it too; its
+  certificate is for 127.0.0.1, from a CA made for the run, and the agent verifies it. Both
+  legs run the same SIPp scenario (`bench/sipp/answer.xml`: 180, 200 with PCMU, Relay's BYE)
+  with `-rtp_echo`, so each call carries audio both ways. Over SRTP SIPp answers RTP/SAVP
+  with an `a=crypto` line holding the key Relay offered: SIPp decrypts nothing, it sends
+  Relay's packets back as they came, and since the answer's key is Relay's own, Relay's
+  libsrtp authenticates and decrypts each echoed packet as it would a real far end's audio
+  (the note's "heard their echoed speech" proves it did). Echo on both legs keeps the
+  baseline comparable: the UDP agent reads every echoed packet too. (Echoing with a random
+  key instead would make Relay drop each packet after a failed HMAC, a cost no real call has;
+  no echo at all would leave out the receiving half of a call.) Legs alternate UDP, TLS, TLS,
+  UDP so that the shared machine's drift falls on both. CPU per call is the agent's (psutil,
+  its reaped espeak-ng and sox included) from the submit until the last call ended, over the
+  calls; Kamailio's CPU (its main process and forked workers) is reported on a row of its own
+  and is in no agent figure. Load-gen CPU is SIPp's and the WebSocket client's.
+- **sip_200_calls** (issue 26): the same machinery, one agent with
+  `SIP_MAX_CONCURRENT_CALLS` equal to the calls, all submitted at once over 10 sockets, with a
+  message of about 14 s so the last answered overlaps the first; over plain UDP, then over
+  TLS + SRTP through Kamailio. "Completed" counts calls that ended `completed` and whose
+  INVITE SIPp received; "up at once" is the most calls between their `answered_at` and
+  `ended_at` in the database (the note has what 0.2 s polling saw, and how long after the
+  submit the last call was answered). The agent's CPU is read between the first and the last
+  sample with the most calls in progress, as in S1; RSS per call is (peak - idle) / the peak.
 """
 
 
