@@ -786,6 +786,7 @@ class Leg:
     samples: list = field(default_factory=list)
     last_answer: float = math.nan  # seconds from the submit to the last call's answer
     sipp_status: int | None = None
+    warnings: int = 0  # lines the agent logged at WARNING or above
 
     @property
     def what(self) -> str:
@@ -825,6 +826,7 @@ def _sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, 
         if agents is not None:
             agents.stop()
         far_end.stop()
+    leg.warnings = agents.warnings()
     placed = list(sip.placed(f"{prefix}load-").values())
     invites = sip.invites(far_end.sipp.messages)
     done = [c for c in placed if c.status == "completed"]
@@ -838,9 +840,15 @@ def _sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, 
     return leg
 
 
-def _leg_note(leg: Leg) -> str:
-    return (f"{leg.completed} of {leg.calls} completed, {leg.heard} heard their echoed "
-            f"speech; SIPp exit {leg.sipp_status}")  # fmt: skip
+def _legs_note(legs: list[Leg]) -> str:
+    calls = sum(leg.calls for leg in legs)
+    completed, heard = sum(leg.completed for leg in legs), sum(leg.heard for leg in legs)
+    cpu, wall = sum(leg.agent_cpu for leg in legs), sum(leg.wall for leg in legs)
+    note = (f"{completed} of {calls} completed, {heard} heard their echoed speech; "
+            f"{cpu:.1f} CPU s over {wall:.0f} s; SIPp exit "
+            f"{'/'.join(str(leg.sipp_status) for leg in legs)}")  # fmt: skip
+    warnings = sum(leg.warnings for leg in legs)
+    return note + (f"; {warnings} agent log lines at WARNING or above" if warnings else "")
 
 
 def sip_tls_srtp_cpu(b: Bench) -> None:
@@ -867,15 +875,16 @@ def sip_tls_srtp_cpu(b: Bench) -> None:
         lost = sum(leg.lost for leg in runs)
         figures[secure] = (cpu / calls * 1000, cpu / wall, load / wall, lost)
     udp, tls = figures[False], figures[True]
-    rounds = f"{p.sip_cost_calls} calls at once x {len(legs[False])} rounds"
+    n = len(legs[False])
+    rounds = f"{p.sip_cost_calls} calls at once, {n} leg{'s' if n != 1 else ''} each"
     b.add(Row("sip_tls_srtp_cpu", "agent CPU per answered call, plain UDP straight to SIPp "
               "(the baseline)", udp[0], "CPU ms", server_cpu=udp[1], client_cpu=udp[2],
-              note=f"{rounds}; " + "; ".join(_leg_note(leg) for leg in legs[False])))  # fmt: skip
+              note=f"{rounds}; {_legs_note(legs[False])}"))  # fmt: skip
     ratio_ok = tls[0] <= 1.5 * udp[0]
     b.add(Row("sip_tls_srtp_cpu", "agent CPU per answered call, TLS + SRTP through Kamailio",
               tls[0], "CPU ms", udp[0], "plain UDP, same calls", "<= 1.5x plain UDP",
               ratio_ok and tls[3] == 0, tls[1], tls[2],
-              note=f"{rounds}; " + "; ".join(_leg_note(leg) for leg in legs[True])))  # fmt: skip
+              note=f"{rounds}; {_legs_note(legs[True])}"))  # fmt: skip
     kamailio = sum(leg.kamailio_cpu for leg in legs[True])
     calls = sum(leg.calls for leg in legs[True])
     wall = sum(leg.wall for leg in legs[True])
@@ -907,8 +916,7 @@ def sip_200_calls(b: Bench) -> None:
         b.add(Row("sip_200_calls", f"{what}: calls completed", leg.completed, "calls",
                   target=f"{n}", met=leg.completed == n and leg.lost == 0,
                   server_cpu=leg.agent_cpu / leg.wall, client_cpu=load,
-                  note=f"{leg.lost} lost; {leg.heard} heard their echoed speech; SIPp exit "
-                  f"{leg.sipp_status}"))  # fmt: skip
+                  note=f"{leg.lost} lost; {_legs_note([leg])}"))  # fmt: skip
         b.add(Row("sip_200_calls", f"{what}: answered calls up at once", leg.peak, "calls",
                   target=f">= {n}", met=leg.peak >= n,
                   note=f"polled every 0.2 s: {leg.polled}; the last answered "

@@ -42,6 +42,7 @@ CALL_ENDED = re.compile(
 )
 NOT_YET_DIALED = (CallState.QUEUED, CallState.DIALING)
 AGENT_STARTED = "telephony agent: SIP/"  # telephony/agent.py's first line once it is up
+AGENT_TROUBLE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|^Traceback", re.MULTILINE)
 
 
 def message(label: str, sentences: int) -> str:
@@ -139,6 +140,14 @@ class Agents:
             for found in CALL_ENDED.finditer(log.read_text(errors="replace")):
                 out[found["pk"]] = {k: float(v) for k, v in found.groupdict().items() if k != "pk"}
         return out
+
+    def warnings(self) -> int:
+        """Lines the agents logged at WARNING or above (a failed SIP send, a retry, ...)."""
+        return sum(
+            len(AGENT_TROUBLE.findall(log.read_text(errors="replace")))
+            for log in self.logs
+            if log.exists()
+        )
 
     def stop(self) -> None:
         for agent in self.procs:
