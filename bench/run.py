@@ -234,6 +234,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--smoke", action="store_true", help="every scenario at tiny scale")
     parser.add_argument("--write-docs", action="store_true", help="rewrite docs/benchmarks.md")
+    parser.add_argument("--keep-logs", action="store_true",
+                        help="keep the servers' logs (agents, SIPp, Kamailio) even when "
+                        "every scenario ran")  # fmt: skip
     parser.add_argument("--only", default="", help="comma-separated scenarios, any case, "
                         "e.g. H1,W2,sip_200_calls")  # fmt: skip
     args = parser.parse_args()
@@ -288,7 +291,7 @@ def main() -> int:
                 failures.append(f"{name}: {type(exc).__name__}: {exc}")
             print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", flush=True)
 
-    if failures:
+    if failures or args.keep_logs:
         print(f"[bench] server logs kept in {var_dir}", flush=True)
     else:
         shutil.rmtree(var_dir, ignore_errors=True)  # only server logs; nothing failed

@@ -239,6 +239,23 @@ def invites(message_log: Path) -> dict[str, Invite]:
     return found
 
 
+def invites_received(message_log: Path) -> int:
+    """Every INVITE SIPp received, retransmissions included."""
+    if not message_log.exists():
+        return 0
+    parts = SIPP_STAMP.split(message_log.read_text(errors="replace"))
+    return sum(1 for block in parts[2::2]
+               if "message received" in block and "\nINVITE sip:" in block)  # fmt: skip
+
+
+def udp_receive_drops() -> int:
+    """Datagrams this machine's kernel dropped so far because a socket's receive buffer was
+    full (RcvbufErrors of /proc/net/snmp; every process's sockets, not only the agent's)."""
+    lines = [line.split() for line in Path("/proc/net/snmp").read_text().splitlines()
+             if line.startswith("Udp:")]  # fmt: skip
+    return int(lines[1][lines[0].index("RcvbufErrors")])
+
+
 def sipp_exit(far_end, *, deadline: float) -> int | None:
     """SIPp's exit status once it has seen all its calls (0: every one succeeded), or None
     if it had not ended by `deadline` (then it is stopped: calls it waits for were lost)."""
