@@ -788,7 +788,7 @@ class Leg:
     sipp_status: int | None = None
     warnings: int = 0  # lines the agent logged at WARNING or above
     resent: int = 0  # INVITEs SIPp received past the first of each call (the agent's resends)
-    drops: int = 0  # datagrams the kernel dropped for a full receive buffer, machine-wide
+    sip_drops: int = 0  # datagrams the kernel dropped at the agent's SIP socket (UDP)
 
     @property
     def what(self) -> str:
@@ -814,13 +814,12 @@ def _sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, 
             batch = [{"callId": f"{prefix}load-{i}", "message": text} for i in range(calls)]
             leg.idle_rss = agents.rss()
             (own0, tts0), (sipp0, kam0) = agents.cpu(), far_end.cpu()
-            drops = sip.udp_receive_drops()
             started, submitted = time.monotonic(), time.time()
             run = group.run({"calls": batch}, timeout=120)
             leg.samples = sip.watch(f"{prefix}load-", calls, agents, deadline=deadline)
             (own1, tts1), (sipp1, kam1) = agents.cpu(), far_end.cpu()
             leg.wall = time.monotonic() - started
-            leg.drops = sip.udp_receive_drops() - drops
+            leg.sip_drops = agents.sip_drops()
         leg.agent_cpu, leg.tts_cpu = own1 - own0 + tts1 - tts0, tts1 - tts0
         leg.sipp_cpu, leg.kamailio_cpu = sipp1 - sipp0, kam1 - kam0
         leg.client_cpu = run.client_cpu * run.wall
@@ -853,11 +852,11 @@ def _legs_note(legs: list[Leg]) -> str:
             f"{cpu:.1f} CPU s over {wall:.0f} s; SIPp exit "
             f"{'/'.join(str(leg.sipp_status) for leg in legs)}")  # fmt: skip
     warnings = sum(leg.warnings for leg in legs)
-    resent, drops = sum(leg.resent for leg in legs), sum(leg.drops for leg in legs)
+    resent, drops = sum(leg.resent for leg in legs), sum(leg.sip_drops for leg in legs)
     note += f"; {warnings} agent log lines at WARNING or above" if warnings else ""
     note += f"; {resent} INVITEs resent to SIPp" if resent else ""
-    return note + (f"; the kernel dropped {drops} UDP datagrams for a full receive buffer "
-                   "(machine-wide)" if drops else "")  # fmt: skip
+    return note + (f"; the kernel dropped {drops} datagrams at the agent's SIP socket (full "
+                   "receive buffer)" if drops else "")  # fmt: skip
 
 
 def sip_tls_srtp_cpu(b: Bench) -> None:

@@ -141,6 +141,12 @@ class Agents:
                 out[found["pk"]] = {k: float(v) for k, v in found.groupdict().items() if k != "pk"}
         return out
 
+    def sip_drops(self) -> int:
+        """Datagrams the kernel dropped so far at the agents' SIP sockets (UDP only; a call's
+        RTP sockets close with it, taking their counts along)."""
+        port = int(self.env["SIP_BIND"].rpartition(":")[2])
+        return udp_drops(range(port, port + len(self.procs)))
+
     def warnings(self) -> int:
         """Lines the agents logged at WARNING or above (a failed SIP send, a retry, ...)."""
         return sum(
@@ -248,12 +254,16 @@ def invites_received(message_log: Path) -> int:
                if "message received" in block and "\nINVITE sip:" in block)  # fmt: skip
 
 
-def udp_receive_drops() -> int:
-    """Datagrams this machine's kernel dropped so far because a socket's receive buffer was
-    full (RcvbufErrors of /proc/net/snmp; every process's sockets, not only the agent's)."""
-    lines = [line.split() for line in Path("/proc/net/snmp").read_text().splitlines()
-             if line.startswith("Udp:")]  # fmt: skip
-    return int(lines[1][lines[0].index("RcvbufErrors")])
+def udp_drops(ports) -> int:
+    """Datagrams the kernel dropped at the open IPv4 UDP sockets bound to `ports` (a full
+    receive buffer, mostly): the `drops` column of /proc/net/udp, counted since each socket
+    was opened, so read it before the sockets close."""
+    total = 0
+    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rpartition(":")[2], 16) in ports:
+            total += int(fields[-1])
+    return total
 
 
 def sipp_exit(far_end, *, deadline: float) -> int | None:
