@@ -848,8 +848,10 @@ def _legs_note(legs: list[Leg]) -> str:
     calls = sum(leg.calls for leg in legs)
     completed, heard = sum(leg.completed for leg in legs), sum(leg.heard for leg in legs)
     cpu, wall = sum(leg.agent_cpu for leg in legs), sum(leg.wall for leg in legs)
+    per_leg = "/".join(f"{leg.agent_cpu / leg.calls * 1000:.0f}" for leg in legs)
     note = (f"{completed} of {calls} completed, {heard} heard their echoed speech; "
-            f"{cpu:.1f} CPU s over {wall:.0f} s; SIPp exit "
+            f"{cpu:.1f} CPU s over {wall:.0f} s"
+            + (f" ({per_leg} CPU ms per call by leg)" if len(legs) > 1 else "") + "; SIPp exit "
             f"{'/'.join(str(leg.sipp_status) for leg in legs)}")  # fmt: skip
     warnings = sum(leg.warnings for leg in legs)
     resent, drops = sum(leg.resent for leg in legs), sum(leg.sip_drops for leg in legs)
