@@ -291,7 +291,7 @@ def main() -> int:
                 failures.append(f"{name}: {type(exc).__name__}: {exc}")
             print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", flush=True)
 
-    if failures or args.keep_logs:
+    if failures or args.keep_logs or (bench is not None and bench.keep_logs):
         print(f"[bench] server logs kept in {var_dir}", flush=True)
     else:
         shutil.rmtree(var_dir, ignore_errors=True)  # only server logs; nothing failed

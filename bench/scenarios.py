@@ -39,6 +39,7 @@ class Bench:
     h1_rps: float = math.nan
     plain_alone: wrk.WrkResult | None = None  # the plain view on one connection (H3, H4)
     w2_relay: dict = field(default_factory=dict)  # (connections, rate or "sat") -> figures
+    keep_logs: bool = False  # a scenario lost calls: run.py keeps the servers' logs
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
@@ -787,6 +788,8 @@ class Leg:
     last_answer: float = math.nan  # seconds from the submit to the last call's answer
     sipp_status: int | None = None
     warnings: int = 0  # lines the agent logged at WARNING or above
+    acked: int = 0  # calls the WebSocket acked as queued
+    submit_errors: str = ""  # error frames the submits got, by code
     resent: int = 0  # INVITEs SIPp received past the first of each call (the agent's resends)
     sip_drops: int = 0  # datagrams the kernel dropped at the agent's SIP socket (UDP)
 
@@ -816,6 +819,8 @@ def _sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, 
             (own0, tts0), (sipp0, kam0) = agents.cpu(), far_end.cpu()
             started, submitted = time.monotonic(), time.time()
             run = group.run({"calls": batch}, timeout=120)
+            leg.acked = len(run.merged("acked_at"))
+            leg.submit_errors = ", ".join(f"{n} {code}" for code, n in run.errors().items())
             leg.samples = sip.watch(f"{prefix}load-", calls, agents, deadline=deadline)
             (own1, tts1), (sipp1, kam1) = agents.cpu(), far_end.cpu()
             leg.wall = time.monotonic() - started
@@ -836,6 +841,7 @@ def _sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, 
     done = [c for c in placed if c.status == "completed"]
     leg.completed = len(done)
     leg.lost = calls - sum(1 for c in done if c.provider_call_id in invites)
+    b.keep_logs = b.keep_logs or leg.lost > 0  # what went wrong is in the agents' and SIPp's logs
     leg.heard = sum(1 for c in placed if audio.get(c.pk, {}).get("speech", 0) > 0)
     leg.peak = sip.peak_in_progress(placed)
     leg.polled = max((s.in_progress for s in leg.samples), default=0)
@@ -854,6 +860,10 @@ def _legs_note(legs: list[Leg]) -> str:
             + (f" ({per_leg} CPU ms per call by leg)" if len(legs) > 1 else "") + "; SIPp exit "
             f"{'/'.join(str(leg.sipp_status) for leg in legs)}")  # fmt: skip
     warnings = sum(leg.warnings for leg in legs)
+    acked = sum(leg.acked for leg in legs)
+    if acked < calls:
+        note += f"; only {acked} of the {calls} submits acked"
+    note += "".join(f"; submit errors: {leg.submit_errors}" for leg in legs if leg.submit_errors)
     resent, drops = sum(leg.resent for leg in legs), sum(leg.sip_drops for leg in legs)
     note += f"; {warnings} agent log lines at WARNING or above" if warnings else ""
     note += f"; {resent} INVITEs resent to SIPp" if resent else ""
