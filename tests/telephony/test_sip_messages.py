@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from telephony.sip import auth, sdp
 from telephony.sip.dialog import Dialog
 from telephony.sip.message import Message, SipParseError, params, parse, response_to, uri_of
 from telephony.sip.rtp import LATCH_SECONDS, Latch, RtpStream
+from telephony.sip.transport import RECEIVE_BUFFER_BYTES, UdpTransport
 from telephony.sip.ua import mark_received
 
 INVITE = (
@@ -362,3 +364,19 @@ async def test_srtp_audio_is_heard_only_with_the_right_key():
 
     assert receiver.received.packets == 10  # the forger's 5 were dropped
     assert receiver.received.loud_packets == 10
+
+
+async def test_the_sip_socket_asks_for_a_receive_buffer_fit_for_a_burst_of_answers():
+    """As large as RECEIVE_BUFFER_BYTES, or as the kernel allows (net.core.rmem_max); Linux
+    reports twice what was granted."""
+    allowed = int(Path("/proc/sys/net/core/rmem_max").read_text())
+    transport = UdpTransport(lambda message, source: None)
+    await transport.start("127.0.0.1", 0)
+    try:
+        granted = transport.sock.get_extra_info("socket").getsockopt(
+            socket.SOL_SOCKET, socket.SO_RCVBUF
+        )
+    finally:
+        await transport.close()
+
+    assert granted >= 2 * min(RECEIVE_BUFFER_BYTES, allowed)
