@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from history.models import CallRecord
 from realtime import calls
 from realtime.models import CallRequest
 from tests.live import ChildProcess, RelayProcess, relay_env, wait_until
@@ -232,6 +233,19 @@ def submit(user, call_id: str, message: str = "Hello from Relay.", **extra) -> C
     """A call submitted through the service, committed (the tests run with transaction=True)."""
     data = {"callId": call_id, "to": "+442079460123", "message": message, **extra}
     return calls.call_request_submit(user=user, data=data)[0]
+
+
+def records_of(number) -> list[CallRecord]:
+    """The history records of `number`, oldest first."""
+    return list(CallRecord.objects.filter(number=number).order_by("created_at"))
+
+
+def wait_for_records(number, count: int, deadline: float = 30) -> list[CallRecord]:
+    return wait_until(
+        lambda: (found := records_of(number)) and len(found) >= count and found,
+        deadline=deadline,
+        what=f"{count} record(s) of {number.number}",
+    )
 
 
 def status_of(call: CallRequest) -> str:

@@ -23,6 +23,7 @@ from tests.telephony.conftest import (
     status_of,
     submit,
     udp_port_taken,
+    wait_for_records,
 )
 from tests.telephony.test_inbound import BEEP_SECONDS, CALLER, MESSAGE_SECONDS
 
@@ -37,14 +38,6 @@ def start_agent(tmp_path, **settings) -> tuple[AgentProcess, tuple[str, int]]:
     host, port = env["SIP_BIND"].rsplit(":", 1)
     wait_until(lambda: udp_port_taken(int(port)), deadline=30, what="the agent")
     return agent, (host, int(port))
-
-
-def records_of(number) -> list[CallRecord]:
-    return wait_until(
-        lambda: list(CallRecord.objects.filter(number=number)),
-        deadline=30,
-        what="the call's record",
-    )
 
 
 def greeting_ms(tmp_path) -> int:
@@ -74,7 +67,7 @@ def message_from_behind_nat(user, tmp_path, **settings) -> CallRecord:
     try:
         caller = call_routed_from_behind_nat(tmp_path, address, number)
         assert caller.finish(60) == 0, caller
-        [record] = records_of(number)
+        [record] = wait_for_records(number, 1)
     finally:
         agent.stop()
     return record

@@ -28,7 +28,7 @@ from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
 from tests.live import RelayProcess, http, http_exchange, wait_until
-from tests.telephony.conftest import Sipp, free_udp_port, sip_env
+from tests.telephony.conftest import Sipp, free_udp_port, records_of, sip_env, wait_for_records
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
@@ -103,18 +103,6 @@ def presses(keys: str) -> str:
         f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/dtmf_2833_{names.get(k, k)}.pcap"/>'
         f'</action></nop>\n  <pause milliseconds="250"/>'
         for k in keys
-    )
-
-
-def records_of(number) -> list[CallRecord]:
-    return list(CallRecord.objects.filter(number=number).order_by("created_at"))
-
-
-def wait_for_records(number, count: int, deadline: float = 30) -> list[CallRecord]:
-    return wait_until(
-        lambda: (found := records_of(number)) and len(found) >= count and found,
-        deadline=deadline,
-        what=f"{count} record(s) of {number.number}",
     )
 
 

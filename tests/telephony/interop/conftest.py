@@ -640,7 +640,9 @@ def silence_wav(path: Path, seconds: float) -> Path:
     return path
 
 
-@pytest.fixture(scope="session", params=["udp", "tcp", "tls"])
+# Module scope, not session: a Relay left running after the interop tests would claim the
+# queued calls of every later test in the session (its agent polls the same database).
+@pytest.fixture(scope="module", params=["udp", "tcp", "tls"])
 def transport(request) -> str:
     return request.param
 
@@ -651,7 +653,7 @@ def test_ca(tmp_path_factory) -> TestCA:
     return TestCA(tmp_path_factory.mktemp("interop-ca"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def edge(tmp_path_factory, django_db_setup, transport, test_ca):
     """Relay (runrelay, one agent, SIP over `transport`, calls ringing 1 s before voicemail)
     behind Kamailio, with the callee's port reserved: (relay, kamailio, callee_port). Over

@@ -20,6 +20,7 @@ from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
 from tests.factories import NumberFactory
 from tests.live import wait_until
+from tests.telephony.conftest import wait_for_records
 from tests.telephony.interop.conftest import (
     CALLER,
     NAT_ADDRESS,
@@ -59,18 +60,6 @@ def mailbox(real_hashers, number):
     number.greeting = ""
     number.save(update_fields=["pin_hash", "greeting"])
     return number
-
-
-def records_of(number) -> list[CallRecord]:
-    return list(CallRecord.objects.filter(number=number).order_by("created_at"))
-
-
-def wait_for_records(number, count: int, deadline: float = 30) -> list[CallRecord]:
-    return wait_until(
-        lambda: (found := records_of(number)) and len(found) >= count and found,
-        deadline=deadline,
-        what=f"{count} record(s) of {number.number}",
-    )
 
 
 def assert_record_route_copied(kamailio, call_id: str) -> None:
