@@ -52,8 +52,8 @@ TRUNK_USER = "relay-interop"
 TRUNK_PASSWORD = "kamailio-static-secret"
 TRUNK_REALM = "interop.relay.test"
 # Callees live in Ofcom's drama range for Leeds; callers in the one for mobiles. A caller
-# presenting NAT_CALLER has the
-# connection address of its SDP rewritten by Kamailio to a documentation address (RFC 5737).
+# presenting NAT_CALLER has the connection address of its SDP rewritten by Kamailio to
+# NAT_ADDRESS, where its RTP does not come from.
 CALLEE = "+441134960200"
 CALLER = "+447700900123"
 NAT_CALLER = "+447700900199"
