@@ -27,6 +27,13 @@ ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS"
 MAX_FORWARDS = "70"  # §8.1.1.6: a UAC SHOULD send 70
 
 
+def options_answer(request: Message) -> Message:
+    """200 to an OPTIONS, in a dialog or not, with the methods this agent takes (§11.2)."""
+    response = response_to(request, 200, "OK")
+    response.set("Allow", ALLOW)
+    return response
+
+
 def contact_uri(value: str | None) -> str:
     """The URI of a Contact value, or "" when there is none."""
     return uri_of(value) if value else ""
@@ -142,16 +149,11 @@ class Dialog:
         elif request.method == "INVITE":
             await self._reinvite(request, source)
         elif request.method == "OPTIONS":
-            response = response_to(request, 200, "OK")
-            response.set("Allow", ALLOW)
-            await self.ua.transport.send(response, source)
+            await self.ua.transport.send(options_answer(request), source)
         elif request.method == "CANCEL":
             # A CANCEL matching no pending INVITE transaction (§9.2).
             await self.ua.respond(request, 481, "Call/Transaction Does Not Exist", source)
-        else:
-            response = response_to(request, 405, "Method Not Allowed")
-            response.set("Allow", ALLOW)
-            await self.ua.transport.send(response, source)
+        # Any other method was answered 405 or 501 by checks.check_request before this.
 
     async def _reinvite(self, request: Message, source: tuple[str, int]) -> None:
         """A re-INVITE (a session refresh): the media stays as it is; its Contact is the new

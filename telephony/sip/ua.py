@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 
 from telephony.sip import auth, checks
-from telephony.sip.dialog import ALLOW, Dialog
+from telephony.sip.dialog import ALLOW, Dialog, options_answer
 from telephony.sip.dns import Target, TrunkNotFound, TrunkResolver
 from telephony.sip.message import (
     Message,
@@ -210,15 +210,10 @@ class UserAgent:
         elif method == "INVITE":
             await self.respond(request, 404, "Not Found", source)
         elif method == "OPTIONS":
-            response = response_to(request, 200, "OK")
-            response.set("Allow", ALLOW)
-            await self.transport.send(response, source)
+            await self.transport.send(options_answer(request), source)
         elif method in ("BYE", "CANCEL"):
             await self.respond(request, 481, "Call/Transaction Does Not Exist", source)
-        else:
-            response = response_to(request, 405, "Method Not Allowed")
-            response.set("Allow", ALLOW)
-            await self.transport.send(response, source)
+        # Any other method was answered 405 or 501 by checks.check_request above.
 
     async def respond(self, request: Message, status: int, reason: str, destination) -> None:
         await self.transport.send(response_to(request, status, reason), destination)
