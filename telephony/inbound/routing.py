@@ -110,7 +110,7 @@ class InboundDesk:
         if number is None:
             await call.refuse(404, "Not Found")
             return
-        if call.offer() is None:
+        if call.offer is None:
             # An offer Relay could never answer (under SIP_SRTP=required, a plain one): turned
             # away at once, before anyone hears of the call, and nothing recorded.
             await call.refuse(488, "Not Acceptable Here")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from functools import cached_property
 
 from telephony.sip import sdp
 from telephony.sip.dialog import ALLOW, Dialog, contact_uri
@@ -93,10 +94,12 @@ class InboundDialog(Dialog):
         await self._final(self._response(status, reason))
         self.ended.set()
 
+    @cached_property
     def offer(self) -> tuple[sdp.MediaAnswer, sdp.Crypto | None] | None:
         """What the INVITE offers that Relay can answer: the media, and our SRTP key when the
         call is to be encrypted; None when Relay cannot answer it at all (no usable SDP, a
-        plain offer under SIP_SRTP=required, or RTP/SAVP without a key Relay can use)."""
+        plain offer under SIP_SRTP=required, or RTP/SAVP without a key Relay can use). Read
+        once: routing asks before ringing, and the answer uses the same (and the same key)."""
         try:
             media = sdp.parse_offer(self.invite.body)
         except sdp.SdpError:
@@ -112,7 +115,7 @@ class InboundDialog(Dialog):
         chosen, or None when the offer is unusable (then 488, and the call is over)."""
         if self.final_status:
             return None
-        offered = self.offer()
+        offered = self.offer
         if offered is None:
             await self.refuse(488, "Not Acceptable Here")
             return None
