@@ -16,10 +16,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import FileSystemStorage
 
 from history.models import CallRecord
+from history.services import record_inbound_call
 from realtime import calls
 from realtime.models import CallRequest
+from telephony.sip.rtp import wav_from_g711
+from telephony.speech import Speech
 from tests.live import ChildProcess, RelayProcess, relay_env, wait_until
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -233,6 +238,23 @@ def submit(user, call_id: str, message: str = "Hello from Relay.", **extra) -> C
     """A call submitted through the service, committed (the tests run with transaction=True)."""
     data = {"callId": call_id, "to": "+442079460123", "message": message, **extra}
     return calls.call_request_submit(user=user, data=data)[0]
+
+
+def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, float]:
+    """A voicemail message `text` on `number`, stored where the relay keeps recordings."""
+    audio = Speech(tmp_path / "tts").render(text, "en")[8]
+    storage = FileSystemStorage(location=relay.workdir / "recordings")
+    name = storage.save("message.wav", ContentFile(wav_from_g711(audio, 8)))
+    seconds = len(audio) / 8000
+    record = record_inbound_call(
+        number=number,
+        caller_num="+447700900999",
+        status="answered",
+        duration=9,
+        recording=name,
+        recording_seconds=seconds,
+    )
+    return record, seconds
 
 
 def records_of(number) -> list[CallRecord]:

@@ -17,18 +17,22 @@ from pathlib import Path
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.hashers import make_password
-from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage
 from websockets.asyncio.client import connect
 
 from history.models import CallRecord
-from history.services import record_inbound_call
 from telephony.inbound.voicemail import DEFAULT_GREETING
-from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
 from tests.live import RelayProcess, http, http_exchange, wait_until
-from tests.telephony.conftest import Sipp, free_udp_port, records_of, sip_env, wait_for_records
+from tests.telephony.conftest import (
+    Sipp,
+    free_udp_port,
+    records_of,
+    sip_env,
+    stored_message,
+    wait_for_records,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
@@ -239,23 +243,6 @@ def test_a_withheld_caller_id_is_recorded_as_anonymous(relay, tmp_path, number, 
 
     assert caller.finish(30) == 0, caller
     assert wait_for_records(number, 1)[0].caller_num == "anonymous"
-
-
-def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, float]:
-    """A voicemail message `text` on `number`, stored where the relay keeps recordings."""
-    audio = Speech(tmp_path / "tts").render(text, "en")[8]
-    storage = FileSystemStorage(location=relay.workdir / "recordings")
-    name = storage.save("message.wav", ContentFile(wav_from_g711(audio, 8)))
-    seconds = len(audio) / 8000
-    record = record_inbound_call(
-        number=number,
-        caller_num="+447700900999",
-        status="answered",
-        duration=9,
-        recording=name,
-        recording_seconds=seconds,
-    )
-    return record, seconds
 
 
 def test_the_pin_opens_the_mailbox_and_plays_the_new_message(relay, tmp_path, mailbox):

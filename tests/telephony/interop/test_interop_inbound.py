@@ -11,16 +11,13 @@ import re
 
 import pytest
 from django.contrib.auth.hashers import make_password
-from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage
 
 from history.models import CallRecord
-from history.services import record_inbound_call
-from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
 from tests.factories import NumberFactory
 from tests.live import wait_until
-from tests.telephony.conftest import wait_for_records
+from tests.telephony.conftest import stored_message, wait_for_records
 from tests.telephony.interop.conftest import (
     CALLER,
     NAT_ADDRESS,
@@ -122,22 +119,6 @@ def test_a_caller_through_the_carrier_edge_leaves_a_message(
     assert_record_route_copied(kamailio, record.sip_call_id)
     assert kamailio.routed(record.sip_call_id, "ACK", sender=caller_num), kamailio.trace
     assert kamailio.routed(record.sip_call_id, "BYE", sender=caller_num), kamailio.trace
-
-
-def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, float]:
-    """A voicemail message `text` on `number`, stored where the relay keeps recordings."""
-    audio = Speech(tmp_path / "tts").render(text, "en")[8]
-    storage = FileSystemStorage(location=relay.workdir / "recordings")
-    name = storage.save("message.wav", ContentFile(wav_from_g711(audio, 8)))
-    record = record_inbound_call(
-        number=number,
-        caller_num="+447700900999",
-        status="answered",
-        duration=9,
-        recording=name,
-        recording_seconds=len(audio) / 8000,
-    )
-    return record, len(audio) / 8000
 
 
 @CALLERS
