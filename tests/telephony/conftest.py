@@ -52,6 +52,20 @@ def free_udp_port() -> int:
         return s.getsockname()[1]
 
 
+def free_udp_and_tcp_port() -> int:
+    """A port free on 127.0.0.1 for both UDP and TCP, for a server that binds both (dnsmasq:
+    a port free only for UDP once stopped it at start with "Address already in use")."""
+    for _ in range(50):
+        port = free_udp_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no port free for both UDP and TCP")
+
+
 def udp_port_taken(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
@@ -285,7 +299,7 @@ class Dnsmasq(ChildProcess):
 
     def __init__(self, workdir: Path, records: list[str], *, domain: str = "relay.test"):
         workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_udp_port()
+        self.port = free_udp_and_tcp_port()
         argv = [
             "dnsmasq",
             "--keep-in-foreground",
