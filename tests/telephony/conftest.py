@@ -46,10 +46,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Every port this process has handed out. A port is only free until someone binds it, and a
+# test often picks several before starting anything: without this, two picks (a SIPp's SIP
+# port and another's media port, say) could be the same port, and one SIPp would not start.
+_handed_out: set[int] = set()
+
+
+def free_udp_port(width: int = 1) -> int:
+    """A UDP port on 127.0.0.1, with the `width - 1` ports above it, free now and never
+    handed out before by this process."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        span = range(port, port + width)
+        free = port + width <= 65536 and not _handed_out.intersection(span)
+        if free and not any(udp_port_taken(p) for p in span[1:]):
+            _handed_out.update(span)
+            return port
+    raise AssertionError(f"no {width} UDP ports in a row free")
 
 
 def free_udp_and_tcp_port() -> int:
@@ -136,7 +151,7 @@ class Sipp(ChildProcess):
             "-p",
             str(port),
             "-mp",
-            str(free_udp_port()),
+            str(free_udp_port(width=4)),  # audio RTP and RTCP, and video's two above them
             "-m",
             str(calls),
             "-timeout",
@@ -157,7 +172,13 @@ class Sipp(ChildProcess):
         ]
         super().__init__(argv, dict(os.environ), log=workdir / "sipp.out")
         listening = tcp_listening if tcp else udp_port_taken
-        wait_until(lambda: listening(port), deadline=10, what="SIPp to listen")
+
+        def started() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"SIPp exited at start-up{self._log_tail()}")
+            return listening(port)
+
+        wait_until(started, deadline=10, what=f"SIPp to listen on {port}")
 
     def finish(self, timeout: float = 30) -> int:
         """SIPp's exit status once it has seen its calls through (0: all of them succeeded)."""
