@@ -1,11 +1,16 @@
+from datetime import timedelta
+
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import BaseUserCreationForm, UserChangeForm
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from accounts import services
-from accounts.models import LoginSession, User
+from accounts.models import DialRefusal, LoginSession, User
+from core import dialing
 from core.admin_links import change_link, changelist_link
 from core.passwords import hashes_passwords_on_post
 
@@ -30,12 +35,50 @@ class UserCreationAdminForm(BaseUserCreationForm):
 class UserChangeAdminForm(UserChangeForm):
     class Meta:
         model = User
-        fields = ("email", "plan", "matrix_id", "is_active", "is_staff", "is_superuser")
+        fields = (
+            "email",
+            "plan",
+            "matrix_id",
+            "dial_countries",
+            "calls_per_day",
+            "call_seconds_per_day",
+            "concurrent_calls",
+            "is_active",
+            "is_staff",
+            "is_superuser",
+        )
 
     email = forms.EmailField()
+    plan = forms.ChoiceField(help_text="Plans and their limits are defined in settings (PLANS).")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The plans settings define now, and the user's own even if it is no longer one.
+        plans = [*settings.PLANS, *([self.instance.plan] if self.instance.plan else [])]
+        self.fields["plan"].choices = [(plan, plan) for plan in dict.fromkeys(plans)]
 
     def clean_email(self):
         return self.cleaned_data["email"].strip().lower()
+
+    def clean_dial_countries(self):
+        codes = dialing.parse_country_codes(self.cleaned_data["dial_countries"])
+        problem = dialing.country_codes_problem(codes)
+        if problem:
+            raise forms.ValidationError(problem)
+        return ",".join(dict.fromkeys(codes))
+
+
+class FraudFlagFilter(admin.SimpleListFilter):
+    title = "fraud review"
+    parameter_name = "flagged"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Flagged"), ("no", "Not flagged")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("yes", "no"):
+            return queryset.filter(fraud_flagged_at__isnull=self.value() == "no")
+        return queryset
 
 
 class LoginSessionInline(admin.TabularInline):
@@ -54,19 +97,69 @@ class UserAdmin(DjangoUserAdmin):
     form = UserChangeAdminForm
     add_form = UserCreationAdminForm
     ordering = ("-created_at",)
-    list_display = ("email", "plan", "matrix_id", "is_staff", "is_active", "created_at")
-    list_filter = ("plan", "is_staff", "is_active")
+    list_display = (
+        "email",
+        "plan",
+        "matrix_id",
+        "is_staff",
+        "is_active",
+        "fraud_flag",
+        "created_at",
+    )
+    list_filter = (FraudFlagFilter, "plan", "is_staff", "is_active")
     search_fields = ("email",)
-    readonly_fields = ("id", "created_at", "last_login", "password_state", "related")
+    readonly_fields = (
+        "id",
+        "created_at",
+        "last_login",
+        "password_state",
+        "related",
+        "fraud_flagged_at",
+        "refusals_last_hour",
+    )
     fieldsets = (
         (None, {"fields": ("id", "email", "password_state")}),
         ("Profile", {"fields": ("plan", "matrix_id", "created_at", "last_login", "related")}),
+        (
+            "Dialing and quotas",
+            {
+                "description": "Blank limits are the plan's. Countries are added to "
+                "DIAL_ALLOWED_COUNTRIES for this user only.",
+                "fields": (
+                    "dial_countries",
+                    "calls_per_day",
+                    "call_seconds_per_day",
+                    "concurrent_calls",
+                    "fraud_flagged_at",
+                    "refusals_last_hour",
+                ),
+            },
+        ),
         ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser", "groups")}),
     )
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
     filter_horizontal = ("groups",)
     inlines = [LoginSessionInline]
-    actions = ["end_all_sessions", "regenerate_api_keys"]
+    actions = ["end_all_sessions", "regenerate_api_keys", "clear_fraud_flags"]
+
+    @admin.display(description="fraud review", ordering="fraud_flagged_at")
+    def fraud_flag(self, obj):
+        if obj.fraud_flagged_at is None:
+            return ""
+        return format_html('<strong style="color:#ba2121">{}</strong>', "flagged")
+
+    @admin.display(description="refused calls in the last hour")
+    def refusals_last_hour(self, obj):
+        since = timezone.now() - timedelta(hours=1)
+        count = obj.dial_refusals.filter(at__gt=since).count()
+        return f"{count} (flagged at {settings.FRAUD_FLAG_REFUSALS_PER_HOUR})"
+
+    @admin.action(description="Clear the fraud flag of the selected users")
+    def clear_fraud_flags(self, request, queryset):
+        flagged = list(queryset.filter(fraud_flagged_at__isnull=False))
+        for user in flagged:
+            services.user_fraud_flag_clear(user=user)
+        self.message_user(request, f"Cleared {len(flagged)} flag(s).", messages.SUCCESS)
 
     @admin.display(description="password")
     def password_state(self, obj):
@@ -138,3 +231,23 @@ class LoginSessionAdmin(admin.ModelAdmin):
             services.session_end(session=session)
             count += 1
         self.message_user(request, f"Ended {count} session(s).", messages.SUCCESS)
+
+
+@admin.register(DialRefusal)
+class DialRefusalAdmin(admin.ModelAdmin):
+    # What flagged a user: read-only, kept a week (purge_expired).
+    list_display = ("at", "user_link", "kind", "reason")
+    list_filter = ("kind", "reason")
+    search_fields = ("user__email",)
+    list_select_related = ("user",)
+    ordering = ("-at",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="user", ordering="user__email")
+    def user_link(self, obj):
+        return change_link(obj.user)

@@ -8,10 +8,9 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from accounts import apikeys
+from core import dialing
 
-
-class Plan(models.TextChoices):
-    FREE = "free", "Free"
+FREE_PLAN = "free"  # every user's plan at sign-up; the others are defined in settings (PLANS)
 
 
 class UserManager(BaseUserManager):
@@ -53,7 +52,29 @@ class UserManager(BaseUserManager):
 class User(AbstractBaseUser, PermissionsMixin):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     email = models.EmailField(max_length=254, unique=True)
-    plan = models.CharField(max_length=16, choices=Plan.choices, default=Plan.FREE)
+    plan = models.CharField(max_length=16, default=FREE_PLAN)
+    # Staff's widening of the dialing policy for this user: ISO 3166 codes, comma-separated,
+    # allowed on top of DIAL_ALLOWED_COUNTRIES (core.dialing).
+    dial_countries = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Countries this user may call beyond DIAL_ALLOWED_COUNTRIES, e.g. FR,DE.",
+    )
+    # Staff's limits for this user instead of the plan's (accounts.quotas); blank: the plan's.
+    calls_per_day = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Outbound calls per rolling day; blank: the plan's."
+    )
+    call_seconds_per_day = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Answered seconds per rolling day; blank: the plan's."
+    )
+    concurrent_calls = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Calls up at once; blank: the plan's."
+    )
+    # When the user's refusals (destinations, quotas) first passed FRAUD_FLAG_REFUSALS_PER_HOUR
+    # in an hour; staff clear it in the admin.
+    fraud_flagged_at = models.DateTimeField(null=True, blank=True, editable=False)
     matrix_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null means "not set", as the API shows it
     # Where the Matrix bot's direct room with matrix_id stands (the matrix app keeps it):
     # none, invited, joined or left. And which calls the bot tells the user about.
@@ -99,6 +120,31 @@ class User(AbstractBaseUser, PermissionsMixin):
     @property
     def number_limit(self) -> int:
         return settings.PLAN_NUMBER_LIMITS.get(self.plan, 0)
+
+    @property
+    def extra_dial_countries(self) -> list[str]:
+        return dialing.parse_country_codes(self.dial_countries)
+
+
+class DialRefusal(models.Model):
+    """One call refused by the dialing policy or a quota: what flags a user for fraud review
+    (accounts.services.refusal_record). Kept for REFUSALS_KEPT_DAYS (purge_expired)."""
+
+    class Kind(models.TextChoices):
+        DESTINATION = "destination", "Destination not allowed"
+        QUOTA = "quota", "Quota exceeded"
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="dial_refusals")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # Why: the policy's reason (country, premium_rate, ...) or the quota (calls_per_day, ...).
+    reason = models.CharField(max_length=32)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-at"], name="dialrefusal_user_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.kind} ({self.reason})"
 
 
 class LoginSession(models.Model):

@@ -91,6 +91,33 @@ class AuthOutput(serializers.Serializer):
     user = AuthUserOutput()
 
 
+class QuotaOutput(serializers.Serializer):
+    limit = serializers.IntegerField(
+        allow_null=True, help_text="The most allowed; null: unlimited."
+    )
+    used = serializers.IntegerField(help_text="Used now.")
+    resetsAt = MillisecondsField(  # noqa: N815
+        source="resets_at",
+        allow_null=True,
+        help_text="When the use next drops, as the oldest use leaves the rolling 24 hours; "
+        "null when nothing is counted, and always for concurrentCalls.",
+    )
+
+
+class QuotasOutput(serializers.Serializer):
+    callsPerDay = QuotaOutput(  # noqa: N815
+        source="calls_per_day", help_text="Outbound calls placed in the last 24 hours."
+    )
+    callSecondsPerDay = QuotaOutput(  # noqa: N815
+        source="call_seconds_per_day",
+        help_text="Answered seconds of outbound calls in the last 24 hours (a call up now "
+        "counts the seconds it was granted).",
+    )
+    concurrentCalls = QuotaOutput(  # noqa: N815
+        source="concurrent_calls", help_text="Outbound calls not yet ended."
+    )
+
+
 class MeOutput(serializers.Serializer):
     id = serializers.UUIDField()
     email = serializers.EmailField()
@@ -100,6 +127,12 @@ class MeOutput(serializers.Serializer):
     matrixInbound = serializers.BooleanField(source="matrix_inbound")  # noqa: N815
     matrixOutbound = serializers.BooleanField(source="matrix_outbound")  # noqa: N815
     createdAt = MillisecondsField(source="created_at")  # noqa: N815
+    quotas = serializers.SerializerMethodField(help_text="The plan's quotas and their use.")
+
+    @extend_schema_field(QuotasOutput)
+    def get_quotas(self, user) -> dict:
+        # Counted by the view (accounts.quotas.quotas_of) and handed over in the context.
+        return QuotasOutput({quota.name: quota for quota in self.context["quotas"]}).data
 
 
 class NotificationsOutput(serializers.Serializer):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -12,13 +13,14 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import apikeys
-from accounts.models import LoginSession, User, UserManager
-from core import events, ratelimit
+from accounts.models import FREE_PLAN, DialRefusal, LoginSession, User, UserManager
+from core import events, metrics, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
 from core.passwords import password_hashing_slot
 
@@ -29,6 +31,8 @@ MATRIX_ID_RE = re.compile(
     r"(?::[0-9]{1,5})?$"
 )
 MATRIX_ID_MAX_LENGTH = 255
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,15 +65,30 @@ def session_open(*, user: User) -> AuthResult:
     return AuthResult(user=user, session=session, token=session_token_issue(session=session))
 
 
-def user_register(*, email: str, password: str) -> AuthResult:
-    """Create a user (plan free, a fresh API key) and open its first session.
+def registration_check() -> None:
+    """Refuse sign-up with `registration_closed` (403) while REGISTRATION_OPEN is false."""
+    if not settings.REGISTRATION_OPEN:
+        raise ApplicationError(
+            "Sign-up is closed on this server; ask its operator for an account.",
+            code=ErrorCode.REGISTRATION_CLOSED,
+        )
 
-    Raises InvalidRequest with `fields.password` for a weak password, `email_taken` when the
-    address is registered in any letter case, even under a race (the unique index decides),
-    and PasswordHashingBusy (503) when every hashing slot of the process is taken; then
-    nothing is written.
-    """
+
+def user_create(*, email: str, password: str, plan: str = FREE_PLAN) -> User:
+    """Create a user (a fresh API key) with a checked password, by registration or by staff
+    (`manage.py createuser`). Raises InvalidRequest with `fields.password` for a weak password
+    or `fields.plan` for a plan not in PLANS, `email_taken` when the address is registered in
+    any letter case, even under a race (the unique index decides), and PasswordHashingBusy
+    (503) when every hashing slot is taken; then nothing is written."""
     email = UserManager.normalize_email_address(email)
+    try:
+        validate_email(email)
+    except DjangoValidationError as exc:
+        raise InvalidRequest(exc.messages[0], fields={"email": exc.messages}) from exc
+    if plan not in settings.PLANS:
+        raise InvalidRequest(
+            f"There is no plan {plan!r}.", fields={"plan": [f"One of {', '.join(settings.PLANS)}."]}
+        )
     try:
         validate_password(password, user=User(email=email))
     except DjangoValidationError as exc:
@@ -78,12 +97,18 @@ def user_register(*, email: str, password: str) -> AuthResult:
         password_hash = make_password(password)  # slow by design: before the transaction
     try:
         with transaction.atomic():
-            user = User.objects.create_user(email=email, password_hash=password_hash)
-            return session_open(user=user)
+            return User.objects.create_user(email=email, password_hash=password_hash, plan=plan)
     except IntegrityError as exc:
         raise ApplicationError(
             "This e-mail address is already registered.", code=ErrorCode.EMAIL_TAKEN
         ) from exc
+
+
+def user_register(*, email: str, password: str) -> AuthResult:
+    """Sign-up: registration_check, user_create on the free plan (its errors), and the user's
+    first session."""
+    registration_check()
+    return session_open(user=user_create(email=email, password=password))
 
 
 def user_login(*, email: str, password: str) -> AuthResult:
@@ -181,3 +206,46 @@ def user_api_key_regenerate(*, user: User) -> str:
     user.assign_api_key(issued)
     events.api_key_replaced_on_commit(user_id=user.pk)
     return issued.plaintext
+
+
+# --- fraud review ----------------------------------------------------------------------------
+REFUSALS_KEPT = timedelta(days=7)
+
+
+def refusal_record(*, user: User, kind: str, reason: str) -> None:
+    """Count one call of `user` refused by the dialing policy (kind `destination`) or a quota
+    (`quota`), with its reason, in its own transaction (the refused call wrote nothing). The
+    user is flagged for staff (`fraud_flagged_at`) once FRAUD_FLAG_REFUSALS_PER_HOUR refusals
+    fall within an hour; a flag stays until staff clear it."""
+    now = timezone.now()
+    with transaction.atomic():
+        DialRefusal.objects.create(user=user, kind=kind, reason=reason, at=now)
+        recent = DialRefusal.objects.filter(user=user, at__gt=now - timedelta(hours=1)).count()
+        flagged = recent >= settings.FRAUD_FLAG_REFUSALS_PER_HOUR and bool(
+            User.objects.filter(pk=user.pk, fraud_flagged_at__isnull=True).update(
+                fraud_flagged_at=now
+            )
+        )
+    counter = (
+        metrics.dial_refusals if kind == DialRefusal.Kind.DESTINATION else metrics.quota_refusals
+    )
+    counter.labels(reason).inc()
+    if flagged:
+        user.fraud_flagged_at = now
+        metrics.users_flagged.inc()
+        logger.warning(
+            "user %s flagged for fraud review: %d refused calls in an hour", user.pk, recent
+        )
+
+
+def user_fraud_flag_clear(*, user: User) -> None:
+    """Staff reviewed the user: clear the flag (their next run of refusals flags them again)."""
+    user.fraud_flagged_at = None
+    User.objects.filter(pk=user.pk).update(fraud_flagged_at=None)
+
+
+def refusals_purge(*, now=None) -> int:
+    """Delete refusals older than REFUSALS_KEPT; how many went."""
+    now = now or timezone.now()
+    deleted, _ = DialRefusal.objects.filter(at__lt=now - REFUSALS_KEPT).delete()
+    return deleted

@@ -1,11 +1,12 @@
 from django.conf import settings
 from django.http.request import split_domain_port
+from django.utils import timezone
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from accounts import selectors, services
+from accounts import quotas, selectors, services
 from accounts.models import LoginSession
 from accounts.serializers import (
     ApiKeyOutput,
@@ -59,13 +60,19 @@ class AuthViewSet(ResourceViewSet):
         + AUTH_RATE_LIMIT_DESCRIPTION,
         request=(RegisterInput, CREDENTIALS_EXAMPLE),
         responses={201: (AuthOutput, AUTH_EXAMPLE)},
-        errors=[ErrorCode.EMAIL_TAKEN, ErrorCode.RATE_LIMITED, ErrorCode.SERVICE_UNAVAILABLE],
+        errors=[
+            ErrorCode.EMAIL_TAKEN,
+            ErrorCode.REGISTRATION_CLOSED,
+            ErrorCode.RATE_LIMITED,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
         authenticated=False,
     )
     @action(
         detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
     )
     def register(self, request):
+        services.registration_check()  # before anything else: a closed door says only that
         return self._open_session("register", services.user_register, status.HTTP_201_CREATED)
 
     @operation(
@@ -125,13 +132,23 @@ class UserViewSet(ResourceViewSet):
                     "matrixInbound": True,
                     "matrixOutbound": True,
                     "createdAt": 1795320000000,
+                    "quotas": {
+                        "callsPerDay": {"limit": 50, "used": 3, "resetsAt": 1795323600000},
+                        "callSecondsPerDay": {
+                            "limit": 1800,
+                            "used": 42,
+                            "resetsAt": 1795323610000,
+                        },
+                        "concurrentCalls": {"limit": 3, "used": 1, "resetsAt": None},
+                    },
                 },
             )
         },
     )
     @action(detail=False, methods=["get"])
     def me(self, request):
-        return Response(MeOutput(request.user).data)
+        counted = quotas.quotas_of(request.user, now=timezone.now())
+        return Response(MeOutput(request.user, context={"quotas": counted}).data)
 
     @operation(
         "user_notifications_set",

@@ -50,6 +50,10 @@ def bench_env(var_dir: Path) -> dict:
         RATE_LIMIT_AUTH_PER_IP="1000000/m",
         RATE_LIMIT_AUTH_PER_EMAIL="1000000/m",
         RATE_LIMIT_CALLS_PER_USER="1000000/m",
+        # Quotas no scenario reaches, still counted on every submit as by default.
+        PLAN_FREE_CALLS_PER_DAY="1000000000",
+        PLAN_FREE_CALL_SECONDS_PER_DAY="1000000000",
+        PLAN_FREE_CONCURRENT_CALLS="1000000000",
         SIMULATED_STEP_SECONDS="0.05",
         SIMULATED_TALK_SCALE="0",
         WORKER_POLL_INTERVAL="0.2",

@@ -43,6 +43,12 @@ class ErrorCode(StrEnum):
         "The CAPTCHA challenge or token is unknown, used or expired.",
     )
     BLOCKLIST_FULL = ("blocklist_full", 400, "The number already blocks as many callers as it may.")
+    DESTINATION_NOT_ALLOWED = (
+        "destination_not_allowed",
+        400,
+        "The dialing policy refuses the number: a country outside DIAL_ALLOWED_COUNTRIES, or a "
+        "premium-rate, shared-cost, UAN, personal or pager number.",
+    )
     NOT_AUTHENTICATED = ("not_authenticated", 401, "No credentials were sent.")
     AUTHENTICATION_FAILED = (
         "authentication_failed",
@@ -52,6 +58,11 @@ class ErrorCode(StrEnum):
     INVALID_CREDENTIALS = ("invalid_credentials", 401, "Wrong e-mail or password.")
     PIN_MISMATCH = ("pin_mismatch", 403, "The current PIN is wrong.")
     PERMISSION_DENIED = ("permission_denied", 403, "Not allowed.")
+    REGISTRATION_CLOSED = (
+        "registration_closed",
+        403,
+        "Sign-up is closed (REGISTRATION_OPEN=false): staff create accounts.",
+    )
     NOT_FOUND = ("not_found", 404, "The id is unknown or not the caller's (never saying which).")
     METHOD_NOT_ALLOWED = ("method_not_allowed", 405, "The path does not take this method.")
     NOT_ACCEPTABLE = ("not_acceptable", 406, "The API only produces JSON.")
@@ -66,6 +77,12 @@ class ErrorCode(StrEnum):
         "pin_locked",
         429,
         "Five wrong PINs in 15 minutes: PIN changes are locked; see Retry-After.",
+    )
+    QUOTA_EXCEEDED = (
+        "quota_exceeded",
+        429,
+        "A quota of the plan is used up (calls or answered seconds per day, calls at once); "
+        "see Retry-After.",
     )
     HEADER_TOO_LARGE = ("header_too_large", 431, "A request header is over 16 KiB.")
     SERVER_ERROR = ("server_error", 500, "A bug in Relay (logged).")

@@ -59,6 +59,22 @@ inbound_calls = Counter(
     "Inbound calls recorded, by status (answered, missed, blocked).",
     ["status"],
 )
+dial_refusals = Counter(
+    "relay_dial_refusals",
+    "Calls refused by the dialing policy, by reason (country, premium_rate, shared_cost, "
+    "uan, personal_number, pager).",
+    ["reason"],
+)
+quota_refusals = Counter(
+    "relay_quota_refusals",
+    "Calls refused by a plan quota, by quota (calls_per_day, call_seconds_per_day, "
+    "concurrent_calls).",
+    ["quota"],
+)
+users_flagged = Counter(
+    "relay_users_flagged",
+    "Users flagged for fraud review: FRAUD_FLAG_REFUSALS_PER_HOUR refusals within an hour.",
+)
 
 
 def http_request_observe(*, route: str, method: str, status: int, seconds: float) -> None:

@@ -35,6 +35,7 @@ from core.errors import ErrorCode
 RETRY_AFTER_CODES = frozenset(
     {
         ErrorCode.RATE_LIMITED,
+        ErrorCode.QUOTA_EXCEEDED,
         ErrorCode.PIN_LOCKED,
         ErrorCode.DATABASE_UNAVAILABLE,
         ErrorCode.SERVICE_UNAVAILABLE,
@@ -43,11 +44,12 @@ RETRY_AFTER_CODES = frozenset(
 )
 
 # Codes whose 429 also carries the quota (core.errors.RateLimited).
-QUOTA_CODES = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.PIN_LOCKED})
+QUOTA_CODES = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.QUOTA_EXCEEDED, ErrorCode.PIN_LOCKED})
 QUOTA_HEADERS = {
     "X-RateLimit-Limit": {
-        "description": "Attempts allowed per window.",
-        "schema": {"type": "integer", "minimum": 1},
+        "description": "Attempts allowed per window; for quota_exceeded, the plan's limit of "
+        "the quota used up (calls a day, answered seconds a day, or calls at once).",
+        "schema": {"type": "integer", "minimum": 0},
     },
     "X-RateLimit-Remaining": {
         "description": "Attempts left in this window: 0 on a 429.",

@@ -126,24 +126,30 @@ def command_run(*, room: MatrixRoom, event_id: str, body: str) -> None:
 
 def _place_call(room: MatrixRoom, event_id: str, rest: str) -> None:
     """`!call <to> <message>`: through the same service as the WebSocket (its validation,
-    rate limit and idempotency: the event id is the callId), acked in the thread in the
-    call's own transaction."""
+    rate limit, dialing policy, quotas and idempotency: the event id is the callId), acked in
+    the thread in the call's own transaction."""
     to, message = _split(rest)
     data = {"callId": event_id, "to": to, "message": message}
+
+    def ack(call: CallRequest) -> None:
+        services.reply_enqueue(
+            room=room,
+            command_event_id=event_id,
+            name="ack",
+            text=texts.call_queued(to=call.to, call_id=call.call_id),
+        )
+
     try:
-        with transaction.atomic():
-            call, _created = calls.call_request_submit(user=room.user, data=data)
-            services.reply_enqueue(
-                room=room,
-                command_event_id=event_id,
-                name="ack",
-                text=texts.call_queued(to=call.to, call_id=call.call_id),
-            )
+        call, created = calls.call_request_submit(user=room.user, data=data, also=ack)
     except ApplicationError as refused:
         with transaction.atomic():
             services.reply_enqueue(
                 room=room, command_event_id=event_id, name="refused", text=_refusal(refused)
             )
+        return
+    if not created:  # the command seen again: its ack is sent once (reply_enqueue's key)
+        with transaction.atomic():
+            ack(call)
 
 
 def _split(text: str) -> tuple[str, str]:

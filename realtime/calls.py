@@ -7,14 +7,17 @@ realtime.selectors, the state machine in realtime.pipeline, the queue in realtim
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.models import User
-from core import ratelimit
+from accounts import quotas
+from accounts.models import DialRefusal, User
+from accounts.services import refusal_record
+from core import dialing, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.fields import validated
 from core.phone import e164_valid
@@ -43,15 +46,22 @@ def _caller_id_for(*, user: User, from_number: str | None) -> tuple[Number | Non
     return None, settings.SERVICE_CALLER_ID
 
 
-def call_request_submit(*, user: User, data) -> tuple[CallRequest, bool]:
-    """Submit a call from a `call` frame or a POST /api/calls body; return (call, created).
+def call_request_submit(
+    *, user: User, data, also: Callable[[CallRequest], None] | None = None
+) -> tuple[CallRequest, bool]:
+    """Submit a call from a `call` frame, a POST /api/calls body or a Matrix `!call`; return
+    (call, created).
 
-    The call is persisted and its dispatch enqueued in one transaction: when this returns,
-    the call is committed. The same callId again for the same user creates nothing and
-    returns the existing call, whatever the rest of the body (created False). Otherwise
-    `data` is checked by CallSubmitInput (InvalidRequest naming every bad field); `from` must
-    be one of the user's numbers (default: their oldest, else the service's caller id);
-    RateLimited past RATE_LIMIT_CALLS_PER_USER new calls.
+    The call is persisted and its dispatch enqueued in one transaction (with `also(call)`, if
+    given, in the same one): when this returns, the call is committed. The same callId again
+    for the same user creates nothing and returns the existing call, whatever the rest of the
+    body (created False). Otherwise `data` is checked by CallSubmitInput (InvalidRequest
+    naming every bad field); RateLimited past RATE_LIMIT_CALLS_PER_USER new calls; `from`
+    must be one of the user's numbers (default: their oldest, else the service's caller id).
+    Then, under the user's row lock: the dialing policy (DestinationNotAllowed,
+    core.dialing) and the plan's quotas (QuotaExceeded, accounts.quotas), counted exactly
+    however many submits race. A refusal writes no call, and is counted for fraud review
+    (accounts.services.refusal_record).
     """
     existing = selectors.call_find(
         user=user, call_id=data.get("callId") if isinstance(data, dict) else None
@@ -62,9 +72,15 @@ def call_request_submit(*, user: User, data) -> tuple[CallRequest, bool]:
     call_id, target, message = values["callId"], values["to"], values["message"]
     ratelimit.hit("calls:user", str(user.pk), settings.RATE_LIMIT_CALLS_PER_USER)
     number, caller_id = _caller_id_for(user=user, from_number=values.get("from"))
-    now = timezone.now()
     try:
         with transaction.atomic():
+            owner = quotas.user_lock(user.pk)  # fresh: staff may have just changed its limits
+            existing = selectors.call_find(user=user, call_id=call_id)
+            if existing is not None:  # committed by a concurrent submit while this one waited
+                return existing, False
+            dialing.destination_check(target, extra_countries=owner.extra_dial_countries)
+            now = timezone.now()
+            quotas.quota_check(user=owner, now=now)
             call = CallRequest.objects.create(
                 owner=user,
                 call_id=call_id,
@@ -81,8 +97,16 @@ def call_request_submit(*, user: User, data) -> tuple[CallRequest, bool]:
             CallEvent.objects.create(call=call, status=CallState.QUEUED, at=now)
             tasks.schedule_advance(call=call, expected_status=CallState.QUEUED)
             pipeline.push_status(call)
+            if also is not None:
+                also(call)
             # Last: the owner's counter row stays locked only until the commit.
             pipeline.call_counters_move(owner_id=user.pk, old=None, new=CallState.QUEUED)
+    except dialing.DestinationNotAllowed as refused:
+        refusal_record(user=user, kind=DialRefusal.Kind.DESTINATION, reason=refused.reason)
+        raise
+    except quotas.QuotaExceeded as refused:
+        refusal_record(user=user, kind=DialRefusal.Kind.QUOTA, reason=refused.quota)
+        raise
     except IntegrityError:
         # The same callId committed by a concurrent request a moment ago.
         return CallRequest.objects.get(owner=user, call_id=call_id), False

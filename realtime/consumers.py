@@ -10,7 +10,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import RedisError
 
 from core import events, metrics, parsing
-from core.errors import ApplicationError, InvalidRequest
+from core.errors import ApplicationError, InvalidRequest, RateLimited
 from realtime import calls, pipeline
 
 logger = logging.getLogger(__name__)
@@ -189,6 +189,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
         payload.update(call_id_echo(frame))
         if "fields" in body:
             payload["fields"] = body["fields"]
+        if isinstance(error, RateLimited):  # rate_limited, quota_exceeded: HTTP's Retry-After
+            payload["retryAfter"] = error.retry_after
         await self.send_json(payload)
 
     # --- channel-layer handlers ---------------------------------------------------------------

@@ -54,6 +54,9 @@ class CallRequest(models.Model):
     answered_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     duration = models.PositiveIntegerField(null=True, blank=True, help_text="seconds")
+    # The answered seconds the plan's daily quota granted the call when it was answered
+    # (accounts.quotas.talk_grant); the provider hangs up there. Null: no quota applied.
+    talk_limit = models.PositiveIntegerField(null=True, blank=True, help_text="seconds")
     failure_reason = models.CharField(max_length=200, blank=True, default="")
     provider_call_id = models.CharField(max_length=100, blank=True, default="")
     # When the next step is due at the latest; a non-terminal call past it (plus grace) has
@@ -72,6 +75,17 @@ class CallRequest(models.Model):
             models.Index(fields=["owner", "-created_at", "-id"], name="callrequest_owner_newest"),
             models.Index(
                 fields=["owner", "status", "-created_at", "-id"], name="callrequest_owner_status"
+            ),
+            # The quotas' counts (accounts.quotas): the owner's calls up now, and answered ones.
+            models.Index(
+                fields=["owner"],
+                condition=models.Q(ended_at__isnull=True),
+                name="callrequest_owner_up",
+            ),
+            models.Index(
+                fields=["owner", "answered_at"],
+                condition=models.Q(answered_at__isnull=False),
+                name="callrequest_owner_answered",
             ),
             models.Index(
                 fields=["step_deadline"],

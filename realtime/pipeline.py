@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts import quotas
 from core import events, metrics
 from core.counters import Drift, counters_add, counters_recount
 from core.fields import to_ms
@@ -87,6 +88,12 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
     if step.provider_call_id:
         fields["provider_call_id"] = step.provider_call_id
     with transaction.atomic():
+        if step.status == CallState.IN_PROGRESS:
+            # Answered: granted its talk out of the day's answered seconds, under the owner's
+            # lock, which submits take too (accounts.quotas).
+            fields["talk_limit"] = quotas.talk_grant(
+                user=quotas.user_lock(call.owner_id), call_pk=call.pk, planned=step.talk, now=now
+            )
         moved = CallRequest.objects.filter(pk=call.pk, status=expected_status).update(**fields)
         if not moved:
             return False

@@ -20,7 +20,7 @@ from django_tasks_db.models import DBTaskResult
 
 from realtime import pipeline
 from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
-from realtime.providers import Step
+from realtime.providers import Step, quota_cut
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,10 @@ def call_step_apply(*, call: CallRequest, step: Step, expected_status: str) -> b
     with transaction.atomic():
         moved = pipeline.call_transition(call=call, step=step, expected_status=expected_status)
         if moved and step.status not in TERMINAL_STATES:
-            schedule_advance(call=call, expected_status=step.status, after=step.wait)
+            wait = step.wait
+            if step.talk and quota_cut(call, step.talk):
+                wait *= call.talk_limit / step.talk  # the talk ends early, at its grant
+            schedule_advance(call=call, expected_status=step.status, after=wait)
     return moved
 
 

@@ -65,7 +65,11 @@ class CallViewSet(ResourceViewSet):
         description="The REST twin of the socket's `call` frame: the call is committed "
         "before the answer, and the same `callId` again creates nothing (it answers the "
         "call's current status). Its progress arrives as `call_status` frames on the socket. "
-        "Rate limited per user (`RATE_LIMIT_CALLS_PER_USER`).",
+        "Rate limited per user (`RATE_LIMIT_CALLS_PER_USER`). The dialing policy refuses "
+        "numbers outside `DIAL_ALLOWED_COUNTRIES` and premium-rate and similar numbers "
+        "(`destination_not_allowed`), and the plan's quotas (calls and answered seconds per "
+        "rolling day, calls at once; see `quotas` of `GET /api/user/me`) answer "
+        "`quota_exceeded` with `Retry-After`. A refused call is not stored.",
         request=(
             CallSubmitInput,
             {
@@ -79,7 +83,11 @@ class CallViewSet(ResourceViewSet):
         responses={
             202: (CallAckOutput, {"type": "call_ack", "callId": CALL_ID, "status": "queued"})
         },
-        errors=[ErrorCode.RATE_LIMITED],
+        errors=[
+            ErrorCode.DESTINATION_NOT_ALLOWED,
+            ErrorCode.RATE_LIMITED,
+            ErrorCode.QUOTA_EXCEEDED,
+        ],
     )
     def create(self, request):
         # Checked by CallSubmitInput inside the service: a repeated callId is acked whatever

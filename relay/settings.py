@@ -587,7 +587,73 @@ SIP_BIND_HOST, SIP_BIND_PORT, RTP_PORTS = _sip_settings()
 # empty: the system's resolvers.
 SIP_DNS_SERVERS = _dns_servers(env.list("SIP_DNS_SERVERS", default=[]))
 
-PLAN_NUMBER_LIMITS = {"free": env.int("PLAN_FREE_NUMBERS", default=5)}
+# --- Dialing policy, plans and sign-up (core/dialing.py, accounts/quotas.py) ----------------
+# The countries Relay dials (ISO 3166 codes, comma-separated; `*`: all); default: the home
+# country, SIP_NATIONAL_REGION's. Premium-rate and similar numbers only with DIAL_ALLOW_PREMIUM.
+DIAL_ALLOWED_COUNTRIES = [
+    code.strip().upper()
+    for code in env.str("DIAL_ALLOWED_COUNTRIES", default=SIP_NATIONAL_REGION).split(",")
+    if code.strip()
+]
+for _code in DIAL_ALLOWED_COUNTRIES:
+    if _code != "*" and _code not in phonenumbers.SUPPORTED_REGIONS:
+        raise ImproperlyConfigured(
+            f"DIAL_ALLOWED_COUNTRIES must list country codes like GB,US,FR (or be *), not {_code!r}"
+        )
+if not DIAL_ALLOWED_COUNTRIES:
+    raise ImproperlyConfigured("DIAL_ALLOWED_COUNTRIES must name a country (or be *)")
+DIAL_ALLOW_PREMIUM = env.bool("DIAL_ALLOW_PREMIUM", default=False)
+
+# Whether anyone may register (POST /api/auth/register); when false, staff create users in
+# the admin or with `manage.py createuser`.
+REGISTRATION_OPEN = env.bool("REGISTRATION_OPEN", default=True)
+
+# A user refused this many times in an hour (destinations and quotas) is flagged for staff.
+FRAUD_FLAG_REFUSALS_PER_HOUR = _whole_number("FRAUD_FLAG_REFUSALS_PER_HOUR", 20, maximum=10**6)
+
+# Plans: `free` and any others PLANS names. Each plan's limits are PLAN_<NAME>_<LIMIT>; a
+# plan other than free takes free's value for a limit it does not set. The quotas (calls and
+# answered seconds per rolling day, calls up at once) may also be `unlimited`.
+PLAN_DEFAULTS = {
+    "numbers": 5,
+    "calls_per_day": 50,
+    "call_seconds_per_day": 1800,
+    "concurrent_calls": 3,
+}
+PLAN_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
+
+
+def _plan_limit(name: str, default: int | None, *, quota: bool) -> int | None:
+    raw = env.str(name, default="unlimited" if default is None else str(default)).strip()
+    if quota and raw.lower() == "unlimited":
+        return None
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > 10**9:
+        also = " or unlimited" if quota else ""
+        raise ImproperlyConfigured(f"{name} must be a whole number{also}, not {raw!r}")
+    return int(raw)
+
+
+def _plans() -> dict[str, dict[str, int | None]]:
+    names = [name.strip().lower() for name in env.list("PLANS", default=["free"])]
+    for name in names:
+        if not PLAN_NAME.fullmatch(name):
+            raise ImproperlyConfigured(
+                f"PLANS must list plan names like free,pro (a-z, 0-9, _), not {name!r}"
+            )
+    plans: dict[str, dict[str, int | None]] = {}
+    for name in ["free", *(n for n in names if n != "free")]:
+        base = plans.get("free", PLAN_DEFAULTS)
+        plans[name] = {
+            key: _plan_limit(
+                f"PLAN_{name.upper()}_{key.upper()}", base[key], quota=key != "numbers"
+            )
+            for key in PLAN_DEFAULTS
+        }
+    return plans
+
+
+PLANS = _plans()
+PLAN_NUMBER_LIMITS = {name: limits["numbers"] for name, limits in PLANS.items()}
 
 # --- REST framework ---------------------------------------------------------------------------
 REST_FRAMEWORK = {

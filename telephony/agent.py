@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from realtime import pipeline
 from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
-from realtime.providers import Step
+from realtime.providers import QUOTA_REASON, Step, quota_cut
 from telephony import services
 from telephony.inbound.routing import InboundDesk
 from telephony.sip.message import new_call_id
@@ -64,6 +64,8 @@ class LiveCall:
     sip: OutboundCall | None = None
     ended_elsewhere: bool = False
     stopped: bool = False
+    # The seconds the plan's quota granted, when short of the message: hung up there.
+    quota_limit: int | None = None
     task: asyncio.Task | None = field(default=None, repr=False)
 
     def hang_up(self) -> None:
@@ -71,11 +73,17 @@ class LiveCall:
             self.sip.hang_up()
 
 
-def final_step(outcome: Outcome, *, stopped: bool = False) -> Step:
-    """The pipeline's last step for a call that SIP ended (docs/telephony.md's table)."""
+def final_step(outcome: Outcome, *, stopped: bool = False, talk_limit: int | None = None) -> Step:
+    """The pipeline's last step for a call that SIP ended (docs/telephony.md's table). With
+    `talk_limit` (the call was granted less than its talk) a hang-up at the limit is the
+    quota's: `completed`, reason `quota`, never more than the seconds granted."""
     duration = None if outcome.duration is None else max(0, round(outcome.duration))
     if stopped:
         return Step(status=CallState.FAILED, reason="agent_stopped", duration=duration)
+    if outcome.kind == "answered" and outcome.hung_up_by == "limit" and talk_limit is not None:
+        return Step(
+            status=CallState.COMPLETED, duration=min(duration, talk_limit), reason=QUOTA_REASON
+        )
     if outcome.kind == "answered":
         reason = "remote_hangup" if outcome.hung_up_by == "remote" else ""
         return Step(status=CallState.COMPLETED, duration=duration, reason=reason)
@@ -92,6 +100,11 @@ def final_step(outcome: Outcome, *, stopped: bool = False) -> Step:
     if outcome.kind == "canceled":
         return Step(status=CallState.CANCELED, reason="canceled by the user")
     return Step(status=CallState.FAILED, reason=outcome.phrase or "SIP error")
+
+
+def _seconds_of(audio: dict[int, bytes]) -> float:
+    """How long the message plays: G.711 is 8000 one-byte samples a second."""
+    return max((len(samples) for samples in audio.values()), default=0) / 8000
 
 
 WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104 - compared with, never bound
@@ -226,6 +239,15 @@ class TelephonyAgent:
             live.hang_up()
         return moved
 
+    async def _answered(self, live: LiveCall, *, planned: float) -> None:
+        """in_progress, granted its talk by the plan's quota: a grant short of the message
+        hangs the call up at the grant."""
+        if await self._move(live, Step(status=CallState.IN_PROGRESS, talk=planned)):
+            grant = live.record.talk_limit
+            if grant is not None and quota_cut(live.record, planned):
+                live.quota_limit = grant
+                live.sip.max_seconds = min(live.sip.max_seconds, grant)
+
     async def _run_call(self, live: LiveCall) -> None:
         record = live.record
         try:
@@ -248,7 +270,7 @@ class TelephonyAgent:
                 ring_timeout=settings.SIP_RING_TIMEOUT,
                 max_seconds=settings.SIP_MAX_CALL_SECONDS,
                 on_ringing=lambda: self._move(live, Step(status=CallState.RINGING)),
-                on_answered=lambda: self._move(live, Step(status=CallState.IN_PROGRESS)),
+                on_answered=lambda: self._answered(live, planned=_seconds_of(audio) + 1),
             )
             outcome = await live.sip.run()
             received = outcome.received
@@ -264,7 +286,8 @@ class TelephonyAgent:
                 received.speech_seconds,
             )
             if not live.ended_elsewhere:
-                await self._move(live, final_step(outcome, stopped=live.stopped))
+                step = final_step(outcome, stopped=live.stopped, talk_limit=live.quota_limit)
+                await self._move(live, step)
         except Exception:
             logger.exception("call %s: the agent failed", record.pk)
             with contextlib.suppress(Exception):

@@ -2,9 +2,11 @@ import factory
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.db import transaction
+from django.utils import timezone
 
 from accounts.models import LoginSession, User
 from history.services import call_record_counters_add
+from realtime.models import TERMINAL_STATES, CallState
 from realtime.pipeline import call_counters_move
 
 DEFAULT_PASSWORD = "correct-horse-battery-staple"
@@ -27,6 +29,12 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     email = factory.Sequence(lambda n: f"user{n}@example.com")
     password = DEFAULT_PASSWORD
+
+    class Params:
+        # Limits no load test reaches: staff's per-user limits, far above the free plan's.
+        unmetered = factory.Trait(
+            calls_per_day=10**6, call_seconds_per_day=10**9, concurrent_calls=10**6
+        )
 
     @classmethod
     def _create(cls, model_class, *args, **kwargs):
@@ -90,7 +98,7 @@ class BlockedCallerFactory(factory.django.DjangoModelFactory):
 
 class CallRequestFactory(factory.django.DjangoModelFactory):
     """A queued outbound call, stored as it is (no dispatch is enqueued), from the service's
-    caller id unless `caller_id` says otherwise."""
+    caller id unless `caller_id` says otherwise; `ended_at` now if `status` is terminal."""
 
     class Meta:
         model = "realtime.CallRequest"
@@ -100,6 +108,12 @@ class CallRequestFactory(factory.django.DjangoModelFactory):
     to = "+442079460120"
     message = "hi"
     caller_id = factory.LazyFunction(lambda: settings.SERVICE_CALLER_ID)
+    status = CallState.QUEUED
+    # Ended when its status is terminal, as the pipeline leaves every call that ends (the
+    # quotas count a call without ended_at as up).
+    ended_at = factory.LazyAttribute(
+        lambda call: timezone.now() if call.status in TERMINAL_STATES else None
+    )
 
     @classmethod
     def _create(cls, model_class, *args, **kwargs):

@@ -4,6 +4,7 @@ A provider turns a call into steps. The pipeline persists every step before it i
 so a provider never writes to the database itself.
 """
 
+import math
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Protocol
@@ -27,6 +28,10 @@ class Step:
     reason: str = ""
     provider_call_id: str = ""
     extra: dict = field(default_factory=dict)
+    # For in_progress: the seconds the provider expects the call to talk (None: up to
+    # SIP_MAX_CALL_SECONDS). The pipeline grants the call that much of the day's answered
+    # seconds, or what is left of them (CallRequest.talk_limit); the provider hangs up there.
+    talk: float | None = None
 
 
 class TelephonyProvider(Protocol):
@@ -47,6 +52,17 @@ class TelephonyProvider(Protocol):
     def advance(self, call) -> Step | None: ...
 
     def hang_up(self, call) -> None: ...
+
+
+QUOTA_REASON = "quota"  # the reason of a call hung up when its answered seconds ran out
+
+
+def quota_cut(call, planned: float | None) -> bool:
+    """Whether the quota granted the answered `call` less than the `planned` talk (None: up to
+    SIP_MAX_CALL_SECONDS): then its provider hangs it up there, `completed` with reason
+    `quota` (QUOTA_REASON)."""
+    wanted = settings.SIP_MAX_CALL_SECONDS if planned is None else math.ceil(planned)
+    return call.talk_limit is not None and call.talk_limit < wanted
 
 
 @cache

@@ -3,6 +3,8 @@
 The last digit of the target number decides the ending:
   0-6 -> completed     7 -> busy     8 -> no_answer     9 -> failed ("unreachable")
 Every call goes queued -> dialing -> ringing first; completed calls pass through in_progress.
+A call whose plan has fewer answered seconds left than it would talk is hung up there
+(`completed`, reason `quota`).
 The duration of a completed call is the time it takes to say the message at 150 words a
 minute (at least 1 second). SIMULATED_STEP_SECONDS is the pause between steps and
 SIMULATED_TALK_SCALE the fraction of the spoken duration that in_progress really lasts;
@@ -15,7 +17,7 @@ import uuid
 from django.conf import settings
 
 from realtime.models import CallState
-from realtime.providers import Step
+from realtime.providers import QUOTA_REASON, Step, quota_cut
 
 WORDS_PER_MINUTE = 150
 ENDINGS = {"7": CallState.BUSY, "8": CallState.NO_ANSWER, "9": CallState.FAILED}
@@ -49,8 +51,15 @@ class SimulatedProvider:
                 status=CallState.IN_PROGRESS,
                 wait=duration * settings.SIMULATED_TALK_SCALE,
                 duration=duration,
+                talk=duration,
             )
         if call.status == CallState.IN_PROGRESS:
+            if quota_cut(call, call.duration):
+                return Step(
+                    status=CallState.COMPLETED,
+                    duration=call.talk_limit,
+                    reason=QUOTA_REASON,
+                )
             return Step(status=CallState.COMPLETED, duration=call.duration)
         return None
 

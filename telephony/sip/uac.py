@@ -39,7 +39,9 @@ class Outcome:
     code: int = 0
     phrase: str = ""
     duration: float | None = None
-    hung_up_by: str = ""  # "local" or "remote", for answered calls
+    # For answered calls: "remote" (their BYE), "local" (our BYE: the message was said, or a
+    # hang-up was asked for) or "limit" (our BYE at max_seconds).
+    hung_up_by: str = ""
     received: ReceivedAudio = field(default_factory=ReceivedAudio)
     sent_packets: int = 0
 
@@ -362,6 +364,7 @@ class OutboundCall(Dialog):
             for task in (player, remote, local):
                 task.cancel()
         by_remote = remote in done
+        hung_up_by = "remote" if by_remote else "local" if done else "limit"
         duration = time.monotonic() - answered_at
         if not by_remote:
             await self.send_bye()
@@ -370,7 +373,7 @@ class OutboundCall(Dialog):
             kind="answered",
             code=response.status,
             duration=duration,
-            hung_up_by="remote" if by_remote else "local",
+            hung_up_by=hung_up_by,
             received=stream.received,
             sent_packets=stream.sent_packets,
         )

@@ -18,6 +18,7 @@ def test_me_returns_the_profile_with_exact_fields(user, client_jwt):
         "matrixInbound",
         "matrixOutbound",
         "createdAt",
+        "quotas",
     }
     assert body["id"] == str(user.pk)
     assert body["email"] == user.email

@@ -9,12 +9,15 @@ checkout as it found it.
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from accounts import services as accounts
 from accounts.models import LoginSession, User
+from tests.conftest import jwt_client
 from tests.factories import (
     CallRecordFactory,
     CallRequestFactory,
@@ -155,6 +158,7 @@ def test_the_index_shows_the_service_state(live_server, page, world):
         "/admin/history/callrecord/",
         "/admin/numbers/blockedcaller/",
         "/admin/realtime/callrequest/",
+        "/admin/accounts/dialrefusal/",
     ],
 )
 def test_every_list_opens(live_server, page, world, path):
@@ -230,6 +234,69 @@ def test_actions_run_through_the_services(live_server, page, world):
     run_action(page, base, "/admin/numbers/number/", "release", number.pk)
     assert not Number.objects.filter(pk=number.pk).exists()
     assert InventoryNumber.objects.filter(e164="+442079460001", holding__isnull=True).exists()
+
+
+def post_call(client, call_id: str, to: str):
+    return client.post("/api/calls", {"callId": call_id, "to": to, "message": "Hi"}, format="json")
+
+
+def post_call_in_a_thread(client, call_id: str, to: str):
+    """post_call off Playwright's thread, whose event loop the events of a committed call
+    must not meet, on a database connection of its own, closed after."""
+
+    def run():
+        try:
+            return post_call(client, call_id, to)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(run).result()
+
+
+def test_fraud_review_flags_filters_widens_and_clears(live_server, page, world, settings):
+    """A customer refused again and again is flagged; staff find them by the filter, read
+    what was refused, let them call France and set their own limit, then clear the flag."""
+    base = live_server.url
+    customer = world["customer"]
+    settings.FRAUD_FLAG_REFUSALS_PER_HOUR = 3
+    client = jwt_client(accounts.session_open(user=customer).token)
+    for n in range(3):
+        refused = post_call(client, f"x{n}", "+33123456789")
+        assert refused.json()["code"] == "destination_not_allowed"
+    log_in(page, base, "staff@example.com", STAFF_PASSWORD)
+
+    page.goto(f"{base}/admin/accounts/user/")
+    page.click("#changelist-filter a:text('Flagged')")
+    page.wait_for_url("**flagged=yes**")
+    assert page.locator("#result_list tbody tr").count() == 1
+    assert "flagged" in page.inner_text("#result_list")
+    shot(page, "users-flagged")
+
+    page.goto(f"{base}/admin/accounts/dialrefusal/?q=customer%40")
+    assert page.locator("#result_list tbody tr").count() == 3
+    assert "country" in page.inner_text("#result_list")
+
+    page.goto(f"{base}/admin/accounts/user/{customer.pk}/change/")
+    assert "3 (flagged at 3)" in page.inner_text(".field-refusals_last_hour")
+    page.fill("#id_dial_countries", "fr, fr,ZZ")
+    page.click("input[name=_save]")
+    assert "ZZ" in page.inner_text(".field-dial_countries .errorlist")
+    page.fill("#id_dial_countries", "fr")
+    page.fill("#id_concurrent_calls", "2")  # its queued call and one more
+    page.click("input[name=_save]")
+    page.wait_for_selector("ul.messagelist")
+    customer.refresh_from_db()
+    assert (customer.dial_countries, customer.concurrent_calls) == ("FR", 2)
+    placed = post_call_in_a_thread(client, "fr", "+33123456789")
+    third = post_call_in_a_thread(client, "fr2", "+33123456780")
+    assert placed.status_code == 202, placed.content
+    assert third.json()["code"] == "quota_exceeded"
+
+    run_action(page, base, "/admin/accounts/user/", "clear_fraud_flags", customer.pk)
+    customer.refresh_from_db()
+    assert customer.fraud_flagged_at is None
+    assert "Cleared 1 flag(s)." in page.inner_text("ul.messagelist")
 
 
 def test_no_page_shows_a_pin_password_hash_or_api_key(live_server, page, world):

@@ -15,6 +15,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.models import DialRefusal
 from history.services import record_inbound_call
 from matrix import services
 from matrix.client import MatrixClient
@@ -24,6 +25,7 @@ from matrix.sync import command_run, sync_once
 from realtime import calls
 from realtime.models import CallRequest
 from tests.conftest import drain_tasks
+from tests.dialing import REFUSED
 from tests.factories import NumberFactory
 from tests.live import wait_until
 from tests.matrix.synapse import MatrixUser
@@ -250,6 +252,36 @@ def test_a_bad_or_rate_limited_call_from_the_chat_is_answered_and_not_placed(
     assert bad_answer.startswith("Not placed: to:")
     (limited_answer,) = in_thread(events, limited)
     assert limited_answer.startswith("Not placed:") and "try again" in limited_answer.lower()
+
+
+def test_every_refused_destination_from_the_chat_is_answered_and_not_placed(
+    user, joined, bot, bot_account
+):
+    """The dialing policy on `!call`: each refused number gets its reason in its thread. Staff
+    let this user call France, so a French shared-cost number is refused for its type."""
+    user.dial_countries = "FR"
+    user.save(update_fields=["dial_countries"])
+    member, room_id = joined
+    refused = [  # all but France itself, and those refused only where all countries are allowed
+        (number, reason, overrides, says)
+        for number, reason, overrides, says in (param.values for param in REFUSED)
+        if number != "+33123456789" and (not overrides or number.startswith("+33"))
+    ]
+    commands = {
+        member.send_text(room_id, f"!call {number} Hello"): (number, reason, says)
+        for number, reason, _, says in refused
+    }
+    placed = member.send_text(room_id, "!call +33123456789 Bonjour")
+    settle(bot)
+
+    assert list(CallRequest.objects.values_list("call_id", flat=True)) == [placed]
+    events = bot_messages(member, room_id, bot_account.user_id)
+    for command, (number, _, says) in commands.items():
+        (answer,) = in_thread(events, command)
+        assert answer.startswith(f"Not placed: {number}") and says in answer, answer
+    assert sorted(DialRefusal.objects.values_list("reason", flat=True)) == sorted(
+        reason for _, reason, _ in commands.values()
+    )
 
 
 def test_help_and_calls_are_answered_in_their_threads(user, joined, bot, bot_account):

@@ -35,7 +35,7 @@ def test_concurrent_submits_transitions_cancels_and_recounts_never_make_the_coun
     settings,
 ):
     settings.RATE_LIMIT_CALLS_PER_USER = "1000000/m"
-    owner = UserFactory()
+    owner = UserFactory(unmetered=True)  # 60 calls up at once: far past the free plan
     queued = [submit(owner, f"early-{i}")[0].pk for i in range(CALLS)]
 
     def agent():

@@ -15,7 +15,16 @@ from websockets.exceptions import ConnectionClosed
 
 from accounts import services as accounts
 from realtime.models import CallRequest
+from tests.factories import UserFactory
 from tests.live import PrivateRedis, RelayProcess, eventually, http, wait_until
+
+
+@pytest.fixture
+def user(db):
+    """A user whose plan's quotas this module's load never reaches: it tests load, not
+    quotas (tests/accounts/test_quotas.py does)."""
+    return UserFactory(unmetered=True)
+
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}

@@ -255,3 +255,73 @@ def test_recovery_leaves_a_call_that_is_only_waiting_in_the_queue(user):
     call.refresh_from_db()
     assert call.step_deadline > timezone.now()
     assert DBTaskResult.objects.count() == 1
+
+
+# --- the answered seconds of the plan (accounts.quotas) ---------------------------------------
+def _seconds_quota(settings, seconds: int) -> None:
+    settings.PLANS = {"free": {**settings.PLANS["free"], "call_seconds_per_day": seconds}}
+
+
+def test_a_call_whose_answered_seconds_run_out_is_hung_up_completed_with_reason_quota(
+    user, settings
+):
+    _seconds_quota(settings, 30)
+    earlier, _ = submit(user, call_id="earlier", message=" ".join(["word"] * 45))  # 18 s
+    drain_tasks()
+    message = " ".join(["word"] * 50)  # 20 s, with 12 s of the day left
+
+    call, _ = submit(user, message=message)
+    drain_tasks()
+
+    call.refresh_from_db()
+    earlier.refresh_from_db()
+    assert (earlier.status, earlier.duration, earlier.failure_reason) == ("completed", 18, "")
+    assert (call.status, call.duration, call.failure_reason, call.talk_limit) == (
+        "completed",
+        12,
+        "quota",
+        12,
+    )
+    assert timeline(call) == ["queued", "dialing", "ringing", "in_progress", "completed"]
+    with pytest.raises(RateLimited) as refused:  # the day's 30 s are used up
+        submit(user, call_id="next")
+    assert refused.value.code == "quota_exceeded"
+
+
+def test_calls_answered_at_once_share_what_is_left_and_never_talk_past_it(user, settings):
+    _seconds_quota(settings, 30)
+    first, _ = submit(user, call_id="first", message=" ".join(["word"] * 50))  # 20 s each
+    second, _ = submit(user, call_id="second", to="+442079460121", message=" ".join(["w"] * 50))
+
+    drain_tasks()
+
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert sorted([first.duration, second.duration]) == [10, 20]
+    assert sorted([first.failure_reason, second.failure_reason]) == ["", "quota"]
+    assert first.status == second.status == "completed"
+
+
+def test_a_call_within_the_days_seconds_is_granted_its_whole_talk(user, settings):
+    _seconds_quota(settings, 1800)
+
+    call, _ = submit(user, message=" ".join(["word"] * 50))
+    drain_tasks()
+
+    call.refresh_from_db()
+    assert (call.status, call.duration, call.failure_reason, call.talk_limit) == (
+        "completed",
+        20,
+        "",
+        20,
+    )
+
+
+def test_unlimited_answered_seconds_grant_no_limit(user, settings):
+    _seconds_quota(settings, None)
+
+    call, _ = submit(user, message=" ".join(["word"] * 50))
+    drain_tasks()
+
+    call.refresh_from_db()
+    assert (call.duration, call.failure_reason, call.talk_limit) == (20, "", None)

@@ -15,6 +15,14 @@ from realtime.models import CallEvent, CallRequest
 from tests.factories import UserFactory
 from tests.live import PrivateRedis, RelayProcess, WorkerProcess, http, wait_until
 
+
+@pytest.fixture
+def user(db):
+    """A user whose plan's quotas this module's load never reaches: it tests load, not
+    quotas (tests/accounts/test_quotas.py does)."""
+    return UserFactory(unmetered=True)
+
+
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
 
@@ -90,7 +98,7 @@ async def test_a_web_process_restarted_mid_stream_loses_no_acked_call(login, tmp
     reason="the load run is for the PostgreSQL + Redis pass",
 )
 async def test_two_thousand_calls_over_fifty_sockets_two_web_processes_two_workers(tmp_path):
-    users = await sync_to_async(lambda: [UserFactory() for _ in range(50)])()
+    users = await sync_to_async(lambda: [UserFactory(unmetered=True) for _ in range(50)])()
     tokens = [(await sync_to_async(accounts.session_open)(user=u)).token for u in users]
     redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
     env = {"REDIS_URL": redis.url, "SIMULATED_STEP_SECONDS": "0"}

@@ -159,3 +159,31 @@ def test_outbox_depth_and_age_and_worker_lag_are_read_off_the_database(api_clien
     assert sample(samples, "relay_outbox_oldest_pending_age_seconds", outbox="webhooks") >= 3600
     assert 3600 <= sample(samples, "relay_worker_lag_seconds") < 3700
     assert sample(samples, "relay_tasks_due") == 1
+
+
+@pytest.mark.django_db
+def test_refused_destinations_quota_refusals_and_flags_are_counted(
+    api_client, token, settings, client_jwt
+):
+    settings.FRAUD_FLAG_REFUSALS_PER_HOUR = 3
+    settings.PLANS = {"free": {**settings.PLANS["free"], "concurrent_calls": 1}}
+    before = scrape(api_client)
+
+    def call(call_id: str, to: str):
+        body = {"callId": call_id, "to": to, "message": "Hi"}
+        return client_jwt.post("/api/calls", body, format="json").status_code
+
+    assert call("premium", "+449012345678") == 400
+    assert call("abroad", "+33123456789") == 400
+    assert call("placed", "+442079460120") == 202
+    assert call("second", "+442079460121") == 429
+    assert call("third", "+442079460122") == 429
+    after = scrape(api_client)
+
+    def grew(name: str, **labels) -> float:
+        return sample(after, name, **labels) - sample(before, name, **labels)
+
+    assert grew("relay_dial_refusals_total", reason="premium_rate") == 1
+    assert grew("relay_dial_refusals_total", reason="country") == 1
+    assert grew("relay_quota_refusals_total", quota="concurrent_calls") == 2
+    assert grew("relay_users_flagged_total") == 1  # at the third refusal, once

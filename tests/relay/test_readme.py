@@ -118,6 +118,7 @@ def test_the_readme_shows_every_operator_command():
         "record_call",
         "seed_history",
         "createsuperuser",
+        "createuser",
         "purge_expired",
         "recover_calls",
     } <= names
@@ -157,6 +158,19 @@ def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
             )
             assert code == 0, output
             assert "Superuser created successfully" in output
+        elif "createuser" in command:
+            code, output = run_interactive(
+                command, clean_env(var_dir), {"Password": "a-carol-passphrase-9"}
+            )
+            assert code == 0, output
+            assert "Created carol@example.com (plan free)." in output
+            assert "a-carol-passphrase-9" not in output  # the prompt does not echo it
+            status, _ = http(
+                "POST",
+                f"{base}/api/auth/login",
+                {"email": "carol@example.com", "password": "a-carol-passphrase-9"},
+            )
+            assert status == 200
         elif "record_call" in command:
             # The demo user's open socket hears of the call the command records: the command
             # found make run's embedded Redis with nothing exported.

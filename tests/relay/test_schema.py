@@ -75,6 +75,7 @@ def test_response_fields_are_spelled_as_the_interface_says(schema):
         "matrixInbound",
         "matrixOutbound",
         "createdAt",
+        "quotas",
     }
     assert set(components["DashboardOutput"]["properties"]) == {
         "email",

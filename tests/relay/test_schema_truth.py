@@ -29,7 +29,7 @@ RATE_LIMITED = {
     "auth_login": {"rate_limited"},
     "captcha_issue": {"rate_limited"},
     "captcha_verify": {"rate_limited"},
-    "calls_submit": {"rate_limited"},
+    "calls_submit": {"rate_limited", "quota_exceeded"},
     "numbers_pin_change": {"pin_locked"},
     "user_matrix_set": {"rate_limited"},
 }

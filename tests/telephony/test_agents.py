@@ -11,6 +11,7 @@ import pytest
 from django.db.models import Count
 
 from realtime.models import TERMINAL_STATES, CallRequest
+from tests.factories import UserFactory
 from tests.live import RelayProcess, WorkerProcess, http, wait_until
 from tests.telephony.conftest import (
     AgentProcess,
@@ -23,6 +24,14 @@ from tests.telephony.conftest import (
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def user(db):
+    """A hundred calls at once: far past the free plan's quotas, which this module does not
+    test (tests/accounts/test_quotas.py does)."""
+    return UserFactory(unmetered=True)
+
 
 LONG = " ".join(["This message keeps the callee listening for a while."] * 6)
 

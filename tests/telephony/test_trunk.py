@@ -84,6 +84,24 @@ def test_the_message_is_spoken_in_the_language_asked_for(user, tmp_path):
     assert verdict == 0
 
 
+def test_a_call_is_hung_up_when_the_days_answered_seconds_run_out(user, tmp_path):
+    """The plan grants 2 answered seconds a day; the message takes about ten to say. The
+    agent sends its BYE at the grant, and the call ends completed, reason quota."""
+    message = "This message takes far longer than two seconds to say, sentence by sentence. " * 2
+    call, verdict = place_one(
+        user,
+        tmp_path,
+        sipp_args={"scenario": "uas"},
+        call={"message": message},
+        PLAN_FREE_CALL_SECONDS_PER_DAY=2,
+    )
+
+    assert (call.status, call.failure_reason, call.talk_limit) == ("completed", "quota", 2)
+    assert call.duration <= 2
+    assert (call.ended_at - call.answered_at).total_seconds() < 5  # not the message's ten
+    assert verdict == 0  # SIPp answered and got the agent's BYE
+
+
 def exchange(address, data: bytes) -> bytes:
     """A request and its response, resent every 0.5 s as a UA would over UDP (a burst may
     have filled the agent's receive buffer)."""

@@ -1,0 +1,181 @@
+"""Plan quotas: outbound calls and answered seconds per rolling day, and calls up at once.
+
+A user's limits are their plan's (settings.PLANS) unless staff set the user's own. Use is
+counted from the user's calls through the reverse relation realtime declares
+(`user.call_requests`), never an import of it: a call is up while it has no `ended_at`, and
+its answered seconds are its `duration` once ended, or the seconds it was granted
+(`talk_limit`) while it talks.
+
+Exact under concurrency: a submit (quota_check) and an answer (talk_grant) each count under
+the user's row lock (user_lock), in the transaction that writes the call, so two submits can
+never both take the last call, and the seconds granted to calls up at once never add up past
+the day's quota.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Case, Count, F, Min, Q, Sum, When
+from django.db.models.functions import Coalesce
+
+from accounts.models import User
+from core.errors import ErrorCode, RateLimited
+
+WINDOW = timedelta(days=1)
+QUOTAS = ("calls_per_day", "call_seconds_per_day", "concurrent_calls")
+# How long a refused submit is told to wait when its calls up at once are the limit: calls
+# end in seconds to minutes, and nothing says when the next one will.
+CONCURRENT_RETRY_AFTER = 10
+
+
+@dataclass(frozen=True)
+class Quota:
+    name: str  # one of QUOTAS
+    limit: int | None  # None: unlimited
+    used: int
+    resets_at: datetime | None  # when the use next drops (rolling quotas); None: nothing to drop
+
+
+class QuotaExceeded(RateLimited):
+    """A 429 `quota_exceeded` with Retry-After; `quota` names the quota (one of QUOTAS)."""
+
+    def __init__(self, retry_after: int, message: str, *, quota: str, limit: int) -> None:
+        super().__init__(retry_after, message, code=ErrorCode.QUOTA_EXCEEDED, limit=limit)
+        self.quota = quota
+
+
+def user_lock(user_id) -> User:
+    """The user's row, locked until the caller's transaction ends (SQLite: its transactions
+    are IMMEDIATE, which serializes them anyway), read afresh: staff may have just changed
+    the plan or the limits.
+
+    FOR NO KEY UPDATE, not FOR UPDATE: it serializes the user's submits and answers with each
+    other, but not with the foreign-key checks (FOR KEY SHARE) of writes that merely point
+    at the user, such as a counter row another call's step inserts while holding the counter
+    row this transaction waits for: with FOR UPDATE, that was a deadlock."""
+    return User.objects.select_for_update(no_key=True).get(pk=user_id)
+
+
+def limits_of(user: User) -> dict[str, int | None]:
+    """The user's limit of each quota: staff's for this user, else the plan's (a plan no
+    longer in PLANS counts as free)."""
+    plan = settings.PLANS.get(user.plan) or settings.PLANS["free"]
+    own = {name: getattr(user, name) for name in QUOTAS}
+    return {name: plan[name] if own[name] is None else own[name] for name in QUOTAS}
+
+
+def _use(user: User, now: datetime, *, excluding=None) -> dict:
+    """The user's use in one query: `calls` created in the window and the `first` of them;
+    the answered `seconds` of calls answered in it (each call up now at what it was granted)
+    and when the `oldest` of them was answered; the calls `up` now. `excluding` leaves one
+    call out of the seconds."""
+    since = now - WINDOW
+    answered = Q(answered_at__gt=since)
+    if excluding is not None:
+        answered &= ~Q(pk=excluding)
+    return user.call_requests.aggregate(
+        calls=Count("pk", filter=Q(created_at__gt=since)),
+        first=Min("created_at", filter=Q(created_at__gt=since)),
+        seconds=Coalesce(
+            Sum(
+                Case(
+                    When(ended_at__isnull=True, then=Coalesce(F("talk_limit"), 0)),
+                    default=Coalesce(F("duration"), 0),
+                ),
+                filter=answered,
+            ),
+            0,
+        ),
+        oldest=Min("answered_at", filter=answered),
+        up=Count("pk", filter=Q(ended_at__isnull=True)),
+    )
+
+
+def _plus_window(at: datetime | None) -> datetime | None:
+    return None if at is None else at + WINDOW
+
+
+def quotas_of(user: User, *, now: datetime) -> list[Quota]:
+    """Each quota of the user: its limit, its use now and when that use next drops."""
+    limits = limits_of(user)
+    use = _use(user, now)
+    return [
+        Quota("calls_per_day", limits["calls_per_day"], use["calls"], _plus_window(use["first"])),
+        Quota(
+            "call_seconds_per_day",
+            limits["call_seconds_per_day"],
+            use["seconds"],
+            _plus_window(use["oldest"]),
+        ),
+        Quota("concurrent_calls", limits["concurrent_calls"], use["up"], None),
+    ]
+
+
+def _wait(until: datetime | None, now: datetime) -> int:
+    if until is None:
+        return int(WINDOW.total_seconds())
+    return max(1, math.ceil((until - now).total_seconds()))
+
+
+def _in_words(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 2 * 3600:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def quota_check(*, user: User, now: datetime) -> None:
+    """Refuse one more call of `user` (locked by user_lock, in the transaction that will write
+    the call) with QuotaExceeded when a quota is used up, naming it and when to try again."""
+    limits = limits_of(user)
+    use = _use(user, now)
+    limit = limits["concurrent_calls"]
+    if limit is not None and use["up"] >= limit:
+        raise QuotaExceeded(
+            CONCURRENT_RETRY_AFTER,
+            f"Your plan allows {limit} call(s) at once, and that many are under way; place "
+            "this one when one of them ends.",
+            quota="concurrent_calls",
+            limit=limit,
+        )
+    limit = limits["calls_per_day"]
+    if limit is not None and use["calls"] >= limit:
+        # The call whose leaving the window brings the count under the limit.
+        today = user.call_requests.filter(created_at__gt=now - WINDOW).order_by("created_at")
+        until = today.values_list("created_at", flat=True)[use["calls"] - limit] if limit else None
+        wait = _wait(_plus_window(until), now)
+        raise QuotaExceeded(
+            wait,
+            f"Your plan allows {limit} call(s) a day (a rolling 24 hours), and they are "
+            f"used up; try again in {_in_words(wait)}.",
+            quota="calls_per_day",
+            limit=limit,
+        )
+    limit = limits["call_seconds_per_day"]
+    if limit is not None and use["seconds"] >= limit:
+        wait = _wait(_plus_window(use["oldest"]) if limit else None, now)
+        raise QuotaExceeded(
+            wait,
+            f"Your plan allows {limit} answered seconds a day (a rolling 24 hours), and "
+            f"they are used up; try again in {_in_words(wait)}.",
+            quota="call_seconds_per_day",
+            limit=limit,
+        )
+
+
+def talk_grant(*, user: User, call_pk, planned: float | None, now: datetime) -> int | None:
+    """The answered seconds call `call_pk` of `user` (locked by user_lock) may talk, granted
+    as it is answered: what the provider expects it to talk (`planned`; None: up to
+    SIP_MAX_CALL_SECONDS), cut to what is left of the day's quota once every other call's use
+    and grant is counted. None when the user's seconds are unlimited."""
+    limit = limits_of(user)["call_seconds_per_day"]
+    if limit is None:
+        return None
+    used = _use(user, now, excluding=call_pk)["seconds"]
+    wanted = settings.SIP_MAX_CALL_SECONDS if planned is None else math.ceil(planned)
+    return max(0, min(limit - used, wanted))
