@@ -353,6 +353,10 @@ RATE_LIMIT_AUTH_PER_EMAIL = env.str("RATE_LIMIT_AUTH_PER_EMAIL", default="10/m")
 RATE_LIMIT_CAPTCHA_PER_IP = env.str("RATE_LIMIT_CAPTCHA_PER_IP", default="60/m")
 RATE_LIMIT_CAPTCHA_VERIFY_PER_IP = env.str("RATE_LIMIT_CAPTCHA_VERIFY_PER_IP", default="20/m")
 
+# Forwarding settings a user may store (PUT /api/numbers/:id/forwarding); each is checked
+# against the dialing policy, so the limit also caps probing it.
+RATE_LIMIT_FORWARDING_PER_USER = env.str("RATE_LIMIT_FORWARDING_PER_USER", default="30/h")
+
 HISTORY_MAX_LIMIT = 200
 
 # --- Calls -----------------------------------------------------------------------------------

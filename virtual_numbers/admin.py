@@ -25,19 +25,51 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
     list_select_related = ("owner",)
     raw_id_fields = ("owner", "inventory")
     # never the PIN (pin_hash is not a field here, not even read-only)
-    fields = ("id", "number", "alias", "owner", "inventory", "created_at", "history", "top_callers")
+    fields = (
+        "id",
+        "number",
+        "alias",
+        "owner",
+        "inventory",
+        "created_at",
+        "forwarding",
+        "history",
+        "top_callers",
+    )
     readonly_fields = (
         "id",
         "number",
         "owner",
         "inventory",
         "created_at",
+        "forwarding",
         "history",
         "top_callers",
     )
     ordering = ("-created_at",)
     inlines = [BlockedCallerInline]
-    actions = ["release"]
+    actions = ["release", "forwarding_off"]
+
+    @admin.display(description="forwarding")
+    def forwarding(self, obj):
+        # Set by the owner (PUT /api/numbers/:id/forwarding); staff may only turn it off.
+        if not obj.forward_targets:
+            return "Off: calls go to voicemail."
+        screening = ", screened" if obj.forward_screening else ""
+        return (
+            f"To {', '.join(obj.forward_targets)}, ringing {obj.forward_ring_seconds} s"
+            f"{screening}, showing {obj.get_forward_caller_id_display()}."
+        )
+
+    @admin.action(description="Turn forwarding off for the selected numbers")
+    def forwarding_off(self, request, queryset):
+        forwarding = [number for number in queryset if number.forward_targets]
+        for number in forwarding:
+            services.number_forwarding_clear(number=number)
+        count = len(forwarding)
+        self.message_user(
+            request, f"Turned forwarding off for {count} number(s).", messages.SUCCESS
+        )
 
     def has_add_permission(self, request):
         return False  # numbers are created through the API, behind the CAPTCHA

@@ -18,6 +18,18 @@ class InventoryNumber(models.Model):
         return self.e164
 
 
+class ForwardCallerId(models.TextChoices):
+    """What a forwarded call shows its target as From."""
+
+    CALLER = "caller", "the original caller (the number in a Diversion header)"
+    NUMBER = "number", "the virtual number"
+
+
+FORWARD_TARGETS_MAX = 3
+FORWARD_RING_SECONDS = (5, 60)  # the least and the most a number may ring its targets
+FORWARD_RING_SECONDS_DEFAULT = 20
+
+
 class Number(models.Model):
     """A virtual number held by a user: an inventory entry plus alias and a hashed PIN."""
 
@@ -36,10 +48,28 @@ class Number(models.Model):
     # What voicemail says to callers; empty: the service's default, which never reads the
     # alias out (an alias is the owner's private label).
     greeting = models.CharField(max_length=500, blank=True, default="")
+    # Forwarding (PUT /api/numbers/:id/forwarding): the owner's phones, rung at once when the
+    # number is called (TELEPHONY_PROVIDER=sip); none: forwarding is off.
+    forward_targets = models.JSONField(default=list, blank=True)
+    forward_ring_seconds = models.PositiveSmallIntegerField(default=FORWARD_RING_SECONDS_DEFAULT)
+    forward_screening = models.BooleanField(default=False)
+    forward_caller_id = models.CharField(
+        max_length=8, choices=ForwardCallerId.choices, default=ForwardCallerId.CALLER
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [models.Index(fields=["owner", "created_at"], name="number_owner_oldest")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(forward_ring_seconds__range=FORWARD_RING_SECONDS),
+                name="number_forward_ring_seconds_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(forward_caller_id__in=ForwardCallerId.values),
+                name="number_forward_caller_id_valid",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.number} ({self.alias})"

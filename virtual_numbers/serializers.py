@@ -3,10 +3,19 @@ from rest_framework import serializers
 from core.fields import (
     AliasField,
     CallerNumberField,
+    DialableNumberField,
     GreetingField,
     MillisecondsField,
     PinField,
+    StrictBooleanField,
     StrictCharField,
+    StrictIntegerField,
+)
+from virtual_numbers.models import (
+    FORWARD_RING_SECONDS,
+    FORWARD_RING_SECONDS_DEFAULT,
+    FORWARD_TARGETS_MAX,
+    ForwardCallerId,
 )
 
 
@@ -55,3 +64,45 @@ class BlockedCallerOutput(serializers.Serializer):
 
 class BlocklistOutput(serializers.Serializer):
     blocked = BlockedCallerOutput(many=True)
+
+
+class ForwardingInput(serializers.Serializer):
+    targets = serializers.ListField(
+        child=DialableNumberField(),
+        min_length=1,
+        max_length=FORWARD_TARGETS_MAX,
+        help_text=f"1 to {FORWARD_TARGETS_MAX} E.164 numbers, rung at once; the first to "
+        "answer takes the call.",
+    )
+    ringSeconds = StrictIntegerField(  # noqa: N815
+        min_value=FORWARD_RING_SECONDS[0],
+        max_value=FORWARD_RING_SECONDS[1],
+        default=FORWARD_RING_SECONDS_DEFAULT,
+        help_text="How long the targets ring before voicemail answers.",
+    )
+    screening = StrictBooleanField(
+        default=False,
+        help_text="Whoever picks up hears who is calling and takes the call by pressing 1.",
+    )
+    callerId = serializers.ChoiceField(  # noqa: N815
+        choices=ForwardCallerId.choices,
+        default=ForwardCallerId.CALLER,
+        help_text="What the target sees as the caller: `caller` (the caller's number, the "
+        "virtual number in a Diversion header) or `number` (the virtual number).",
+    )
+
+    def validate_targets(self, targets: list[str]) -> list[str]:
+        if len(set(targets)) != len(targets):
+            raise serializers.ValidationError("Each target may be named once.")
+        return targets
+
+
+class ForwardingOutput(serializers.Serializer):
+    targets = serializers.ListField(
+        child=serializers.CharField(), help_text="E.164 numbers; empty: forwarding is off."
+    )
+    ringSeconds = serializers.IntegerField(source="ring_seconds")  # noqa: N815
+    screening = serializers.BooleanField()
+    callerId = serializers.ChoiceField(  # noqa: N815
+        source="caller_id", choices=ForwardCallerId.choices
+    )

@@ -1,4 +1,5 @@
-"""Every write on numbers: inventory, creation behind the CAPTCHA, alias, PIN, deletion."""
+"""Every write on numbers: inventory, creation behind the CAPTCHA, alias, PIN, forwarding,
+deletion."""
 
 from __future__ import annotations
 
@@ -7,17 +8,27 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import phonenumbers
+from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import DialRefusal, User
+from accounts.services import refusal_record
 from captcha.services import captcha_token_consume
+from core import dialing, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound, RateLimited
 from core.passwords import password_hashing_slot
 from core.phone import e164_valid
 from core.recordings import recordings_delete_on_commit
-from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, PinFailure
+from virtual_numbers.models import (
+    FORWARD_RING_SECONDS_DEFAULT,
+    BlockedCaller,
+    ForwardCallerId,
+    InventoryNumber,
+    Number,
+    PinFailure,
+)
 
 PIN_FAILURE_LIMIT = 5
 PIN_FAILURE_WINDOW = timedelta(minutes=15)
@@ -268,6 +279,75 @@ def number_greeting_set(*, number: Number, greeting: str) -> Number:
         raise NotFound()  # deleted a moment ago
     number.greeting = greeting
     return number
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """Where a number forwards its calls (Number.forward_*); no targets: off."""
+
+    targets: list[str]
+    ring_seconds: int = FORWARD_RING_SECONDS_DEFAULT
+    screening: bool = False
+    caller_id: str = ForwardCallerId.CALLER
+
+    @classmethod
+    def of(cls, number: Number) -> Forwarding:
+        return cls(
+            targets=list(number.forward_targets),
+            ring_seconds=number.forward_ring_seconds,
+            screening=number.forward_screening,
+            caller_id=number.forward_caller_id,
+        )
+
+
+def _forwarding_target_check(*, owner: User, target: str) -> None:
+    """Refuse a target Relay may not ring on the owner's behalf, with destination_not_allowed:
+    a number of Relay's own inventory, held or not (the call would come back: a loop), or one
+    the dialing policy refuses for this owner (counted for fraud review, like a call)."""
+    if InventoryNumber.objects.filter(e164=target).exists():
+        raise ApplicationError(
+            f"{target} is a number of this service; forwarding to it would loop.",
+            code=ErrorCode.DESTINATION_NOT_ALLOWED,
+            fields={"targets": [f"{target} is a number of this service."]},
+        )
+    try:
+        dialing.destination_check(target, extra_countries=owner.extra_dial_countries)
+    except dialing.DestinationNotAllowed as refused:
+        refusal_record(user=owner, kind=DialRefusal.Kind.DESTINATION, reason=refused.reason)
+        raise ApplicationError(
+            refused.message, code=refused.code, fields={"targets": [refused.message]}
+        ) from refused
+
+
+def number_forwarding_set(*, number: Number, forwarding: Forwarding) -> Forwarding:
+    """Forward the number's calls to `forwarding.targets` (1 to FORWARD_TARGETS_MAX distinct
+    dialable numbers, as ForwardingInput checks them), replacing what was set. Rate limited
+    per owner (RATE_LIMIT_FORWARDING_PER_USER); each target must pass
+    _forwarding_target_check. Nothing is stored unless every target passes."""
+    owner = number.owner
+    ratelimit.hit("forwarding:user", str(owner.pk), settings.RATE_LIMIT_FORWARDING_PER_USER)
+    for target in forwarding.targets:
+        _forwarding_target_check(owner=owner, target=target)
+    return _forwarding_store(number, forwarding)
+
+
+def number_forwarding_clear(*, number: Number) -> None:
+    """Turn forwarding off: no targets, and the other settings back to their defaults."""
+    _forwarding_store(number, Forwarding(targets=[]))
+
+
+def _forwarding_store(number: Number, forwarding: Forwarding) -> Forwarding:
+    fields = {
+        "forward_targets": list(forwarding.targets),
+        "forward_ring_seconds": forwarding.ring_seconds,
+        "forward_screening": forwarding.screening,
+        "forward_caller_id": forwarding.caller_id,
+    }
+    if not Number.objects.filter(pk=number.pk).update(**fields):
+        raise NotFound()  # deleted a moment ago
+    for name, value in fields.items():
+        setattr(number, name, value)
+    return forwarding
 
 
 def _delete_with_recordings(locked: Number) -> None:

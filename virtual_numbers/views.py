@@ -11,6 +11,8 @@ from virtual_numbers.serializers import (
     BlockedCallerInput,
     BlockedCallerOutput,
     BlocklistOutput,
+    ForwardingInput,
+    ForwardingOutput,
     GreetingInput,
     NumberCreateInput,
     NumberListOutput,
@@ -27,6 +29,18 @@ NUMBER_EXAMPLE = {
 }
 CALLER_EXAMPLE = {"caller_num": "+447700900123"}
 BLOCKED_EXAMPLE = {"caller_num": "+447700900123", "created_at": 1795320000000}
+FORWARDING_EXAMPLE = {
+    "targets": ["+447700900456"],
+    "ringSeconds": 20,
+    "screening": False,
+    "callerId": "caller",
+}
+FORWARDING_DESCRIPTION = (
+    "Where calls to the number are to ring: every target at once, the first to answer "
+    "taking the call, voicemail answering if none does within `ringSeconds`. Stored and "
+    "checked now; the SIP agent does not ring the targets yet (docs/telephony.md, "
+    "Forwarding), and the simulated provider never will."
+)
 
 
 class NumberViewSet(ResourceViewSet):
@@ -40,6 +54,7 @@ class NumberViewSet(ResourceViewSet):
         "pin": PinChangeInput,
         "blocked_add": BlockedCallerInput,
         "blocked_remove": BlockedCallerInput,
+        "forwarding_set": ForwardingInput,
     }
 
     def number(self):
@@ -200,3 +215,54 @@ class NumberViewSet(ResourceViewSet):
         number = self.number()  # 404 before 400
         services.blocked_caller_remove(number=number, caller_num=self.validated()["caller_num"])
         return Response({"success": True})
+
+    @operation(
+        "numbers_forwarding_get",
+        summary="Read where a number forwards its calls",
+        description=FORWARDING_DESCRIPTION + " `targets` is empty while forwarding is off.",
+        responses={200: (ForwardingOutput, FORWARDING_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @action(detail=True, methods=["get"])
+    def forwarding(self, request, number_id):
+        return Response(ForwardingOutput(services.Forwarding.of(self.number())).data)
+
+    @operation(
+        "numbers_forwarding_set",
+        summary="Forward a number's calls to your phones",
+        description=FORWARDING_DESCRIPTION
+        + " Replaces what was set; fields left out take their defaults. A target is refused "
+        "with `destination_not_allowed` when it is one of this service's numbers (a loop) or "
+        "the dialing policy refuses it (other countries, premium-rate and similar numbers), "
+        "and nothing is stored. Forwarded calls count towards your plan's call quotas. "
+        "Rate limited per user (`RATE_LIMIT_FORWARDING_PER_USER`).",
+        request=(ForwardingInput, FORWARDING_EXAMPLE),
+        responses={200: (ForwardingOutput, FORWARDING_EXAMPLE)},
+        errors=[ErrorCode.DESTINATION_NOT_ALLOWED, ErrorCode.NOT_FOUND, ErrorCode.RATE_LIMITED],
+    )
+    @forwarding.mapping.put
+    def forwarding_set(self, request, number_id):
+        number = self.number()  # 404 before 400
+        data = self.validated()
+        forwarding = services.number_forwarding_set(
+            number=number,
+            forwarding=services.Forwarding(
+                targets=data["targets"],
+                ring_seconds=data["ringSeconds"],
+                screening=data["screening"],
+                caller_id=data["callerId"],
+            ),
+        )
+        return Response(ForwardingOutput(forwarding).data)
+
+    @operation(
+        "numbers_forwarding_clear",
+        summary="Stop forwarding a number's calls",
+        description="Its calls go to voicemail again; the settings go back to their defaults.",
+        responses={204: (None, None)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @forwarding.mapping.delete
+    def forwarding_clear(self, request, number_id):
+        services.number_forwarding_clear(number=self.number())
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -42,3 +42,29 @@ def test_releasing_a_number_returns_it_to_the_inventory(staff_client):
 
     assert not Number.objects.filter(pk=number.pk).exists()
     assert InventoryNumber.objects.filter(e164=number.number, holding__isnull=True).exists()
+
+
+def test_the_number_page_shows_its_forwarding_and_staff_turn_it_off(staff_client):
+    forwarding = NumberFactory(
+        forward_targets=["+447400123456", "+447400123457"],
+        forward_ring_seconds=30,
+        forward_screening=True,
+    )
+    plain = NumberFactory()
+
+    page = staff_client.get(f"/admin/numbers/number/{forwarding.pk}/change/")
+    response = staff_client.post(
+        "/admin/numbers/number/",
+        {"action": "forwarding_off", "_selected_action": [str(forwarding.pk), str(plain.pk)]},
+        follow=True,
+    )
+
+    assert (
+        b"To +447400123456, +447400123457, ringing 30 s, screened, showing the original caller"
+        in page.content
+    )
+    assert b"Turned forwarding off for 1 number(s)." in response.content
+    forwarding.refresh_from_db()
+    assert (forwarding.forward_targets, forwarding.forward_ring_seconds) == ([], 20)
+    off_page = staff_client.get(f"/admin/numbers/number/{forwarding.pk}/change/")
+    assert b"Off: calls go to voicemail." in off_page.content
