@@ -13,11 +13,13 @@ class CallRecordAdmin(OwnerLinkMixin, admin.ModelAdmin):
         "number_link",
         "owner_link",
         "status",
+        "answered_by",
+        "forwarded_to",
         "duration",
         "recording_seconds",
         "heard",
     )
-    list_filter = ("status", "heard")
+    list_filter = ("status", "answered_by", "heard")
     # Staff see that a message exists and how long it is, never the message: it is the
     # owner's, fetched through the API with their credentials.
     exclude = ("recording",)

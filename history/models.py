@@ -11,6 +11,13 @@ class CallStatus(models.TextChoices):
     BLOCKED = "blocked", "Blocked"
 
 
+class AnsweredBy(models.TextChoices):
+    """Who took an answered call: one of the owner's phones (forwarding) or voicemail."""
+
+    FORWARD = "forward", "Forwarded"
+    VOICEMAIL = "voicemail", "Voicemail"
+
+
 CALL_STATUS_VALUES = CallStatus.values  # the schema's CallRecordStatusEnum
 # The caller of a call whose caller ID was withheld or is not a phone number.
 ANONYMOUS_CALLER = "anonymous"
@@ -42,6 +49,10 @@ class CallRecord(models.Model):
     heard = models.BooleanField(
         default=False, db_default=False, help_text="played to the owner in the mailbox"
     )
+    # Who answered an answered call (null: not answered, or recorded before Relay knew), and
+    # the owner's phone that took a forwarded one.
+    answered_by = models.CharField(max_length=9, choices=AnsweredBy.choices, null=True, blank=True)  # noqa: DJ001 - null is the API's "nobody"
+    forwarded_to = models.CharField(max_length=16, null=True, blank=True)  # noqa: DJ001 - null is the API's "no phone"
 
     class Meta:
         indexes = [
@@ -66,6 +77,16 @@ class CallRecord(models.Model):
             ),
             models.CheckConstraint(
                 condition=models.Q(duration__gte=0), name="callrecord_duration_non_negative"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(answered_by__isnull=True)
+                | models.Q(status=CallStatus.ANSWERED, answered_by__in=AnsweredBy.values),
+                name="callrecord_answered_by_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(forwarded_to__isnull=True)
+                | models.Q(answered_by=AnsweredBy.FORWARD),
+                name="callrecord_forwarded_to_only_forwarded",
             ),
             models.UniqueConstraint(
                 fields=["sip_call_id"],

@@ -2,7 +2,7 @@ from rest_framework import serializers
 
 from core.fields import MillisecondsField
 from core.pagination import NextCursorField, PageParameters, PageQuery
-from history.models import CallStatus
+from history.models import AnsweredBy, CallStatus
 
 STATUS_FILTERS = [*CallStatus.values, "all"]
 
@@ -27,6 +27,15 @@ class CallRecordOutput(serializers.Serializer):
     )
     recording_seconds = serializers.FloatField(allow_null=True, help_text="the voicemail's length")
     heard = serializers.BooleanField(help_text="the owner played it in the mailbox")
+    answered_by = serializers.ChoiceField(
+        choices=AnsweredBy.values,
+        allow_null=True,
+        help_text="who took an answered call: `forward` (one of the owner's phones) or "
+        "`voicemail`; null for a call nobody answered (or recorded before Relay knew)",
+    )
+    forwarded_to = serializers.CharField(
+        allow_null=True, help_text="the owner's phone that took a forwarded call; else null"
+    )
 
 
 class HistoryOutput(serializers.Serializer):

@@ -14,7 +14,7 @@ from core.errors import InvalidRequest, NotFound
 from core.fields import to_ms
 from core.phone import e164_possible
 from core.recordings import recordings_delete_on_commit, recordings_storage
-from history.models import ANONYMOUS_CALLER, CallRecord, CallRecordCounter, CallStatus
+from history.models import ANONYMOUS_CALLER, AnsweredBy, CallRecord, CallRecordCounter, CallStatus
 from virtual_numbers.models import BlockedCaller, Number
 
 DURATION_MAX_SECONDS = 7 * 24 * 3600
@@ -35,6 +35,8 @@ def call_record_event(record: CallRecord) -> dict:
         "recording_url": record.recording_url,
         "recording_seconds": record.recording_seconds,
         "heard": record.heard,
+        "answered_by": record.answered_by,
+        "forwarded_to": record.forwarded_to,
     }
 
 
@@ -48,6 +50,8 @@ def record_inbound_call(
     sip_call_id: str = "",
     recording: str = "",
     recording_seconds: float | None = None,
+    answered_by: str | None = None,
+    forwarded_to: str | None = None,
 ) -> CallRecord:
     """Record an inbound call on `number` and push `call_record` to its owner after commit.
 
@@ -58,7 +62,8 @@ def record_inbound_call(
     meanwhile. The owner's counters (`total` of the history list) move in the record's
     transaction. `sip_call_id` makes it idempotent: a Call-ID already recorded returns its
     record and writes and pushes nothing. `recording` names the voicemail file in the
-    recordings storage, already saved.
+    recordings storage, already saved. `answered_by` (forward, voicemail) is for answered
+    calls only, and `forwarded_to` (E.164: the owner's phone that took it) for forwarded ones.
     """
     if sip_call_id:
         existing = CallRecord.objects.filter(sip_call_id=sip_call_id).first()
@@ -84,8 +89,9 @@ def record_inbound_call(
             "duration must be a whole number of seconds, at least 0.",
             fields={"duration": ["Must be an integer from 0 to 604800."]},
         )
+    _answer_check(status, answered_by, forwarded_to)
     if BlockedCaller.objects.filter(number=number, caller_num=caller).exists():
-        status, duration = CallStatus.BLOCKED, 0
+        status, duration, answered_by, forwarded_to = CallStatus.BLOCKED, 0, None, None
     with transaction.atomic():
         # The number's row, locked as number_delete locks it: a record and its counter land
         # before a deletion of the number (which then takes both) or not at all.
@@ -101,11 +107,30 @@ def record_inbound_call(
             sip_call_id=sip_call_id,
             recording=recording,
             recording_seconds=None if recording_seconds is None else round(recording_seconds, 2),
+            answered_by=answered_by,
+            forwarded_to=forwarded_to,
         )
         call_record_counters_add(records=[record])
         events.send_to_user_on_commit(user_id=number.owner_id, event=call_record_event(record))
         metrics.count_on_commit(metrics.inbound_calls, status)
     return record
+
+
+def _answer_check(status: str, answered_by: str | None, forwarded_to: str | None) -> None:
+    if answered_by is not None and (
+        answered_by not in AnsweredBy.values or status != CallStatus.ANSWERED
+    ):
+        raise InvalidRequest(
+            "answered_by is forward or voicemail, and only for an answered call.",
+            fields={"answered_by": ["Must be forward or voicemail, on an answered call."]},
+        )
+    if forwarded_to is not None and (
+        answered_by != AnsweredBy.FORWARD or e164_possible(forwarded_to) != forwarded_to
+    ):
+        raise InvalidRequest(
+            "forwarded_to is the E.164 number that took a forwarded call.",
+            fields={"forwarded_to": ["Must be an E.164 number, on a forwarded call."]},
+        )
 
 
 def call_record_counters_add(*, records: list[CallRecord]) -> None:

@@ -30,6 +30,8 @@ HISTORY_EXAMPLE = {
             "recording_url": "/api/history/2e4f6a8c-0b1d-4e3f-a5b7-c9d1e3f5a7b9/recording",
             "recording_seconds": 8.52,
             "heard": False,
+            "answered_by": "voicemail",
+            "forwarded_to": None,
         }
     ],
     "total": 1,

@@ -59,10 +59,14 @@ def inbound_call(event: dict) -> Text:
     status = event["status"]
     to = f"{number} ({alias})" if alias else number
     to_html = f"{escape(number)} (<i>{escape(alias)}</i>)" if alias else escape(number)
-    if status == "answered":
-        what = f"answered by voicemail, {_seconds(event.get('duration'))}"
+    if status == "answered" and event.get("answered_by") == "forward":
+        what = f"answered on {event.get('forwarded_to')}, {_seconds(event.get('duration'))}"
+    elif status == "answered" and event.get("answered_by") == "voicemail":
+        what = f"voicemail, {_seconds(event.get('duration'))}"
         if event.get("recording_seconds"):
             what += f"; a {event['recording_seconds']} s message was left"
+    elif status == "answered":
+        what = f"answered, {_seconds(event.get('duration'))}"
     elif status == "missed":
         what = "missed"
     else:

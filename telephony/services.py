@@ -12,7 +12,7 @@ from django.utils import timezone
 from core import events
 from core.errors import NotFound
 from core.fields import to_ms
-from history.models import CallRecord, CallStatus
+from history.models import AnsweredBy, CallRecord, CallStatus
 from history.services import record_inbound_call
 from telephony.models import InboundCall
 from virtual_numbers.models import Number
@@ -70,7 +70,8 @@ def inbound_call_record(
 ) -> CallRecord | None:
     """Write the call's one history record (record_inbound_call) and close its ledger, in one
     transaction. None when it was recorded already (by recovery, after this agent was taken
-    for dead) or its number was deleted meanwhile: then nothing is written."""
+    for dead) or its number was deleted meanwhile: then nothing is written. An answered call
+    was answered by voicemail: the agent does not forward calls yet."""
     with transaction.atomic():
         if not InboundCall.objects.filter(pk=call.pk, recorded=False).update(recorded=True):
             return None
@@ -84,6 +85,7 @@ def inbound_call_record(
                 sip_call_id=call.sip_call_id,
                 recording=recording,
                 recording_seconds=recording_seconds,
+                answered_by=AnsweredBy.VOICEMAIL if status == CallStatus.ANSWERED else None,
             )
         except NotFound:
             return None

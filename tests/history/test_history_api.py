@@ -53,12 +53,15 @@ def test_history_lists_records_newest_first_with_joined_fields(client_jwt, recor
         "recording_url",
         "recording_seconds",
         "heard",
+        "answered_by",
+        "forwarded_to",
     }
     assert (first["recording_url"], first["recording_seconds"], first["heard"]) == (
         None,
         None,
         False,
     )
+    assert (first["answered_by"], first["forwarded_to"]) == (None, None)
     assert first["number_id"] == str(numbers[0].pk)
     assert first["number"] == numbers[0].number
     assert first["alias"] == "Office"

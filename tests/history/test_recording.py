@@ -121,6 +121,83 @@ def test_a_blocked_caller_is_recorded_as_blocked_with_no_duration(number):
 
 
 @pytest.mark.django_db
+def test_who_answered_is_recorded_and_listed(number, client_jwt):
+    forwarded = record_inbound_call(
+        number=number,
+        caller_num="+447700900123",
+        status="answered",
+        duration=30,
+        answered_by="forward",
+        forwarded_to="+447400123456",
+    )
+    voicemail = record_inbound_call(
+        number=number,
+        caller_num="+447700900124",
+        status="answered",
+        duration=12,
+        answered_by="voicemail",
+    )
+
+    listed = {r["id"]: r for r in client_jwt.get("/api/history").json()["history"]}
+
+    assert (
+        listed[str(forwarded.pk)]["answered_by"],
+        listed[str(forwarded.pk)]["forwarded_to"],
+    ) == (
+        "forward",
+        "+447400123456",
+    )
+    assert (
+        listed[str(voicemail.pk)]["answered_by"],
+        listed[str(voicemail.pk)]["forwarded_to"],
+    ) == (
+        "voicemail",
+        None,
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "answered_by", "forwarded_to"),
+    [
+        ("missed", "voicemail", None),
+        ("blocked", "forward", "+447400123456"),
+        ("answered", "machine", None),
+        ("answered", "voicemail", "+447400123456"),
+        ("answered", None, "+447400123456"),
+        ("answered", "forward", "07400123456"),
+    ],
+)
+def test_who_answered_must_fit_the_status(number, status, answered_by, forwarded_to):
+    with pytest.raises(InvalidRequest):
+        record_inbound_call(
+            number=number,
+            caller_num="+447700900123",
+            status=status,
+            duration=0,
+            answered_by=answered_by,
+            forwarded_to=forwarded_to,
+        )
+    assert not CallRecord.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_blocked_caller_is_never_recorded_as_forwarded(number):
+    BlockedCallerFactory(number=number, caller_num="+447700900666")
+
+    record = record_inbound_call(
+        number=number,
+        caller_num="+447700900666",
+        status="answered",
+        duration=30,
+        answered_by="forward",
+        forwarded_to="+447400123456",
+    )
+
+    assert (record.status, record.answered_by, record.forwarded_to) == ("blocked", None, None)
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("duration", [-1, 1.5, "45", True, 10**9])
 def test_record_inbound_call_refuses_bad_durations(number, duration):
     with pytest.raises(InvalidRequest):

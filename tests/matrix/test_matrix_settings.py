@@ -141,3 +141,29 @@ def test_a_failing_notice_never_undoes_the_call_record(settings, user, monkeypat
     assert CallRecord.objects.filter(pk=record.pk).exists()
     assert not room.messages.exists()
     assert "no notice queued for a call_record" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("answered_by", "forwarded_to", "says"),
+    [
+        ("forward", "+447400123456", "answered on +447400123456, 30 s."),
+        ("voicemail", None, "voicemail, 30 s."),
+        (None, None, "answered, 30 s."),
+    ],
+)
+def test_the_notice_says_who_answered(settings, user, answered_by, forwarded_to, says):
+    settings.MATRIX_ENABLED = True
+    room = MatrixRoom.objects.create(user=user, matrix_id="@alice:localhost", status="joined")
+
+    record_inbound_call(
+        number=NumberFactory(owner=user, alias="Office"),
+        caller_num="+447700900123",
+        status="answered",
+        duration=30,
+        answered_by=answered_by,
+        forwarded_to=forwarded_to,
+    )
+
+    (message,) = room.messages.all()
+    assert message.body.endswith(f"(Office): {says}"), message.body

@@ -242,7 +242,12 @@ async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):
     number = await sync_to_async(NumberFactory)(owner=user, alias="Office")
 
     record = await sync_to_async(record_inbound_call)(
-        number=number, caller_num="+447700900123", status="answered", duration=45
+        number=number,
+        caller_num="+447700900123",
+        status="answered",
+        duration=45,
+        answered_by="forward",
+        forwarded_to="+447400123456",
     )
 
     frame = await ws.receive_json_from(timeout=5)
@@ -259,4 +264,6 @@ async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):
         "recording_url": None,
         "recording_seconds": None,
         "heard": False,
+        "answered_by": "forward",
+        "forwarded_to": "+447400123456",
     }

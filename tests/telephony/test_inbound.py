@@ -154,6 +154,7 @@ async def test_an_answered_call_leaves_a_message_that_the_owner_can_play(
 
     [record] = await sync_to_async(wait_for_records)(number, 1)
     assert (record.status, record.caller_num) == ("answered", CALLER)
+    assert (record.answered_by, record.forwarded_to) == ("voicemail", None)
     expected = greeting + 0.3 + MESSAGE_SECONDS + 0.2  # from the answer to SIPp's BYE
     assert abs(record.duration - expected) <= 1.5
     assert record.recording and abs(record.recording_seconds - MESSAGE_SECONDS) <= 1
@@ -175,6 +176,7 @@ async def test_an_answered_call_leaves_a_message_that_the_owner_can_play(
         record.duration,
     )
     assert pushed["recording_url"] == f"/api/history/{record.pk}/recording"
+    assert (pushed["answered_by"], pushed["forwarded_to"]) == ("voicemail", None)
     status, body = await asyncio.to_thread(
         http, "GET", f"{relay.base}/api/history", None, login.token
     )
