@@ -256,10 +256,12 @@ def post_call_in_a_thread(client, call_id: str, to: str):
 
 def test_fraud_review_flags_filters_widens_and_clears(live_server, page, world, settings):
     """A customer refused again and again is flagged; staff find them by the filter, read
-    what was refused, let them call France and set their own limit, then clear the flag."""
+    what was refused, let them call France, move them to another plan and set their own
+    limit, then clear the flag."""
     base = live_server.url
     customer = world["customer"]
     settings.FRAUD_FLAG_REFUSALS_PER_HOUR = 3
+    settings.PLANS = {**settings.PLANS, "pro": {**settings.PLANS["free"], "calls_per_day": 500}}
     client = jwt_client(accounts.session_open(user=customer).token)
     for n in range(3):
         refused = post_call(client, f"x{n}", "+33123456789")
@@ -283,11 +285,12 @@ def test_fraud_review_flags_filters_widens_and_clears(live_server, page, world, 
     page.click("input[name=_save]")
     assert "ZZ" in page.inner_text(".field-dial_countries .errorlist")
     page.fill("#id_dial_countries", "fr")
+    page.select_option("#id_plan", "pro")
     page.fill("#id_concurrent_calls", "2")  # its queued call and one more
     page.click("input[name=_save]")
     page.wait_for_selector("ul.messagelist")
     customer.refresh_from_db()
-    assert (customer.dial_countries, customer.concurrent_calls) == ("FR", 2)
+    assert (customer.dial_countries, customer.plan, customer.concurrent_calls) == ("FR", "pro", 2)
     placed = post_call_in_a_thread(client, "fr", "+33123456789")
     third = post_call_in_a_thread(client, "fr2", "+33123456780")
     assert placed.status_code == 202, placed.content
