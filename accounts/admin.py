@@ -10,9 +10,9 @@ from django.utils.html import format_html, format_html_join
 
 from accounts import services
 from accounts.models import DialRefusal, LoginSession, User
-from core import dialing
 from core.admin_links import change_link, changelist_link
 from core.passwords import hashes_passwords_on_post
+from core.phone import country_codes_problem, parse_country_codes
 
 
 class UserCreationAdminForm(BaseUserCreationForm):
@@ -61,8 +61,8 @@ class UserChangeAdminForm(UserChangeForm):
         return self.cleaned_data["email"].strip().lower()
 
     def clean_dial_countries(self):
-        codes = dialing.parse_country_codes(self.cleaned_data["dial_countries"])
-        problem = dialing.country_codes_problem(codes)
+        codes = parse_country_codes(self.cleaned_data["dial_countries"])
+        problem = country_codes_problem(codes)
         if problem:
             raise forms.ValidationError(problem)
         return ",".join(dict.fromkeys(codes))

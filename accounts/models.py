@@ -8,7 +8,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from accounts import apikeys
-from core import dialing
+from core.phone import parse_country_codes
 
 FREE_PLAN = "free"  # every user's plan at sign-up; the others are defined in settings (PLANS)
 
@@ -123,7 +123,7 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     @property
     def extra_dial_countries(self) -> list[str]:
-        return dialing.parse_country_codes(self.dial_countries)
+        return parse_country_codes(self.dial_countries)
 
 
 class DialRefusal(models.Model):

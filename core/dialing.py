@@ -22,8 +22,8 @@ from django.conf import settings
 from phonenumbers import PhoneNumberType
 
 from core.errors import ApplicationError, ErrorCode
+from core.phone import ANY_COUNTRY
 
-ANY_COUNTRY = "*"
 NON_GEOGRAPHIC = phonenumbers.REGION_CODE_FOR_NON_GEO_ENTITY  # "001"
 
 # phonenumbers' type -> (the metric's reason label, what the refusal calls it).
@@ -45,20 +45,6 @@ class DestinationNotAllowed(ApplicationError):
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
-
-
-def country_codes_problem(codes: Iterable[str]) -> str | None:
-    """What is wrong with a list of ISO 3166 codes (DIAL_ALLOWED_COUNTRIES, a user's extra
-    countries), or None."""
-    for code in codes:
-        if code != ANY_COUNTRY and code not in phonenumbers.SUPPORTED_REGIONS:
-            return f"{code!r} is not a country code like GB, US or FR (or * for all)"
-    return None
-
-
-def parse_country_codes(text: str) -> list[str]:
-    """`GB, us ,FR` as ["GB", "US", "FR"]: comma-separated, trimmed, upper-cased, no blanks."""
-    return [code.strip().upper() for code in text.split(",") if code.strip()]
 
 
 def _countries_named(codes: Iterable[str]) -> str:

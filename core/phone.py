@@ -1,8 +1,25 @@
-"""Phone numbers in E.164, parsed and checked with phonenumbers."""
+"""Phone numbers in E.164, parsed and checked with phonenumbers; lists of country codes."""
+
+from collections.abc import Iterable
 
 import phonenumbers
 
 E164_MAX_INPUT = 32
+ANY_COUNTRY = "*"
+
+
+def parse_country_codes(text: str) -> list[str]:
+    """`GB, us ,FR` as ["GB", "US", "FR"]: comma-separated, trimmed, upper-cased, no blanks."""
+    return [code.strip().upper() for code in text.split(",") if code.strip()]
+
+
+def country_codes_problem(codes: Iterable[str]) -> str | None:
+    """What is wrong with a list of ISO 3166 codes (DIAL_ALLOWED_COUNTRIES, a user's extra
+    countries), or None."""
+    for code in codes:
+        if code != ANY_COUNTRY and code not in phonenumbers.SUPPORTED_REGIONS:
+            return f"{code!r} is not a country code like GB, US or FR (or * for all)"
+    return None
 
 
 def _parse(raw) -> phonenumbers.PhoneNumber | None:

@@ -17,6 +17,7 @@ import phonenumbers
 from django.core.exceptions import ImproperlyConfigured
 from redis.maint_notifications import MaintNotificationsConfig
 
+from core.phone import country_codes_problem, parse_country_codes
 from telephony.sip.dns import parse_trunk_uri
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -594,16 +595,11 @@ SIP_DNS_SERVERS = _dns_servers(env.list("SIP_DNS_SERVERS", default=[]))
 # --- Dialing policy, plans and sign-up (core/dialing.py, accounts/quotas.py) ----------------
 # The countries Relay dials (ISO 3166 codes, comma-separated; `*`: all); default: the home
 # country, SIP_NATIONAL_REGION's. Premium-rate and similar numbers only with DIAL_ALLOW_PREMIUM.
-DIAL_ALLOWED_COUNTRIES = [
-    code.strip().upper()
-    for code in env.str("DIAL_ALLOWED_COUNTRIES", default=SIP_NATIONAL_REGION).split(",")
-    if code.strip()
-]
-for _code in DIAL_ALLOWED_COUNTRIES:
-    if _code != "*" and _code not in phonenumbers.SUPPORTED_REGIONS:
-        raise ImproperlyConfigured(
-            f"DIAL_ALLOWED_COUNTRIES must list country codes like GB,US,FR (or be *), not {_code!r}"
-        )
+DIAL_ALLOWED_COUNTRIES = parse_country_codes(
+    env.str("DIAL_ALLOWED_COUNTRIES", default=SIP_NATIONAL_REGION)
+)
+if _problem := country_codes_problem(DIAL_ALLOWED_COUNTRIES):
+    raise ImproperlyConfigured(f"DIAL_ALLOWED_COUNTRIES: {_problem}")
 if not DIAL_ALLOWED_COUNTRIES:
     raise ImproperlyConfigured("DIAL_ALLOWED_COUNTRIES must name a country (or be *)")
 DIAL_ALLOW_PREMIUM = env.bool("DIAL_ALLOW_PREMIUM", default=False)
@@ -628,13 +624,12 @@ PLAN_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
 
 def _plan_limit(name: str, default: int | None, *, quota: bool) -> int | None:
-    raw = env.str(name, default="unlimited" if default is None else str(default)).strip()
-    if quota and raw.lower() == "unlimited":
+    raw = env.str(name, default=None)
+    unset_unlimited = raw is None and default is None
+    if quota and (unset_unlimited or (raw or "").strip().lower() == "unlimited"):
         return None
-    if not (raw.isascii() and raw.isdigit()) or int(raw) > 10**9:
-        also = " or unlimited" if quota else ""
-        raise ImproperlyConfigured(f"{name} must be a whole number{also}, not {raw!r}")
-    return int(raw)
+    unit = " (or unlimited)" if quota else ""
+    return _whole_number(name, default, minimum=0, maximum=10**9, unit=unit)
 
 
 def _plans() -> dict[str, dict[str, int | None]]:
