@@ -36,16 +36,7 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
         "history",
         "top_callers",
     )
-    readonly_fields = (
-        "id",
-        "number",
-        "owner",
-        "inventory",
-        "created_at",
-        "forwarding",
-        "history",
-        "top_callers",
-    )
+    readonly_fields = tuple(name for name in fields if name != "alias")  # alias: editable
     ordering = ("-created_at",)
     inlines = [BlockedCallerInline]
     actions = ["release", "forwarding_off"]
