@@ -1,8 +1,10 @@
 """Plan quotas: outbound calls and answered seconds per rolling day, and calls up at once.
+The legs of forwarded calls (telephony.models.ForwardLeg) count as calls: forwarding dials on
+the owner's behalf.
 
 A user's limits are their plan's (settings.PLANS) unless staff set the user's own. Use is
-counted from the user's calls through the reverse relation realtime declares
-(`user.call_requests`), never an import of it: a call is up while it has no `ended_at`, and
+counted through the reverse relations realtime and telephony declare (`user.call_requests`,
+`user.forward_legs`), never an import of them: a call is up while it has no `ended_at`, and
 its answered seconds are its `duration` once ended, or the seconds it was granted
 (`talk_limit`) while it talks.
 
@@ -68,16 +70,40 @@ def limits_of(user: User) -> dict[str, int | None]:
     return {name: plan[name] if own[name] is None else own[name] for name in QUOTAS}
 
 
+def _uses(user: User):
+    """What the user dials, each through the reverse relation its app declares: their calls
+    (realtime's `call_requests`) and the legs of their forwarded calls (telephony's
+    `forward_legs`), both with created_at, answered_at, ended_at, duration and talk_limit."""
+    return (user.call_requests, user.forward_legs)
+
+
 def _use(user: User, now: datetime, *, excluding=None) -> dict:
-    """The user's use in one query: `calls` created in the window and the `first` of them;
-    the answered `seconds` of calls answered in it (each call up now at what it was granted)
-    and when the `oldest` of them was answered; the calls `up` now. `excluding` leaves one
-    call out of the seconds."""
+    """The user's use, one query per kind of use (_uses): `calls` created in the window and
+    the `first` of them; the answered `seconds` of calls answered in it (each call up now at
+    what it was granted) and when the `oldest` of them was answered; the calls `up` now.
+    `excluding` leaves one call (a call request's pk) out of the seconds."""
+    call_requests, forward_legs = _uses(user)
+    calls = _use_of(call_requests, now, excluding=excluding)
+    legs = _use_of(forward_legs, now)
+    return {
+        "calls": calls["calls"] + legs["calls"],
+        "first": _earliest(calls["first"], legs["first"]),
+        "seconds": calls["seconds"] + legs["seconds"],
+        "oldest": _earliest(calls["oldest"], legs["oldest"]),
+        "up": calls["up"] + legs["up"],
+    }
+
+
+def _earliest(*moments: datetime | None) -> datetime | None:
+    return min((m for m in moments if m is not None), default=None)
+
+
+def _use_of(uses, now: datetime, *, excluding=None) -> dict:
     since = now - WINDOW
     answered = Q(answered_at__gt=since)
     if excluding is not None:
         answered &= ~Q(pk=excluding)
-    return user.call_requests.aggregate(
+    return uses.aggregate(
         calls=Count("pk", filter=Q(created_at__gt=since)),
         first=Min("created_at", filter=Q(created_at__gt=since)),
         seconds=Coalesce(
@@ -146,8 +172,12 @@ def quota_check(*, user: User, now: datetime) -> None:
     limit = limits["calls_per_day"]
     if limit is not None and use["calls"] >= limit:
         # The call whose leaving the window brings the count under the limit.
-        today = user.call_requests.filter(created_at__gt=now - WINDOW).order_by("created_at")
-        until = today.values_list("created_at", flat=True)[use["calls"] - limit] if limit else None
+        today = sorted(
+            at
+            for uses in _uses(user)
+            for at in uses.filter(created_at__gt=now - WINDOW).values_list("created_at", flat=True)
+        )
+        until = today[use["calls"] - limit] if limit else None
         wait = _wait(_plus_window(until), now)
         raise QuotaExceeded(
             wait,

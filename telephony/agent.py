@@ -154,13 +154,11 @@ class TelephonyAgent:
         self.stopping = asyncio.Event()
         self.capacity = settings.SIP_MAX_CONCURRENT_CALLS
         # Calls to the numbers (telephony/inbound/) share the agent's capacity.
-        self.desk = InboundDesk(
-            ua=self.ua, speech=self.speech, db=_in_db_thread, has_room=self._has_room
-        )
+        self.desk = InboundDesk(ua=self.ua, speech=self.speech, db=_in_db_thread, room=self._room)
         self.next_recovery = 0.0
 
-    def _has_room(self) -> bool:
-        return len(self.calls) + len(self.desk) < self.capacity
+    def _room(self) -> int:
+        return self.capacity - len(self.calls) - len(self.desk)
 
     async def run(self) -> None:
         await self.ua.start()
@@ -208,7 +206,7 @@ class TelephonyAgent:
             self.next_recovery = loop.time() + settings.CALL_RECOVERY_INTERVAL
             if recovered := await _in_db_thread(services.inbound_calls_recover)():
                 logger.warning("recorded %d inbound call(s) of an agent that died", recovered)
-        free = self.capacity - len(self.calls) - len(self.desk)
+        free = self._room()
         if free > 0:
             for record in await _in_db_thread(self._claim)(free):
                 live = LiveCall(record=record)

@@ -9,13 +9,15 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.quotas import QuotaExceeded, quota_check, talk_grant, user_lock
 from core import events
 from core.errors import NotFound
 from core.fields import to_ms
 from history.models import AnsweredBy, CallRecord, CallStatus
 from history.services import record_inbound_call
-from telephony.models import InboundCall
+from telephony.models import ForwardLeg, InboundCall
 from virtual_numbers.models import Number
+from virtual_numbers.selectors import forwarding_targets_dialable
 
 
 def incoming_call_event(call: InboundCall, number: Number) -> dict:
@@ -71,10 +73,18 @@ def inbound_call_record(
     """Write the call's one history record (record_inbound_call) and close its ledger, in one
     transaction. None when it was recorded already (by recovery, after this agent was taken
     for dead) or its number was deleted meanwhile: then nothing is written. An answered call
-    was answered by voicemail: the agent does not forward calls yet."""
+    was answered by the target it was bridged to (`forwarded_to`), else by voicemail. Its
+    forwarding legs still up end with it (the bridged one with the call's duration)."""
     with transaction.atomic():
         if not InboundCall.objects.filter(pk=call.pk, recorded=False).update(recorded=True):
             return None
+        now = timezone.now()
+        legs = ForwardLeg.objects.filter(call=call, ended_at__isnull=True)
+        legs.filter(answered_at__isnull=False).update(ended_at=now, duration=duration)
+        legs.update(ended_at=now, duration=0)
+        answered_by = None
+        if status == CallStatus.ANSWERED:
+            answered_by = AnsweredBy.FORWARD if call.forwarded_to else AnsweredBy.VOICEMAIL
         try:
             return record_inbound_call(
                 number=call.number,
@@ -85,7 +95,8 @@ def inbound_call_record(
                 sip_call_id=call.sip_call_id,
                 recording=recording,
                 recording_seconds=recording_seconds,
-                answered_by=AnsweredBy.VOICEMAIL if status == CallStatus.ANSWERED else None,
+                answered_by=answered_by,
+                forwarded_to=call.forwarded_to if answered_by == AnsweredBy.FORWARD else None,
             )
         except NotFound:
             return None
@@ -115,3 +126,53 @@ def inbound_calls_recover() -> int:
         if inbound_call_record(call=call, status=status, duration=duration) is not None:
             recorded += 1
     return recorded
+
+
+def forward_legs_open(*, call: InboundCall, number: Number, call_ids: dict[str, str]) -> list:
+    """The legs to dial for `call` to `number`'s forwarding targets (`call_ids`: target ->
+    the SIP Call-ID its INVITE will have), each written before its INVITE exists: only the
+    targets still allowed (forwarding_targets_dialable: a target the dialing policy or the
+    inventory came to refuse since it was set is skipped), while the owner's plan quotas
+    allow another call, and never a target this call dialled before (the unique row). The
+    owner's row is locked meanwhile, as a submit locks it."""
+    legs = []
+    with transaction.atomic():
+        owner = user_lock(number.owner_id)
+        dialled = set(call.legs.values_list("target", flat=True))
+        for target in forwarding_targets_dialable(number=number, owner=owner):
+            if target in dialled or target not in call_ids:
+                continue
+            try:
+                quota_check(user=owner, now=timezone.now())
+            except QuotaExceeded:
+                break
+            legs.append(
+                ForwardLeg.objects.create(
+                    call=call, user=owner, target=target, sip_call_id=call_ids[target]
+                )
+            )
+    return legs
+
+
+def forward_leg_bridged(*, call: InboundCall, leg: ForwardLeg) -> int | None:
+    """`leg` answered and is bridged to the caller: the call is answered, by `leg.target`
+    (so that recovery records it forwarded), and the leg is granted its talk by the owner's
+    plan (talk_grant: the seconds it may talk, None when unlimited; 0 refuses the bridge)."""
+    now = timezone.now()
+    with transaction.atomic():
+        owner = user_lock(leg.user_id)
+        grant = talk_grant(user=owner, call_pk=None, planned=None, now=now)
+        if grant == 0:
+            return 0
+        ForwardLeg.objects.filter(pk=leg.pk).update(answered_at=now, talk_limit=grant)
+        InboundCall.objects.filter(pk=call.pk).update(answered_at=now, forwarded_to=leg.target)
+    leg.answered_at, leg.talk_limit = now, grant
+    call.answered_at, call.forwarded_to = now, leg.target
+    return grant
+
+
+def forward_leg_ended(*, leg: ForwardLeg, duration: int = 0) -> None:
+    """The leg's call is over (`duration`: seconds bridged)."""
+    ForwardLeg.objects.filter(pk=leg.pk, ended_at__isnull=True).update(
+        ended_at=timezone.now(), duration=duration
+    )

@@ -3,6 +3,7 @@
 import uuid
 
 from accounts.models import User
+from core import dialing
 from core.errors import NotFound
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
 
@@ -44,3 +45,22 @@ def number_by_e164(*, e164: str) -> Number | None:
 
 def caller_blocked(*, number: Number, caller_num: str) -> bool:
     return BlockedCaller.objects.filter(number=number, caller_num=caller_num).exists()
+
+
+def forwarding_targets_dialable(*, number: Number, owner: User) -> list[str]:
+    """`number`'s forwarding targets that may be rung now, in order: what was checked when
+    they were set (services._forwarding_target_check) is checked again, because the dialing
+    policy, the owner's countries or the inventory may have changed since. Nothing is
+    counted for fraud review here: the owner dialled nothing."""
+    targets = list(number.forward_targets)
+    looping = set(InventoryNumber.objects.filter(e164__in=targets).values_list("e164", flat=True))
+    allowed = []
+    for target in targets:
+        if target in looping:
+            continue
+        try:
+            dialing.destination_check(target, extra_countries=owner.extra_dial_countries)
+        except dialing.DestinationNotAllowed:
+            continue
+        allowed.append(target)
+    return allowed

@@ -8,9 +8,12 @@
 - a caller on the number's blocklist: 603 and a `blocked` record (duration 0);
 - a Call-ID seen before (a re-sent INVITE): 482, nothing recorded again;
 - an agent at SIP_MAX_CONCURRENT_CALLS: 486 and a `missed` record;
-- otherwise 180 Ringing and `incoming_call` to the owner's sockets. A caller who hangs up
-  within INBOUND_RING_SECONDS is `missed`; after it voicemail answers (`answered`, with the
-  duration from answer to hang-up; telephony.inbound.voicemail).
+- otherwise 180 Ringing and `incoming_call` to the owner's sockets. A number that forwards
+  rings its targets, when the agent has room for every leg (telephony.inbound.forwarding):
+  bridged, it is `answered` by the target; a caller who hangs up first is `missed`. Else,
+  and when no target took the call, voicemail answers (`answered`, with the duration from
+  answer to hang-up; telephony.inbound.voicemail), after INBOUND_RING_SECONDS for a number
+  that does not forward; a caller who hangs up before is `missed`.
 
 Every call ends in exactly one history record, written with the ledger row (telephony.models.
 InboundCall) that a crashed agent's calls are recovered from.
@@ -30,6 +33,7 @@ from django.conf import settings
 from core.recordings import recordings_storage
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
+from telephony.inbound.forwarding import Forwarder
 from telephony.inbound.numbering import caller_number, dialled_number
 from telephony.inbound.voicemail import Voicemail
 from telephony.sip.uas import InboundDialog
@@ -57,11 +61,13 @@ def source_allowed(source_host: str, trunk_host: str) -> bool:
 
 class InboundDesk:
     """The inbound side of one telephony agent. `db` runs a function in the agent's database
-    thread; `has_room()` says whether the agent may take one more call."""
+    thread; `room()` says how many more calls (a forwarded call's legs each one) the agent
+    may take."""
 
-    def __init__(self, *, ua, speech: Speech, db: Callable, has_room: Callable[[], bool]):
-        self.ua, self.speech, self.db, self.has_room = ua, speech, db, has_room
+    def __init__(self, *, ua, speech: Speech, db: Callable, room: Callable[[], int]):
+        self.ua, self.speech, self.db, self.room = ua, speech, db, room
         self.live: dict[str, tuple[InboundDialog, object]] = {}  # Call-ID -> (SIP, ledger row)
+        self.legs = 0  # forwarding legs held (or set aside) for the calls in `live`
         self.tasks: set[asyncio.Task] = set()
         self.stopping = False
         ua.on_invite = self.take
@@ -71,7 +77,7 @@ class InboundDesk:
         )
 
     def __len__(self) -> int:
-        return len(self.live)
+        return len(self.live) + self.legs
 
     def ledger_pks(self) -> list:
         return [ledger.pk for _, ledger in self.live.values()]
@@ -119,7 +125,7 @@ class InboundDesk:
         blocked = caller != ANONYMOUS_CALLER and await self.db(number_selectors.caller_blocked)(
             number=number, caller_num=caller
         )
-        ringing = not blocked and self.has_room() and not self.stopping
+        ringing = not blocked and self.room() > 0 and not self.stopping
         ledger = await self.db(services.inbound_call_open)(
             sip_call_id=call.call_id, number=number, caller_num=caller, ringing=ringing
         )
@@ -146,8 +152,14 @@ class InboundDesk:
 
     async def _ring_then_answer(self, call: InboundDialog, number, ledger) -> None:
         await call.ringing()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(call.ended.wait(), settings.INBOUND_RING_SECONDS)
+        # This call holds one place of the agent's capacity already; each leg takes one more.
+        legs = len(number.forward_targets)
+        if legs and self.room() >= legs:
+            if await self._forward(call, number, ledger, legs):
+                return
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(call.ended.wait(), settings.INBOUND_RING_SECONDS)
         if call.ended.is_set() and not call.canceled.is_set():
             await call.refuse(480, "Temporarily Unavailable")  # the agent is stopping
         if call.final_status:  # canceled, or turned away
@@ -163,3 +175,29 @@ class InboundDesk:
         await call.hang_up()
         duration = max(0, round(time.monotonic() - answered))
         await self._record(ledger, CallStatus.ANSWERED, duration=duration, **recording)
+
+    async def _forward(self, call: InboundDialog, number, ledger, legs: int) -> bool:
+        """Ring the number's targets (forwarding.Forwarder), their places held until each leg
+        is over. True when the call was bridged and recorded; False when it was not (then
+        voicemail answers, unless the caller is gone)."""
+        held = [legs]
+        self.legs += legs
+
+        def leg_done() -> None:
+            held[0] -= 1
+            self.legs -= 1
+
+        forwarder = Forwarder(
+            ua=self.ua,
+            db=self.db,
+            speech=self.speech,
+            call=call,
+            number=number,
+            ledger=ledger,
+            record=lambda status, **fields: self._record(ledger, status, **fields),
+            leg_done=leg_done,
+        )
+        try:
+            return await forwarder.run()
+        finally:
+            self.legs -= held[0]  # whatever failed before its leg was dialled

@@ -51,6 +51,38 @@ LINEAR = {
     0: [struct.pack("<h", -m if c & 0x80 == 0 else m) for c, m in _codes(_ulaw_magnitude)],
     8: [struct.pack("<h", m if c & 0x80 else -m) for c, m in _codes(_alaw_magnitude)],
 }
+
+
+def _ulaw_code(sample: int) -> int:
+    """The G.711 mu-law code of a 16-bit linear sample (ITU-T G.711, as Sun's g711.c)."""
+    sign = 0x80 if sample < 0 else 0
+    magnitude = min(abs(sample), 32635) + 0x84
+    exponent = min(7, magnitude.bit_length() - 8)
+    mantissa = (magnitude >> (exponent + 3)) & 0x0F
+    return ~(sign | exponent << 4 | mantissa) & 0xFF
+
+
+def _alaw_code(sample: int) -> int:
+    """The G.711 A-law code of a 16-bit linear sample."""
+    sign = 0x80 if sample >= 0 else 0
+    magnitude = min(abs(sample), 32767) >> 3  # 13 bits
+    if magnitude < 32:
+        exponent, mantissa = 0, magnitude >> 1
+    else:
+        exponent = magnitude.bit_length() - 5
+        mantissa = (magnitude >> exponent) & 0x0F
+    return (sign | exponent << 4 | mantissa) ^ 0x55
+
+
+# (from, to) -> a 256-byte table for bytes.translate: a bridge between a PCMU leg and a PCMA
+# leg transcodes each packet at C speed, through the linear sample of each code.
+_ENCODE = {0: _ulaw_code, 8: _alaw_code}
+TRANSCODE = {
+    (source, target): bytes(
+        _ENCODE[target](struct.unpack("<h", LINEAR[source][code])[0]) for code in range(256)
+    )
+    for source, target in ((0, 8), (8, 0))
+}
 LOUD = 2  # mean loudness of a packet above silence: about -42 dBFS
 # RFC 4733 event codes of the DTMF keys.
 DTMF_KEYS = "0123456789*#ABCD"
@@ -112,6 +144,13 @@ class RtpStream(asyncio.DatagramProtocol):
         self.srtp_in: pylibsrtp.Session | None = None
         # Random starts (RFC 3550 §5.1), from the OS: they make packets hard to forge.
         self.sequence, self.timestamp, self.ssrc = struct.unpack("!HII", os.urandom(10))
+        # A forwarded call: what this stream hears is relayed to the other leg's stream
+        # (`relay`), which sends it on in its own codec, payload types, sequence and SSRC.
+        self.bridge: RtpStream | None = None
+        self.relayed_packets = 0
+        # The other leg's SSRC -> what is added to its timestamps to make ours: the timing
+        # of what is relayed (gaps, an RFC 4733 event's duration) is kept as it came.
+        self._timestamp_offsets: dict[int, int] = {}
 
     def secure(self, *, local_key: bytes, remote_key: bytes) -> None:
         """Encrypt with `local_key` and accept only what `remote_key` authenticates
@@ -157,7 +196,10 @@ class RtpStream(asyncio.DatagramProtocol):
             self.remote = self.latch.source  # symmetric RTP: audio goes back where it came from
         payload_type = data[1] & 0x7F
         header = 12 + 4 * (data[0] & 0x0F)
-        if payload_type == self.dtmf_payload_type and self.dtmf_payload_type is not None:
+        event = payload_type == self.dtmf_payload_type and self.dtmf_payload_type is not None
+        if self.bridge is not None:
+            self.bridge.relay(data, header, event=event)
+        if event:
             self._telephone_event(struct.unpack("!I", data[4:8])[0], data[header:])
             return
         self.received.packets += 1
@@ -200,14 +242,18 @@ class RtpStream(asyncio.DatagramProtocol):
         pass  # ICMP for a far end that stopped listening: the call's end is SIP's to say
 
     def _send(self, payload: bytes, *, marker: bool = False) -> None:
+        if self._emit(self.payload_type, self.timestamp, payload, marker=marker):
+            self.timestamp = (self.timestamp + FRAME_SAMPLES) & 0xFFFFFFFF
+
+    def _emit(self, payload_type: int, timestamp: int, payload: bytes, *, marker: bool) -> bool:
         if self.sock is None or self.remote is None:
-            return
+            return False
         header = struct.pack(
             "!BBHII",
             0x80,
-            (0x80 if marker else 0) | self.payload_type,
+            (0x80 if marker else 0) | payload_type,
             self.sequence,
-            self.timestamp,
+            timestamp,
             self.ssrc,
         )
         packet = header + payload
@@ -215,8 +261,36 @@ class RtpStream(asyncio.DatagramProtocol):
             packet = self.srtp_out.protect(packet)
         self.sock.sendto(packet, self.remote)
         self.sequence = (self.sequence + 1) & 0xFFFF
-        self.timestamp = (self.timestamp + FRAME_SAMPLES) & 0xFFFFFFFF
         self.sent_packets += 1
+        return True
+
+    def relay(self, packet: bytes, header: int, *, event: bool) -> None:
+        """Send on a packet the other leg of a bridge heard (plain RTP, its header `header`
+        bytes long): G.711 transcoded when the legs' codecs differ (TRANSCODE), an RFC 4733
+        event with this leg's telephone-event payload type (dropped when this leg has none),
+        anything else dropped."""
+        payload_type = packet[1] & 0x7F
+        payload = packet[header:]
+        if event:
+            payload_type = self.dtmf_payload_type
+            if payload_type is None:
+                return
+        elif payload_type != self.payload_type:
+            table = TRANSCODE.get((payload_type, self.payload_type))
+            if table is None:
+                return
+            payload, payload_type = payload.translate(table), self.payload_type
+        timestamp, ssrc = struct.unpack("!II", packet[4:12])
+        offset = self._timestamp_offsets.get(ssrc)
+        if offset is None:
+            if len(self._timestamp_offsets) >= 8:  # a peer that keeps changing SSRC
+                self._timestamp_offsets.clear()
+            offset = self._timestamp_offsets[ssrc] = (self.timestamp - timestamp) & 0xFFFFFFFF
+        timestamp = (timestamp + offset) & 0xFFFFFFFF
+        if self._emit(payload_type, timestamp, payload, marker=bool(packet[1] & 0x80)):
+            self.relayed_packets += 1
+            if not event:
+                self.timestamp = (timestamp + len(payload)) & 0xFFFFFFFF
 
     def record(self) -> None:
         """Start recording what arrives in this stream's codec; silence is timed from now."""

@@ -49,7 +49,11 @@ class Outcome:
 class OutboundCall(Dialog):
     """One outbound call. `run()` dials, reports ringing and answer through the callbacks,
     plays `audio` (G.711 by payload type) once, hangs up, and returns the Outcome.
-    `hang_up()` ends it from outside: CANCEL while it rings, BYE once answered."""
+    `hang_up()` ends it from outside: CANCEL while it rings, BYE once answered.
+
+    Given `talk`, the answered call runs `talk(call)` instead of playing `audio`, and hangs
+    up when it returns (a forwarded call's leg: screening, then the bridge). `headers` are
+    added to the INVITE (a forwarded call's Diversion)."""
 
     def __init__(
         self,
@@ -63,6 +67,8 @@ class OutboundCall(Dialog):
         max_seconds: float,
         on_ringing: Callable[[], Awaitable[None]],
         on_answered: Callable[[], Awaitable[None]],
+        talk: Callable[[OutboundCall], Awaitable[None]] | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         trunk_host, trunk_port = host_port_of(ua.config.trunk_uri, ua.default_port)
         host = trunk_host if trunk_port == ua.default_port else f"{trunk_host}:{trunk_port}"
@@ -79,6 +85,7 @@ class OutboundCall(Dialog):
         self.audio = audio
         self.ring_timeout, self.max_seconds = ring_timeout, max_seconds
         self.on_ringing, self.on_answered = on_ringing, on_answered
+        self.talk, self.headers = talk, headers
         self.remote_hangup = asyncio.Event()
         self.hangup_requested = asyncio.Event()
         self.cancel_pending = False
@@ -121,6 +128,8 @@ class OutboundCall(Dialog):
         invite.set("Contact", self.ua.contact())
         invite.set("Allow", ALLOW)
         invite.set("Content-Type", "application/sdp")
+        for name, value in self.headers:
+            invite.set(name, value)
         if authorization:
             invite.set(*authorization)
         invite.body = self.local_sdp
@@ -349,8 +358,11 @@ class OutboundCall(Dialog):
         stream = self.stream
         stream.payload_type = media.payload_type
         stream.expect(media.host, media.port)
-        audio = self.audio.get(media.payload_type, b"")
-        player = asyncio.ensure_future(stream.play(audio))
+        stream.dtmf_payload_type = media.telephone_event
+        if self.talk is not None:
+            player = asyncio.ensure_future(self.talk(self))
+        else:
+            player = asyncio.ensure_future(stream.play(self.audio.get(media.payload_type, b"")))
         remote = asyncio.ensure_future(self.remote_hangup.wait())
         local = asyncio.ensure_future(self.hangup_requested.wait())
         acks = asyncio.ensure_future(self._ack_retransmissions(queue))

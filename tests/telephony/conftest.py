@@ -11,6 +11,7 @@ import re
 import secrets
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -214,6 +215,37 @@ class Sipp(ChildProcess):
             if found and found.group(1) not in call_ids:
                 call_ids.append(found.group(1))
         return call_ids
+
+
+SIPP_SHARE = Path("/usr/share/sip-tester")
+
+
+def pcap_timestamps(path: Path) -> tuple[list[int], int]:
+    """The RTP timestamps of an RTP capture's packets, and the last packet's payload size."""
+    data = path.read_bytes()
+    offset, stamps, last_payload = 24, [], 0
+    while offset < len(data):
+        captured = struct.unpack("<I", data[offset + 8 : offset + 12])[0]
+        rtp = data[offset + 16 + 42 : offset + 16 + captured]  # Ethernet, IPv4, UDP
+        stamps.append(struct.unpack("!I", rtp[4:8])[0])
+        last_payload = len(rtp) - 12
+        offset += 16 + captured
+    return stamps, last_payload
+
+
+def pcap_seconds(path: Path) -> float:
+    """How long an RTP capture plays: the span of its RTP timestamps plus one packet."""
+    stamps, last_payload = pcap_timestamps(path)
+    return (max(stamps) - min(stamps) + last_payload) / 8000
+
+
+def pcap_packets_within(path: Path, seconds: float) -> int:
+    """How many of the capture's packets play in its first `seconds`."""
+    stamps, _ = pcap_timestamps(path)
+    return sum(1 for stamp in stamps if stamp - min(stamps) < seconds * 8000)
+
+
+MESSAGE_SECONDS = pcap_seconds(SIPP_SHARE / "g711a.pcap")
 
 
 def rtp_range(width: int = 400) -> str:

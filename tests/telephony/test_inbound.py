@@ -9,10 +9,8 @@ import asyncio
 import io
 import json
 import math
-import struct
 import time
 import wave
-from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -26,6 +24,8 @@ from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
 from tests.live import RelayProcess, http, http_exchange, wait_until
 from tests.telephony.conftest import (
+    MESSAGE_SECONDS,
+    SIPP_SHARE,
     Sipp,
     free_udp_port,
     records_of,
@@ -36,25 +36,8 @@ from tests.telephony.conftest import (
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
-SIPP_SHARE = Path("/usr/share/sip-tester")
 CALLER = "+447700900123"
 BEEP_SECONDS = 0.4
-
-
-def pcap_seconds(path: Path) -> float:
-    """How long an RTP capture plays: the span of its RTP timestamps plus one packet."""
-    data = path.read_bytes()
-    offset, stamps, last_payload = 24, [], 0
-    while offset < len(data):
-        captured = struct.unpack("<I", data[offset + 8 : offset + 12])[0]
-        rtp = data[offset + 16 + 42 : offset + 16 + captured]  # Ethernet, IPv4, UDP
-        stamps.append(struct.unpack("!I", rtp[4:8])[0])
-        last_payload = len(rtp) - 12
-        offset += 16 + captured
-    return (max(stamps) - min(stamps) + last_payload) / 8000
-
-
-MESSAGE_SECONDS = pcap_seconds(SIPP_SHARE / "g711a.pcap")
 
 
 @pytest.fixture(scope="module")
