@@ -164,3 +164,145 @@ def test_the_target_that_answers_is_bridged_both_ways_until_the_caller_hangs_up(
         True,
     )
     assert time.monotonic() - started < 30
+
+
+def test_the_target_hanging_up_ends_the_callers_call(relay, tmp_path, user):
+    number = forwarding(user, TARGET)
+    target = Sipp(tmp_path / "target", "answer_then_bye", port=relay.trunk_port, hangup_ms=2000)
+    caller = call_in(relay, tmp_path, "inbound_wait_bye", number)
+    assert target.finish() == 0, target
+    assert caller.finish() == 0, caller  # the agent's BYE came to the caller
+
+    [record] = wait_for_records(number, 1)
+    assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGET)
+    assert 1 <= record.duration <= 3, record.duration
+    [leg] = legs_of(record)
+    assert leg.ended_at is not None and leg.duration is not None
+
+
+def voicemail_caller(relay, tmp_path, number) -> Sipp:
+    """A caller who, once answered, waits out the greeting ("Hi.") and the beep, and leaves
+    SIPp's capture as a message."""
+    return call_in(relay, tmp_path, "inbound_message", number, greeting_ms=1500, message_ms=3000)
+
+
+def assert_voicemail_took_it(number) -> None:
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.answered_by, record.forwarded_to) == (
+        CallStatus.ANSWERED,
+        AnsweredBy.VOICEMAIL,
+        None,
+    )
+    assert record.recording, "voicemail recorded nothing"
+    assert all(leg.answered_at is None and leg.ended_at is not None for leg in legs_of(record))
+
+
+def test_a_target_that_does_not_answer_in_ring_seconds_is_cancelled_then_voicemail_answers(
+    relay, tmp_path, user
+):
+    number = forwarding(user, TARGET, ring_seconds=5)
+    targets = phones(relay, tmp_path, answering="nobody")
+    started = time.monotonic()
+    caller = voicemail_caller(relay, tmp_path, number)
+    assert targets.finish() == 0, targets  # rang, and was CANCELed (487, ACK)
+    assert 5 <= time.monotonic() - started <= 12
+    assert caller.finish() == 0, caller
+    assert_voicemail_took_it(number)
+    assert len(targets.received("CANCEL")) >= 1
+
+
+def test_a_busy_target_sends_the_call_to_voicemail_at_once(relay, tmp_path, user):
+    number = forwarding(user, TARGET, ring_seconds=30)
+    target = Sipp(
+        tmp_path / "target", "reject", port=relay.trunk_port, status=486, phrase="Busy Here"
+    )
+    started = time.monotonic()
+    caller = voicemail_caller(relay, tmp_path, number)
+    assert target.finish() == 0, target
+    assert caller.finish() == 0, caller
+    assert time.monotonic() - started < 20  # not the 30 s of ringing
+    assert_voicemail_took_it(number)
+
+
+def test_of_two_targets_the_one_that_answers_is_bridged_and_the_other_cancelled(
+    relay, tmp_path, user
+):
+    number = forwarding(user, OTHER_TARGET, TARGET, ring_seconds=20)
+    targets = phones(relay, tmp_path, answering=TARGET, answer_ms=1500, calls=2)
+    caller = call_in(relay, tmp_path, "inbound_message", number, greeting_ms=0, message_ms=2000)
+    assert caller.finish() == 0, caller
+    assert targets.finish() == 0, targets  # one answered and was hung up, one CANCELed
+
+    [record] = wait_for_records(number, 1)
+    assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGET)
+    assert len(targets.invites()) == 2
+    [cancel] = targets.received("CANCEL")
+    assert f"CANCEL sip:{OTHER_TARGET}@" in cancel
+    legs = {leg.target: leg for leg in legs_of(record)}
+    assert legs[TARGET].answered_at is not None and legs[OTHER_TARGET].answered_at is None
+
+
+def test_with_screening_the_target_that_presses_1_is_bridged(relay, tmp_path, user):
+    number = forwarding(user, TARGET, screening=True, caller_id="number")
+    targets = phones(relay, tmp_path, actions=press("1", after_ms=1000))
+    caller = call_in(relay, tmp_path, "inbound_message", number, greeting_ms=0, message_ms=2000)
+    assert caller.finish(timeout=40) == 0, caller
+    assert targets.finish() == 0, targets
+
+    [record] = wait_for_records(number, 1)
+    assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGET)
+    [invite] = targets.received("INVITE")
+    # callerId "number": the target sees the virtual number, and no Diversion.
+    assert re.search(rf"^From: <sip:{re.escape(number.number)}@", invite, re.MULTILINE), invite
+    assert "Diversion:" not in invite
+
+
+@pytest.mark.parametrize("actions", [press("2", after_ms=1000), ""], ids=["another-key", "silence"])
+def test_with_screening_another_key_or_silence_hangs_the_target_up_and_voicemail_answers(
+    relay, tmp_path, user, actions
+):
+    number = forwarding(user, TARGET, screening=True)
+    targets = phones(relay, tmp_path, actions=actions)
+    caller = voicemail_caller(relay, tmp_path, number)
+    assert targets.finish(timeout=40) == 0, targets  # the agent's BYE ended the target's call
+    assert caller.finish(timeout=40) == 0, caller
+    assert_voicemail_took_it(number)
+
+
+def test_a_caller_who_hangs_up_while_the_targets_ring_is_missed_and_every_leg_cancelled(
+    relay, tmp_path, user
+):
+    number = forwarding(user, TARGET, OTHER_TARGET, ring_seconds=30)
+    targets = phones(relay, tmp_path, answering="nobody", calls=2)
+    caller = call_in(
+        relay, tmp_path, "inbound_cancel", number, resend='  <pause milliseconds="1500"/>'
+    )
+    assert caller.finish() == 0, caller
+    assert targets.finish() == 0, targets  # each of the two got CANCEL at once
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.answered_by) == (CallStatus.MISSED, None)
+    assert len(targets.received("CANCEL")) == 2
+    assert all(leg.ended_at is not None for leg in legs_of(record))
+
+
+def test_targets_the_dialing_policy_refuses_now_or_past_the_quota_are_never_dialled(
+    relay, tmp_path, user
+):
+    # Set before the policy refused France (as the API would refuse it now), and a user whose
+    # plan allows one call a day: of three targets only TARGET is dialled.
+    user.calls_per_day = 1
+    user.save(update_fields=["calls_per_day"])
+    number = forwarding(user, "+33123456789", TARGET, OTHER_TARGET)
+    targets = phones(relay, tmp_path)
+    caller = call_in(relay, tmp_path, "inbound_message", number, greeting_ms=0, message_ms=1500)
+    assert caller.finish() == 0, caller
+    assert targets.finish() == 0, targets
+
+    [record] = wait_for_records(number, 1)
+    assert record.forwarded_to == TARGET
+    invites = targets.received("INVITE")
+    assert [re.search(r"^INVITE (\S+)", i, re.MULTILINE).group(1) for i in invites] == [
+        f"sip:{TARGET}@127.0.0.1:{relay.trunk_port}"
+    ]
+    assert [leg.target for leg in legs_of(record)] == [TARGET]
