@@ -207,5 +207,5 @@ def talk_grant(*, user: User, call_pk, planned: float | None, now: datetime) -> 
     if limit is None:
         return None
     used = _use(user, now, excluding=call_pk)["seconds"]
-    wanted = settings.SIP_MAX_CALL_SECONDS if planned is None else math.ceil(planned)
+    wanted = math.ceil(settings.SIP_MAX_CALL_SECONDS if planned is None else planned)
     return max(0, min(limit - used, wanted))

@@ -1,0 +1,126 @@
+"""The ledger of forwarded calls (issue 28), through the telephony services and the API: a
+target is dialled at most once per call, every leg counts in its owner's plan quotas while it
+is up and for the day, and a call recorded by recovery after its agent died mid-bridge is
+answered by the target it was bridged to."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from history.models import AnsweredBy, CallRecord, CallStatus
+from telephony import services
+from telephony.models import ForwardLeg, InboundCall
+from tests.factories import InventoryNumberFactory, NumberFactory
+
+pytestmark = pytest.mark.django_db
+
+CALLER = "+447700900123"
+TARGETS = ["+441134960200", "+441134960201"]
+
+
+@pytest.fixture
+def number(user):
+    return NumberFactory(owner=user, forward_targets=list(TARGETS))
+
+
+def ringing(number, call_id: str = "call-1@test") -> InboundCall:
+    return services.inbound_call_open(
+        sip_call_id=call_id, number=number, caller_num=CALLER, ringing=True
+    )
+
+
+def call_ids(*targets: str) -> dict[str, str]:
+    return {target: f"leg-{target}@test" for target in targets}
+
+
+def test_each_target_gets_one_leg_written_before_it_is_dialled_and_never_a_second(number):
+    call = ringing(number)
+    legs = services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS))
+    assert [(leg.target, leg.sip_call_id) for leg in legs] == [
+        (t, f"leg-{t}@test") for t in TARGETS
+    ]
+    assert all(leg.user_id == number.owner_id and leg.ended_at is None for leg in legs)
+    # The agent asks again (a restart, a retry): nothing more is dialled.
+    assert services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS)) == []
+    assert ForwardLeg.objects.count() == 2
+
+
+def test_a_target_refused_now_or_a_number_of_the_inventory_is_skipped(user):
+    InventoryNumberFactory(e164=TARGETS[1])
+    number = NumberFactory(owner=user, forward_targets=["+33123456789", *TARGETS])
+    call = ringing(number)
+    targets = call_ids("+33123456789", *TARGETS)
+    legs = services.forward_legs_open(call=call, number=number, call_ids=targets)
+    assert [leg.target for leg in legs] == [TARGETS[0]]
+
+
+@pytest.mark.parametrize("quota", ["calls_per_day", "concurrent_calls"])
+def test_legs_stop_at_the_owners_quota(user, number, quota):
+    setattr(user, quota, 1)
+    user.save(update_fields=[quota])
+    legs = services.forward_legs_open(
+        call=ringing(number), number=number, call_ids=call_ids(*TARGETS)
+    )
+    assert [leg.target for leg in legs] == [TARGETS[0]]
+
+
+def test_legs_count_in_the_owners_quotas_and_end_with_their_call(number, client_jwt):
+    call = ringing(number)
+    [first, second] = services.forward_legs_open(
+        call=call, number=number, call_ids=call_ids(*TARGETS)
+    )
+    quotas = client_jwt.get("/api/user/me").json()["quotas"]
+    assert quotas["callsPerDay"]["used"] == 2
+    assert quotas["concurrentCalls"]["used"] == 2
+
+    assert services.forward_leg_bridged(call=call, leg=first) > 0  # the seconds it may talk
+    services.forward_leg_ended(leg=second)
+    record = services.inbound_call_record(call=call, status=CallStatus.ANSWERED, duration=42)
+
+    assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGETS[0])
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.duration, second.duration) == (42, 0)
+    quotas = client_jwt.get("/api/user/me").json()["quotas"]
+    assert quotas["callsPerDay"]["used"] == 2  # still today's
+    assert quotas["concurrentCalls"]["used"] == 0
+    assert quotas["callSecondsPerDay"]["used"] == 42
+
+
+def test_a_bridge_is_granted_what_is_left_of_the_answered_seconds(user, number):
+    user.call_seconds_per_day = 30
+    user.save(update_fields=["call_seconds_per_day"])
+    # Two calls ring at once, each with a leg dialled while seconds were left.
+    calls = [ringing(number, f"call-{n}@test") for n in (1, 2)]
+    legs = [
+        services.forward_legs_open(call=call, number=number, call_ids=call_ids(TARGETS[0]))[0]
+        for call in calls
+    ]
+    assert services.forward_leg_bridged(call=calls[0], leg=legs[0]) == 30
+    # The first bridge holds all 30 s while it talks: nothing is left for the second.
+    assert services.forward_leg_bridged(call=calls[1], leg=legs[1]) == 0
+    calls[1].refresh_from_db()
+    assert (calls[1].answered_at, calls[1].forwarded_to) == (None, "")
+
+
+def test_a_call_whose_agent_died_mid_bridge_is_recorded_forwarded_once(number, settings):
+    call = ringing(number)
+    [first, _] = services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS))
+    services.forward_leg_bridged(call=call, leg=first)
+    # The agent's last heartbeat was 20 s after the bridge; then it died.
+    grace = timedelta(seconds=settings.CALL_RECOVERY_GRACE)
+    answered = timezone.now() - timedelta(minutes=5)
+    InboundCall.objects.filter(pk=call.pk).update(
+        answered_at=answered, deadline=answered + timedelta(seconds=20) + grace
+    )
+
+    assert services.inbound_calls_recover() == 1
+    assert services.inbound_calls_recover() == 0
+
+    [record] = CallRecord.objects.filter(number=number)
+    assert (record.status, record.duration) == (CallStatus.ANSWERED, 20)
+    assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGETS[0])
+    assert not ForwardLeg.objects.filter(ended_at__isnull=True).exists()
