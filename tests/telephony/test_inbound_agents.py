@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from history.models import CallRecord
-from telephony.models import InboundCall
+from telephony.models import ForwardLeg, InboundCall
 from tests.factories import BlockedCallerFactory, NumberFactory
 from tests.live import free_port, wait_until
 from tests.telephony.conftest import (
@@ -132,3 +132,95 @@ def test_only_the_trunk_and_the_listed_sources_may_call_in(user, tmp_path, sourc
 
     assert CallRecord.objects.filter(number=number).count() == (answer == 603)
     assert InboundCall.objects.filter(number=number).count() == (answer == 603)
+
+
+TARGET = "+441134960200"
+
+
+def test_a_bridge_on_a_killed_agent_is_recorded_forwarded_once_and_never_dialled_again(
+    user, tmp_path
+):
+    number = NumberFactory(owner=user, greeting="Hi.", forward_targets=[TARGET])
+    trunk_port = free_udp_port()
+    env = sip_env(tmp_path, trunk_port, CALL_RECOVERY_GRACE=2, CALL_RECOVERY_INTERVAL=0.5)
+    target = Sipp(
+        tmp_path / "target",
+        "forward_target",
+        port=trunk_port,
+        answering=r"\+441134960200",
+        codec=0,
+        codec_name="PCMU",
+        answer_ms=0,
+        actions="",
+    )
+    first = AgentProcess(tmp_path, env, name="first")
+    caller = Sipp(
+        tmp_path / "caller",
+        "inbound_message",
+        port=free_udp_port(),
+        remote=env["SIP_BIND"],
+        service=number.number,
+        caller=CALLER,
+        greeting_ms=0,
+        message_ms=60000,
+    )
+    try:
+        ledger = wait_until(
+            lambda: InboundCall.objects.filter(number=number).exclude(forwarded_to="").first(),
+            deadline=30,
+            what="the agent to bridge the call",
+        )
+        first.kill()
+        assert not CallRecord.objects.exists()  # it died holding the bridge
+
+        second = AgentProcess(tmp_path, env, name="second")
+        try:
+            [record] = wait_until(
+                lambda: list(CallRecord.objects.filter(number=number)),
+                deadline=30,
+                what="the next agent to record the call",
+            )
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+        caller.stop()
+        target.stop()
+
+    assert (record.status, record.answered_by, record.forwarded_to) == (
+        "answered",
+        "forward",
+        TARGET,
+    )
+    assert record.sip_call_id == ledger.sip_call_id
+    assert len(target.invites()) == 1  # the next agent dialled nobody
+    assert CallRecord.objects.count() == 1
+
+
+def test_a_call_whose_legs_would_not_fit_the_agent_goes_to_voicemail(user, tmp_path):
+    # Room for two calls: the caller's and one leg, where the number forwards to two targets.
+    number = NumberFactory(owner=user, greeting="Hi.", forward_targets=[TARGET, "+441134960201"])
+    env = sip_env(tmp_path, free_udp_port(), SIP_MAX_CONCURRENT_CALLS=2, INBOUND_RING_SECONDS=1)
+    agent = AgentProcess(tmp_path, env)
+    try:
+        caller = Sipp(
+            tmp_path / "caller",
+            "inbound_message",
+            port=free_udp_port(),
+            remote=env["SIP_BIND"],
+            service=number.number,
+            caller=CALLER,
+            greeting_ms=1500,
+            message_ms=3000,
+        )
+        assert caller.finish() == 0, caller
+        [record] = wait_until(
+            lambda: list(CallRecord.objects.filter(number=number)),
+            deadline=30,
+            what="the call's record",
+        )
+    finally:
+        agent.stop()
+
+    assert (record.status, record.answered_by) == ("answered", "voicemail")
+    assert not ForwardLeg.objects.exists()  # no target was dialled
