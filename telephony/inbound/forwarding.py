@@ -30,6 +30,7 @@ from django.conf import settings
 
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
+from telephony.sip import sdp
 from telephony.sip.message import new_call_id
 from telephony.sip.uac import OutboundCall
 from telephony.sip.uas import InboundDialog
@@ -236,9 +237,12 @@ class Forwarder:
         await self.call.hang_up()
         duration = max(0, round(time.monotonic() - bridged))
         logger.info(
-            "inbound call %s: bridged %d s; relayed %d packets to the target, %d to the caller",
+            "inbound call %s: bridged %d s (caller %s, target %s); relayed %d packets to the "
+            "target, %d to the caller",
             self.call.call_id,
             duration,
+            sdp.CODECS.get(caller_stream.payload_type),
+            sdp.CODECS.get(target_stream.payload_type),
             target_stream.relayed_packets,
             caller_stream.relayed_packets,
         )

@@ -248,6 +248,17 @@ def pcap_packets_within(path: Path, seconds: float) -> int:
 MESSAGE_SECONDS = pcap_seconds(SIPP_SHARE / "g711a.pcap")
 
 
+def bridge_log(log: str, call_id: str) -> re.Match | None:
+    """The agent's log line of a forwarded call's bridge (telephony.inbound.forwarding): its
+    groups are the seconds bridged, the caller's codec and the target's, and the packets
+    relayed to the target and to the caller."""
+    return re.search(
+        rf"inbound call {re.escape(call_id)}: bridged (\d+) s \(caller (\w+), target (\w+)\); "
+        r"relayed (\d+) packets to the target, (\d+) to the caller",
+        log,
+    )
+
+
 def rtp_range(width: int = 400) -> str:
     """A range of RTP ports of this test's own, away from the ephemeral ports."""
     first = 30000 + 2 * secrets.randbelow(12000)

@@ -18,6 +18,7 @@ from tests.live import RelayProcess, wait_until
 from tests.telephony.conftest import (
     SIPP_SHARE,
     Sipp,
+    bridge_log,
     free_udp_port,
     pcap_packets_within,
     sip_env,
@@ -92,19 +93,16 @@ def press(key: str, after_ms: int = 0) -> str:
     )
 
 
-def bridge_line(relay, call_id: str) -> tuple[int, int, int]:
-    """The agent's log line of the call's bridge: (seconds, packets relayed to the target,
-    packets relayed to the caller)."""
-    pattern = re.compile(
-        rf"inbound call {re.escape(call_id)}: bridged (\d+) s; relayed (\d+) packets to the "
-        r"target, (\d+) to the caller"
+def bridge_line(relay, call_id: str) -> tuple[int, str, str, int, int]:
+    """The agent's log line of the call's bridge: (seconds, the caller's codec, the target's,
+    packets relayed to the target, packets relayed to the caller)."""
+    match = wait_until(
+        lambda: bridge_log(relay.log_path.read_text(), call_id),
+        deadline=10,
+        what="the bridge's log line",
     )
-
-    def found():
-        return pattern.search(relay.log_path.read_text())
-
-    match = wait_until(found, deadline=10, what="the bridge's log line")
-    return tuple(int(g) for g in match.groups())
+    seconds, caller, target, to_target, to_caller = match.groups()
+    return int(seconds), caller, target, int(to_target), int(to_caller)
 
 
 def legs_of(record) -> list[ForwardLeg]:
@@ -137,8 +135,11 @@ def test_the_target_that_answers_is_bridged_both_ways_until_the_caller_hangs_up(
         TARGET,
     )
     assert 3 <= record.duration <= 6, record.duration
-    seconds, to_target, to_caller = bridge_line(relay, record.sip_call_id)
+    seconds, caller_codec, target_codec, to_target, to_caller = bridge_line(
+        relay, record.sip_call_id
+    )
     assert seconds == record.duration
+    assert (caller_codec, target_codec) == ("PCMA", codec[1])
     # Each end played the capture from its answer, and the bridge relayed what they sent
     # while it lasted, each way: about the packets of the capture's first 4 s (the caller
     # hangs up then), never more than the whole capture.

@@ -437,6 +437,8 @@ class Baresip(ChildProcess):
     The call hangs up when `source` runs out (aufile reports the end as an audio error).
     Driven over ctrl_tcp: JSON commands in netstrings, the same for its events.
 
+    It speaks `codecs` (baresip's names, in order of preference).
+
     Over TLS (`tls`: the CA file to trust and its own certificate and key, in one PEM file)
     it listens for TLS on the port after `port`, and its media is `mediaenc` (srtp-mand:
     RTP/SAVP with SDES keys only; None: plain RTP)."""
@@ -454,6 +456,7 @@ class Baresip(ChildProcess):
         port: int | None = None,
         tls: tuple[Path, Path] | None = None,
         mediaenc: str | None = None,
+        codecs: str = "PCMU,PCMA",
     ):
         self.workdir = workdir
         self.heard_dir = workdir / "heard"
@@ -479,7 +482,7 @@ class Baresip(ChildProcess):
         if mediaenc is not None:
             config += "module\t\t\tsrtp.so\n"
         (confdir / "config").write_text(config)
-        params = ";regint=0;audio_codecs=PCMU,PCMA" + (";answermode=auto" if answer else "")
+        params = f";regint=0;audio_codecs={codecs}" + (";answermode=auto" if answer else "")
         params += f";mediaenc={mediaenc}" if mediaenc else ""
         aor = f"<sip:{number}@127.0.0.1;transport={transport}>{params}"
         (confdir / "accounts").write_text(aor + "\n")
@@ -721,13 +724,19 @@ def kamailio(edge):
 def phones(edge, tmp_path, transport, test_ca):
     """Start baresip: `phones("callee", number=CALLEE, source=..., answer=True)` takes the
     port Kamailio forwards callees to; any other is a caller on a port of its own. Over TLS
-    each has a certificate of the test CA and requires SRTP, unless `srtp=False`. Stopped at
-    teardown."""
+    each has a certificate of the test CA and requires SRTP, unless `srtp=False`. `codecs`
+    are the ones it offers or accepts, in order. Stopped at teardown."""
     started = []
     callee_port = edge[2]
 
     def start(
-        name: str, *, number: str, source: Path, answer: bool = False, srtp: bool = True
+        name: str,
+        *,
+        number: str,
+        source: Path,
+        answer: bool = False,
+        srtp: bool = True,
+        codecs: str = "PCMU,PCMA",
     ) -> Baresip:
         tls = None
         if transport == "tls":
@@ -742,6 +751,7 @@ def phones(edge, tmp_path, transport, test_ca):
             port=callee_port if name == "callee" else None,
             tls=tls,
             mediaenc="srtp-mand" if tls and srtp else None,
+            codecs=codecs,
         )
         started.append(phone)
         return phone
