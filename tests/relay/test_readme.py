@@ -325,3 +325,77 @@ def test_the_quickstart_runs_as_printed_against_make_run(make_run):
     for part in (python_part, js_part):
         shown = [line.strip().split()[0] for line in part.splitlines() if line.startswith("  ")]
         assert shown == states, part
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CI") and not all(map(shutil.which, ("sipp", "espeak-ng", "sox"))),
+    reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
+)
+def test_the_forwarding_walkthrough_bridges_the_caller_to_the_owners_phone(tmp_path):
+    from tests.telephony.conftest import free_udp_port, rtp_range
+
+    heading = "### Trying it: forward a call to SIPp"
+    [owner_line] = readme_block_after(heading, "docs/telephony.md")
+    [make_line] = readme_block_after(heading, "docs/telephony.md", nth=1)
+    seed_line, *api_lines = readme_block_after(heading, "docs/telephony.md", nth=2)
+    assert owner_line.startswith("sipp ") and make_line.endswith("make run")
+    assert "seed_demo" in seed_line and any(line.startswith("sipp ") for line in api_lines)
+    # The printed ports, moved to free ones so that nothing else on the machine interferes.
+    trunk, agent = str(free_udp_port()), str(free_udp_port())
+    var_dir, port, ws_port = tmp_path / "var", free_port(), free_port()
+    owner = ChildProcess(
+        [
+            "/bin/sh",
+            "-c",
+            owner_line.replace("5062", trunk).replace("-mp 6100", f"-mp {free_udp_port(4)}"),
+        ],
+        clean_env(var_dir),
+        log=tmp_path / "owner-sipp.out",
+        own_group=True,
+    )
+    make = ChildProcess(
+        ["/bin/sh", "-c", make_line.replace("5062", trunk)],
+        clean_env(
+            var_dir,
+            PORT=str(port),
+            WS_PORT=str(ws_port),
+            SIP_BIND=f"127.0.0.1:{agent}",
+            RTP_PORT_RANGE=rtp_range(),
+        ),
+        log=tmp_path / "make-run.log",
+        own_group=True,
+    )
+    try:
+        make.wait_serving(
+            f"http://127.0.0.1:{port}/healthz", what="make run to serve", deadline=START_DEADLINE
+        )
+        run_printed(seed_line, var_dir)
+        # The rest in one shell, as typed one after another; each line's output apart.
+        script = (
+            "\necho; echo @@@\n".join(api_lines)
+            .replace("localhost:8000", f"127.0.0.1:{port}")
+            .replace("127.0.0.1:5060", f"127.0.0.1:{agent}")
+            .replace("-p 5070", f"-p {free_udp_port()}")
+            .replace("-mp 6200", f"-mp {free_udp_port(4)}")
+        )
+        outputs = run_printed(f"set -e\n{script}", var_dir).split("@@@\n")
+        assert owner.proc.wait(timeout=30) == 0, "the owner's SIPp saw a call fail"
+    finally:
+        make.stop()
+        owner.stop()
+
+    put = next(i for i, line in enumerate(api_lines) if line.startswith("curl -s -X PUT"))
+    assert json.loads(outputs[put]) == {
+        "targets": ["+441134960200"],
+        "ringSeconds": 20,
+        "screening": False,
+        "callerId": "caller",
+    }
+    record = json.loads(outputs[-1])["history"][0]
+    assert (record["status"], record["answered_by"], record["forwarded_to"]) == (
+        "answered",
+        "forward",
+        "+441134960200",
+    )
+    assert record["caller_num"] == "+447700900123"
+    assert 4 <= record["duration"] <= 7, record
