@@ -1,7 +1,7 @@
 """Forwarding between two real phones (issue 28): baresip calls a number through Kamailio, Relay
 rings the owner's phone (baresip too) through the same carrier edge, answering its digest
 challenge, and bridges the two once it answers. Each end hears the other's words, checked by
-length and level with sox. Over UDP, over TCP, and over TLS with SRTP on both legs (the
+length and level with sox, and a key the caller presses reaches the owner's phone. Over UDP, over TCP, and over TLS with SRTP on both legs (the
 `transport` fixture)."""
 
 from __future__ import annotations
@@ -57,6 +57,10 @@ def assert_bridged_both_ways(relay, kamailio, phones, user, tmp_path, transport,
 
     caller.dial(number.number, kamailio)
     caller.wait_event("CALL_ESTABLISHED", deadline=20)
+    # A key the caller presses reaches the owner's phone as a key (RFC 4733, relayed).
+    caller.command("sndcode", "5")
+    pressed = owner.wait_event("CALL_DTMF_START", deadline=10)
+    assert pressed.param == "5", pressed.raw
     caller.wait_event("CALL_CLOSED", deadline=call_seconds + 20)
     owner.wait_event("CALL_CLOSED", deadline=10)  # Relay hung the owner up after the caller
 
