@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, F, Min, Q, Sum, When
+from django.db.models import Case, Count, F, Min, OuterRef, Q, Subquery, Sum, When
 from django.db.models.functions import Coalesce
 
 from accounts.models import User
@@ -78,47 +78,45 @@ def _uses(user: User):
 
 
 def _use(user: User, now: datetime, *, excluding=None) -> dict:
-    """The user's use, one query per kind of use (_uses): `calls` created in the window and
-    the `first` of them; the answered `seconds` of calls answered in it (each call up now at
-    what it was granted) and when the `oldest` of them was answered; the calls `up` now.
-    `excluding` leaves one call (a call request's pk) out of the seconds."""
-    call_requests, forward_legs = _uses(user)
-    calls = _use_of(call_requests, now, excluding=excluding)
-    legs = _use_of(forward_legs, now)
-    return {
-        "calls": calls["calls"] + legs["calls"],
-        "first": _earliest(calls["first"], legs["first"]),
-        "seconds": calls["seconds"] + legs["seconds"],
-        "oldest": _earliest(calls["oldest"], legs["oldest"]),
-        "up": calls["up"] + legs["up"],
-    }
-
-
-def _earliest(*moments: datetime | None) -> datetime | None:
-    return min((m for m in moments if m is not None), default=None)
-
-
-def _use_of(uses, now: datetime, *, excluding=None) -> dict:
+    """The user's use, in one query over both kinds of use (_uses): `calls` created in the
+    window and the `first` of them; the answered `seconds` of calls answered in it (each call
+    up now at what it was granted) and when the `oldest` of them was answered; the calls
+    `up` now. `excluding` leaves one call (a call request's pk) out of the seconds."""
     since = now - WINDOW
-    answered = Q(answered_at__gt=since)
-    if excluding is not None:
-        answered &= ~Q(pk=excluding)
-    return uses.aggregate(
-        calls=Count("pk", filter=Q(created_at__gt=since)),
-        first=Min("created_at", filter=Q(created_at__gt=since)),
-        seconds=Coalesce(
-            Sum(
+    columns = {}
+    for kind, uses in enumerate(_uses(user)):
+        answered = Q(answered_at__gt=since)
+        if excluding is not None and kind == 0:
+            answered &= ~Q(pk=excluding)
+        owner = uses.field.name
+        rows = uses.model.objects.filter(**{owner: OuterRef("pk")}).order_by().values(owner)
+        aggregates = {
+            "calls": Count("pk", filter=Q(created_at__gt=since)),
+            "first": Min("created_at", filter=Q(created_at__gt=since)),
+            "seconds": Sum(
                 Case(
                     When(ended_at__isnull=True, then=Coalesce(F("talk_limit"), 0)),
                     default=Coalesce(F("duration"), 0),
                 ),
                 filter=answered,
             ),
-            0,
-        ),
-        oldest=Min("answered_at", filter=answered),
-        up=Count("pk", filter=Q(ended_at__isnull=True)),
-    )
+            "oldest": Min("answered_at", filter=answered),
+            "up": Count("pk", filter=Q(ended_at__isnull=True)),
+        }
+        for name, aggregate in aggregates.items():
+            columns[f"{name}{kind}"] = Subquery(rows.annotate(value=aggregate).values("value"))
+    use = User.objects.filter(pk=user.pk).values(**columns).get()
+    return {
+        "calls": (use["calls0"] or 0) + (use["calls1"] or 0),
+        "first": _earliest(use["first0"], use["first1"]),
+        "seconds": (use["seconds0"] or 0) + (use["seconds1"] or 0),
+        "oldest": _earliest(use["oldest0"], use["oldest1"]),
+        "up": (use["up0"] or 0) + (use["up1"] or 0),
+    }
+
+
+def _earliest(*moments: datetime | None) -> datetime | None:
+    return min((m for m in moments if m is not None), default=None)
 
 
 def _plus_window(at: datetime | None) -> datetime | None:
