@@ -291,20 +291,40 @@ def _usable_cpus() -> int:
 
 
 # Password and PIN hashes computed at once by all of Relay's processes sharing the slot files
-# under PASSWORD_HASHING_SLOTS_DIR (core/passwords.py): a request that finds every slot taken
-# is answered 503 service_unavailable with Retry-After: 1, at once. A hash keeps
+# under PASSWORD_HASHING_SLOTS_DIR (core/passwords.py). A hash keeps
 # PASSWORD_ARGON2_PARALLELISM cores busy: more slots than cores make each login slower, not
-# more of them faster, and take the cores other requests need.
+# more of them faster, and take the cores other requests need. A request that finds every
+# slot taken waits its turn in a queue shared by every process, up to
+# PASSWORD_HASH_WAIT_SECONDS; it is answered 503 service_unavailable with Retry-After at once
+# when the queue already holds more than fits in that wait, or PASSWORD_HASH_QUEUE_MAX
+# requests (by default half the HTTP workers: a flood of logins never holds every worker).
 PASSWORD_HASHING_SLOTS_DIR = VAR_DIR / "hashing-slots"
 PASSWORD_HASH_CONCURRENCY = _whole_number(
     "PASSWORD_HASH_CONCURRENCY", max(1, _usable_cpus() // 2), maximum=1024
 )
+
+
+def _wait_seconds(name: str, default: float, *, maximum: float) -> float:
+    raw = env.str(name, default=str(default)).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= maximum:
+        raise ImproperlyConfigured(f"{name} must be seconds from 0 to {maximum:g}, not {raw!r}")
+    return value
+
+
+PASSWORD_HASH_WAIT_SECONDS = _wait_seconds("PASSWORD_HASH_WAIT_SECONDS", 2.0, maximum=30)
 
 # Server processes (runrelay, relay/gunicorn_conf.py): gunicorn sync workers for HTTP, two
 # per core (a sync worker waits on the database and Redis part of each request), and Daphne
 # processes sharing the WebSocket port (each runs its database calls on one thread).
 HTTP_WORKERS = _whole_number("HTTP_WORKERS", 2 * _usable_cpus(), maximum=256)
 WS_PROCESSES = _whole_number("WS_PROCESSES", 1, maximum=64)
+PASSWORD_HASH_QUEUE_MAX = _whole_number(
+    "PASSWORD_HASH_QUEUE_MAX", max(1, HTTP_WORKERS // 2), minimum=0, maximum=4096
+)
 
 AUTH_PASSWORD_VALIDATORS = [
     {

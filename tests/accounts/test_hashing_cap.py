@@ -1,7 +1,8 @@
 """The cap on password hashing, shared by every process of the machine: with every slot
-taken, each request path that hashes or checks a password or PIN answers 503
-service_unavailable with Retry-After at once, writes nothing, and works again as soon as a
-slot is free.
+taken and no room to wait (PASSWORD_HASH_WAIT_SECONDS=0: nothing fits in the wait), each
+request path that hashes or checks a password or PIN answers 503 service_unavailable with
+Retry-After at once, writes nothing, and works again as soon as a slot is free. (Waiting
+for a slot in the queue: test_hashing_queue.py.)
 
 The tests hold the product's own slot (core.passwords.password_hashing_slot) with the cap set
 to 1, exactly as a concurrent request inside its hash would.
@@ -32,6 +33,7 @@ BUSY = {
 @pytest.fixture
 def cap_of_one(settings):
     settings.PASSWORD_HASH_CONCURRENCY = 1
+    settings.PASSWORD_HASH_WAIT_SECONDS = 0
     return settings
 
 
@@ -181,6 +183,7 @@ def test_the_admins_password_forms_are_refused_in_the_error_shape(
 @pytest.mark.django_db
 def test_the_cap_is_the_setting(api_client, settings):
     settings.PASSWORD_HASH_CONCURRENCY = 2
+    settings.PASSWORD_HASH_WAIT_SECONDS = 0
     user = UserFactory()
 
     with password_hashing_slot():
@@ -228,6 +231,7 @@ with password_hashing_slot():
 def test_a_slot_held_by_another_process_refuses_a_login_here(api_client, user, tmp_path, settings):
     # gunicorn's sync workers are processes: the cap must count their hashes together.
     settings.PASSWORD_HASH_CONCURRENCY = 1
+    settings.PASSWORD_HASH_WAIT_SECONDS = 0
     settings.PASSWORD_HASHING_SLOTS_DIR = tmp_path / "hashing-slots"
     env = relay_env(tmp_path, PASSWORD_HASH_CONCURRENCY=1)
     holder = subprocess.Popen(  # noqa: S603 - our own command

@@ -131,6 +131,12 @@ def test_the_parameters_come_from_the_environment():
         ("PASSWORD_ARGON2_PARALLELISM", "1.5"),
         ("PASSWORD_HASH_CONCURRENCY", "0"),
         ("PASSWORD_HASH_CONCURRENCY", "many"),
+        ("PASSWORD_HASH_WAIT_SECONDS", "-1"),
+        ("PASSWORD_HASH_WAIT_SECONDS", "2s"),
+        ("PASSWORD_HASH_WAIT_SECONDS", "nan"),
+        ("PASSWORD_HASH_WAIT_SECONDS", "31"),
+        ("PASSWORD_HASH_QUEUE_MAX", "-1"),
+        ("PASSWORD_HASH_QUEUE_MAX", "ten"),
     ],
 )
 def test_a_bad_password_hashing_setting_stops_start_up_with_one_line(name, value):

@@ -1,8 +1,8 @@
-"""Forwarding between two real phones (issue 28): baresip calls a number through Kamailio, Relay
-rings the owner's phone (baresip too) through the same carrier edge, answering its digest
-challenge, and bridges the two once it answers. Each end hears the other's words, checked by
-length and level with sox, and a key the caller presses reaches the owner's phone. Over UDP, over TCP, and over TLS with SRTP on both legs (the
-`transport` fixture)."""
+"""Forwarding between two real phones (issue 28): baresip calls a number through Kamailio,
+Relay rings the owner's phone (baresip too) through the same carrier edge, answering its
+digest challenge, and bridges the two once it answers. Each end hears the other's words,
+checked by length and level with sox, and a key the caller presses reaches the owner's
+phone. Over UDP, over TCP, and over TLS with SRTP on both legs (the `transport` fixture)."""
 
 from __future__ import annotations
 

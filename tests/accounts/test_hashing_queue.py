@@ -1,0 +1,181 @@
+"""The hashing queue (issue 29): a request that finds every hashing slot taken waits its turn,
+in the order the requests came, across threads and processes; it is refused at once (503,
+Retry-After) only when the queue already holds more than fits in PASSWORD_HASH_WAIT_SECONDS
+or PASSWORD_HASH_QUEUE_MAX, and after the wait when its turn never came. A waiter that dies
+leaves no trace in the queue."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from core import passwords
+from core.passwords import PasswordHashingBusy, password_hashing_slot
+from tests.factories import DEFAULT_PASSWORD, UserFactory
+from tests.live import ROOT, relay_env, wait_until
+
+
+@pytest.fixture
+def queue(settings, tmp_path):
+    """One slot, a 2 s wait, room for 8, and a queue of this test's own."""
+    settings.PASSWORD_HASH_CONCURRENCY = 1
+    settings.PASSWORD_HASH_WAIT_SECONDS = 2
+    settings.PASSWORD_HASH_QUEUE_MAX = 8
+    settings.PASSWORD_HASHING_SLOTS_DIR = tmp_path / "hashing-slots"
+    return settings
+
+
+def waiting(settings) -> int:
+    """How many tickets the queue holds."""
+    queue = settings.PASSWORD_HASHING_SLOTS_DIR / passwords.QUEUE
+    if not queue.exists():
+        return 0
+    return sum(1 for p in queue.iterdir() if p.name.startswith("ticket-"))
+
+
+class Request(threading.Thread):
+    """A request hashing in a slot for `hold` seconds: what happened, and when it got in."""
+
+    def __init__(self, name: str, served: list, hold: float = 0.0) -> None:
+        super().__init__(name=name, daemon=True)
+        self.served, self.hold = served, hold
+        self.outcome: str | PasswordHashingBusy | None = None
+        self.elapsed = 0.0
+
+    def run(self) -> None:
+        started = time.monotonic()
+        try:
+            with password_hashing_slot():
+                self.served.append(self.name)
+                time.sleep(self.hold)  # the hash
+            self.outcome = "served"
+        except PasswordHashingBusy as busy:
+            self.outcome = busy
+        self.elapsed = time.monotonic() - started
+
+
+def test_requests_that_find_the_slot_taken_are_served_in_the_order_they_came(queue):
+    served: list[str] = []
+    requests = [Request(f"r{n}", served, hold=0.01) for n in range(6)]
+    with password_hashing_slot():
+        for count, request in enumerate(requests, start=1):
+            request.start()
+            wait_until(lambda c=count: waiting(queue) == c, deadline=5, what=f"{count} waiting")
+    for request in requests:
+        request.join(timeout=10)
+
+    assert [r.outcome for r in requests] == ["served"] * 6
+    assert served == [r.name for r in requests]
+    assert waiting(queue) == 0  # every ticket is cleared away
+
+
+def test_a_full_queue_refuses_at_once_with_retry_after(queue):
+    queue.PASSWORD_HASH_QUEUE_MAX = 2
+    served: list[str] = []
+    queued = [Request(f"r{n}", served) for n in range(2)]
+    with password_hashing_slot():
+        for count, request in enumerate(queued, start=1):
+            request.start()
+            wait_until(lambda c=count: waiting(queue) == c, deadline=5, what=f"{count} waiting")
+        late = Request("late", served)
+        late.run()  # in this thread: it must not wait
+    for request in queued:
+        request.join(timeout=10)
+
+    assert isinstance(late.outcome, PasswordHashingBusy), late.outcome
+    assert late.elapsed < 0.2, late.elapsed
+    assert int(late.outcome.headers["Retry-After"]) >= 1
+    assert [r.outcome for r in queued] == ["served", "served"]
+
+
+def test_the_queue_holds_only_what_fits_in_the_wait(queue):
+    # Hashes here take 0.5 s: in a 2 s wait, with one slot, four may wait; a fifth is told
+    # to come back once the four and itself are through (2.5 s: 3 s, rounded up).
+    with passwords._state() as state:
+        state["hash"] = 0.5
+    served: list[str] = []
+    queued = [Request(f"r{n}", served) for n in range(4)]
+    with password_hashing_slot():
+        for count, request in enumerate(queued, start=1):
+            request.start()
+            wait_until(lambda c=count: waiting(queue) == c, deadline=5, what=f"{count} waiting")
+        late = Request("late", served)
+        late.run()
+    for request in queued:
+        request.join(timeout=10)
+
+    assert isinstance(late.outcome, PasswordHashingBusy)
+    assert late.outcome.headers["Retry-After"] == "3"
+    assert [r.outcome for r in queued] == ["served"] * 4
+
+
+def test_a_request_whose_turn_never_comes_is_refused_after_the_wait(queue):
+    queue.PASSWORD_HASH_WAIT_SECONDS = 0.5
+    with password_hashing_slot():
+        request = Request("r", [])
+        request.run()
+
+    assert isinstance(request.outcome, PasswordHashingBusy)
+    assert 0.5 <= request.elapsed < 1.5, request.elapsed
+    assert waiting(queue) == 0
+
+
+WAIT_IN_THE_QUEUE = """
+from core.passwords import password_hashing_slot
+with password_hashing_slot():
+    pass
+"""
+
+
+def test_a_waiter_that_dies_in_the_queue_holds_nobody_up(queue, tmp_path):
+    env = relay_env(
+        tmp_path,
+        PASSWORD_HASH_CONCURRENCY=1,
+        PASSWORD_HASH_WAIT_SECONDS=30,
+        PASSWORD_HASHING_SLOTS_DIR=queue.PASSWORD_HASHING_SLOTS_DIR,
+    )
+    with password_hashing_slot():
+        waiter = subprocess.Popen(  # noqa: S603 - our own command
+            [sys.executable, "manage.py", "shell", "-v", "0", "-c", WAIT_IN_THE_QUEUE],
+            cwd=ROOT,
+            env=env,
+        )
+        try:
+            wait_until(lambda: waiting(queue) == 1, deadline=30, what="the other process to queue")
+        finally:
+            waiter.kill()
+            waiter.wait(timeout=10)
+        # Its ticket is still there, but nobody holds it.
+        assert waiting(queue) == 1
+    started = time.monotonic()
+    with password_hashing_slot():  # not held up by the dead waiter's ticket
+        pass
+
+    assert time.monotonic() - started < 0.5
+    assert waiting(queue) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_logins_at_the_same_moment_all_succeed_with_one_slot(queue, real_hashers, api_client):
+    from rest_framework.test import APIClient
+
+    users = [UserFactory() for _ in range(4)]
+    statuses: list[int] = []
+
+    def log_in(email: str) -> None:
+        response = APIClient().post(
+            "/api/auth/login", {"email": email, "password": DEFAULT_PASSWORD}, "json"
+        )
+        statuses.append(response.status_code)
+
+    threads = [threading.Thread(target=log_in, args=(u.email,)) for u in users]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sorted(statuses) == [200] * 4
