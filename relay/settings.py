@@ -297,7 +297,7 @@ def _usable_cpus() -> int:
 # slot taken waits its turn in a queue shared by every process, up to
 # PASSWORD_HASH_WAIT_SECONDS; it is answered 503 service_unavailable with Retry-After at once
 # when the queue already holds more than fits in that wait, or PASSWORD_HASH_QUEUE_MAX
-# requests (by default half the HTTP workers: a flood of logins never holds every worker).
+# requests (by default all HTTP workers but one: a flood of logins never holds every one).
 PASSWORD_HASHING_SLOTS_DIR = VAR_DIR / "hashing-slots"
 PASSWORD_HASH_CONCURRENCY = _whole_number(
     "PASSWORD_HASH_CONCURRENCY", max(1, _usable_cpus() // 2), maximum=1024
@@ -323,7 +323,7 @@ PASSWORD_HASH_WAIT_SECONDS = _wait_seconds("PASSWORD_HASH_WAIT_SECONDS", 2.0, ma
 HTTP_WORKERS = _whole_number("HTTP_WORKERS", 2 * _usable_cpus(), maximum=256)
 WS_PROCESSES = _whole_number("WS_PROCESSES", 1, maximum=64)
 PASSWORD_HASH_QUEUE_MAX = _whole_number(
-    "PASSWORD_HASH_QUEUE_MAX", max(1, HTTP_WORKERS // 2), minimum=0, maximum=4096
+    "PASSWORD_HASH_QUEUE_MAX", max(1, HTTP_WORKERS - 1), minimum=0, maximum=4096
 )
 
 AUTH_PASSWORD_VALIDATORS = [
