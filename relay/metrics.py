@@ -7,7 +7,7 @@ Failed attempts count against a per-address limit, so the token cannot be guesse
 What it shows: the counters every process keeps (core.metrics; summed over the processes
 through PROMETHEUS_MULTIPROC_DIR when runrelay set it) and, read off the database now, each
 outbox's depth and the age of its oldest row, and the worker's lag: how long the oldest due
-task has waited.
+task has waited; read off the disk, the speech cache's size.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from prometheus_client.exposition import choose_encoder
 from core import metrics, ratelimit
 from core.clientip import client_ip
 from core.errors import ApplicationError, ErrorCode, NotFound
+from telephony import speech
 
 logger = logging.getLogger("relay.security")
 
@@ -75,6 +76,20 @@ class DatabaseCollector:
         yield due
 
 
+class SpeechCacheCollector:
+    """The speech cache's size on this host, read at scrape time (TTS_CACHE_MAX_MB bounds
+    it: purge_expired)."""
+
+    def collect(self):
+        size, messages = speech.cache_usage(settings.TTS_CACHE_DIR)
+        used = GaugeMetricFamily("relay_tts_cache_bytes", "Bytes the speech cache holds.")
+        used.add_metric([], size)
+        yield used
+        held = GaugeMetricFamily("relay_tts_cache_messages", "Messages the speech cache holds.")
+        held.add_metric([], messages)
+        yield held
+
+
 class _ThisProcess:
     """The default registry's metrics, for a process that keeps them in memory."""
 
@@ -91,6 +106,7 @@ def scrape(accept: str) -> tuple[bytes, str]:
     else:
         registry.register(_ThisProcess())
     registry.register(DatabaseCollector())
+    registry.register(SpeechCacheCollector())
     encode, content_type = choose_encoder(accept)
     return encode(registry), content_type
 

@@ -475,6 +475,9 @@ SIP_AGENTS = env.int("SIP_AGENTS", default=1)
 SIP_POLL_INTERVAL = env.float("SIP_POLL_INTERVAL", default=0.05)
 TTS_DEFAULT_LANGUAGE = env.str("TTS_DEFAULT_LANGUAGE", default="en")
 TTS_CACHE_DIR = Path(env.str("TTS_CACHE_DIR", default=str(VAR_DIR / "tts")))
+# The speech cache's bound: purge_expired removes the messages used longest ago past it, never
+# one used within a call's longest life (telephony.speech.cache_trim).
+TTS_CACHE_MAX_MB = _whole_number("TTS_CACHE_MAX_MB", 500, maximum=10**7, unit=" (MB)")
 # Inbound calls to the numbers (docs/telephony.md): they ring this long, then voicemail answers.
 INBOUND_RING_SECONDS = env.float("INBOUND_RING_SECONDS", default=20.0)
 VOICEMAIL_MAX_SECONDS = env.float("VOICEMAIL_MAX_SECONDS", default=120.0)

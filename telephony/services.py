@@ -3,6 +3,7 @@ transaction that reports it, so that every inbound call ends in exactly one hist
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -15,6 +16,7 @@ from core.errors import NotFound
 from core.fields import to_ms
 from history.models import AnsweredBy, CallRecord, CallStatus
 from history.services import record_inbound_call
+from telephony import speech
 from telephony.models import ForwardLeg, InboundCall
 from virtual_numbers.models import Number
 from virtual_numbers.selectors import forwarding_targets_dialable
@@ -175,4 +177,21 @@ def forward_leg_ended(*, leg: ForwardLeg, duration: int = 0) -> None:
     """The leg's call is over (`duration`: seconds bridged)."""
     ForwardLeg.objects.filter(pk=leg.pk, ended_at__isnull=True).update(
         ended_at=timezone.now(), duration=duration
+    )
+
+
+# How long ago a message may have been used and still be playing: the longest a call lives,
+# and a margin for its ringing and its render.
+SPEECH_IN_USE_MARGIN = 600
+
+
+def speech_cache_purge() -> tuple[int, int]:
+    """Bound the speech cache to TTS_CACHE_MAX_MB (speech.cache_trim): the messages used
+    longest ago go first, and none used within a call's longest life (SIP_MAX_CALL_SECONDS
+    and SPEECH_IN_USE_MARGIN). How many messages and bytes were removed."""
+    in_use_since = time.time() - settings.SIP_MAX_CALL_SECONDS - SPEECH_IN_USE_MARGIN
+    return speech.cache_trim(
+        settings.TTS_CACHE_DIR,
+        max_bytes=settings.TTS_CACHE_MAX_MB * 1_000_000,
+        in_use_since=in_use_since,
     )

@@ -2,17 +2,22 @@
 G.711 (both laws, so either codec the callee picks is ready), cached by (engine, voice, text).
 
 The cache is files under TTS_CACHE_DIR, written atomically, so every agent process shares it
-and a restart keeps it; a small in-memory layer saves re-reading hot messages.
+and a restart keeps it; a small in-memory layer saves re-reading hot messages. Each use marks
+a message's files used (their mtime, at most once a minute for one kept in memory), and
+`cache_trim` (purge_expired) removes the messages used longest ago once the cache is past
+TTS_CACHE_MAX_MB, never one used recently enough that a live call may be playing it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -20,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 ENGINE = "espeak-ng"
 MEMORY_ENTRIES = 64
+USE_MARK_INTERVAL = 60.0  # seconds between marks on disk of a message used from memory
 SYNTHESIS_TIMEOUT = 60
 LAWS = {0: "u-law", 8: "a-law"}  # RTP payload type -> sox encoding
 
@@ -38,6 +44,7 @@ class Speech:
         self.cache_dir = Path(cache_dir)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.memory: OrderedDict[str, dict[int, bytes]] = OrderedDict()
+        self.marked: dict[str, float] = {}  # key -> when its use was last marked on disk
         self.hits = self.misses = 0
 
     def key(self, text: str, voice: str) -> str:
@@ -46,21 +53,38 @@ class Speech:
     def render(self, text: str, voice: str) -> dict[int, bytes]:
         """G.711 audio of `text` spoken by `voice`: {0: u-law bytes, 8: a-law bytes}."""
         key = self.key(text, voice)
+        paths = {pt: self.cache_dir / f"{key}.{pt}" for pt in LAWS}
         if key in self.memory:
             self.memory.move_to_end(key)
             self.hits += 1
+            self._mark_used(key, paths)
             return self.memory[key]
-        paths = {pt: self.cache_dir / f"{key}.{pt}" for pt in LAWS}
-        if all(path.exists() for path in paths.values()):
+        try:
+            self._mark_used(key, paths, now=True)  # before reading: cache_trim spares it
+            audio = {pt: path.read_bytes() for pt, path in paths.items()}
             self.hits += 1
-        else:
+        except FileNotFoundError:  # never made, or trimmed away
             self.misses += 1
             self._synthesize(text, voice, paths)
-        audio = {pt: path.read_bytes() for pt, path in paths.items()}
+            audio = {pt: path.read_bytes() for pt, path in paths.items()}
         self.memory[key] = audio
         if len(self.memory) > MEMORY_ENTRIES:
-            self.memory.popitem(last=False)
+            evicted, _ = self.memory.popitem(last=False)
+            self.marked.pop(evicted, None)
         return audio
+
+    def _mark_used(self, key: str, paths: dict[int, Path], *, now: bool = False) -> None:
+        """Set the message's files' mtime to now: cache_trim keeps what was used last."""
+        at = time.monotonic()
+        if not now and at - self.marked.get(key, -USE_MARK_INTERVAL) < USE_MARK_INTERVAL:
+            return
+        self.marked[key] = at
+        for path in paths.values():
+            if now:
+                os.utime(path)  # FileNotFoundError: the caller makes it
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.utime(path)
 
     def _synthesize(self, text: str, voice: str, paths: dict[int, Path]) -> None:
         with tempfile.TemporaryDirectory(dir=self.cache_dir) as work:
@@ -111,3 +135,45 @@ class Speech:
             logger.warning("speech synthesis failed: %s", type(exc).__name__)
             raise SpeechError(f"{argv[0]} failed") from exc
         return done.stdout
+
+
+def _messages(cache_dir: Path) -> dict[str, tuple[int, float]]:
+    """Each cached message: its files' size together, and when it was last used (the latest
+    mtime of its files). Work directories of syntheses under way are not messages."""
+    messages: dict[str, tuple[int, float]] = {}
+    with contextlib.suppress(FileNotFoundError), os.scandir(cache_dir) as entries:
+        for entry in entries:
+            key, dot, law = entry.name.rpartition(".")
+            if not dot or law not in ("0", "8") or not entry.is_file(follow_symlinks=False):
+                continue
+            try:
+                stat = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            size, used = messages.get(key, (0, 0.0))
+            messages[key] = (size + stat.st_size, max(used, stat.st_mtime))
+    return messages
+
+
+def cache_usage(cache_dir: Path) -> tuple[int, int]:
+    """The speech cache's size in bytes, and how many messages it holds."""
+    messages = _messages(cache_dir)
+    return sum(size for size, _ in messages.values()), len(messages)
+
+
+def cache_trim(cache_dir: Path, *, max_bytes: int, in_use_since: float) -> tuple[int, int]:
+    """Remove the messages used longest ago until the cache holds at most `max_bytes`; never
+    one used at or after `in_use_since` (a Unix time: a live call may be playing it). How
+    many messages and bytes were removed."""
+    messages = _messages(cache_dir)
+    total = sum(size for size, _ in messages.values())
+    removed = freed = 0
+    for key, (size, used) in sorted(messages.items(), key=lambda item: item[1][1]):
+        if total <= max_bytes or used >= in_use_since:
+            break
+        for law in LAWS:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(cache_dir / f"{key}.{law}")
+        total -= size
+        removed, freed = removed + 1, freed + size
+    return removed, freed
