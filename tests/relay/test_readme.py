@@ -205,68 +205,25 @@ def readme_block_after(heading: str, document: str = "README.md", nth: int = 0) 
     return [re.sub(r"\s+#.*$", "", line).strip() for line in joined.splitlines() if line.strip()]
 
 
-@pytest.mark.skipif(
-    not os.environ.get("CI") and not all(map(shutil.which, ("sipp", "espeak-ng", "sox"))),
-    reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
-)
-def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
+def printed_sipp(line: str, tmp_path: Path, var_dir: Path, name: str, **ports) -> ChildProcess:
+    """A printed `sipp ...` line in a clean shell, in the background, its printed ports
+    (`ports`: printed -> free) moved."""
+    for printed, free in ports.items():
+        line = line.replace(printed, free)
+    return ChildProcess(
+        ["/bin/sh", "-c", line], clean_env(var_dir), log=tmp_path / f"{name}.out", own_group=True
+    )
+
+
+def sip_make_run(line: str, tmp_path: Path, var_dir: Path, *, trunk: str) -> tuple:
+    """A printed `... make run` of TELEPHONY_PROVIDER=sip in a clean shell, its trunk port
+    (5062) moved to `trunk` and every port of its own to a free one, serving: the process,
+    its HTTP port, its WebSocket port and its agent's SIP port."""
     from tests.telephony.conftest import free_udp_port, rtp_range
 
-    sipp_line, make_line, seed_line, call_line = readme_block_after("## Real calls over SIP")
-    assert sipp_line.startswith("sipp ") and make_line.endswith("make run")
-    # The printed ports, moved to free ones so that nothing else on the machine interferes.
-    trunk = str(free_udp_port())
-    var_dir, port, ws_port = tmp_path / "var", free_port(), free_port()
-    sipp = ChildProcess(
-        ["/bin/sh", "-c", sipp_line.replace("5062", trunk)],
-        clean_env(var_dir),
-        log=tmp_path / "sipp.out",
-        own_group=True,
-    )
+    port, ws_port, agent = free_port(), free_port(), free_udp_port()
     make = ChildProcess(
-        ["/bin/sh", "-c", make_line.replace("5062", trunk)],
-        clean_env(
-            var_dir,
-            PORT=str(port),
-            WS_PORT=str(ws_port),
-            SIP_BIND=f"127.0.0.1:{free_udp_port()}",
-            RTP_PORT_RANGE=rtp_range(),
-        ),
-        log=tmp_path / "make-run.log",
-        own_group=True,
-    )
-    try:
-        make.wait_serving(
-            f"http://127.0.0.1:{port}/healthz", what="make run to serve", deadline=START_DEADLINE
-        )
-        make.wait_serving(f"http://127.0.0.1:{ws_port}/healthz", what="make run's Daphne")
-        run_printed(seed_line, var_dir)
-        frames = [json.loads(line) for line in run_printed(call_line, var_dir).splitlines()]
-    finally:
-        make.stop()
-        sipp.stop()
-
-    statuses = [f["status"] for f in frames if f["type"] == "call_status"]
-    assert statuses == ["queued", "dialing", "ringing", "in_progress", "completed"], frames
-    assert frames[-1]["duration"] >= 2
-
-
-@pytest.mark.skipif(
-    not os.environ.get("CI") and not all(map(shutil.which, ("sipp", "espeak-ng", "sox"))),
-    reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
-)
-def test_the_telephony_walkthrough_leaves_a_message_the_api_plays(tmp_path):
-    from tests.telephony.conftest import free_udp_port, rtp_range
-
-    heading = "### Trying it: leave a message with SIPp"
-    [make_line] = readme_block_after(heading, "docs/telephony.md")
-    seed_line, sipp_line, *api_lines = readme_block_after(heading, "docs/telephony.md", nth=1)
-    assert make_line.endswith("make run") and sipp_line.startswith("sipp ")
-    assert "seed_demo" in seed_line and api_lines[-1].startswith("soxi ")
-    # The printed ports, moved to free ones so that nothing else on the machine interferes.
-    var_dir, port, ws_port, agent = tmp_path / "var", free_port(), free_port(), free_udp_port()
-    make = ChildProcess(
-        ["/bin/sh", "-c", make_line.replace("5062", str(free_udp_port()))],
+        ["/bin/sh", "-c", line.replace("5062", trunk)],
         clean_env(
             var_dir,
             PORT=str(port),
@@ -281,6 +238,56 @@ def test_the_telephony_walkthrough_leaves_a_message_the_api_plays(tmp_path):
         make.wait_serving(
             f"http://127.0.0.1:{port}/healthz", what="make run to serve", deadline=START_DEADLINE
         )
+        make.wait_serving(f"http://127.0.0.1:{ws_port}/healthz", what="make run's Daphne")
+    except BaseException:
+        make.stop()
+        raise
+    return make, port, ws_port, agent
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CI") and not all(map(shutil.which, ("sipp", "espeak-ng", "sox"))),
+    reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
+)
+def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
+    from tests.telephony.conftest import free_udp_port
+
+    sipp_line, make_line, seed_line, call_line = readme_block_after("## Real calls over SIP")
+    assert sipp_line.startswith("sipp ") and make_line.endswith("make run")
+    # The printed ports, moved to free ones so that nothing else on the machine interferes.
+    trunk, var_dir = str(free_udp_port()), tmp_path / "var"
+    sipp = printed_sipp(sipp_line, tmp_path, var_dir, "sipp", **{"5062": trunk})
+    try:
+        make, *_ = sip_make_run(make_line, tmp_path, var_dir, trunk=trunk)
+        try:
+            run_printed(seed_line, var_dir)
+            frames = [json.loads(line) for line in run_printed(call_line, var_dir).splitlines()]
+        finally:
+            make.stop()
+    finally:
+        sipp.stop()
+
+    statuses = [f["status"] for f in frames if f["type"] == "call_status"]
+    assert statuses == ["queued", "dialing", "ringing", "in_progress", "completed"], frames
+    assert frames[-1]["duration"] >= 2
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CI") and not all(map(shutil.which, ("sipp", "espeak-ng", "sox"))),
+    reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
+)
+def test_the_telephony_walkthrough_leaves_a_message_the_api_plays(tmp_path):
+    from tests.telephony.conftest import free_udp_port
+
+    heading = "### Trying it: leave a message with SIPp"
+    [make_line] = readme_block_after(heading, "docs/telephony.md")
+    seed_line, sipp_line, *api_lines = readme_block_after(heading, "docs/telephony.md", nth=1)
+    assert make_line.endswith("make run") and sipp_line.startswith("sipp ")
+    assert "seed_demo" in seed_line and api_lines[-1].startswith("soxi ")
+    # The printed ports, moved to free ones so that nothing else on the machine interferes.
+    var_dir = tmp_path / "var"
+    make, port, _, agent = sip_make_run(make_line, tmp_path, var_dir, trunk=str(free_udp_port()))
+    try:
         run_printed(seed_line, var_dir)
         sipp_line = sipp_line.replace("127.0.0.1:5060", f"127.0.0.1:{agent}")
         run_printed(sipp_line.replace("-p 5070", f"-p {free_udp_port()}"), var_dir)
@@ -332,7 +339,7 @@ def test_the_quickstart_runs_as_printed_against_make_run(make_run):
     reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
 )
 def test_the_forwarding_walkthrough_bridges_the_caller_to_the_owners_phone(tmp_path):
-    from tests.telephony.conftest import free_udp_port, rtp_range
+    from tests.telephony.conftest import free_udp_port
 
     heading = "### Trying it: forward a call to SIPp"
     [owner_line] = readme_block_after(heading, "docs/telephony.md")
@@ -341,47 +348,31 @@ def test_the_forwarding_walkthrough_bridges_the_caller_to_the_owners_phone(tmp_p
     assert owner_line.startswith("sipp ") and make_line.endswith("make run")
     assert "seed_demo" in seed_line and any(line.startswith("sipp ") for line in api_lines)
     # The printed ports, moved to free ones so that nothing else on the machine interferes.
-    trunk, agent = str(free_udp_port()), str(free_udp_port())
-    var_dir, port, ws_port = tmp_path / "var", free_port(), free_port()
-    owner = ChildProcess(
-        [
-            "/bin/sh",
-            "-c",
-            owner_line.replace("5062", trunk).replace("-mp 6100", f"-mp {free_udp_port(4)}"),
-        ],
-        clean_env(var_dir),
-        log=tmp_path / "owner-sipp.out",
-        own_group=True,
-    )
-    make = ChildProcess(
-        ["/bin/sh", "-c", make_line.replace("5062", trunk)],
-        clean_env(
-            var_dir,
-            PORT=str(port),
-            WS_PORT=str(ws_port),
-            SIP_BIND=f"127.0.0.1:{agent}",
-            RTP_PORT_RANGE=rtp_range(),
-        ),
-        log=tmp_path / "make-run.log",
-        own_group=True,
+    trunk, var_dir = str(free_udp_port()), tmp_path / "var"
+    owner = printed_sipp(
+        owner_line,
+        tmp_path,
+        var_dir,
+        "owner-sipp",
+        **{"5062": trunk, "6100": str(free_udp_port(4))},
     )
     try:
-        make.wait_serving(
-            f"http://127.0.0.1:{port}/healthz", what="make run to serve", deadline=START_DEADLINE
-        )
-        run_printed(seed_line, var_dir)
-        # The rest in one shell, as typed one after another; each line's output apart.
-        script = (
-            "\necho; echo @@@\n".join(api_lines)
-            .replace("localhost:8000", f"127.0.0.1:{port}")
-            .replace("127.0.0.1:5060", f"127.0.0.1:{agent}")
-            .replace("-p 5070", f"-p {free_udp_port()}")
-            .replace("-mp 6200", f"-mp {free_udp_port(4)}")
-        )
-        outputs = run_printed(f"set -e\n{script}", var_dir).split("@@@\n")
-        assert owner.proc.wait(timeout=30) == 0, "the owner's SIPp saw a call fail"
+        make, port, _, agent = sip_make_run(make_line, tmp_path, var_dir, trunk=trunk)
+        try:
+            run_printed(seed_line, var_dir)
+            # The rest in one shell, as typed one after another; each line's output apart.
+            script = (
+                "\necho; echo @@@\n".join(api_lines)
+                .replace("localhost:8000", f"127.0.0.1:{port}")
+                .replace("127.0.0.1:5060", f"127.0.0.1:{agent}")
+                .replace("-p 5070", f"-p {free_udp_port()}")
+                .replace("-mp 6200", f"-mp {free_udp_port(4)}")
+            )
+            outputs = run_printed(f"set -e\n{script}", var_dir).split("@@@\n")
+            assert owner.proc.wait(timeout=30) == 0, "the owner's SIPp saw a call fail"
+        finally:
+            make.stop()
     finally:
-        make.stop()
         owner.stop()
 
     put = next(i for i, line in enumerate(api_lines) if line.startswith("curl -s -X PUT"))

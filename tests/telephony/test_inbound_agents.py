@@ -22,6 +22,24 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 CALLER = "+447700900123"
 
 
+def killed_and_recorded_by_the_next(first: AgentProcess, tmp_path, env, number) -> CallRecord:
+    """Kill the agent holding a call to `number`, start another: the call's one record,
+    written by the other's recovery."""
+    first.kill()
+    assert not CallRecord.objects.exists()  # it died holding the call
+
+    second = AgentProcess(tmp_path, env, name="second")
+    try:
+        [record] = wait_until(
+            lambda: list(CallRecord.objects.filter(number=number)),
+            deadline=30,
+            what="the next agent to record the call",
+        )
+    finally:
+        second.stop()
+    return record
+
+
 def test_a_call_ringing_on_a_killed_agent_is_recorded_once_by_the_next(user, tmp_path):
     number = NumberFactory(owner=user)
     env = sip_env(
@@ -47,18 +65,7 @@ def test_a_call_ringing_on_a_killed_agent_is_recorded_once_by_the_next(user, tmp
             deadline=30,
             what="the agent to take the call",
         )
-        first.kill()
-        assert not CallRecord.objects.exists()  # it died holding the call
-
-        second = AgentProcess(tmp_path, env, name="second")
-        try:
-            [record] = wait_until(
-                lambda: list(CallRecord.objects.filter(number=number)),
-                deadline=30,
-                what="the next agent to record the call",
-            )
-        finally:
-            second.stop()
+        record = killed_and_recorded_by_the_next(first, tmp_path, env, number)
     finally:
         first.stop()
         caller.stop()
@@ -170,18 +177,7 @@ def test_a_bridge_on_a_killed_agent_is_recorded_forwarded_once_and_never_dialled
             deadline=30,
             what="the agent to bridge the call",
         )
-        first.kill()
-        assert not CallRecord.objects.exists()  # it died holding the bridge
-
-        second = AgentProcess(tmp_path, env, name="second")
-        try:
-            [record] = wait_until(
-                lambda: list(CallRecord.objects.filter(number=number)),
-                deadline=30,
-                what="the next agent to record the call",
-            )
-        finally:
-            second.stop()
+        record = killed_and_recorded_by_the_next(first, tmp_path, env, number)
     finally:
         first.stop()
         caller.stop()
