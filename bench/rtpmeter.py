@@ -1,0 +1,355 @@
+"""The bench's RTP instrument for sip_forward_100 (bench/forward.py starts it): both ends'
+media of bridged calls, timing every packet's one pass through the telephony agent.
+
+    rtpmeter.py bridge --messages LOG --a-port A --b-port B --legs N --seconds S --out OUT
+    rtpmeter.py direct --a-port A --b-port B --legs N --seconds S --out OUT
+
+Socket A (127.0.0.1:A) is every caller's media (the callers' SDP names it), socket B every
+target's (the targets' 200 OK names it); SIPp does the SIP of both ends and no media.
+
+`bridge`: the caller SIPp's message log (LOG) is tailed for the agent's 200 OK to each
+caller, whose SDP names the agent's RTP port of that caller's leg. From then on, for S
+seconds, A sends that port 20 ms RTP packets (PCMA, 160 bytes of payload) that carry in
+their payload which leg they belong to, a sequence number and the wall clock of the send
+(time.time_ns(), read just before sendto). The agent relays each to the bridged target,
+that is to B, from its RTP port of the target's leg: the first such packet pairs that port
+with its caller, and from then on B sends that port packets of its own the same way, which
+the agent relays to A. Every packet is timed from its send to its arrival at the meter's
+socket as the kernel stamped it (SO_TIMESTAMPNS), so neither this loop's lateness in
+reading nor anything after the arrival counts; on loopback a datagram is in the receiving
+socket's queue when sendto returns, so what is measured is the agent's own delay: waiting in
+its socket until its event loop reads it, the relay (re-typing, transcoding if any), and its
+sendto. Payloads are relayed unchanged only between legs of one codec: both ends answer PCMA.
+
+`direct`: the floor of the instrument, no agent: N flows from A to B and N from B to A at
+the same packet rate for S seconds, timed the same way.
+
+The result (JSON, OUT): packets sent and received each way, packets that arrived on a leg
+other than theirs (cross-talk between bridges), and the delays' percentiles, overall and per
+second of the run; every received packet's arrival and delay in OUT.packets (doubles).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import heapq
+import json
+import os
+import random
+import re
+import resource
+import selectors
+import socket
+import struct
+import sys
+import time
+from array import array
+from pathlib import Path
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux (asm-generic); not in Python 3.11
+FRAME_NS = 20_000_000  # 20 ms packets, as phones and Relay send them
+PAYLOAD_TYPE = 8  # PCMA
+MAGIC = b"RLYB"
+TAG = struct.Struct("!4sBxHIQ")  # magic, direction, leg, sequence, send time (ns)
+PAD = b"\xd5" * (160 - TAG.size)  # the rest of 20 ms of A-law: silence
+RTP = struct.Struct("!BBHII")
+BUFFER = 4 * 1024 * 1024  # SO_RCVBUF/SO_SNDBUF asked (the kernel caps at rmem_max/wmem_max)
+TO_TARGET, TO_CALLER = 0, 1  # directions: A -> agent -> B, B -> agent -> A
+SEPARATOR = re.compile(r"^-{20,} \d{4}-\d\d-\d\d [\d:.]+\s*$", re.MULTILINE)
+
+
+class Flow:
+    """One leg's packets one way: from `sock` to the agent's `port` until `end_ns`."""
+
+    def __init__(self, sock, port: int, direction: int, leg: int, start_ns: int, end_ns: int):
+        self.sock, self.dest = sock, ("127.0.0.1", port)
+        self.direction, self.leg, self.end_ns = direction, leg, end_ns
+        self.due = start_ns
+        self.seq = random.getrandbits(16)
+        self.timestamp = random.getrandbits(32)
+        self.ssrc = random.getrandbits(32)
+        self.count = 0
+        self.sent = 0
+
+    def send(self) -> None:
+        header = RTP.pack(0x80, PAYLOAD_TYPE, self.seq, self.timestamp, self.ssrc)
+        tag = TAG.pack(MAGIC, self.direction, self.leg, self.count, time.time_ns())
+        # OSError: an ICMP error of an earlier packet (the leg's port closed); counted lost.
+        with contextlib.suppress(OSError):
+            self.sock.sendto(header + tag + PAD, self.dest)
+        self.sent += 1
+        self.count += 1
+        self.seq = (self.seq + 1) & 0xFFFF
+        self.timestamp = (self.timestamp + 160) & 0xFFFFFFFF
+
+
+def udp_socket(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, BUFFER)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, BUFFER)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.setblocking(False)
+    return sock
+
+
+class AgentPorts:
+    """The agent's RTP port of each caller's leg, from the caller SIPp's message log: the SDP
+    of the 200 OK to each INVITE (its resends counted once)."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.pending = path, 0, ""
+        self.seen: set[str] = set()
+
+    def new(self) -> list[int]:
+        if not self.path.exists():
+            return []
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        self.offset += len(chunk)
+        text = self.pending + chunk.decode("latin-1")
+        parts = SEPARATOR.split(text)
+        self.pending = parts.pop()  # the last block may be incomplete until the next stamp
+        ports = []
+        for block in parts:
+            if "message received" not in block or "SIP/2.0 200" not in block:
+                continue
+            cseq = re.search(r"^CSeq:\s*\d+\s+INVITE", block, re.MULTILINE | re.IGNORECASE)
+            call_id = re.search(r"^Call-ID:\s*(\S+)", block, re.MULTILINE | re.IGNORECASE)
+            media = re.search(r"^m=audio (\d+) ", block, re.MULTILINE)
+            if cseq and call_id and media and call_id.group(1) not in self.seen:
+                self.seen.add(call_id.group(1))
+                ports.append(int(media.group(1)))
+        return ports
+
+
+class Meter:
+    def __init__(self, a_port: int, b_port: int):
+        self.a, self.b = udp_socket(a_port), udp_socket(b_port)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.a, selectors.EVENT_READ, TO_CALLER)  # what A receives
+        self.selector.register(self.b, selectors.EVENT_READ, TO_TARGET)
+        self.flows: list[Flow] = []
+        self.heap: list[tuple[int, int]] = []
+        self.delays = (array("q"), array("q"))  # ns, per direction
+        self.arrivals = (array("d"), array("d"))  # seconds since start, per direction
+        self.received = [0, 0]
+        self.foreign = 0  # datagrams without the meter's tag
+        self.crossed = 0  # a packet of one leg arriving from another leg's port
+        self.pairs: dict[int, int] = {}  # the agent's target-leg port -> leg
+        self.start_ns = time.monotonic_ns()
+        self.wall_start_ns = time.time_ns()
+
+    def add(self, flow: Flow) -> None:
+        self.flows.append(flow)
+        heapq.heappush(self.heap, (flow.due, len(self.flows) - 1))
+
+    def send_due(self) -> None:
+        now = time.monotonic_ns()
+        while self.heap and self.heap[0][0] <= now:
+            _, index = heapq.heappop(self.heap)
+            flow = self.flows[index]
+            flow.send()
+            flow.due += FRAME_NS
+            if flow.due < flow.end_ns:
+                heapq.heappush(self.heap, (flow.due, index))
+
+    def receive(self, timeout: float, on_packet) -> None:
+        for key, _ in self.selector.select(timeout):
+            sock, direction = key.fileobj, key.data
+            while True:
+                try:
+                    data, ancillary, _, source = sock.recvmsg(2048, socket.CMSG_SPACE(16))
+                except BlockingIOError:
+                    break
+                arrived = None
+                for level, kind, value in ancillary:
+                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                        seconds, nanoseconds = struct.unpack("qq", value[:16])
+                        arrived = seconds * 1_000_000_000 + nanoseconds
+                if arrived is None:
+                    arrived = time.time_ns()
+                header = 12 + 4 * (data[0] & 0x0F) if data else 0
+                tag = data[header : header + TAG.size]
+                if len(tag) < TAG.size or not tag.startswith(MAGIC):
+                    self.foreign += 1
+                    continue
+                _, sent_direction, leg, _, sent_ns = TAG.unpack(tag)
+                if sent_direction != direction:
+                    self.crossed += 1
+                    continue
+                self.received[direction] += 1
+                self.delays[direction].append(arrived - sent_ns)
+                self.arrivals[direction].append((arrived - self.wall_start_ns) / 1e9)
+                on_packet(direction, leg, source[1])
+
+    def next_timeout(self, *others: int) -> float:
+        due = [self.heap[0][0]] if self.heap else []
+        due += [t for t in others if t]
+        if not due:
+            return 0.05
+        return max(0.0, (min(due) - time.monotonic_ns()) / 1e9)
+
+    def dump(self, path: Path) -> None:
+        """Every packet received, as (direction, arrival in seconds since the meter started,
+        delay in ms) doubles, for the harness to read any window of the run."""
+        out = array("d")
+        for direction in (0, 1):
+            for at, delay in zip(self.arrivals[direction], self.delays[direction], strict=True):
+                out.extend((direction, at, delay / 1e6))
+        with path.open("wb") as f:
+            out.tofile(f)
+
+    def result(self, **extra) -> dict:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        sent = [0, 0]
+        for flow in self.flows:
+            sent[flow.direction] += flow.sent
+        both = array("q", self.delays[0])
+        both.extend(self.delays[1])
+        return {
+            "sent": sent,
+            "received": self.received,
+            "foreign": self.foreign,
+            "crossed": self.crossed,
+            "flows": [sum(1 for f in self.flows if f.direction == d) for d in (0, 1)],
+            "delay_ms": {
+                "all": summary(both),
+                "to_target": summary(self.delays[0]),
+                "to_caller": summary(self.delays[1]),
+            },
+            "per_second": per_second(self.delays, self.arrivals),
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "wall_start": self.wall_start_ns / 1e9,
+            "wall_s": (time.monotonic_ns() - self.start_ns) / 1e9,
+            **extra,
+        }
+
+
+def percentile(values, q: float) -> float:
+    """Nearest rank, as bench/wsload.py's."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]
+
+
+def summary(delays_ns) -> dict:
+    ms = [d / 1e6 for d in delays_ns]
+    return {
+        "count": len(ms),
+        "p50": percentile(ms, 50),
+        "p90": percentile(ms, 90),
+        "p99": percentile(ms, 99),
+        "p999": percentile(ms, 99.9),
+        "max": max(ms) if ms else float("nan"),
+        "min": min(ms) if ms else float("nan"),
+    }
+
+
+def per_second(delays, arrivals) -> list[dict]:
+    """Each whole second of the run: packets that arrived in it (both ways), their p50/p99."""
+    buckets: dict[int, list[float]] = {}
+    for direction in (0, 1):
+        for delay, at in zip(delays[direction], arrivals[direction], strict=True):
+            buckets.setdefault(int(at), []).append(delay / 1e6)
+    return [
+        {
+            "second": s,
+            "packets": len(v),
+            "p50": percentile(v, 50),
+            "p99": percentile(v, 99),
+            "max": max(v),
+        }  # fmt: skip
+        for s, v in sorted(buckets.items())
+    ]
+
+
+def bridge(args) -> tuple[Meter, dict]:
+    meter = Meter(args.a_port, args.b_port)
+    ports = AgentPorts(Path(args.messages))
+    seconds_ns = int(args.seconds * 1e9)
+    legs_end: dict[int, int] = {}  # leg -> when its caller's flow ends
+    caller_ports: dict[int, int] = {}  # leg -> the agent's port of its caller's leg
+    deadline = time.monotonic_ns() + int(args.deadline * 1e9)
+
+    def on_packet(direction: int, leg: int, source_port: int) -> None:
+        if direction != TO_TARGET:
+            if caller_ports.get(leg) != source_port:
+                meter.crossed += 1
+            return
+        known = meter.pairs.get(source_port)
+        if known is None:
+            meter.pairs[source_port] = leg
+            now = time.monotonic_ns()
+            # Random phase, as a phone's clock is its own.
+            start = now + random.randrange(FRAME_NS)
+            meter.add(Flow(meter.b, source_port, TO_CALLER, leg, start, legs_end[leg]))
+        elif known != leg:
+            meter.crossed += 1
+
+    next_poll = 0
+    drain_until = None
+    while True:
+        now = time.monotonic_ns()
+        if now >= next_poll:
+            for port in ports.new():
+                leg = len(legs_end)
+                start = now + random.randrange(FRAME_NS)
+                legs_end[leg] = start + seconds_ns
+                caller_ports[leg] = port
+                meter.add(Flow(meter.a, port, TO_TARGET, leg, start, legs_end[leg]))
+            next_poll = now + 10_000_000
+        if drain_until is None and len(legs_end) >= args.legs and not meter.heap:
+            drain_until = now + 500_000_000  # the last packets' way back
+        if (drain_until is not None and now >= drain_until) or now >= deadline:
+            break
+        meter.receive(meter.next_timeout(next_poll), on_packet)
+        meter.send_due()
+    return meter, meter.result(legs=len(legs_end), paired=len(meter.pairs))
+
+
+def direct(args) -> tuple[Meter, dict]:
+    meter = Meter(args.a_port, args.b_port)
+    now = time.monotonic_ns()
+    end = now + int(args.seconds * 1e9)
+    for leg in range(args.legs):
+        for sock, port, direction in ((meter.a, args.b_port, TO_TARGET),
+                                      (meter.b, args.a_port, TO_CALLER)):  # fmt: skip
+            meter.add(Flow(sock, port, direction, leg, now + random.randrange(FRAME_NS), end))
+    drain_until = None
+    while True:
+        now = time.monotonic_ns()
+        if drain_until is None and not meter.heap:
+            drain_until = now + 200_000_000
+        if drain_until is not None and now >= drain_until:
+            break
+        meter.receive(meter.next_timeout(), lambda *_: None)
+        meter.send_due()
+    return meter, meter.result(legs=args.legs, paired=args.legs)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("bridge", "direct"))
+    parser.add_argument("--messages", default="")
+    parser.add_argument("--a-port", type=int, required=True)
+    parser.add_argument("--b-port", type=int, required=True)
+    parser.add_argument("--legs", type=int, required=True)
+    parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--deadline", type=float, default=300)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    meter, result = bridge(args) if args.mode == "bridge" else direct(args)
+    meter.dump(Path(args.out + ".packets"))
+    tmp = args.out + ".tmp"
+    Path(tmp).write_text(json.dumps(result))
+    os.replace(tmp, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
