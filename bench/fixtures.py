@@ -200,3 +200,29 @@ def probe_sender(user_ids: list[str], *, rate: float, seconds: float) -> int:
         return total
 
     return asyncio.run(send_all())
+
+
+FORWARD_EMAIL = "bench-forward@relay.example"
+FORWARD_NUMBER = "+442079460990"  # Ofcom's range for drama: never a real line
+FORWARD_TARGET = "+441134960990"
+
+
+def forwarding_number():
+    """FORWARD_NUMBER, held by a user of its own, forwarding to FORWARD_TARGET alone (no
+    screening, the caller shown); the user of an earlier run is dropped first, with its
+    calls, legs and records, so the plan's rolling counts start empty."""
+    from accounts.models import User
+    from virtual_numbers.models import InventoryNumber, Number
+
+    User.objects.filter(email=FORWARD_EMAIL).delete()
+    owner = user(FORWARD_EMAIL)
+    inventory, _ = InventoryNumber.objects.get_or_create(e164=FORWARD_NUMBER)
+    return Number.objects.create(
+        owner=owner,
+        inventory=inventory,
+        number=FORWARD_NUMBER,
+        alias="bench forwarding",
+        pin_hash="!",  # no PIN: unusable, as Django marks an unusable password
+        forward_targets=[FORWARD_TARGET],
+        forward_ring_seconds=30,
+    )

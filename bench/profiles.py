@@ -43,6 +43,12 @@ class Profile:
     sip_many_calls: int  # sip_200_calls: submitted at once to one agent, all to be up together
     sip_many_sentences: int  # 2 speaks about 14 s, so the last answered still overlaps the first
     sip_many_tls: bool  # sip_200_calls also over TLS + SRTP through Kamailio
+    forward_cost_calls: int  # sip_forward_cpu: calls at once on one agent, per leg
+    forward_cost_rounds: int  # legs of each kind, alternated outbound, bridged, bridged, ...
+    forward_cost_sentences: int  # the message played, and said by the bridged callers
+    forward_many_bridges: int  # sip_forward_100: forwarded calls placed at once, one agent
+    forward_many_talk_seconds: float  # each held this long, so the last bridged overlaps all
+    forward_floor_seconds: float  # the RTP meter alone, socket to socket (its floor)
 
 
 FULL = Profile(
@@ -85,6 +91,12 @@ FULL = Profile(
     sip_many_calls=200,
     sip_many_sentences=2,
     sip_many_tls=True,
+    forward_cost_calls=30,
+    forward_cost_rounds=2,
+    forward_cost_sentences=1,
+    forward_many_bridges=100,
+    forward_many_talk_seconds=20,
+    forward_floor_seconds=5,
 )
 
 SMOKE = Profile(
@@ -125,4 +137,10 @@ SMOKE = Profile(
     sip_many_calls=4,
     sip_many_sentences=0,
     sip_many_tls=False,
+    forward_cost_calls=2,
+    forward_cost_rounds=1,
+    forward_cost_sentences=0,
+    forward_many_bridges=5,
+    forward_many_talk_seconds=4,
+    forward_floor_seconds=1,
 )

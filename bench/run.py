@@ -1,5 +1,5 @@
-"""`make bench` / `make bench-smoke`: every scenario of issue 6, S1 (SIP) and issue 26's SIP
-scenarios, in one run.
+"""`make bench` / `make bench-smoke`: every scenario of issue 6, S1 (SIP) and issues 26's and
+28's SIP scenarios, in one run.
 
 Usage: BENCH_DATABASE_URL=postgres://... BENCH_REDIS_URL=redis://.../5 \
        .venv/bin/python bench/run.py [--smoke] [--write-docs] [--only H1,W2,sip_200_calls]
@@ -231,6 +231,49 @@ METHOD_NOTES = """\
   `ended_at` in the database (the note has what 0.2 s polling saw, and how long after the
   submit the last call was answered). The agent's CPU is read between the first and the last
   sample with the most calls in progress, as in S1; RSS per call is (peak - idle) / the peak.
+- **sip_forward_cpu** (issue 28): a number of a bench user of its own forwards to one
+  E.164 target (no screening). One `telephony_agent` (`SIP_AGENTS=1`,
+  `SIP_MAX_CONCURRENT_CALLS` twice the calls: a forwarded call holds two places) is between
+  two SIPps: one places the calls to the number within a second (`bench/sipp/
+  forward_caller.xml`), the other is the trunk and the target's phone
+  (`bench/sipp/forward_target.xml`: 180, then 200 after 300 ms); the agent dials the target,
+  and once it answered, answers the caller and relays RTP both ways. Each caller says the
+  very message the baseline's calls play (espeak-ng's A-law of the same text, written by the
+  bench as a capture of 20 ms RTP packets for SIPp's `play_pcap_audio`; SIPp's own
+  g711a.pcap has 30 ms ones) and hangs up when it ends; the target (`-rtp_echo`) echoes what
+  it hears. So the message crosses the agent both ways: a bridged call has the agent receive
+  and send twice the packets of a played-message call, and transcode each (the caller offers
+  PCMA, the target answers PCMU). The baseline is sip_tls_srtp_cpu's plain UDP leg, same
+  calls and message: the agent plays it to SIPp, which echoes it. Each leg has an agent of its
+  own and an unmeasured warm-up call; legs alternate played, bridged, bridged, played. CPU per
+  call is the agent's (psutil) from the submit, or the callers' start, until every call ended
+  (recorded, for a bridged one), over the calls; load-gen CPU is SIPp's, both SIPps' for the
+  bridged legs. A bridged call counts when the agent recorded it `answered` by the target
+  (`answered_by` forward); the packets relayed each way are from the agent's log line of each
+  bridge.
+- **sip_forward_100** (issue 28): the same agent and SIPps (`SIP_MAX_CONCURRENT_CALLS=250`),
+  all calls placed within a second and each held 20 s, but no SIPp sends or echoes media:
+  `bench/rtpmeter.py`, one process, is both ends' media, a UDP socket for every caller (their
+  SDP) and one for every target (their 200 OK), both answering PCMA so that payloads cross the
+  agent unchanged. It tails the caller SIPp's message log for the agent's 200 OK to each
+  caller, and from then on sends that leg's agent port 20 ms RTP packets whose payload tags
+  the leg, a sequence number and the wall clock of the send (read just before `sendto`); the
+  agent relays each to the target's socket, which thereby learns the agent's port of the
+  target's leg and starts sending its own packets the other way, for the same span (18.5 s;
+  each leg starts at a random phase of 20 ms). Each packet is timed to its arrival at the
+  meter's socket as the kernel stamped it (`SO_TIMESTAMPNS`, not when the meter's loop read
+  it); on loopback a datagram is in the agent's socket queue when the meter's `sendto`
+  returns, so the delay is the agent's own: the wait in its socket until its event loop reads
+  the packet, the relay, and its `sendto`; one pass, not a round trip. Baseline: the same
+  meter with as many flows each way sent socket to socket for 5 s, no agent (the
+  instrument's floor). Percentiles are nearest-rank over every packet of both directions,
+  ramp-up and hang-ups included; the note has the p99 between the last bridge and the first
+  hang-up (the database's times), when all were up. "Bridged and completed" counts calls the
+  agent recorded `answered` by the target; "up at once" is the most legs between their
+  bridge (`answered_at`) and `ended_at` at one instant; packets not relayed are sent minus
+  received each way, and a packet that arrives from another bridge's port is counted as
+  crossed. The agent's CPU while all are up and RSS per call are read as in sip_200_calls;
+  load-gen CPU is the meter's and both SIPps'.
 """
 
 
