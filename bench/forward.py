@@ -112,21 +112,35 @@ class Bridges:
     meter: dict | None = None  # bench/rtpmeter.py's result
     packets: list = field(default_factory=list)  # its packets: (direction, epoch s, delay ms)
     all_up: tuple = (math.nan, math.nan)  # epoch seconds: the last bridge, the first end
+    started_at: float = math.nan  # epoch seconds: the callers' start
 
-    def note(self) -> str:
-        per_call = (self.to_target + self.to_caller) / max(1, self.bridged)
-        note = (f"{self.bridged} of {self.calls} bridged and recorded answered by the target, "
-                f"{self.relayed_both_ways} relayed audio both ways ({self.to_target:,} packets "
-                f"to the targets, {self.to_caller:,} to the callers: {per_call:,.0f} a call, both ways together); "
-                f"{self.agent_cpu:.1f} CPU s over {self.wall:.0f} s; SIPp exit caller "
-                f"{self.caller_status}, target {self.target_status}")  # fmt: skip
-        if self.received != self.calls:
-            note += f"; the agent saw {self.received} of the {self.calls} INVITEs"
-        note += f"; {self.warnings} agent log lines at WARNING or above" if self.warnings else ""
-        note += f"; {self.resent} INVITEs resent to the target" if self.resent else ""
-        if self.sip_drops:
-            note += f"; the kernel dropped {self.sip_drops} datagrams at the agent's SIP socket"
-        return note
+
+def runs_note(runs: list[Bridges]) -> str:
+    """What the harness saw of one or more batches, summed (per batch where it differs)."""
+    calls, bridged = sum(r.calls for r in runs), sum(r.bridged for r in runs)
+    both = sum(r.relayed_both_ways for r in runs)
+    to_target, to_caller = sum(r.to_target for r in runs), sum(r.to_caller for r in runs)
+    cpu, wall = sum(r.agent_cpu for r in runs), sum(r.wall for r in runs)
+    per_call = (to_target + to_caller) / max(1, bridged)
+    callers = "/".join(str(r.caller_status) for r in runs)
+    targets = "/".join(str(r.target_status) for r in runs)
+    note = (f"{bridged} of {calls} bridged and recorded answered by the target, {both} "
+            f"relayed audio both ways ({to_target:,} packets to the targets, {to_caller:,} to "
+            f"the callers: {per_call:,.0f} a call, both ways together); {cpu:.1f} CPU s over "
+            f"{wall:.0f} s")  # fmt: skip
+    if len(runs) > 1:
+        by_leg = "/".join(f"{r.agent_cpu / r.calls * 1000:.0f}" for r in runs)
+        note += f" ({by_leg} CPU ms per call by leg)"
+    note += f"; SIPp exit {callers} (callers), {targets} (target)"
+    received = sum(r.received for r in runs)
+    if received != calls:
+        note += f"; the agent saw {received} of the {calls} INVITEs"
+    warnings, resent = sum(r.warnings for r in runs), sum(r.resent for r in runs)
+    note += f"; {warnings} agent log lines at WARNING or above" if warnings else ""
+    note += f"; {resent} INVITEs resent to the target" if resent else ""
+    if drops := sum(r.sip_drops for r in runs):
+        note += f"; the kernel dropped {drops} datagrams at the agent's SIP socket"
+    return note
 
 
 def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int,
@@ -168,6 +182,7 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
         own0, tts0 = agents.cpu()
         children0 = _children_cpu() - sip.cpu_seconds(target.proc.pid)
         t0, started = timezone.now(), time.monotonic()
+        run.started_at = t0.timestamp()
         if meter_seconds:
             out = workdir / "meter.json"
             argv = [sys.executable, str(METER), "bridge", "--messages",

@@ -14,12 +14,12 @@ their payload which leg they belong to, a sequence number and the wall clock of 
 (time.time_ns(), read just before sendto). The agent relays each to the bridged target,
 that is to B, from its RTP port of the target's leg: the first such packet pairs that port
 with its caller, and from then on B sends that port packets of its own the same way, which
-the agent relays to A. Every packet is timed from its send to its arrival at the meter's
-socket as the kernel stamped it (SO_TIMESTAMPNS), so neither this loop's lateness in
-reading nor anything after the arrival counts; on loopback a datagram is in the receiving
-socket's queue when sendto returns, so what is measured is the agent's own delay: waiting in
-its socket until its event loop reads it, the relay (re-typing, transcoding if any), and its
-sendto. Payloads are relayed unchanged only between legs of one codec: both ends answer PCMA.
+the agent relays to A. Every packet is timed from that clock reading to the kernel's
+receive stamp of its relayed copy (SO_TIMESTAMPNS), which on loopback is taken as the
+sender's sendto hands the datagram over, so this loop's lateness in reading never counts:
+what is measured is this process's sendto (the floor, see `direct`), the wait in the agent's
+socket until its event loop reads the packet, and the relay up to the agent's sendto.
+Payloads are relayed unchanged only between legs of one codec: both ends answer PCMA.
 
 `direct`: the floor of the instrument, no agent: N flows from A to B and N from B to A at
 the same packet rate for S seconds, timed the same way.

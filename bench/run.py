@@ -257,23 +257,24 @@ METHOD_NOTES = """\
   SDP) and one for every target (their 200 OK), both answering PCMA so that payloads cross the
   agent unchanged. It tails the caller SIPp's message log for the agent's 200 OK to each
   caller, and from then on sends that leg's agent port 20 ms RTP packets whose payload tags
-  the leg, a sequence number and the wall clock of the send (read just before `sendto`); the
-  agent relays each to the target's socket, which thereby learns the agent's port of the
-  target's leg and starts sending its own packets the other way, for the same span (18.5 s;
-  each leg starts at a random phase of 20 ms). Each packet is timed to its arrival at the
-  meter's socket as the kernel stamped it (`SO_TIMESTAMPNS`, not when the meter's loop read
-  it); on loopback a datagram is in the agent's socket queue when the meter's `sendto`
-  returns, so the delay is the agent's own: the wait in its socket until its event loop reads
-  the packet, the relay, and its `sendto`; one pass, not a round trip. Baseline: the same
-  meter with as many flows each way sent socket to socket for 5 s, no agent (the
-  instrument's floor). Percentiles are nearest-rank over every packet of both directions,
-  ramp-up and hang-ups included; the note has the p99 between the last bridge and the first
-  hang-up (the database's times), when all were up. "Bridged and completed" counts calls the
-  agent recorded `answered` by the target; "up at once" is the most legs between their
-  bridge (`answered_at`) and `ended_at` at one instant; packets not relayed are sent minus
-  received each way, and a packet that arrives from another bridge's port is counted as
-  crossed. The agent's CPU while all are up and RSS per call are read as in sip_200_calls;
-  load-gen CPU is the meter's and both SIPps'.
+  the leg, a sequence number and the wall clock read just before the `sendto`; the agent
+  relays each to the target's socket, which thereby learns the agent's port of the target's
+  leg and starts sending its own packets the other way, until the same end (18.5 s after the
+  caller's first; each leg at a random phase of 20 ms). Each packet is timed to the kernel's
+  receive stamp (`SO_TIMESTAMPNS`), which on loopback is taken when the sender's `sendto`
+  hands the datagram over, not when the meter's loop reads it: so the delay runs from the
+  meter's clock reading to the agent's `sendto` of the relayed packet, and holds the meter's
+  own `sendto` (the floor below), the wait in the agent's socket until its event loop reads
+  the packet, and the relay: one pass through the agent, not a round trip, and no SIPp echo
+  in it. The p50 row's note has the instrument's floor: the same meter with as many flows
+  each way sent socket to socket for 5 s, no agent. Percentiles are nearest-rank over every
+  packet of both directions, set-up and hang-ups included; the p99 row's note splits them at
+  the last bridge and the first hang-up (the database's times). "Bridged and completed"
+  counts calls the agent recorded `answered` by the target; "up at once" is the most legs
+  between their bridge (`answered_at`) and `ended_at` at one instant; packets not relayed are
+  those sent minus those received, each way, and a packet that arrives from another bridge's
+  port would be counted as crossed. The agent's CPU while all are up and RSS per call are read
+  as in sip_200_calls; load-gen CPU is the meter's and both SIPps'.
 """
 
 
