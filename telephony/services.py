@@ -173,6 +173,16 @@ def forward_leg_bridged(*, call: InboundCall, leg: ForwardLeg) -> int | None:
     return grant
 
 
+def forward_leg_unbridged(*, call: InboundCall, leg: ForwardLeg) -> None:
+    """The caller hung up between forward_leg_bridged and the answer: nobody was bridged
+    after all, and the call is not answered."""
+    with transaction.atomic():
+        ForwardLeg.objects.filter(pk=leg.pk).update(answered_at=None, talk_limit=None)
+        InboundCall.objects.filter(pk=call.pk).update(answered_at=None, forwarded_to="")
+    leg.answered_at = leg.talk_limit = call.answered_at = None
+    call.forwarded_to = ""
+
+
 def forward_leg_ended(*, leg: ForwardLeg, duration: int = 0) -> None:
     """The leg's call is over (`duration`: seconds bridged)."""
     ForwardLeg.objects.filter(pk=leg.pk, ended_at__isnull=True).update(

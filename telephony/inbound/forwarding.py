@@ -216,6 +216,7 @@ class Forwarder:
             logger.info("inbound call %s: no answered seconds left to bridge", self.call.call_id)
             return False
         if await self.call.answer() is None:  # the caller hung up a moment ago
+            await self.db(services.forward_leg_unbridged)(call=self.ledger, leg=leg)
             return False
         bridged = time.monotonic()
         caller_stream, target_stream = self.call.stream, sip.stream

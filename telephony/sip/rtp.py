@@ -117,6 +117,23 @@ class ReceivedAudio:
         return round(self.loud_packets * FRAME_SECONDS, 2)
 
 
+def _payload(packet: bytes) -> bytes | None:
+    """An RTP packet's payload (RFC 3550 §5.1, §5.3.1): after the fixed header, its CSRC list
+    and any header extension, and before any padding; None when the header says more than
+    the packet holds."""
+    start = 12 + 4 * (packet[0] & 0x0F)
+    if packet[0] & 0x10:  # X: an extension, its length in 32-bit words after 4 bytes
+        if len(packet) < start + 4:
+            return None
+        start += 4 + 4 * struct.unpack("!H", packet[start + 2 : start + 4])[0]
+    end = len(packet)
+    if packet[0] & 0x20:  # P: the last byte counts the padding, itself included
+        end -= packet[-1]
+    if end < start:
+        return None
+    return packet[start:end]
+
+
 class RtpStream(asyncio.DatagramProtocol):
     """A bound RTP socket: `play(audio)` sends it and returns when the last packet has left."""
 
@@ -195,18 +212,19 @@ class RtpStream(asyncio.DatagramProtocol):
         if self.latch.source is not None and self.remote != self.latch.source:
             self.remote = self.latch.source  # symmetric RTP: audio goes back where it came from
         payload_type = data[1] & 0x7F
-        header = 12 + 4 * (data[0] & 0x0F)
+        payload = _payload(data)
+        if payload is None:
+            return  # its header says more than the packet holds
         event = payload_type == self.dtmf_payload_type and self.dtmf_payload_type is not None
         if self.bridge is not None:
-            self.bridge.relay(data, header, event=event)
+            self.bridge.relay(data, payload, event=event)
         if event:
-            self._telephone_event(struct.unpack("!I", data[4:8])[0], data[header:])
+            self._telephone_event(struct.unpack("!I", data[4:8])[0], payload)
             return
         self.received.packets += 1
         self.received.payload_types.add(payload_type)
         table = LOUDNESS.get(payload_type)
-        if table is not None:
-            payload = data[header:]
+        if table is not None and self.bridge is None:  # a bridge only relays: nobody listens
             loudness = sum(payload.translate(table))
             self.received.loudness_total += loudness
             if payload and loudness / len(payload) >= LOUD:
@@ -264,13 +282,12 @@ class RtpStream(asyncio.DatagramProtocol):
         self.sent_packets += 1
         return True
 
-    def relay(self, packet: bytes, header: int, *, event: bool) -> None:
-        """Send on a packet the other leg of a bridge heard (plain RTP, its header `header`
-        bytes long): G.711 transcoded when the legs' codecs differ (TRANSCODE), an RFC 4733
-        event with this leg's telephone-event payload type (dropped when this leg has none),
-        anything else dropped."""
+    def relay(self, packet: bytes, payload: bytes, *, event: bool) -> None:
+        """Send on a packet the other leg of a bridge heard (plain RTP, and its payload): G.711
+        transcoded when the legs' codecs differ (TRANSCODE), an RFC 4733 event with this
+        leg's telephone-event payload type (dropped when this leg has none), anything else
+        dropped. Header extensions and padding are the other leg's and stay there."""
         payload_type = packet[1] & 0x7F
-        payload = packet[header:]
         if event:
             payload_type = self.dtmf_payload_type
             if payload_type is None:

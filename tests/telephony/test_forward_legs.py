@@ -124,3 +124,18 @@ def test_a_call_whose_agent_died_mid_bridge_is_recorded_forwarded_once(number, s
     assert (record.status, record.duration) == (CallStatus.ANSWERED, 20)
     assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGETS[0])
     assert not ForwardLeg.objects.filter(ended_at__isnull=True).exists()
+
+
+def test_a_bridge_the_caller_left_before_its_answer_is_undone(number):
+    call = ringing(number)
+    [first, _] = services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS))
+    services.forward_leg_bridged(call=call, leg=first)
+
+    services.forward_leg_unbridged(call=call, leg=first)
+    record = services.inbound_call_record(call=call, status=CallStatus.MISSED)
+
+    assert (record.status, record.answered_by, record.forwarded_to) == ("missed", None, None)
+    first.refresh_from_db()
+    assert (first.answered_at, first.duration) == (None, 0)
+    call.refresh_from_db()
+    assert (call.answered_at, call.forwarded_to) == (None, "")

@@ -130,3 +130,23 @@ async def test_the_targets_audio_reaches_the_caller_in_pcma_and_events_without_a
     assert packets[0][12:] == audio.translate(TRANSCODE[(0, 8)])
     assert to_target.received.packets == 3  # it heard all three frames; only G.711 went on
     assert to_caller.relayed_packets == 2
+
+
+async def test_header_extensions_and_padding_are_never_taken_for_audio(bridge):
+    caller, to_caller, to_target, target = bridge
+    audio = bytes(range(100, 260 - 100)) + bytes(100)  # 160 bytes
+    extension = struct.pack("!HH", 0xBEDE, 2) + b"\x10\x01\x02\x03" + b"\x22\x04\x05\x06"
+    packet = bytearray(rtp(8, 1, 1000, extension + audio + b"\x00\x00\x00\x04"))
+    packet[0] |= 0x10 | 0x20  # X and P
+    caller.sendto(bytes(packet), address(to_caller))
+    # A packet whose extension runs past its end is dropped.
+    broken = bytearray(rtp(8, 2, 1160, struct.pack("!HH", 0xBEDE, 200) + audio))
+    broken[0] |= 0x10
+    caller.sendto(bytes(broken), address(to_caller))
+    caller.sendto(rtp(8, 3, 1320, audio), address(to_caller))
+
+    packets = await heard(target, 2)
+
+    assert [p[12:] for p in packets] == [audio.translate(TRANSCODE[(8, 0)])] * 2
+    assert packets[0][0] & 0x30 == 0  # no extension, no padding of the other leg's
+    assert to_caller.received.packets == 2
