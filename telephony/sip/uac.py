@@ -354,11 +354,14 @@ class OutboundCall(Dialog):
             # SIP_SRTP=required: an answer without SRTP is never spoken to.
             await self.send_bye()
             return Outcome(kind="error", phrase="the callee answered without SRTP")
-        await self.on_answered()
         stream = self.stream
         stream.payload_type = media.payload_type
         stream.expect(media.host, media.port)
         stream.dtmf_payload_type = media.telephone_event
+        # The message starts as the call is answered, not after on_answered's report (a
+        # database write, which waits its turn when many calls answer at once): the callee
+        # hears it at once, and the call lasts what the message lasts. on_answered may still
+        # shorten max_seconds (a quota's grant), counted from the answer.
         if self.talk is not None:
             player = asyncio.ensure_future(self.talk(self))
         else:
@@ -367,20 +370,23 @@ class OutboundCall(Dialog):
         local = asyncio.ensure_future(self.hangup_requested.wait())
         acks = asyncio.ensure_future(self._ack_retransmissions(queue))
         try:
-            done, _ = await asyncio.wait(
-                {player, remote, local},
-                timeout=self.max_seconds,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            try:
+                await self.on_answered()
+                done, _ = await asyncio.wait(
+                    {player, remote, local},
+                    timeout=max(0.0, self.max_seconds - (time.monotonic() - answered_at)),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                for task in (player, remote, local):
+                    task.cancel()
+            by_remote = remote in done
+            hung_up_by = "remote" if by_remote else "local" if done else "limit"
+            duration = time.monotonic() - answered_at
+            if not by_remote:
+                await self.send_bye()
         finally:
-            for task in (player, remote, local):
-                task.cancel()
-        by_remote = remote in done
-        hung_up_by = "remote" if by_remote else "local" if done else "limit"
-        duration = time.monotonic() - answered_at
-        if not by_remote:
-            await self.send_bye()
-        acks.cancel()
+            acks.cancel()
         return Outcome(
             kind="answered",
             code=response.status,
