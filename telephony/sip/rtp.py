@@ -7,10 +7,12 @@ into a WAV file), and DTMF arrives as RFC 4733 telephone events.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import os
 import struct
 import wave
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -316,24 +318,111 @@ class RtpStream(asyncio.DatagramProtocol):
 
     async def play(self, audio: bytes) -> None:
         """Send `audio` (G.711 in this stream's codec) in real time, one frame per 20 ms
-        against a fixed schedule, so that a late wake-up never stretches the message."""
+        against this stream's own fixed schedule (the loop's monotonic clock from the first
+        frame), so that a late wake-up never stretches the message; return once its last
+        frame has had its 20 ms. The loop's Pacer sends the frames of every stream playing."""
         loop = asyncio.get_running_loop()
-        start = loop.time()
         silence = SILENCE.get(self.payload_type, b"\x00" * FRAME_SAMPLES)
         frames = [audio[i : i + FRAME_SAMPLES] for i in range(0, len(audio), FRAME_SAMPLES)]
-        for index, frame in enumerate(frames):
-            delay = start + index * FRAME_SECONDS - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if len(frame) < FRAME_SAMPLES:
-                frame += silence[len(frame) :]
-            self._send(frame, marker=index == 0)
-        await asyncio.sleep(max(0.0, start + len(frames) * FRAME_SECONDS - loop.time()))
+        if frames and len(frames[-1]) < FRAME_SAMPLES:
+            frames[-1] += silence[len(frames[-1]) :]
+        if not frames:
+            return
+        playout = _Playout(self, frames, loop.time(), loop.create_future())
+        pacer = Pacer.of(loop)
+        pacer.add(playout)
+        try:
+            await playout.done
+        finally:
+            pacer.playing.discard(playout)
 
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+EARLY_SECONDS = 0.001  # a frame may leave this much before its time, with others due with it
+
+
+class _Playout:
+    """One `play`: the stream, its frames, when its first frame was due, the next frame, and
+    the future that completes when the last frame's time is over."""
+
+    __slots__ = ("stream", "frames", "start", "index", "done")
+
+    def __init__(self, stream, frames: list[bytes], start: float, done: asyncio.Future) -> None:
+        self.stream, self.frames, self.start, self.done = stream, frames, start, done
+        self.index = 0
+
+
+class Pacer:
+    """Sends the frames of every stream playing on one event loop, from one task: each frame
+    at its own stream's time (start + index x 20 ms, never a sum of sleeps), at most
+    EARLY_SECONDS early so that frames due together leave in one wake-up. One task instead
+    of a sleeping task per stream: with 200 calls playing, a few hundred wake-ups a second
+    instead of 10,000, and the loop keeps time."""
+
+    _pacers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.playing: set[_Playout] = set()
+        self.task: asyncio.Task | None = None
+        self.wake = asyncio.Event()
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> Pacer:
+        pacer = cls._pacers.get(loop)
+        if pacer is None:
+            pacer = cls._pacers[loop] = cls(loop)
+        return pacer
+
+    def add(self, playout: _Playout) -> None:
+        self.playing.add(playout)
+        self.wake.set()
+        if self.task is None or self.task.done():
+            self.task = self.loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        loop = self.loop
+        while self.playing:
+            self.wake.clear()
+            now = loop.time()
+            soonest = now + 1.0
+            for playout in list(self.playing):
+                soonest = min(soonest, self._send_due(playout, now))
+            if not self.playing:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self.wake.wait(), max(0.0, soonest - EARLY_SECONDS - loop.time())
+                )
+
+    def _send_due(self, playout: _Playout, now: float) -> float:
+        """Send what of `playout` is due by now (and EARLY_SECONDS); when its next frame, or
+        its end, is due. A finished or abandoned playout leaves the pacer."""
+        if playout.done.done():
+            self.playing.discard(playout)
+            return now + 1.0
+        frames, stream = playout.frames, playout.stream
+        try:
+            while playout.index < len(frames):
+                due = playout.start + playout.index * FRAME_SECONDS
+                if due > now + EARLY_SECONDS:
+                    return due
+                stream._send(frames[playout.index], marker=playout.index == 0)
+                playout.index += 1
+        except Exception as exc:  # a stream that cannot send ends its own play, not others'
+            self.playing.discard(playout)
+            playout.done.set_exception(exc)
+            return now + 1.0
+        end = playout.start + len(frames) * FRAME_SECONDS
+        if end <= now:
+            self.playing.discard(playout)
+            playout.done.set_result(None)
+            return now + 1.0
+        return end
 
 
 LATCH_SECONDS = 5.0  # a source can be latched onto only this long after the first packet
