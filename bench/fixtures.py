@@ -14,6 +14,9 @@ PASSWORD = "bench-passphrase-not-secret"  # noqa: S105 - a throwaway user of a b
 HTTP_EMAIL = "bench-http@relay.example"
 HISTORY_EMAIL = "bench-history@relay.example"  # the user bench/history_plans.py loads too
 WS_EMAIL = "bench-ws-{}@relay.example"
+LOGIN_EMAIL = "bench-login-{}@relay.example"  # H4's logins at once, one request per user
+NUMBERS_EMAIL = "bench-numbers@relay.example"  # H4's number creations at once
+NUMBER_STOCK_START = "+442079460100"  # Ofcom's drama range, below FORWARD_NUMBER
 
 
 def ensure_database(url: str) -> None:
@@ -59,6 +62,64 @@ def token_for(account) -> str:
     from accounts.services import session_open
 
     return session_open(user=account).token
+
+
+def login_emails(count: int) -> list[str]:
+    """The e-mails of `count` distinct users whose password is PASSWORD, hashed at the
+    hasher's current parameters (so that no login re-hashes and writes it). One hash for all:
+    making each its own would cost the harness a hash per user and prove nothing more."""
+    from django.contrib.auth.hashers import make_password
+
+    from accounts.models import User
+
+    emails = [LOGIN_EMAIL.format(n) for n in range(count)]
+    encoded = make_password(PASSWORD)
+    have = set(User.objects.filter(email__in=emails).values_list("email", flat=True))
+    for email in emails:
+        if email not in have:
+            User.objects.create_user(email=email, password_hash=encoded)
+    User.objects.filter(email__in=emails).update(password=encoded)
+    return emails
+
+
+def numbers_account(stock: int):
+    """A user of its own holding no number (the user of an earlier run is dropped first,
+    with its numbers), and at least `stock` free numbers in the inventory, provisioned as an
+    operator does (`manage.py provision_numbers`)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from accounts.models import User
+    from virtual_numbers.models import InventoryNumber
+
+    User.objects.filter(email=NUMBERS_EMAIL).delete()
+    free = InventoryNumber.objects.filter(holding__isnull=True).count()
+    if free < stock:
+        call_command("provision_numbers", "--start", NUMBER_STOCK_START, "--count",
+                     str(stock * 4), stdout=StringIO())  # fmt: skip
+    return user(NUMBERS_EMAIL)
+
+
+def numbers_held(account) -> int:
+    from virtual_numbers.models import Number
+
+    return Number.objects.filter(owner=account).count()
+
+
+def captcha_tokens(count: int) -> list[str]:
+    """`count` CAPTCHA tokens, each from a challenge issued and answered through the
+    service, as `GET /api/captcha` and `POST /api/captcha/verify` give them (not over HTTP:
+    their per-IP rate limits are Relay's defaults, 20 verifies a minute)."""
+    from captcha.services import captcha_challenge_issue, captcha_verify
+
+    tokens = []
+    for _ in range(count):
+        challenge = captcha_challenge_issue()
+        token = captcha_verify(a=challenge.a, b=challenge.b, answer=challenge.a + challenge.b,
+                               challenge_id=challenge.id)  # fmt: skip
+        tokens.append(str(token.id))
+    return tokens
 
 
 def ws_accounts(count: int) -> list[tuple[str, str]]:
