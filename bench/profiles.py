@@ -12,9 +12,10 @@ class Profile:
     history_records: int
     history_offsets: dict  # status (None = all) -> the deep offset measured
     history_sql_runs: int
-    login_flood_connections: int  # wrk connections logging in for the whole H4 flood
-    login_flood_rate: float  # logins/s they send, paced: several times what the slots hash
-    flood_me_rate: float  # /api/user/me req/s, paced, beside the flood and before it
+    logins_at_once: int  # distinct users logging in at the same moment, one request each
+    logins_at_once_rounds: int  # such bursts, one after the other's last answer
+    login_flood: int  # the flood: this many logins (distinct users) at the same moment
+    flood_me_rate: float  # /api/user/me req/s, open loop, beside the flood and before it
     w1_steps: tuple[int, ...]  # cumulative idle connections
     w1_connections_per_process: int
     idle_seconds: float
@@ -60,8 +61,9 @@ FULL = Profile(
     # (an empty page), so missed is measured at 250,000, as in the query plans below.
     history_offsets={None: 500_000, "missed": 250_000},
     history_sql_runs=20,
-    login_flood_connections=50,
-    login_flood_rate=150,
+    logins_at_once=16,
+    logins_at_once_rounds=5,
+    login_flood=200,
     flood_me_rate=100,
     w1_steps=(1_000, 5_000, 10_000),
     w1_connections_per_process=1_250,
@@ -106,8 +108,9 @@ SMOKE = Profile(
     history_records=2_000,
     history_offsets={None: 1_000, "missed": 500},
     history_sql_runs=3,
-    login_flood_connections=10,
-    login_flood_rate=40,
+    logins_at_once=16,
+    logins_at_once_rounds=1,
+    login_flood=40,
     flood_me_rate=20,
     w1_steps=(20, 50, 100),
     w1_connections_per_process=50,
