@@ -241,7 +241,9 @@ def _login_alone(b: Bench, argon2_ms: float) -> wrk.WrkResult:
         run = wrk.run(b.relay.http.base + LOGIN, seconds=p.http_seconds, connections=1,
                       threads=1, **_login())  # fmt: skip
     note = _http_errors(
-        run, f"{run.requests:,} logins, p99 {run.p99_ms:.0f} ms; Argon2 alone {argon2_ms:.0f} ms"
+        run,
+        f"{run.requests:,} logins, p99 {run.p99_ms:.0f} ms; Argon2 alone {argon2_ms:.0f} ms; "
+        "one at a time, so none waits in the hashing queue",
     )
     b.add(Row("H4", "POST /api/auth/login, one at a time: p50", run.p50_ms, "ms",
               plain.p50_ms, "plain Django view, one connection", "<= 50 ms",
@@ -389,7 +391,7 @@ def _login_flood(b: Bench, login_ms: float) -> None:
     p99 = percentile(busy_ms, 99)
     b.add(Row("H4", f"{where}: p99", p99, "ms", percentile(quiet_ms, 99), base, "<= 2x quiet",
               p99 <= 2 * percentile(quiet_ms, 99), cpu.value, flood.client_cpu,
-              note=f"max {percentile(busy_ms, 100):.0f} ms"))  # fmt: skip
+              note=f"max {percentile(busy_ms, 100):,.0f} ms"))  # fmt: skip
     _flood_rows(b, flood, cpu.value, login_ms)
 
 
@@ -405,22 +407,25 @@ def _flood_rows(b: Bench, flood: burst.BurstRun, server_cpu: float, login_ms: fl
     refused = [a.ms for a in flood.burst if a.status == 503]
     retry = Counter(a.retry_after for a in flood.burst if a.status == 503)
     note = (f"{_statuses(flood.burst)}; written within {_written_within_ms(flood):.1f} ms, the "
-            f"last answered {span:.2f} s after the first write")  # fmt: skip
+            f"last answered {span:.2f} s after the first write; the queue refuses a login at "
+            f"once when {settings.PASSWORD_HASH_QUEUE_MAX} already wait "
+            "(PASSWORD_HASH_QUEUE_MAX) or more than fit in PASSWORD_HASH_WAIT_SECONDS "
+            f"({settings.PASSWORD_HASH_WAIT_SECONDS:g} s)")  # fmt: skip
     if retry:
         note += "; Retry-After " + ", ".join(f"{s} s x{k}" for s, k in sorted(retry.items()))
     b.add(Row("H4", f"{n} logins at once: refused (503)", len(refused), "refused",
               server_cpu=server_cpu, client_cpu=flood.client_cpu, note=note))  # fmt: skip
     every = [a.ms for a in flood.burst]
     wait_ms = settings.PASSWORD_HASH_WAIT_SECONDS * 1000
-    split = (f"the refused: p50 {percentile(refused, 50):.0f} ms, p99 "
-             f"{percentile(refused, 99):.0f} ms" if refused else "none refused")  # fmt: skip
+    split = (f"the refused: p50 {percentile(refused, 50):,.0f} ms, p99 "
+             f"{percentile(refused, 99):,.0f} ms" if refused else "none refused")  # fmt: skip
     p99 = percentile(every, 99)
     b.add(Row("H4", f"{n} logins at once: p99 of every answer, served or refused", p99, "ms",
               login_ms, "one login alone, p50",
               f"<= {wait_ms:,.0f} ms (PASSWORD_HASH_WAIT_SECONDS): served within the wait or "
               "refused at once", p99 <= wait_ms, server_cpu, flood.client_cpu,
-              note=f"p50 {percentile(every, 50):.0f} ms; {split}; the served: p50 "
-              f"{percentile(ok, 50):.0f} ms, p99 {percentile(ok, 99):.0f} ms"))  # fmt: skip
+              note=f"p50 {percentile(every, 50):,.0f} ms; {split}; the served: p50 "
+              f"{percentile(ok, 50):,.0f} ms, p99 {percentile(ok, 99):,.0f} ms"))  # fmt: skip
     b.add(Row("H4", f"{n} logins at once: successful logins/s", len(ok) / max(span, 1e-6),
               "req/s", server_cpu=server_cpu, client_cpu=flood.client_cpu,
               note=f"{len(ok)} in {span:.2f} s; the queue's average slot hold after them "
