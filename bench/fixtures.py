@@ -122,6 +122,12 @@ def captcha_tokens(count: int) -> list[str]:
     return tokens
 
 
+def captcha_tokens_spent(tokens: list[str]) -> int:
+    from captcha.models import CaptchaToken
+
+    return CaptchaToken.objects.filter(pk__in=tokens, used_at__isnull=False).count()
+
+
 def ws_accounts(count: int) -> list[tuple[str, str]]:
     """(JWT, user id) of `count` distinct users, so a call's events reach only its socket."""
     out = []

@@ -339,10 +339,11 @@ def _numbers_at_once(b: Bench) -> None:
     account = fixtures.numbers_account(stock=n)
     headers = {"Content-Type": "application/json",
                "Authorization": f"Bearer {fixtures.token_for(account)}"}  # fmt: skip
+    tokens = fixtures.captcha_tokens(n)
     requests = [
         {"method": "POST", "path": "/api/numbers", "headers": headers,
          "body": json.dumps({"alias": f"bench {i}", "pin": "4821", "captchaToken": token})}
-        for i, token in enumerate(fixtures.captcha_tokens(n))
+        for i, token in enumerate(tokens)
     ]  # fmt: skip
     with CpuMeter(b.relay.http) as cpu:
         run = burst.run({"port": b.relay.http.port, "burst": requests})
@@ -350,13 +351,15 @@ def _numbers_at_once(b: Bench) -> None:
     limited = sum(1 for a in run.burst if a.code == "number_limit_reached")
     busy = sum(1 for a in run.burst if a.status == 503)
     held = fixtures.numbers_held(account)
+    spent = fixtures.captcha_tokens_spent(tokens)  # a refused creation spends none
     latencies = sorted(a.ms for a in run.burst)
     b.add(Row("H4", f"{n} number creations at once by one user (plan limit {limit}, a CAPTCHA "
               "token each): numbers created", created, "numbers",
               target=f"{limit} created, {n - limit} number_limit_reached, no 503",
-              met=created == held == limit and limited == n - limit and busy == 0,
+              met=created == held == spent == limit and limited == n - limit and busy == 0,
               server_cpu=cpu.value, client_cpu=run.client_cpu,
-              note=f"{_statuses(run.burst)}; the user holds {held} afterwards; answered in "
+              note=f"{_statuses(run.burst)}; the user holds {held} afterwards, {spent} of the "
+              f"{n} tokens are spent; answered in "
               + ", ".join(f"{ms:.0f}" for ms in latencies) + " ms"))  # fmt: skip
 
 
