@@ -297,7 +297,8 @@ def _usable_cpus() -> int:
 # slot taken waits its turn in a queue shared by every process, up to
 # PASSWORD_HASH_WAIT_SECONDS; it is answered 503 service_unavailable with Retry-After at once
 # when the queue already holds more than fits in that wait, or PASSWORD_HASH_QUEUE_MAX
-# requests (by default all HTTP workers but one: a flood of logins never holds every one).
+# requests (by default the HTTP workers less one: a burst as large as the workers is served
+# with one slot; docs/operations.md says what a flood costs then).
 PASSWORD_HASHING_SLOTS_DIR = VAR_DIR / "hashing-slots"
 PASSWORD_HASH_CONCURRENCY = _whole_number(
     "PASSWORD_HASH_CONCURRENCY", max(1, _usable_cpus() // 2), maximum=1024
