@@ -14,6 +14,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,38 @@ def bridge_log(log: str, call_id: str) -> re.Match | None:
         rf"inbound call {re.escape(call_id)}: bridged (\d+) s \(caller (\w+), target (\w+)\); "
         r"relayed (\d+) packets to the target, (\d+) to the caller",
         log,
+    )
+
+
+CALLER = "+447700900123"  # the caller of the inbound tests, unless one says otherwise
+
+
+def call_in(
+    agent: str, workdir: Path, scenario: str, dialled: str, *, caller: str = CALLER, **fill
+) -> Sipp:
+    """SIPp calling `dialled` through the agent at `agent` (host:port) as `caller`, running
+    `scenario`, in a directory of its own under `workdir`."""
+    return Sipp(
+        workdir / f"sipp-{scenario}-{time.monotonic_ns()}",
+        scenario,
+        port=free_udp_port(),
+        remote=agent,
+        service=dialled,
+        caller=caller,
+        **fill,
+    )
+
+
+def presses(keys: str, *, after_ms: int = 0) -> str:
+    """SIPp actions: wait `after_ms`, then press `keys` as RFC 4733 events (SIPp's own
+    captures of each key), a quarter second apart; nothing after the last, so that a BYE
+    may come at once."""
+    names = {"*": "star", "#": "pound"}
+    wait = f'  <pause milliseconds="{after_ms}"/>\n' if after_ms else ""
+    return wait + '\n  <pause milliseconds="250"/>\n'.join(
+        f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/dtmf_2833_{names.get(k, k)}.pcap"/>'
+        "</action></nop>"
+        for k in keys
     )
 
 

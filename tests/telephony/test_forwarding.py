@@ -16,18 +16,20 @@ from telephony.models import ForwardLeg, InboundCall
 from tests.factories import NumberFactory
 from tests.live import RelayProcess, wait_until
 from tests.telephony.conftest import (
+    CALLER,
     SIPP_SHARE,
     Sipp,
     bridge_log,
+    call_in,
     free_udp_port,
     pcap_packets_within,
+    presses,
     sip_env,
     wait_for_records,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
-CALLER = "+447700900123"
 TARGET = "+441134960200"
 OTHER_TARGET = "+441134960201"
 PCMA, PCMU = ("8", "PCMA"), ("0", "PCMU")
@@ -72,27 +74,6 @@ def phones(relay, tmp_path, *, answering=TARGET, codec=PCMU, answer_ms=300, acti
     )
 
 
-def call_in(relay, tmp_path, scenario: str, number, **fill) -> Sipp:
-    return Sipp(
-        tmp_path / f"caller-{scenario}",
-        scenario,
-        port=free_udp_port(),
-        remote=relay.agent,
-        service=number.number,
-        caller=CALLER,
-        **fill,
-    )
-
-
-def press(key: str, after_ms: int = 0) -> str:
-    """SIPp actions: wait `after_ms`, then press `key` as RFC 4733 events."""
-    return (
-        f'  <pause milliseconds="{after_ms}"/>\n'
-        f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/dtmf_2833_{key}.pcap"/>'
-        "</action></nop>"
-    )
-
-
 def bridge_line(relay, call_id: str) -> tuple[int, str, str, int, int]:
     """The agent's log line of the call's bridge: (seconds, the caller's codec, the target's,
     packets relayed to the target, packets relayed to the caller)."""
@@ -124,7 +105,9 @@ def test_the_target_that_answers_is_bridged_both_ways_until_the_caller_hangs_up(
         actions=f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/g711a.pcap"/></action></nop>',
     )
     started = time.monotonic()
-    caller = call_in(relay, tmp_path, "inbound_message", number, greeting_ms=0, message_ms=4000)
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=4000
+    )
     assert caller.finish() == 0, caller
     assert targets.finish() == 0, targets
 
@@ -170,7 +153,7 @@ def test_the_target_that_answers_is_bridged_both_ways_until_the_caller_hangs_up(
 def test_the_target_hanging_up_ends_the_callers_call(relay, tmp_path, user):
     number = forwarding(user, TARGET)
     target = Sipp(tmp_path / "target", "answer_then_bye", port=relay.trunk_port, hangup_ms=2000)
-    caller = call_in(relay, tmp_path, "inbound_wait_bye", number)
+    caller = call_in(relay.agent, tmp_path, "inbound_wait_bye", number.number)
     assert target.finish() == 0, target
     assert caller.finish() == 0, caller  # the agent's BYE came to the caller
 
@@ -184,7 +167,9 @@ def test_the_target_hanging_up_ends_the_callers_call(relay, tmp_path, user):
 def voicemail_caller(relay, tmp_path, number) -> Sipp:
     """A caller who, once answered, waits out the greeting ("Hi.") and the beep, and leaves
     SIPp's capture as a message."""
-    return call_in(relay, tmp_path, "inbound_message", number, greeting_ms=1500, message_ms=3000)
+    return call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=1500, message_ms=3000
+    )
 
 
 def assert_voicemail_took_it(number) -> None:
@@ -230,7 +215,9 @@ def test_of_two_targets_the_one_that_answers_is_bridged_and_the_other_cancelled(
 ):
     number = forwarding(user, OTHER_TARGET, TARGET, ring_seconds=20)
     targets = phones(relay, tmp_path, answering=TARGET, answer_ms=1500, calls=2)
-    caller = call_in(relay, tmp_path, "inbound_message", number, greeting_ms=0, message_ms=2000)
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=2000
+    )
     assert caller.finish() == 0, caller
     assert targets.finish() == 0, targets  # one answered and was hung up, one CANCELed
 
@@ -245,8 +232,10 @@ def test_of_two_targets_the_one_that_answers_is_bridged_and_the_other_cancelled(
 
 def test_with_screening_the_target_that_presses_1_is_bridged(relay, tmp_path, user):
     number = forwarding(user, TARGET, screening=True, caller_id="number")
-    targets = phones(relay, tmp_path, actions=press("1", after_ms=1000))
-    caller = call_in(relay, tmp_path, "inbound_message", number, greeting_ms=0, message_ms=2000)
+    targets = phones(relay, tmp_path, actions=presses("1", after_ms=1000))
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=2000
+    )
     assert caller.finish(timeout=40) == 0, caller
     assert targets.finish() == 0, targets
 
@@ -258,7 +247,9 @@ def test_with_screening_the_target_that_presses_1_is_bridged(relay, tmp_path, us
     assert "Diversion:" not in invite
 
 
-@pytest.mark.parametrize("actions", [press("2", after_ms=1000), ""], ids=["another-key", "silence"])
+@pytest.mark.parametrize(
+    "actions", [presses("2", after_ms=1000), ""], ids=["another-key", "silence"]
+)
 def test_with_screening_another_key_or_silence_hangs_the_target_up_and_voicemail_answers(
     relay, tmp_path, user, actions
 ):
@@ -276,7 +267,11 @@ def test_a_caller_who_hangs_up_while_the_targets_ring_is_missed_and_every_leg_ca
     number = forwarding(user, TARGET, OTHER_TARGET, ring_seconds=30)
     targets = phones(relay, tmp_path, answering="nobody", calls=2)
     caller = call_in(
-        relay, tmp_path, "inbound_cancel", number, resend='  <pause milliseconds="1500"/>'
+        relay.agent,
+        tmp_path,
+        "inbound_cancel",
+        number.number,
+        resend='  <pause milliseconds="1500"/>',
     )
     assert caller.finish() == 0, caller
     assert targets.finish() == 0, targets  # each of the two got CANCEL at once
@@ -296,7 +291,9 @@ def test_targets_the_dialing_policy_refuses_now_or_past_the_quota_are_never_dial
     user.save(update_fields=["calls_per_day"])
     number = forwarding(user, "+33123456789", TARGET, OTHER_TARGET)
     targets = phones(relay, tmp_path)
-    caller = call_in(relay, tmp_path, "inbound_message", number, greeting_ms=0, message_ms=1500)
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=1500
+    )
     assert caller.finish() == 0, caller
     assert targets.finish() == 0, targets
 

@@ -24,10 +24,12 @@ from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
 from tests.live import RelayProcess, http, http_exchange, wait_until
 from tests.telephony.conftest import (
+    CALLER,
     MESSAGE_SECONDS,
-    SIPP_SHARE,
     Sipp,
+    call_in,
     free_udp_port,
+    presses,
     records_of,
     sip_env,
     stored_message,
@@ -36,7 +38,6 @@ from tests.telephony.conftest import (
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
-CALLER = "+447700900123"
 BEEP_SECONDS = 0.4
 
 
@@ -68,29 +69,6 @@ def mailbox(real_hashers, number):
 
 def spoken_seconds(text: str, tmp_path) -> float:
     return len(Speech(tmp_path / "tts").render(text, "en")[8]) / 8000
-
-
-def call_in(relay, tmp_path, scenario: str, dialled: str, *, caller=CALLER, **fill) -> Sipp:
-    """SIPp calling `dialled` through Relay's agent as `caller`, running `scenario`."""
-    return Sipp(
-        tmp_path / f"sipp-{scenario}-{time.monotonic_ns()}",
-        scenario,
-        port=free_udp_port(),
-        remote=relay.agent,
-        service=dialled,
-        caller=caller,
-        **fill,
-    )
-
-
-def presses(keys: str) -> str:
-    """SIPp actions pressing `keys` as RFC 4733 events, a quarter second apart."""
-    names = {"*": "star", "#": "pound"}
-    return "\n".join(
-        f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/dtmf_2833_{names.get(k, k)}.pcap"/>'
-        f'</action></nop>\n  <pause milliseconds="250"/>'
-        for k in keys
-    )
 
 
 async def frames_until(ws, kind: str, timeout: float = 30) -> list[dict]:
@@ -125,7 +103,7 @@ async def test_an_answered_call_leaves_a_message_that_the_owner_can_play(
     greeting = spoken_seconds(DEFAULT_GREETING, tmp_path) + BEEP_SECONDS
     async with connect(f"{relay.ws_base}/ws?token={login.token}") as ws:
         caller = call_in(
-            relay,
+            relay.agent,
             tmp_path,
             "inbound_message",
             number.number,
@@ -169,7 +147,7 @@ async def test_an_answered_call_leaves_a_message_that_the_owner_can_play(
 
 async def test_a_caller_who_hangs_up_while_it_rings_is_missed(relay, tmp_path, number, login):
     async with connect(f"{relay.ws_base}/ws?token={login.token}") as ws:
-        caller = call_in(relay, tmp_path, "inbound_cancel", number.number, resend="")
+        caller = call_in(relay.agent, tmp_path, "inbound_cancel", number.number, resend="")
         assert await asyncio.to_thread(caller.finish, 30) == 0, caller
         frames = await frames_until(ws, "call_record")
 
@@ -181,7 +159,7 @@ async def test_a_caller_who_hangs_up_while_it_rings_is_missed(relay, tmp_path, n
 
 def test_an_invite_sent_again_with_the_same_call_id_makes_one_record(relay, tmp_path, number):
     resend = (SCENARIO_INVITE_AGAIN).strip("\n")
-    caller = call_in(relay, tmp_path, "inbound_cancel", number.number, resend=resend)
+    caller = call_in(relay.agent, tmp_path, "inbound_cancel", number.number, resend=resend)
 
     assert caller.finish(30) == 0, caller
     [record] = wait_for_records(number, 1)
@@ -193,7 +171,7 @@ def test_an_invite_sent_again_with_the_same_call_id_makes_one_record(relay, tmp_
 def test_a_blocked_caller_is_declined_and_recorded_as_blocked(relay, tmp_path, number):
     BlockedCallerFactory(number=number, caller_num=CALLER)
 
-    caller = call_in(relay, tmp_path, "inbound_refused", number.number, status=603)
+    caller = call_in(relay.agent, tmp_path, "inbound_refused", number.number, status=603)
 
     assert caller.finish(30) == 0, caller
     [record] = wait_for_records(number, 1)
@@ -204,7 +182,7 @@ def test_a_blocked_caller_is_declined_and_recorded_as_blocked(relay, tmp_path, n
 def test_a_number_nobody_holds_is_not_found_and_nothing_is_recorded(relay, tmp_path, number, held):
     dialled = InventoryNumberFactory().e164 if held else "+442079469999"
 
-    caller = call_in(relay, tmp_path, "inbound_refused", dialled, status=404)
+    caller = call_in(relay.agent, tmp_path, "inbound_refused", dialled, status=404)
 
     assert caller.finish(30) == 0, caller
     assert not CallRecord.objects.exists()
@@ -216,7 +194,7 @@ def test_a_number_nobody_holds_is_not_found_and_nothing_is_recorded(relay, tmp_p
     ids=["without +", "with 00", "national"],
 )
 def test_the_dialled_number_may_come_as_the_trunk_writes_it(relay, tmp_path, number, form):
-    caller = call_in(relay, tmp_path, "inbound_cancel", form(number.number), resend="")
+    caller = call_in(relay.agent, tmp_path, "inbound_cancel", form(number.number), resend="")
 
     assert caller.finish(30) == 0, caller
     assert wait_for_records(number, 1)[0].status == "missed"
@@ -224,7 +202,9 @@ def test_the_dialled_number_may_come_as_the_trunk_writes_it(relay, tmp_path, num
 
 @pytest.mark.parametrize("presented", ["anonymous", "Restricted", "not-a-number"])
 def test_a_withheld_caller_id_is_recorded_as_anonymous(relay, tmp_path, number, presented):
-    caller = call_in(relay, tmp_path, "inbound_cancel", number.number, caller=presented, resend="")
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_cancel", number.number, caller=presented, resend=""
+    )
 
     assert caller.finish(30) == 0, caller
     assert wait_for_records(number, 1)[0].caller_num == "anonymous"
@@ -236,7 +216,7 @@ def test_the_pin_opens_the_mailbox_and_plays_the_new_message(relay, tmp_path, ma
     started = time.monotonic()
 
     caller = call_in(
-        relay,
+        relay.agent,
         tmp_path,
         "inbound_keys",
         number.number,
@@ -269,7 +249,7 @@ def test_five_wrong_pins_by_phone_lock_the_mailbox_and_the_rest_pin_change(
     message, _ = stored_message(relay, number, tmp_path, "Hello.")
     for wrong in ("*0000#0000#0000#", "*1111#1111#"):
         caller = call_in(
-            relay,
+            relay.agent,
             tmp_path,
             "inbound_keys",
             number.number,
@@ -289,7 +269,7 @@ def test_five_wrong_pins_by_phone_lock_the_mailbox_and_the_rest_pin_change(
     assert int(headers["Retry-After"]) > 0
     # Locked by phone too, even with the right PIN: the mailbox says so and hangs up.
     caller = call_in(
-        relay,
+        relay.agent,
         tmp_path,
         "inbound_keys",
         number.number,

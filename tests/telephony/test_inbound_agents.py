@@ -9,8 +9,10 @@ from telephony.models import ForwardLeg, InboundCall
 from tests.factories import BlockedCallerFactory, NumberFactory
 from tests.live import free_port, wait_until
 from tests.telephony.conftest import (
+    CALLER,
     AgentProcess,
     Sipp,
+    call_in,
     free_udp_port,
     sip_env,
     tcp_listening,
@@ -18,8 +20,6 @@ from tests.telephony.conftest import (
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
-
-CALLER = "+447700900123"
 
 
 def killed_and_recorded_by_the_next(first: AgentProcess, tmp_path, env, number) -> CallRecord:
@@ -50,13 +50,11 @@ def test_a_call_ringing_on_a_killed_agent_is_recorded_once_by_the_next(user, tmp
         CALL_RECOVERY_INTERVAL=0.5,
     )
     first = AgentProcess(tmp_path, env, name="first")
-    caller = Sipp(
-        tmp_path / "sipp",
+    caller = call_in(
+        env["SIP_BIND"],
+        tmp_path,
         "inbound_ring",
-        port=free_udp_port(),
-        remote=env["SIP_BIND"],
-        service=number.number,
-        caller=CALLER,
+        number.number,
         ring_ms=30000,
     )
     try:
@@ -118,13 +116,11 @@ def test_only_the_trunk_and_the_listed_sources_may_call_in(user, tmp_path, sourc
     try:
         port = int(env["SIP_BIND"].rsplit(":", 1)[1])
         wait_until(lambda: udp_port_taken(port), deadline=30, what="the agent")
-        caller = Sipp(
-            tmp_path / "sipp",
+        caller = call_in(
+            env["SIP_BIND"],
+            tmp_path,
             "inbound_refused",
-            port=free_udp_port(),
-            remote=env["SIP_BIND"],
-            service=number.number,
-            caller=CALLER,
+            number.number,
             status=answer,
         )
         assert caller.finish(30) == 0, caller
@@ -161,13 +157,11 @@ def test_a_bridge_on_a_killed_agent_is_recorded_forwarded_once_and_never_dialled
         actions="",
     )
     first = AgentProcess(tmp_path, env, name="first")
-    caller = Sipp(
-        tmp_path / "caller",
+    caller = call_in(
+        env["SIP_BIND"],
+        tmp_path,
         "inbound_message",
-        port=free_udp_port(),
-        remote=env["SIP_BIND"],
-        service=number.number,
-        caller=CALLER,
+        number.number,
         greeting_ms=0,
         message_ms=60000,
     )
@@ -199,13 +193,11 @@ def test_a_call_whose_legs_would_not_fit_the_agent_goes_to_voicemail(user, tmp_p
     env = sip_env(tmp_path, free_udp_port(), SIP_MAX_CONCURRENT_CALLS=2, INBOUND_RING_SECONDS=1)
     agent = AgentProcess(tmp_path, env)
     try:
-        caller = Sipp(
-            tmp_path / "caller",
+        caller = call_in(
+            env["SIP_BIND"],
+            tmp_path,
             "inbound_message",
-            port=free_udp_port(),
-            remote=env["SIP_BIND"],
-            service=number.number,
-            caller=CALLER,
+            number.number,
             greeting_ms=1500,
             message_ms=3000,
         )
