@@ -64,6 +64,14 @@ def user_lock(user_id) -> User:
     return User.objects.select_for_update(no_key=True).get(pk=user_id)
 
 
+def users_lock(user_ids) -> dict:
+    """user_lock for several users at once, by pk: the rows are locked in pk order, the same
+    order in every transaction, so two batches of submits that share users cannot
+    deadlock."""
+    rows = User.objects.select_for_update(no_key=True).filter(pk__in=user_ids).order_by("pk")
+    return {user.pk: user for user in rows}
+
+
 def limits_of(user: User) -> dict[str, int | None]:
     """The user's limit of each quota: staff's for this user, else the plan's (a plan no
     longer in PLANS counts as free)."""
@@ -189,44 +197,70 @@ def _in_words(seconds: int) -> str:
 def quota_check(*, user: User, now: datetime) -> None:
     """Refuse one more call of `user` (locked by user_lock, in the transaction that will write
     the call) with QuotaExceeded when a quota is used up, naming it and when to try again."""
-    limits = limits_of(user)
-    use = _use(user, now)
-    limit = limits["concurrent_calls"]
-    if limit is not None and use["up"] >= limit:
-        raise QuotaExceeded(
-            CONCURRENT_RETRY_AFTER,
-            f"Your plan allows {limit} call(s) at once, and that many are under way; place "
-            "this one when one of them ends.",
-            quota="concurrent_calls",
-            limit=limit,
-        )
-    limit = limits["calls_per_day"]
-    if limit is not None and use["calls"] >= limit:
-        # The call whose leaving the window brings the count under the limit.
-        today = sorted(
-            at
-            for uses in _uses(user)
-            for at in uses.filter(created_at__gt=now - WINDOW).values_list("created_at", flat=True)
-        )
-        until = today[use["calls"] - limit] if limit else None
-        wait = _wait(_plus_window(until), now)
-        raise QuotaExceeded(
-            wait,
-            f"Your plan allows {limit} call(s) a day (a rolling 24 hours), and they are "
-            f"used up; try again in {_in_words(wait)}.",
-            quota="calls_per_day",
-            limit=limit,
-        )
-    limit = limits["call_seconds_per_day"]
-    if limit is not None and use["seconds"] >= limit:
-        wait = _wait(_plus_window(use["oldest"]) if limit else None, now)
-        raise QuotaExceeded(
-            wait,
-            f"Your plan allows {limit} answered seconds a day (a rolling 24 hours), and "
-            f"they are used up; try again in {_in_words(wait)}.",
-            quota="call_seconds_per_day",
-            limit=limit,
-        )
+    Admission(user=user, now=now).admit()
+
+
+class Admission:
+    """quota_check for the several calls of one user that one transaction writes (a batch of
+    submits): the use is read once, and each call admitted counts in it as a call created
+    `now` and up."""
+
+    def __init__(self, *, user: User, now: datetime) -> None:
+        self.user, self.now = user, now
+        self.limits = limits_of(user)
+        self.use = _use(user, now)
+        self.admitted = 0
+
+    def admit(self) -> None:
+        """Count one more call, or refuse it with QuotaExceeded (counting nothing)."""
+        self._refuse_if_used_up()
+        self.use["calls"] += 1
+        self.use["up"] += 1
+        self.admitted += 1
+
+    def _refuse_if_used_up(self) -> None:
+        user, now, limits, use = self.user, self.now, self.limits, self.use
+        limit = limits["concurrent_calls"]
+        if limit is not None and use["up"] >= limit:
+            raise QuotaExceeded(
+                CONCURRENT_RETRY_AFTER,
+                f"Your plan allows {limit} call(s) at once, and that many are under way; place "
+                "this one when one of them ends.",
+                quota="concurrent_calls",
+                limit=limit,
+            )
+        limit = limits["calls_per_day"]
+        if limit is not None and use["calls"] >= limit:
+            # The call whose leaving the window brings the count under the limit.
+            today = sorted(
+                [
+                    at
+                    for uses in _uses(user)
+                    for at in uses.filter(created_at__gt=now - WINDOW).values_list(
+                        "created_at", flat=True
+                    )
+                ]
+                + [now] * self.admitted
+            )
+            until = today[use["calls"] - limit] if limit else None
+            wait = _wait(_plus_window(until), now)
+            raise QuotaExceeded(
+                wait,
+                f"Your plan allows {limit} call(s) a day (a rolling 24 hours), and they are "
+                f"used up; try again in {_in_words(wait)}.",
+                quota="calls_per_day",
+                limit=limit,
+            )
+        limit = limits["call_seconds_per_day"]
+        if limit is not None and use["seconds"] >= limit:
+            wait = _wait(_plus_window(use["oldest"]) if limit else None, now)
+            raise QuotaExceeded(
+                wait,
+                f"Your plan allows {limit} answered seconds a day (a rolling 24 hours), and "
+                f"they are used up; try again in {_in_words(wait)}.",
+                quota="call_seconds_per_day",
+                limit=limit,
+            )
 
 
 def talk_grant(*, user: User, call_pk, planned: float | None, now: datetime) -> int | None:

@@ -149,6 +149,18 @@ class NotFound(ApplicationError):
     code, message = ErrorCode.NOT_FOUND, "Not found."
 
 
+class DatabaseUnavailable(ApplicationError):
+    """A 503 while the database cannot be reached (OperationalError, InterfaceError): try
+    again in a few seconds."""
+
+    code = ErrorCode.DATABASE_UNAVAILABLE
+    message = "The database is unavailable. Try again shortly."
+    RETRY_AFTER = 5
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": str(self.RETRY_AFTER)})
+
+
 class RateLimited(ApplicationError):
     """A 429: `Retry-After` (seconds) and the quota's headers, `X-RateLimit-Limit` (attempts
     per window, when known), `X-RateLimit-Remaining` (0) and `X-RateLimit-Reset` (the Unix

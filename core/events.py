@@ -55,9 +55,21 @@ def collected() -> Iterator[list[Push]]:
     `send_collected`. A WebSocket consumer calls a service on a thread: pushing from that
     thread would hop back to the event loop and wait there for Redis, holding the thread."""
     pushes: list[Push] = []
+    with collected_into(pushes):
+        yield pushes
+
+
+@contextmanager
+def collected_into(pushes: list[Push] | None) -> Iterator[None]:
+    """As `collected`, into a list the caller keeps, so that a service writing for several
+    requests in one transaction can keep each request's pushes apart; None leaves pushing as
+    it is outside the block."""
+    if pushes is None:
+        yield
+        return
     token = _collector.set(pushes)
     try:
-        yield pushes
+        yield
     finally:
         _collector.reset(token)
 
@@ -79,13 +91,15 @@ async def send_collected(pushes: list[Push]) -> None:
 # Writers of outbox rows (webhook deliveries, Matrix notifications): each is called with
 # every user event inside the transaction that caused it, so its rows commit with the state
 # they report or not at all. Apps above the kernel register theirs in AppConfig.ready().
-OutboxWriter = Callable[..., None]  # writer(*, user_id, event)
+# A writer takes the events of one write at once (a batch of submits has one per call), as
+# (user id, event) pairs, so that it can read what it needs for all of them together.
+OutboxWriter = Callable[..., None]  # writer(*, events: list[tuple[user_id, event]])
 _outbox_writers: list[OutboxWriter] = []
 
 
 def outbox_writer_register(writer: OutboxWriter) -> None:
-    """Have `writer(user_id=..., event=...)` see every user event (once, however often an app
-    registers it)."""
+    """Have `writer(events=[(user_id, event), ...])` see every user event (once, however
+    often an app registers it)."""
     if writer not in _outbox_writers:
         _outbox_writers.append(writer)
 
@@ -94,9 +108,18 @@ def send_to_user_on_commit(*, user_id: UUID | str, event: dict) -> None:
     """Deliver `event` (a client frame) to every socket of the user once the caller commits,
     and hand it to every outbox writer now, inside the caller's transaction. Call it inside
     the transaction that writes the state `event` reports."""
+    send_to_users_on_commit([(user_id, event, None)])
+
+
+def send_to_users_on_commit(deliveries: list[tuple[UUID | str, dict, list[Push] | None]]):
+    """send_to_user_on_commit for the events of one write at once, each (user id, event,
+    where to collect its push: a list for collected_into, or None): every outbox writer
+    sees them all in one call."""
     for writer in _outbox_writers:
-        writer(user_id=user_id, event=event)
-    send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
+        writer(events=[(user_id, event) for user_id, event, _ in deliveries])
+    for user_id, event, pushes in deliveries:
+        with collected_into(pushes):
+            send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
 
 
 def session_ended_on_commit(*, session_id: UUID | str) -> None:

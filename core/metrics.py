@@ -49,6 +49,12 @@ call_acks = Counter(
     "Calls acked as queued (a repeated callId's ack too), by the way they came in.",
     ["via"],
 )
+call_submit_batch_size = Histogram(
+    "relay_call_submit_batch_size",
+    "Call frames written together in one transaction by a Daphne process "
+    "(realtime.consumers.SubmitBatcher): 1 while it is quiet, more under load.",
+    buckets=(1, 2, 5, 10, 20, 50, 100),
+)
 calls_ended = Counter(
     "relay_calls_ended",
     "Outbound calls that reached their terminal state, by that state.",

@@ -144,13 +144,18 @@ def room_membership_set(*, room: MatrixRoom, membership: str) -> None:
 
 
 # --- the outbox ------------------------------------------------------------------------------
-def matrix_outbox_write(*, user_id, event: dict) -> None:
-    """core.events' outbox writer: one notice for an inbound call recorded on one of the
-    user's numbers, or for the final state of one of their outbound calls, in the caller's
+def matrix_outbox_write(*, events: list[tuple]) -> None:
+    """core.events' outbox writer: one notice for each inbound call recorded on one of the
+    user's numbers, or final state of one of their outbound calls, in the caller's
     transaction, when Matrix is on, their room is joined and their switch is on. A call
     placed from the chat gets its final state in the command's thread instead."""
     if not settings.MATRIX_ENABLED:
         return
+    for user_id, event in events:
+        _notice_write(user_id, event)
+
+
+def _notice_write(user_id, event: dict) -> None:
     kind = event.get("type")
     ended = kind == "call_status" and event.get("status") in TERMINAL_STATES
     if kind != "call_record" and not ended:

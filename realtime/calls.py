@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from django.utils import timezone
 from accounts import quotas
 from accounts.models import DialRefusal, User
 from accounts.services import refusal_record
-from core import dialing, ratelimit
+from core import dialing, events, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.fields import validated
 from core.phone import e164_valid
@@ -30,87 +31,198 @@ from virtual_numbers.models import Number
 logger = logging.getLogger(__name__)
 
 
-def _caller_id_for(*, user: User, from_number: str | None) -> tuple[Number | None, str]:
-    numbers = Number.objects.filter(owner=user)
+def _caller_id_for(*, numbers: list[Number], from_number: str | None) -> tuple[Number | None, str]:
+    """The number a call presents, out of the user's `numbers` (oldest first): `from`, which
+    must be one of them, else the oldest, else the service's caller id."""
     if from_number is not None:
         e164 = e164_valid(from_number)
-        number = numbers.filter(number=e164).first() if e164 else None
+        number = next((n for n in numbers if e164 and n.number == e164), None)
         if number is None:
             raise InvalidRequest(
                 "from must be one of your numbers.", fields={"from": ["Not one of your numbers."]}
             )
         return number, number.number
-    oldest = numbers.order_by("created_at", "id").first()
-    if oldest is not None:
-        return oldest, oldest.number
+    if numbers:
+        return numbers[0], numbers[0].number
     return None, settings.SERVICE_CALLER_ID
+
+
+@dataclass
+class Submit:
+    """One submit of a batch: who sent it, what they sent (a `call` frame, a POST /api/calls
+    body or a Matrix `!call`), what to write with the call if it is created (`also`, in the
+    same transaction), and where to collect what would be pushed after the commit (None:
+    pushed as usual; core.events.collected_into)."""
+
+    user: User
+    data: object
+    also: Callable[[CallRequest], None] | None = None
+    pushes: list | None = None
+
+    @property
+    def key(self) -> tuple:
+        return (self.user.pk, self.data.get("callId") if isinstance(self.data, dict) else None)
+
+
+Outcome = tuple[CallRequest, bool] | ApplicationError  # (call, created), or why it was refused
+
+
+@dataclass
+class _Checked:
+    """A submit past the checks that need no lock: its index, values and caller id."""
+
+    index: int
+    values: dict
+    number: Number | None
+    caller_id: str
 
 
 def call_request_submit(
     *, user: User, data, also: Callable[[CallRequest], None] | None = None
 ) -> tuple[CallRequest, bool]:
     """Submit a call from a `call` frame, a POST /api/calls body or a Matrix `!call`; return
-    (call, created).
+    (call, created), or raise why it was refused. call_requests_submit with one submit."""
+    outcome = call_requests_submit([Submit(user=user, data=data, also=also)])[0]
+    if isinstance(outcome, ApplicationError):
+        raise outcome
+    return outcome
 
-    The call is persisted and its dispatch enqueued in one transaction (with `also(call)`, if
-    given, in the same one): when this returns, the call is committed. The same callId again
-    for the same user creates nothing and returns the existing call, whatever the rest of the
-    body (created False). Otherwise `data` is checked by CallSubmitInput (InvalidRequest
-    naming every bad field); RateLimited past RATE_LIMIT_CALLS_PER_USER new calls; `from`
-    must be one of the user's numbers (default: their oldest, else the service's caller id).
-    Then, under the user's row lock: the dialing policy (DestinationNotAllowed,
-    core.dialing) and the plan's quotas (QuotaExceeded, accounts.quotas), counted exactly
-    however many submits race. A refusal writes no call, and is counted for fraud review
-    (accounts.services.refusal_record).
+
+def call_requests_submit(submits: list[Submit]) -> list[Outcome]:
+    """Submit calls that arrived together, in one transaction; return each one's Outcome, in
+    order. Each submit is judged as if it were alone, and the guarantees are the same:
+
+    - A call is committed, with its dispatch enqueued (and `also(call)`), when this returns
+      (call, True) for it. Nothing is written for a refused one.
+    - The same callId again for the same user creates nothing and returns the existing call,
+      whatever the rest of the body (created False); also twice in one batch.
+    - Otherwise the data is checked by CallSubmitInput (InvalidRequest naming every bad
+      field); RateLimited past RATE_LIMIT_CALLS_PER_USER new calls; `from` must be one of
+      the user's numbers (default: their oldest, else the service's caller id).
+    - Then, under the users' row locks: the dialing policy (DestinationNotAllowed,
+      core.dialing) and the plan's quotas (QuotaExceeded, accounts.quotas), counted exactly
+      however many submits race, the batch's earlier calls included. A refusal is counted
+      for fraud review (accounts.services.refusal_record).
+
+    One submit's refusal never touches another's outcome. Should the batch's transaction
+    fail on a row a concurrent request wrote (IntegrityError), each submit is tried again
+    alone; any other error (the database down) reaches the caller, with nothing written.
     """
-    existing = selectors.call_find(
-        user=user, call_id=data.get("callId") if isinstance(data, dict) else None
-    )
-    if existing is not None:
-        return existing, False
-    values = validated(CallSubmitInput, data)
-    call_id, target, message = values["callId"], values["to"], values["message"]
-    ratelimit.hit("calls:user", str(user.pk), settings.RATE_LIMIT_CALLS_PER_USER)
-    number, caller_id = _caller_id_for(user=user, from_number=values.get("from"))
-    try:
-        with transaction.atomic():
-            owner = quotas.user_lock(user.pk)  # fresh: staff may have just changed its limits
-            existing = selectors.call_find(user=user, call_id=call_id)
-            if existing is not None:  # committed by a concurrent submit while this one waited
-                return existing, False
-            dialing.destination_check(target, extra_countries=owner.extra_dial_countries)
-            now = timezone.now()
-            quotas.quota_check(user=owner, now=now)
-            call = CallRequest.objects.create(
-                owner=user,
-                call_id=call_id,
-                to=target,
-                message=message,
-                language=values.get("language") or settings.TTS_DEFAULT_LANGUAGE,
-                status_callback=values.get("statusCallback", ""),
-                from_number=number,
-                caller_id=caller_id,
-                created_at=now,
-                updated_at=now,
-                step_deadline=now + timedelta(seconds=settings.CALL_RECOVERY_GRACE),
+    outcomes: list[Outcome | None] = [None] * len(submits)
+    found = selectors.calls_find(submit.key for submit in submits)
+    numbers: dict = {}
+    for number in Number.objects.filter(owner__in={s.user.pk for s in submits}).order_by(
+        "created_at", "id"
+    ):
+        numbers.setdefault(number.owner_id, []).append(number)
+    checked: list[_Checked] = []
+    again: list[int] = []  # a callId already in this batch: tried after it, alone
+    keys = set()
+    for index, submit in enumerate(submits):
+        if submit.key in found:
+            outcomes[index] = (found[submit.key], False)
+            continue
+        if submit.key in keys and selectors.call_find_possible(submit.key[1]):
+            again.append(index)
+            continue
+        keys.add(submit.key)
+        try:
+            values = validated(CallSubmitInput, submit.data)
+            ratelimit.hit("calls:user", str(submit.user.pk), settings.RATE_LIMIT_CALLS_PER_USER)
+            number, caller_id = _caller_id_for(
+                numbers=numbers.get(submit.user.pk, []), from_number=values.get("from")
             )
-            CallEvent.objects.create(call=call, status=CallState.QUEUED, at=now)
+        except ApplicationError as refused:
+            outcomes[index] = refused
+            continue
+        checked.append(_Checked(index, values, number, caller_id))
+    if checked:
+        try:
+            _write(submits, checked, outcomes)
+        except IntegrityError:
+            # A callId committed by a concurrent request between the check and the write:
+            # each submit again alone, where the lock's re-check finds it.
+            for one in checked:
+                try:
+                    _write(submits, [one], outcomes)
+                except IntegrityError:
+                    submit = submits[one.index]
+                    call = CallRequest.objects.get(owner=submit.user, call_id=submit.key[1])
+                    outcomes[one.index] = (call, False)
+    for index in again:
+        outcomes[index] = call_requests_submit([submits[index]])[0]
+    return outcomes
+
+
+def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> None:
+    """The locked part of call_requests_submit: the policy and quotas of each checked
+    submit, then every call it admits written together. Fills `outcomes` once committed."""
+    decided: dict[int, Outcome] = {}
+    refusals = []
+    with transaction.atomic():
+        # Fresh rows: staff may have just changed a user's limits.
+        owners = quotas.users_lock({submits[one.index].user.pk for one in checked})
+        found = selectors.calls_find(submits[one.index].key for one in checked)
+        now = timezone.now()
+        admissions: dict = {}  # owner pk -> quotas.Admission, read at the owner's first call
+        admitted: list[tuple[int, CallRequest]] = []
+        for one in checked:
+            submit = submits[one.index]
+            if submit.key in found:  # committed by a concurrent submit while this one waited
+                decided[one.index] = (found[submit.key], False)
+                continue
+            owner = owners[submit.user.pk]
+            try:
+                dialing.destination_check(
+                    one.values["to"], extra_countries=owner.extra_dial_countries
+                )
+                if owner.pk not in admissions:
+                    admissions[owner.pk] = quotas.Admission(user=owner, now=now)
+                admissions[owner.pk].admit()
+            except dialing.DestinationNotAllowed as refused:
+                decided[one.index] = refused
+                refusals.append((submit.user, DialRefusal.Kind.DESTINATION, refused.reason))
+                continue
+            except quotas.QuotaExceeded as refused:
+                decided[one.index] = refused
+                refusals.append((submit.user, DialRefusal.Kind.QUOTA, refused.quota))
+                continue
+            admitted.append((one.index, _new_call(submit.user, one, now)))
+        calls = CallRequest.objects.bulk_create([call for _, call in admitted])
+        CallEvent.objects.bulk_create(
+            [CallEvent(call=call, status=CallState.QUEUED, at=now) for call in calls]
+        )
+        pipeline.push_statuses(calls, into=[submits[index].pushes for index, _ in admitted])
+        for index, call in admitted:
             tasks.schedule_advance(call=call, expected_status=CallState.QUEUED)
-            pipeline.push_status(call)
-            if also is not None:
-                also(call)
-            # Last: the owner's counter row stays locked only until the commit.
-            pipeline.call_counters_move(owner_id=user.pk, old=None, new=CallState.QUEUED)
-    except dialing.DestinationNotAllowed as refused:
-        refusal_record(user=user, kind=DialRefusal.Kind.DESTINATION, reason=refused.reason)
-        raise
-    except quotas.QuotaExceeded as refused:
-        refusal_record(user=user, kind=DialRefusal.Kind.QUOTA, reason=refused.quota)
-        raise
-    except IntegrityError:
-        # The same callId committed by a concurrent request a moment ago.
-        return CallRequest.objects.get(owner=user, call_id=call_id), False
-    return call, True
+            submit = submits[index]
+            if submit.also is not None:
+                with events.collected_into(submit.pushes):
+                    submit.also(call)
+            decided[index] = (call, True)
+        # Last: the owners' counter rows stay locked only until the commit.
+        pipeline.calls_counted({pk: quota.admitted for pk, quota in admissions.items()})
+    for user, kind, reason in refusals:
+        refusal_record(user=user, kind=kind, reason=reason)
+    for index, outcome in decided.items():
+        outcomes[index] = outcome
+
+
+def _new_call(user: User, one: _Checked, now) -> CallRequest:
+    values = one.values
+    return CallRequest(
+        owner=user,
+        call_id=values["callId"],
+        to=values["to"],
+        message=values["message"],
+        language=values.get("language") or settings.TTS_DEFAULT_LANGUAGE,
+        status_callback=values.get("statusCallback", ""),
+        from_number=one.number,
+        caller_id=one.caller_id,
+        created_at=now,
+        updated_at=now,
+        step_deadline=now + timedelta(seconds=settings.CALL_RECOVERY_GRACE),
+    )
 
 
 # --- cancel --------------------------------------------------------------------------------

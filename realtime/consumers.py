@@ -1,3 +1,4 @@
+import asyncio
 import contextlib
 import json
 import logging
@@ -5,12 +6,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from channels.consumer import get_handler_name
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.db import InterfaceError, OperationalError, close_old_connections
 from redis.exceptions import RedisError
 
 from core import events, metrics, parsing
-from core.errors import ApplicationError, InvalidRequest, RateLimited
+from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import calls, pipeline
 
 logger = logging.getLogger(__name__)
@@ -34,17 +35,83 @@ MAX_FRAME_BYTES = 64 * 1024
 # database connection per Daphne process (docs/operations.md).
 SUBMIT_THREADS = 4
 _submit_executor = ThreadPoolExecutor(max_workers=SUBMIT_THREADS, thread_name_prefix="submit")
+# At most this many submits share a transaction (SQLite's statements take at most 32,766
+# parameters, and one batch's lock should stay short).
+BATCH_MAX = 100
 
 
-def _submit(*, user, data):
-    """call_request_submit, returning what it would push once committed instead of pushing it
-    from the submit thread (the consumer pushes it on the event loop, after the ack)."""
-    with events.collected() as pushes:
-        call, _created = calls.call_request_submit(user=user, data=data)
-    return call, pushes
+def _submit_batch(submits: list[calls.Submit]) -> list[calls.Outcome]:
+    """On a submit thread: the batch, between the connection upkeep that
+    database_sync_to_async does around a call."""
+    close_old_connections()
+    try:
+        return calls.call_requests_submit(submits)
+    finally:
+        close_old_connections()
 
 
-submit_call = database_sync_to_async(_submit, thread_sensitive=False, executor=_submit_executor)
+class SubmitBatcher:
+    """The submits of every socket of this process, written together: while SUBMIT_THREADS
+    batches are being written, what arrives waits, and goes as the next batch, in one
+    transaction (realtime.calls.call_requests_submit). A submit that finds a thread free goes
+    at once, alone, so a quiet service adds no wait; under load, a batch costs about what one
+    submit did, whatever its size."""
+
+    def __init__(self) -> None:
+        self.waiting: list[tuple[calls.Submit, asyncio.Future]] = []
+        self.writing = 0  # batches on the threads
+
+    async def submit(self, *, user, data) -> tuple:
+        """(call, created, pushes) for one call frame, or the ApplicationError refusing it."""
+        submit = calls.Submit(user=user, data=data, pushes=[])
+        done = asyncio.get_running_loop().create_future()
+        self.waiting.append((submit, done))
+        if self.writing < SUBMIT_THREADS:
+            self._next_batch()
+        outcome = await done
+        if isinstance(outcome, ApplicationError):
+            raise outcome
+        return (*outcome, submit.pushes)
+
+    def _next_batch(self) -> None:
+        batch, self.waiting = self.waiting[:BATCH_MAX], self.waiting[BATCH_MAX:]
+        self.writing += 1
+        task = asyncio.ensure_future(self._write(batch))
+        _batches.add(task)
+        task.add_done_callback(_batches.discard)
+
+    async def _write(self, batch: list[tuple[calls.Submit, asyncio.Future]]) -> None:
+        loop = asyncio.get_running_loop()
+        metrics.call_submit_batch_size.observe(len(batch))
+        try:
+            outcomes = await loop.run_in_executor(
+                _submit_executor, _submit_batch, [submit for submit, _ in batch]
+            )
+        except Exception as exc:  # the database down: nothing of the batch was written
+            for _, done in batch:
+                if not done.done():
+                    done.set_exception(exc)
+        else:
+            for (_, done), outcome in zip(batch, outcomes, strict=True):
+                if not done.done():  # the socket may have gone meanwhile
+                    done.set_result(outcome)
+        finally:
+            self.writing -= 1
+            if self.waiting:
+                self._next_batch()
+
+
+_batches: set[asyncio.Task] = set()  # held, so that a batch in flight is never collected
+_batchers: dict[asyncio.AbstractEventLoop, SubmitBatcher] = {}
+
+
+def _batcher() -> SubmitBatcher:
+    """This event loop's batcher (one per Daphne process; each test's loop its own)."""
+    loop = asyncio.get_running_loop()
+    if loop not in _batchers:
+        _batchers.clear()  # an old loop (tests) is done with
+        _batchers[loop] = SubmitBatcher()
+    return _batchers[loop]
 
 
 def now_ms() -> int:
@@ -82,8 +149,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
     async def dispatch(self, message):
         # Channels' own dispatch first hops to its database thread to close old connections,
         # for every message: each frame, pong and pushed event paid a thread round trip. This
-        # consumer never touches the database on the event loop; its one database call
-        # (submit_call) closes old connections around itself, as database_sync_to_async does.
+        # consumer never touches the database on the event loop; its one database call (a
+        # batch of submits) closes old connections around itself, as database_sync_to_async
+        # does.
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
@@ -156,9 +224,13 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def handle_call(self, frame: dict) -> None:
         try:
-            call, pushes = await submit_call(user=self.scope["user"], data=frame)
+            call, _created, pushes = await _batcher().submit(user=self.scope["user"], data=frame)
         except ApplicationError as exc:
             await self.send_error(exc, frame=frame)
+            return
+        except (OperationalError, InterfaceError) as exc:  # nothing of the batch was written
+            logger.warning("database unavailable for a call frame: %s", type(exc).__name__)
+            await self.send_error(DatabaseUnavailable(), frame=frame)
             return
         # The call is committed (and its dispatch enqueued) before this ack leaves. Its
         # `queued` status follows on this socket at once, in this handler, so nothing the
@@ -189,8 +261,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
         payload.update(call_id_echo(frame))
         if "fields" in body:
             payload["fields"] = body["fields"]
-        if isinstance(error, RateLimited):  # rate_limited, quota_exceeded: HTTP's Retry-After
-            payload["retryAfter"] = error.retry_after
+        if "Retry-After" in error.headers:  # rate_limited, quota_exceeded, database_unavailable
+            payload["retryAfter"] = int(error.headers["Retry-After"])
         await self.send_json(payload)
 
     # --- channel-layer handlers ---------------------------------------------------------------

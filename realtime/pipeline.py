@@ -61,6 +61,17 @@ def push_status(call: CallRequest) -> None:
     events.send_to_user_on_commit(user_id=call.owner_id, event=call_status_event(call))
 
 
+def push_statuses(calls: list[CallRequest], *, into: list) -> None:
+    """push_status for the calls of one write at once, each call's push collected into its
+    own list of `into` (core.events.collected_into; None: pushed as usual)."""
+    events.send_to_users_on_commit(
+        [
+            (call.owner_id, call_status_event(call), pushes)
+            for call, pushes in zip(calls, into, strict=True)
+        ]
+    )
+
+
 def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> bool:
     """Move `call` from `expected_status` to `step.status`, persist and push it.
 
@@ -115,6 +126,15 @@ def call_counters_move(*, owner_id, old: str | None, new: str) -> None:
     if old is not None:
         moves.append(({"owner_id": owner_id, "status": old}, -1))
     counters_add(CallRequestCounter, moves)
+
+
+def calls_counted(new_calls: dict) -> None:
+    """Count new calls (`new_calls`: how many per owner pk) as queued, in the caller's
+    transaction, as call_counters_move does for one."""
+    counters_add(
+        CallRequestCounter,
+        [({"owner_id": owner, "status": CallState.QUEUED}, n) for owner, n in new_calls.items()],
+    )
 
 
 def call_next_step(*, call_request_id: str, expected_status: str) -> tuple[CallRequest, Step]:

@@ -11,9 +11,26 @@ from realtime.models import CallRequest, CallRequestCounter
 def call_find(*, user: User, call_id) -> CallRequest | None:
     """The user's call with this callId, or None (also for a value no callId can be: not a
     string, or with control characters, which are refused when calls are submitted)."""
-    if not isinstance(call_id, str) or parsing.id_problem(call_id):
+    if not call_find_possible(call_id):
         return None
     return CallRequest.objects.filter(owner=user, call_id=call_id).first()
+
+
+def calls_find(keys) -> dict[tuple, CallRequest]:
+    """The calls with these (owner pk, callId) keys, by key, in one query; keys whose callId
+    no callId can be (as call_find) are left out."""
+    keys = {(owner, call_id) for owner, call_id in keys if call_find_possible(call_id)}
+    if not keys:
+        return {}
+    calls = CallRequest.objects.filter(
+        owner_id__in={owner for owner, _ in keys}, call_id__in={call_id for _, call_id in keys}
+    )
+    return {key: call for call in calls if (key := (call.owner_id, call.call_id)) in keys}
+
+
+def call_find_possible(call_id) -> bool:
+    """Whether `call_id` could be a stored callId: a string with no control characters."""
+    return isinstance(call_id, str) and not parsing.id_problem(call_id)
 
 
 def call_access(*, user: User, call_id: str) -> CallRequest:

@@ -6,7 +6,7 @@ from django.core.exceptions import DisallowedHost
 from django.db import InterfaceError, OperationalError
 
 from core import metrics, requestid
-from core.errors import ApplicationError, ErrorCode, InvalidRequest
+from core.errors import ApplicationError, DatabaseUnavailable, ErrorCode, InvalidRequest
 
 logger = logging.getLogger("relay.access")
 security_logger = logging.getLogger("relay.security")
@@ -130,9 +130,5 @@ class DatabaseUnavailableMiddleware:
     def process_exception(self, request, exception):
         if isinstance(exception, (OperationalError, InterfaceError)):
             logger.warning("database unavailable: %s", type(exception).__name__)
-            return ApplicationError(
-                "The database is unavailable. Try again shortly.",
-                code=ErrorCode.DATABASE_UNAVAILABLE,
-                headers={"Retry-After": "5"},
-            ).as_response()
+            return DatabaseUnavailable().as_response()
         return None

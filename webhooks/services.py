@@ -108,39 +108,61 @@ def webhook_delete(*, user: User) -> None:
 
 
 # --- the outbox ----------------------------------------------------------------------------
-def webhook_outbox_write(*, user_id, event: dict) -> None:
-    """core.events' outbox writer: a delivery per URL that wants `event`, in the caller's
+def webhook_outbox_write(*, events: list[tuple]) -> None:
+    """core.events' outbox writer: a delivery per URL that wants each event, in the caller's
     transaction, each with its task. The user's webhook takes the event types it names;
-    a call's statusCallback takes that call's call_status."""
-    kind = event.get("type")
-    if kind not in EVENT_TYPES:
+    a call's statusCallback takes that call's call_status. Whatever the number of events,
+    two reads: the users' webhooks and the calls' statusCallbacks."""
+    wanted = [
+        (str(user_id), event) for user_id, event in events if event.get("type") in EVENT_TYPES
+    ]
+    if not wanted:
         return
-    endpoint = WebhookEndpoint.objects.filter(user_id=user_id, enabled=True).first()
-    if endpoint is None and kind != "call_status":
-        return
-    urls = []
-    if endpoint is not None and endpoint.url and kind in endpoint.events:
-        urls.append(endpoint.url)
-    if kind == "call_status":
-        callback = (
-            CallRequest.objects.filter(owner_id=user_id, call_id=event["callId"])
-            .values_list("status_callback", flat=True)
-            .first()
+    endpoints = {
+        str(endpoint.user_id): endpoint
+        for endpoint in WebhookEndpoint.objects.filter(
+            user_id__in={user_id for user_id, _ in wanted}, enabled=True
         )
-        if callback and callback not in urls:
-            urls.append(callback)
-    if not urls:
-        return
-    if kind == "call_status":
-        key = f"call:{event['callId']}"[:120]
-    else:
-        key = f"{kind}:{secrets.token_hex(8)}"  # nothing to keep in order with
-    body = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
-    for url in urls:
-        row = WebhookDelivery.objects.create(
-            user_id=user_id, url=url, ordering_key=key, event_type=kind, payload=body
-        )
+    }
+    callbacks = _status_callbacks(
+        [(user_id, event["callId"]) for user_id, event in wanted if event["type"] == "call_status"]
+    )
+    rows = []
+    for user_id, event in wanted:
+        kind = event["type"]
+        endpoint = endpoints.get(user_id)
+        urls = []
+        if endpoint is not None and endpoint.url and kind in endpoint.events:
+            urls.append(endpoint.url)
+        if kind == "call_status":
+            callback = callbacks.get((user_id, event["callId"]))
+            if callback and callback not in urls:
+                urls.append(callback)
+        if not urls:
+            continue
+        if kind == "call_status":
+            key = f"call:{event['callId']}"[:120]
+        else:
+            key = f"{kind}:{secrets.token_hex(8)}"  # nothing to keep in order with
+        body = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+        about = {"user_id": user_id, "ordering_key": key, "event_type": kind, "payload": body}
+        rows += [WebhookDelivery(url=url, **about) for url in urls]
+    for row in WebhookDelivery.objects.bulk_create(rows):
         schedule_delivery(row)
+
+
+def _status_callbacks(calls: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The statusCallback of each (owner id, callId) that has one."""
+    if not calls:
+        return {}
+    rows = (
+        CallRequest.objects.filter(
+            owner_id__in={owner for owner, _ in calls}, call_id__in={call for _, call in calls}
+        )
+        .exclude(status_callback="")
+        .values_list("owner_id", "call_id", "status_callback")
+    )
+    return {(str(owner), call_id): callback for owner, call_id, callback in rows}
 
 
 def _earlier_pending(row: WebhookDelivery) -> bool:

@@ -14,8 +14,10 @@ pytestmark = pytest.mark.django_db
 def seen(monkeypatch):
     calls = []
 
-    def writer(*, user_id, event):
-        calls.append((user_id, event["type"], connection.in_atomic_block))
+    def writer(*, events):
+        calls.extend(
+            (user_id, event["type"], connection.in_atomic_block) for user_id, event in events
+        )
 
     monkeypatch.setattr(events, "_outbox_writers", [])
     events.outbox_writer_register(writer)
