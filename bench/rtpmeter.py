@@ -1,8 +1,11 @@
-"""The bench's RTP instrument for sip_forward_100 (bench/forward.py starts it): both ends'
-media of bridged calls, timing every packet's one pass through the telephony agent.
+"""The bench's RTP instrument: for sip_forward_100 (bench/forward.py starts it) both ends'
+media of bridged calls, timing every packet's one pass through the telephony agent; for
+sip_200_calls (bench/scenarios.py) the far end's media of played calls, timing every packet
+of the agent's against its stream's 20 ms schedule.
 
     rtpmeter.py bridge --messages LOG --a-port A --b-port B --legs N --seconds S --out OUT
     rtpmeter.py direct --a-port A --b-port B --legs N --seconds S --out OUT
+    rtpmeter.py far-end --a-port A --out OUT
 
 Socket A (127.0.0.1:A) is every caller's media (the callers' SDP names it), socket B every
 target's (the targets' 200 OK names it); SIPp does the SIP of both ends and no media.
@@ -24,9 +27,19 @@ Payloads are relayed unchanged only between legs of one codec: both ends answer 
 `direct`: the floor of the instrument, no agent: N flows from A to B and N from B to A at
 the same packet rate for S seconds, timed the same way.
 
-The result (JSON, OUT): packets sent and received each way, packets that arrived on a leg
-other than theirs (cross-talk between bridges), and the delays' percentiles, overall and per
-second of the run; every received packet's arrival and delay in OUT.packets (doubles).
+`far-end`: socket A is the media the far end's SDP names, so every stream the agent plays
+arrives there; each packet is sent back to its source as it came, as SIPp's -rtp_echo does,
+so the agent reads its audio back as in a call with echo. Each packet's kernel receive stamp
+(on loopback: the agent's sendto) is compared with its stream's ideal schedule, the first
+packet's stamp plus n x 20 ms, n its sequence number's distance from the first's: the send
+jitter, judged by a clock that is not the agent's. A stream is a source port and SSRC. Runs
+until SIGTERM, then writes per stream its packets, first and last stamp (epoch seconds),
+sequence numbers missing, and every packet's deviation (ms, + late) to OUT (JSON).
+
+The result of `bridge` and `direct` (JSON, OUT): packets sent and received each way,
+packets that arrived on a leg other than theirs (cross-talk between bridges), and the delays'
+percentiles, overall and per second of the run; every received packet's arrival and delay in
+OUT.packets (doubles).
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ import random
 import re
 import resource
 import selectors
+import signal
 import socket
 import struct
 import sys
@@ -92,6 +106,15 @@ def udp_socket(port: int) -> socket.socket:
     sock.bind(("127.0.0.1", port))
     sock.setblocking(False)
     return sock
+
+
+def kernel_stamp(ancillary) -> int:
+    """A datagram's SO_TIMESTAMPNS receive stamp (epoch ns), or now when the kernel gave none."""
+    for level, kind, value in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            seconds, nanoseconds = struct.unpack("qq", value[:16])
+            return seconds * 1_000_000_000 + nanoseconds
+    return time.time_ns()
 
 
 class AgentPorts:
@@ -164,13 +187,7 @@ class Meter:
                     data, ancillary, _, source = sock.recvmsg(2048, socket.CMSG_SPACE(16))
                 except BlockingIOError:
                     break
-                arrived = None
-                for level, kind, value in ancillary:
-                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                        seconds, nanoseconds = struct.unpack("qq", value[:16])
-                        arrived = seconds * 1_000_000_000 + nanoseconds
-                if arrived is None:
-                    arrived = time.time_ns()
+                arrived = kernel_stamp(ancillary)
                 header = 12 + 4 * (data[0] & 0x0F) if data else 0
                 tag = data[header : header + TAG.size]
                 if len(tag) < TAG.size or not tag.startswith(MAGIC):
@@ -332,23 +349,103 @@ def direct(args) -> tuple[Meter, dict]:
     return meter, meter.result(legs=args.legs, paired=args.legs)
 
 
+class Schedule:
+    """One stream's packets at the far end against its ideal schedule: the first packet's
+    stamp plus 20 ms per sequence number since (unwrapped, so a lost packet costs no drift)."""
+
+    __slots__ = ("first_ns", "last_ns", "first_seq", "seq", "packets", "deviations")
+
+    def __init__(self, arrived: int, seq: int):
+        self.first_ns = self.last_ns = arrived
+        self.first_seq = self.seq = seq  # seq: the last one, unwrapped
+        self.packets = 0
+        self.deviations = array("q")  # ns, + late
+
+    def add(self, arrived: int, seq: int) -> None:
+        step = ((seq - self.seq + 0x8000) & 0xFFFF) - 0x8000
+        self.seq += step
+        self.last_ns = max(self.last_ns, arrived)
+        self.packets += 1
+        ideal = self.first_ns + (self.seq - self.first_seq) * FRAME_NS
+        self.deviations.append(arrived - ideal)
+
+    def result(self, port: int, ssrc: int) -> dict:
+        expected = self.seq - self.first_seq + 1
+        return {
+            "port": port,
+            "ssrc": ssrc,
+            "packets": self.packets,
+            "missing": max(0, expected - self.packets),
+            "first": self.first_ns / 1e9,
+            "last": self.last_ns / 1e9,
+            "deviation_ms": [round(d / 1e6, 4) for d in self.deviations],
+        }
+
+
+def far_end(args) -> dict:
+    sock = udp_socket(args.a_port)
+    selector = selectors.DefaultSelector()
+    selector.register(sock, selectors.EVENT_READ)
+    streams: dict[tuple[int, int], Schedule] = {}
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    deadline = time.monotonic() + args.deadline
+    foreign = 0
+    while not stopping and time.monotonic() < deadline:
+        if not selector.select(0.2):
+            continue
+        while True:
+            try:
+                data, ancillary, _, source = sock.recvmsg(2048, socket.CMSG_SPACE(16))
+            except BlockingIOError:
+                break
+            arrived = kernel_stamp(ancillary)
+            # OSError: an ICMP error of an earlier echo (the call's port closed).
+            with contextlib.suppress(OSError):
+                sock.sendto(data, source)
+            if len(data) < RTP.size or data[0] >> 6 != 2:
+                foreign += 1
+                continue
+            _, _, seq, _, ssrc = RTP.unpack_from(data)
+            key = (source[1], ssrc)
+            stream = streams.get(key)
+            if stream is None:
+                stream = streams[key] = Schedule(arrived, seq)
+            stream.add(arrived, seq)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "streams": [stream.result(*key) for key, stream in streams.items()],
+        "foreign": foreign,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("bridge", "direct"))
+    parser.add_argument("mode", choices=("bridge", "direct", "far-end"))
     parser.add_argument("--messages", default="")
     parser.add_argument("--a-port", type=int, required=True)
-    parser.add_argument("--b-port", type=int, required=True)
-    parser.add_argument("--legs", type=int, required=True)
-    parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--b-port", type=int)
+    parser.add_argument("--legs", type=int)
+    parser.add_argument("--seconds", type=float)
     parser.add_argument("--deadline", type=float, default=300)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.mode != "far-end" and None in (args.b_port, args.legs, args.seconds):
+        parser.error(f"{args.mode} needs --b-port, --legs and --seconds")
+    if args.mode == "far-end":
+        write_json(Path(args.out), far_end(args))
+        return 0
     meter, result = bridge(args) if args.mode == "bridge" else direct(args)
     meter.dump(Path(args.out + ".packets"))
-    tmp = args.out + ".tmp"
-    Path(tmp).write_text(json.dumps(result))
-    os.replace(tmp, args.out)
+    write_json(Path(args.out), result)
     return 0
+
+
+def write_json(path: Path, result: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
