@@ -26,15 +26,13 @@ from django.utils import timezone
 from bench import sip
 from history.models import AnsweredBy, CallRecord, CallStatus
 from telephony.models import ForwardLeg, InboundCall
-from tests.live import ChildProcess, wait_until
+from tests.live import wait_until
 
 SIPP = Path(__file__).resolve().parent / "sipp"
 CALLER_XML, TARGET_XML = SIPP / "forward_caller.xml", SIPP / "forward_target.xml"
-METER = Path(__file__).resolve().parent / "rtpmeter.py"
 PCMA, PCMU = ("8", "PCMA"), ("0", "PCMU")
 CALLER = "+447700900123"
 ANSWER_MS = 300  # the target rings this long before it answers
-SIPP_MEDIA = "[media_port]"  # SIPp's own media port, for @media_port@
 BRIDGED = re.compile(
     r"inbound call (?P<call_id>\S+): bridged (?P<seconds>\d+) s; relayed (?P<to_target>\d+) "
     r"packets to the target, (?P<to_caller>\d+) to the caller"
@@ -67,15 +65,11 @@ def play(pcap: Path) -> str:
     return f'  <nop><action><exec play_pcap_audio="{pcap}"/></action></nop>'
 
 
-class Meter(ChildProcess):
-    stop_grace = 5
-
-
 def meter_floor(workdir: Path, *, legs: int, seconds: float) -> dict:
     """bench/rtpmeter.py's `direct` mode: the instrument alone, socket to socket."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "floor.json"
-    argv = [sys.executable, str(METER), "direct", "--a-port", str(sip.free_udp_port()),
+    argv = [sys.executable, str(sip.METER), "direct", "--a-port", str(sip.free_udp_port()),
             "--b-port", str(sip.free_udp_port()), "--legs", str(legs), "--seconds",
             str(seconds), "--out", str(out)]  # fmt: skip
     subprocess.run(argv, check=True, timeout=seconds + 60)  # noqa: S603 - our own script
@@ -160,7 +154,7 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
     target = sip.Sipp(workdir / "target", TARGET_XML, port=trunk_port, calls=1 + calls, echo=echo,
                       timeout=deadline + 120, answer_ms=ANSWER_MS, codec=target_codec[0],
                       codec_name=target_codec[1],
-                      media_port=b_port or SIPP_MEDIA)  # fmt: skip
+                      media_port=b_port or sip.SIPP_MEDIA)  # fmt: skip
     agents = meter = callers = None
     try:
         agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{trunk_port}", count=1,
@@ -173,7 +167,7 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
                             service=number.number, caller=CALLER, media_port=media,
                             play=sounds, talk_ms=talk)  # fmt: skip
 
-        warm = place("warm", 1, 1000, SIPP_MEDIA, "")
+        warm = place("warm", 1, 1000, sip.SIPP_MEDIA, "")
         sip.sipp_exit(warm, deadline=60)
         warm.stop()
         wait_until(lambda: not InboundCall.objects.filter(number=number, recorded=False).exists(),
@@ -185,12 +179,12 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
         run.started_at = t0.timestamp()
         if meter_seconds:
             out = workdir / "meter.json"
-            argv = [sys.executable, str(METER), "bridge", "--messages",
+            argv = [sys.executable, str(sip.METER), "bridge", "--messages",
                     str(workdir / "callers" / "sipp-messages.log"), "--a-port", str(a_port),
                     "--b-port", str(b_port), "--legs", str(calls), "--seconds",
                     str(meter_seconds), "--deadline", str(deadline), "--out", str(out)]  # fmt: skip
-            meter = Meter(argv, dict(os.environ), log=workdir / "meter.log")
-        callers = place("callers", calls, talk_ms, a_port or SIPP_MEDIA, caller_play)
+            meter = sip.Meter(argv, dict(os.environ), log=workdir / "meter.log")
+        callers = place("callers", calls, talk_ms, a_port or sip.SIPP_MEDIA, caller_play)
         run.samples = watch_bridges(number, t0, calls, agents, deadline=deadline)
         own1, tts1 = agents.cpu()
         run.wall = time.monotonic() - started

@@ -44,6 +44,7 @@ class Profile:
     sip_many_calls: int  # sip_200_calls: submitted at once to one agent, all to be up together
     sip_many_sentences: int  # 2 speaks about 14 s, so the last answered still overlaps the first
     sip_many_tls: bool  # sip_200_calls also over TLS + SRTP through Kamailio
+    sip_many_alone: int  # sip_200_calls' baseline of steady audio: these calls on an agent alone
     forward_cost_calls: int  # sip_forward_cpu: calls at once on one agent, per leg
     forward_cost_rounds: int  # legs of each kind, alternated outbound, bridged, bridged, ...
     forward_cost_sentences: int  # the message played, and said by the bridged callers
@@ -93,6 +94,7 @@ FULL = Profile(
     sip_many_calls=200,
     sip_many_sentences=2,
     sip_many_tls=True,
+    sip_many_alone=1,
     forward_cost_calls=30,
     forward_cost_rounds=2,
     forward_cost_sentences=1,
@@ -140,6 +142,7 @@ SMOKE = Profile(
     sip_many_calls=4,
     sip_many_sentences=0,
     sip_many_tls=False,
+    sip_many_alone=1,
     forward_cost_calls=2,
     forward_cost_rounds=1,
     forward_cost_sentences=0,

@@ -947,6 +947,7 @@ class Leg:
     submit_errors: str = ""  # error frames the submits got, by code
     resent: int = 0  # INVITEs SIPp received past the first of each call (the agent's resends)
     sip_drops: int = 0  # datagrams the kernel dropped at the agent's SIP socket (UDP)
+    steady: sip.Steady | None = None  # metered legs: the calls as the far end heard them
 
     @property
     def what(self) -> str:
@@ -954,11 +955,13 @@ class Leg:
 
 
 def _sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, sentences: int,
-             deadline: float) -> Leg:  # fmt: skip
+             deadline: float, metered: bool = False) -> Leg:  # fmt: skip
     """One agent (SIP_AGENTS=1, room for every call), its far end, a warm-up call, then
-    `calls` calls at once with the same message, sampled until all have ended."""
+    `calls` calls at once with the same message, sampled until all have ended. `metered`:
+    the far end's media is bench/rtpmeter.py, which echoes and times the agent's audio."""
     text = sip.message("cost", sentences)
-    far_end = sip.FarEnd(workdir, secure=secure, calls=1 + calls, timeout=deadline + 120)
+    far_end = sip.FarEnd(workdir, secure=secure, calls=1 + calls, timeout=deadline + 120,
+                         metered=metered)  # fmt: skip
     leg = Leg(secure, calls)
     agents = None
     try:
@@ -1002,6 +1005,10 @@ def _sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, 
     leg.polled = max((s.in_progress for s in leg.samples), default=0)
     answers = [c.answered_at for c in placed if c.answered_at is not None]
     leg.last_answer = max(answers) - submitted if answers else math.nan
+    if metered:
+        message_s = sip.message_seconds(Path(agents.env["TTS_CACHE_DIR"]), text)
+        leg.steady = sip.steady(placed, sip.dialogs(far_end.sipp.messages), far_end.streams(),
+                                message_s)  # fmt: skip
     return leg
 
 
@@ -1075,17 +1082,23 @@ def sip_tls_srtp_cpu(b: Bench) -> None:
 
 def sip_200_calls(b: Bench) -> None:
     """One agent (SIP_AGENTS=1) given every call at once, all answered and up together:
-    over plain UDP, then (when the profile asks) over TLS with SRTP through Kamailio."""
+    over plain UDP, then (when the profile asks) over TLS with SRTP through Kamailio. The UDP
+    leg's far-end media is the RTP meter, for issue 29's S1 (each call's length against its
+    message, the agent's send jitter), beside the same meter on a call alone: the baseline."""
     p = b.profile
     fixtures.calls_reset()
     sip.check_no_worker()
     workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_200_calls"
     stamp = int(time.time())
     n = p.sip_many_calls
+    alone = _sip_leg(b, workdir / "udp-alone", f"many-{stamp}-alone-", secure=False,
+                     calls=p.sip_many_alone, sentences=p.sip_many_sentences, deadline=120,
+                     metered=True)  # fmt: skip
     for secure in (False, True) if p.sip_many_tls else (False,):
         name = "tls" if secure else "udp"
         leg = _sip_leg(b, workdir / name, f"many-{stamp}-{name}-", secure=secure, calls=n,
-                       sentences=p.sip_many_sentences, deadline=240)  # fmt: skip
+                       sentences=p.sip_many_sentences, deadline=240,
+                       metered=not secure)  # fmt: skip
         what = f"{n} calls at once on one agent, {leg.what}"
         load = (leg.sipp_cpu + leg.client_cpu) / leg.wall
         b.add(Row("sip_200_calls", f"{what}: calls completed", leg.completed, "calls",
@@ -1107,6 +1120,35 @@ def sip_200_calls(b: Bench) -> None:
                   per_call, "KiB",
                   note=f"idle {leg.idle_rss / 2**20:.0f} MiB, "
                   f"peak {peak_rss / 2**20:.0f} MiB"))  # fmt: skip
+        if leg.steady is not None and alone.steady is not None:
+            _steady_rows(b, what, leg.steady, alone.steady, n)
+
+
+def _steady_rows(b: Bench, what: str, load: sip.Steady, alone: sip.Steady, n: int) -> None:
+    """Issue 29's S1, as the far end measured it: each call's length against its message,
+    and the agent's RTP send jitter, each beside the same figure of a call alone."""
+    within = sum(1 for off in load.off_s if off <= 0.5)
+    how = f"{len(alone.off_s)} call{'s' if len(alone.off_s) != 1 else ''} alone"
+    start_max = max(load.start_ms, default=math.nan)
+    starts = f"p50 {percentile(load.start_ms, 50):.0f} ms, max {start_max:.0f} ms"
+    b.add(Row("sip_200_calls", f"{what}: call duration off its message, worst call",
+              max(load.off_s, default=math.nan), "s", max(alone.off_s, default=math.nan), how,
+              "<= 0.5 s, every call", within == n,
+              note=f"{within} of {n} within 0.5 s, p99 {percentile(load.off_s, 99):.2f} s; the "
+              f"duration is SIPp's (the callee's): its 200 OK to the agent's BYE, against the "
+              f"{load.message_s:.2f} s message; audio at the meter (first packet to last + "
+              f"20 ms) off by at most {max(load.audio_off_s, default=math.nan) * 1000:.0f} ms, "
+              f"its first packet after the 200 OK {starts}; the database's answered_at to "
+              f"ended_at off by at most {max(load.db_off_s, default=math.nan):.2f} s; "
+              f"{load.calls} calls answered, hung up and heard"))  # fmt: skip
+    for label, q in (("p50", 50), ("p99", 99), ("max", 100)):
+        value, base = percentile(load.jitter_ms, q), percentile(alone.jitter_ms, q)
+        figure = f"{what}: RTP send jitter, arrival off its 20 ms schedule: {label}"
+        b.add(Row("sip_200_calls", figure, value, "ms", base, f"{how}, same meter",
+                  "<= 5 ms" if q == 99 else "", value <= 5 if q == 99 else None,
+                  note=f"{load.packets:,} packets of {load.calls} calls at the meter, "
+                  f"{load.missing} missing; {alone.packets:,} packets alone"
+                  if q == 50 else ""))  # fmt: skip
 
 
 # --- issue 28: forwarded calls, bridged by the agent ------------------------------------------

@@ -7,13 +7,14 @@ Imported after Django is set up: the telephony test helpers it reuses import the
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from django.db.models import Count
 from bench.kamailio import Kamailio
 from realtime.models import TERMINAL_STATES, CallRequest, CallState
 from telephony.speech import Speech
-from tests.live import ChildProcess, wait_until
+from tests.live import ChildProcess, child_environ, wait_until
 from tests.telephony.conftest import Sipp, free_udp_port, rtp_range, udp_port_taken
 
 __all__ = ["Sipp", "free_udp_port"]  # S1 starts SIPp with the telephony tests' helper
@@ -162,11 +163,14 @@ class Agents:
 
 # --- SIPp ---------------------------------------------------------------------------------------
 ANSWER = Path(__file__).resolve().parent / "sipp" / "answer.xml"
+METER = Path(__file__).resolve().parent / "rtpmeter.py"
+SIPP_MEDIA = "[media_port]"  # SIPp's own media port, in a scenario's SDP
 
 
-def answer_scenario(workdir: Path, *, proxied: bool, srtp: bool) -> Path:
+def answer_scenario(workdir: Path, *, proxied: bool, srtp: bool, media: str = SIPP_MEDIA) -> Path:
     """bench/sipp/answer.xml for one far end: Record-Route copied when a proxy is in front
-    of SIPp, an RTP/SAVP answer with Relay's own key when SRTP is asked."""
+    of SIPp, an RTP/SAVP answer with Relay's own key when SRTP is asked, and `media` as the
+    answer's audio port (SIPp's own by default)."""
     kept = []
     for line in ANSWER.read_text().splitlines():
         for marker, wanted in (("@rr@", proxied), ("@srtp@", srtp)):
@@ -174,24 +178,49 @@ def answer_scenario(workdir: Path, *, proxied: bool, srtp: bool) -> Path:
                 line = line[len(marker) :] if wanted else None
                 break
         if line is not None:
-            kept.append(line.replace("@profile@", "RTP/SAVP" if srtp else "RTP/AVP"))
+            line = line.replace("@profile@", "RTP/SAVP" if srtp else "RTP/AVP")
+            kept.append(line.replace("@media_port@", media))
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"answer-{'tls-srtp' if srtp else 'udp'}.xml"
     path.write_text("\n".join(kept) + "\n")
     return path
 
 
+class Meter(ChildProcess):
+    """bench/rtpmeter.py, in any of its modes."""
+
+    stop_grace = 5
+
+
 class FarEnd:
     """What the agents call: SIPp answering every INVITE and echoing the audio, straight
-    over UDP, or (`secure`) behind Kamailio over TLS with SRTP keys in its answer. `trunk` and
-    `settings` are what the agents are given to reach it."""
+    over UDP, or (`secure`) behind Kamailio over TLS with SRTP keys in its answer. With
+    `metered`, SIPp's answer names bench/rtpmeter.py's far-end socket as its media, which
+    echoes the audio instead of SIPp and times every packet. `trunk` and `settings` are what
+    the agents are given to reach it."""
 
-    def __init__(self, workdir: Path, *, secure: bool, calls: int, timeout: float):
+    def __init__(self, workdir: Path, *, secure: bool, calls: int, timeout: float,
+                 metered: bool = False):  # fmt: skip
         self.secure = secure
+        self.meter: Meter | None = None
+        self.meter_out = workdir / "meter.json"
+        media = SIPP_MEDIA
+        if metered:
+            media = str(free_udp_port())
+            argv = [sys.executable, str(METER), "far-end", "--a-port", media, "--out",
+                    str(self.meter_out), "--deadline", str(timeout)]  # fmt: skip
+            workdir.mkdir(parents=True, exist_ok=True)
+            self.meter = Meter(argv, child_environ(), log=workdir / "meter.log")
+            wait_until(lambda: udp_port_taken(int(media)), deadline=10,
+                       what="the RTP meter to listen")  # fmt: skip
         port = free_udp_port()
-        scenario = answer_scenario(workdir, proxied=secure, srtp=secure)
-        self.sipp = Sipp(workdir / "sipp", scenario, port=port, calls=calls, echo=True,
-                         timeout=timeout)  # fmt: skip
+        scenario = answer_scenario(workdir, proxied=secure, srtp=secure, media=media)
+        try:
+            self.sipp = Sipp(workdir / "sipp", scenario, port=port, calls=calls,
+                             echo=not metered, timeout=timeout)  # fmt: skip
+        except BaseException:
+            self._stop_meter()
+            raise
         self.kamailio: Kamailio | None = None
         self.trunk = f"sip:127.0.0.1:{port}"
         self.settings: dict[str, str] = {}
@@ -200,6 +229,7 @@ class FarEnd:
                 self.kamailio = Kamailio(workdir / "kamailio", sipp_port=port)
             except BaseException:
                 self.sipp.stop()
+                self._stop_meter()
                 raise
             self.trunk = self.kamailio.uri
             self.settings = {"SIP_TRANSPORT": "tls", "SIP_TLS_CA_FILE": str(self.kamailio.ca),
@@ -210,10 +240,22 @@ class FarEnd:
         proxy = self.kamailio.cpu_seconds() if self.kamailio is not None else math.nan
         return cpu_seconds(self.sipp.proc.pid), proxy
 
+    def _stop_meter(self) -> None:
+        if self.meter is not None:
+            self.meter.stop()
+
     def stop(self) -> None:
+        """Stop them all; a meter writes what it measured as it stops (streams())."""
         if self.kamailio is not None:
             self.kamailio.stop()
         self.sipp.stop()
+        self._stop_meter()
+
+    def streams(self) -> list[dict]:
+        """Once stopped, the meter's streams (bench/rtpmeter.py far-end); none unmetered."""
+        if self.meter is None or not self.meter_out.exists():
+            return []
+        return json.loads(self.meter_out.read_text())["streams"]
 
 
 @dataclass(frozen=True)
@@ -227,31 +269,72 @@ def cpu_seconds(pid: int) -> float:
     return times.user + times.system
 
 
-def invites(message_log: Path) -> dict[str, Invite]:
-    """Call-ID -> the first INVITE of that call SIPp received. SIPp stamps each message with
-    the machine's local wall clock, which datetime reads back as local time."""
+def _messages(message_log: Path):
+    """(when, received, text) of each message in SIPp's log, in order: `when` in epoch
+    seconds, from SIPp's stamp of the machine's local wall clock, which datetime reads back
+    as local time; `received` False for what SIPp sent."""
     if not message_log.exists():
-        return {}
+        return
     parts = SIPP_STAMP.split(message_log.read_text(errors="replace"))
-    found: dict[str, Invite] = {}
     for stamp, block in zip(parts[1::2], parts[2::2], strict=True):
-        if "message received" not in block or "\nINVITE sip:" not in block:
+        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").astimezone().timestamp()
+        yield at, "message received" in block, block
+
+
+def _header(name: str, block: str) -> str | None:
+    found = re.search(rf"^{name}:\s*(.+?)\s*$", block, re.MULTILINE | re.IGNORECASE)
+    return found.group(1) if found else None
+
+
+def invites(message_log: Path) -> dict[str, Invite]:
+    """Call-ID -> the first INVITE of that call SIPp received."""
+    found: dict[str, Invite] = {}
+    for at, received, block in _messages(message_log):
+        if not received or "\nINVITE sip:" not in block:
             continue
-        call_id = re.search(r"^Call-ID:\s*(\S+)", block, re.MULTILINE | re.IGNORECASE)
+        call_id = _header("Call-ID", block)
         via = re.search(r"^Via:\s*SIP/2\.0/\w+\s+([^;\s]+)", block, re.MULTILINE | re.IGNORECASE)
-        if call_id and call_id.group(1) not in found:
-            at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").astimezone().timestamp()
-            found[call_id.group(1)] = Invite(at, via.group(1) if via else "?")
+        if call_id and call_id not in found:
+            found[call_id] = Invite(at, via.group(1) if via else "?")
     return found
 
 
 def invites_received(message_log: Path) -> int:
     """Every INVITE SIPp received, retransmissions included."""
-    if not message_log.exists():
-        return 0
-    parts = SIPP_STAMP.split(message_log.read_text(errors="replace"))
-    return sum(1 for block in parts[2::2]
-               if "message received" in block and "\nINVITE sip:" in block)  # fmt: skip
+    return sum(1 for _, received, block in _messages(message_log)
+               if received and "\nINVITE sip:" in block)  # fmt: skip
+
+
+@dataclass
+class Dialog:
+    """One call as SIPp, the callee, saw it (epoch seconds)."""
+
+    media_port: int | None = None  # the agent's RTP port, from its INVITE's SDP
+    answered: float | None = None  # SIPp's first 200 OK to the INVITE
+    bye: float | None = None  # the agent's BYE
+
+
+def _answers_invite(block: str) -> bool:
+    cseq = re.search(r"^CSeq:\s*\d+\s+INVITE", block, re.MULTILINE | re.IGNORECASE)
+    return "\nSIP/2.0 200" in block and cseq is not None
+
+
+def dialogs(message_log: Path) -> dict[str, Dialog]:
+    """Call-ID -> when SIPp answered it and received its BYE, and the agent's RTP port."""
+    out: dict[str, Dialog] = {}
+    for at, received, block in _messages(message_log):
+        call_id = _header("Call-ID", block)
+        if call_id is None:
+            continue
+        dialog = out.setdefault(call_id, Dialog())
+        if received and "\nINVITE sip:" in block and dialog.media_port is None:
+            media = re.search(r"^m=audio (\d+) ", block, re.MULTILINE)
+            dialog.media_port = int(media.group(1)) if media else None
+        elif received and "\nBYE sip:" in block and dialog.bye is None:
+            dialog.bye = at
+        elif not received and dialog.answered is None and _answers_invite(block):
+            dialog.answered = at
+    return out
 
 
 def udp_drops(ports) -> int:
@@ -380,4 +463,56 @@ def render_ms(texts: list[str]) -> dict:
                 out[kind].append((time.perf_counter() - started) * 1000)
             out["audio_s"].append(len(audio[0]) / 8000)  # G.711: 8,000 bytes a second
         out["counters"] = (speech.hits, speech.misses)
+    return out
+
+
+# --- steady audio (issue 29, S1): the calls as the far end heard them -----------------------------
+@dataclass
+class Steady:
+    """Metered calls as the far end saw them: each call's length against its message, and
+    every packet of the agent's against its stream's 20 ms schedule."""
+
+    message_s: float  # the message as the agent plays it: its 20 ms frames
+    calls: int = 0  # calls with an answer and a BYE at SIPp and a stream at the meter
+    off_s: list = field(default_factory=list)  # |SIPp's 200 OK to the BYE - message|, a call
+    audio_off_s: list = field(default_factory=list)  # |first to last packet + 20 ms - message|
+    start_ms: list = field(default_factory=list)  # SIPp's 200 OK to the first packet
+    db_off_s: list = field(default_factory=list)  # |answered_at to ended_at - message|
+    jitter_ms: list = field(default_factory=list)  # |arrival - schedule|, every packet
+    packets: int = 0
+    missing: int = 0  # sequence numbers that never arrived
+
+
+def message_seconds(cache_dir: Path, text: str) -> float:
+    """How long the agents play `text`: its speech from their cache (`cache_dir`, so the very
+    audio they played), in whole 20 ms frames as telephony/sip/rtp.py sends it."""
+    audio = Speech(cache_dir).render(text, "en")[0]
+    return math.ceil(len(audio) / 160) * 0.02
+
+
+def steady(calls: list[Placed], dialogs: dict[str, Dialog], streams: list[dict],
+           message_s: float) -> Steady:  # fmt: skip
+    """Each call matched to its stream at the meter by the RTP port its INVITE offered (the
+    stream that began first after SIPp's answer: a port may have served an earlier call)."""
+    out = Steady(message_s)
+    by_port: dict[int, list[dict]] = {}
+    for stream in streams:
+        by_port.setdefault(stream["port"], []).append(stream)
+    for call in calls:
+        dialog = dialogs.get(call.provider_call_id)
+        if dialog is None or dialog.answered is None or dialog.bye is None:
+            continue
+        after = [s for s in by_port.get(dialog.media_port, []) if s["first"] >= dialog.answered]
+        if not after:
+            continue
+        stream = min(after, key=lambda s: s["first"])
+        out.calls += 1
+        out.off_s.append(abs(dialog.bye - dialog.answered - message_s))
+        out.audio_off_s.append(abs(stream["last"] + 0.02 - stream["first"] - message_s))
+        out.start_ms.append((stream["first"] - dialog.answered) * 1000)
+        if call.answered_at is not None and call.ended_at is not None:
+            out.db_off_s.append(abs(call.ended_at - call.answered_at - message_s))
+        out.jitter_ms += [abs(d) for d in stream["deviation_ms"]]
+        out.packets += stream["packets"]
+        out.missing += stream["missing"]
     return out
