@@ -85,6 +85,10 @@ class OutboundCall(Dialog):
         self.audio = audio
         self.ring_timeout, self.max_seconds = ring_timeout, max_seconds
         self.on_ringing, self.on_answered = on_ringing, on_answered
+        # on_ringing's report, under way beside the INVITE transaction: a report (a database
+        # write, which waits its turn when many calls ring at once) never holds up the
+        # answer's ACK and message; the answer's report and the outcome wait for it instead.
+        self.ringing_report: asyncio.Future | None = None
         self.talk, self.headers = talk, headers
         self.remote_hangup = asyncio.Event()
         self.hangup_requested = asyncio.Event()
@@ -161,10 +165,10 @@ class OutboundCall(Dialog):
                 crypto=self.crypto,
                 profile=sdp.SECURE if srtp == "required" else sdp.PLAIN,
             )
-            return await self._dial()
+            outcome = await self._dial()
         except OSError as exc:
             logger.warning("call %s: %s", self.call_id, exc)
-            return Outcome(kind="error", phrase=str(exc)[:120])
+            outcome = Outcome(kind="error", phrase=str(exc)[:120])
         finally:
             if self.stream is not None:
                 self.stream.close()
@@ -172,6 +176,8 @@ class OutboundCall(Dialog):
                 self.ua.release_rtp_port(self.rtp_port)
             # Late retransmissions of a 2xx are still ACKed for a little while.
             self.ua.forget_later(self.call_id)
+        await self._ringing_reported()  # the outcome is reported after it
+        return outcome
 
     async def _dial(self) -> Outcome:
         """Try the trunk's targets in order (dns.py), each with a new INVITE transaction:
@@ -291,7 +297,7 @@ class OutboundCall(Dialog):
                     proceeding = self.provisional_seen = True
                     if response.status in (180, 183) and not ringing:
                         ringing = True
-                        await self.on_ringing()
+                        self.ringing_report = asyncio.ensure_future(self.on_ringing())
                     if self.cancel_pending:
                         return await self._cancel(invite, queue, kind="canceled")
                     continue
@@ -369,14 +375,23 @@ class OutboundCall(Dialog):
         remote = asyncio.ensure_future(self.remote_hangup.wait())
         local = asyncio.ensure_future(self.hangup_requested.wait())
         acks = asyncio.ensure_future(self._ack_retransmissions(queue))
+        # The reports (ringing's, if still under way, then the answer's) are written while
+        # the call goes on, so neither stretches it; the outcome waits for both.
+        reports = asyncio.ensure_future(self._report_answer())
+        ending = {player, remote, local}
         try:
             try:
-                await self.on_answered()
-                done, _ = await asyncio.wait(
-                    {player, remote, local},
-                    timeout=max(0.0, self.max_seconds - (time.monotonic() - answered_at)),
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
+                while True:
+                    finished, _ = await asyncio.wait(
+                        ending if reports.done() else {*ending, reports},
+                        timeout=max(0.0, self.max_seconds - (time.monotonic() - answered_at)),
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                    done = finished - {reports}
+                    if done or reports not in finished:
+                        break
+                    # Reported: max_seconds may be shorter now (a quota's grant).
+                    reports.result()
             finally:
                 for task in (player, remote, local):
                     task.cancel()
@@ -385,6 +400,7 @@ class OutboundCall(Dialog):
             duration = time.monotonic() - answered_at
             if not by_remote:
                 await self.send_bye()
+            await reports
         finally:
             acks.cancel()
         return Outcome(
@@ -395,6 +411,17 @@ class OutboundCall(Dialog):
             received=stream.received,
             sent_packets=stream.sent_packets,
         )
+
+    async def _report_answer(self) -> None:
+        """on_answered, after the ringing report: the caller's reports arrive in order."""
+        await self._ringing_reported()
+        await self.on_answered()
+
+    async def _ringing_reported(self) -> None:
+        """Once the ringing report (if any) is written: nothing that follows it (the answer's
+        report, the outcome) overtakes it."""
+        if self.ringing_report is not None:
+            await self.ringing_report
 
     async def _ack_retransmissions(self, queue: asyncio.Queue) -> None:
         with contextlib.suppress(asyncio.CancelledError):
