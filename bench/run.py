@@ -250,6 +250,23 @@ METHOD_NOTES = """\
   `ended_at` in the database (the note has what 0.2 s polling saw, and how long after the
   submit the last call was answered). The agent's CPU is read between the first and the last
   sample with the most calls in progress, as in S1; RSS per call is (peak - idle) / the peak.
+  **Steady audio** (issue 29, S1), on the UDP leg: SIPp's answer names `bench/rtpmeter.py
+  far-end` as its media instead of SIPp's own port, one socket that sends every packet back
+  to where it came from, as `-rtp_echo` would (so the agent still reads its audio back), and
+  takes each packet's kernel receive stamp (`SO_TIMESTAMPNS`; on loopback, the agent's
+  `sendto`). A stream (source port and SSRC) is matched to its call by the RTP port of the
+  agent's INVITE. **Call duration off its message** is, per call, the absolute difference
+  between SIPp's first 200 OK to the INVITE and its receipt of the agent's BYE (SIPp's stamps
+  in its message log) and the message as the agent plays it (its speech from the agent's own
+  TTS cache, in whole 20 ms frames): the call as the callee had it, silence before the first
+  packet and the wait for the hang-up included. The note has the meter's audio span (first
+  packet to last + 20 ms) against the message, the first packet's delay after the 200 OK,
+  and the database's `answered_at` to `ended_at` (written by the agent's database thread,
+  late under load). **RTP send jitter** is, per packet, the absolute difference between its
+  stamp and its stream's ideal schedule, the first packet's stamp plus 20 ms per sequence
+  number since: nearest-rank percentiles over every packet of every call, set-up and
+  hang-ups included. The baseline of both is the same meter on one call alone, on an agent of
+  its own with the same message (and its own warm-up call), run just before the 200.
 - **sip_forward_cpu** (issue 28): a number of a bench user of its own forwards to one
   E.164 target (no screening). One `telephony_agent` (`SIP_AGENTS=1`,
   `SIP_MAX_CONCURRENT_CALLS` twice the calls: a forwarded call holds two places) is between
