@@ -1140,7 +1140,8 @@ def _steady_rows(b: Bench, what: str, load: sip.Steady, alone: sip.Steady, n: in
               f"20 ms) off by at most {max(load.audio_off_s, default=math.nan) * 1000:.0f} ms, "
               f"its first packet after the 200 OK {starts}; the database's answered_at to "
               f"ended_at off by at most {max(load.db_off_s, default=math.nan):.2f} s; "
-              f"{load.calls} calls answered, hung up and heard"))  # fmt: skip
+              f"{load.calls} calls answered, hung up and heard, at most {load.peak} at once "
+              f"(SIPp's 200 OK to the BYE)"))  # fmt: skip
     for label, q in (("p50", 50), ("p99", 99), ("max", 100)):
         value, base = percentile(load.jitter_ms, q), percentile(alone.jitter_ms, q)
         figure = f"{what}: RTP send jitter, arrival off its 20 ms schedule: {label}"

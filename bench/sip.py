@@ -481,6 +481,7 @@ class Steady:
     jitter_ms: list = field(default_factory=list)  # |arrival - schedule|, every packet
     packets: int = 0
     missing: int = 0  # sequence numbers that never arrived
+    peak: int = 0  # most calls between SIPp's 200 OK and the BYE at one instant
 
 
 def message_seconds(cache_dir: Path, text: str) -> float:
@@ -515,4 +516,6 @@ def steady(calls: list[Placed], dialogs: dict[str, Dialog], streams: list[dict],
         out.jitter_ms += [abs(d) for d in stream["deviation_ms"]]
         out.packets += stream["packets"]
         out.missing += stream["missing"]
+    out.peak = peak_in_progress([Placed("", "", "", "", d.answered, d.bye) for d in dialogs.values()
+                                 if d.answered is not None])  # fmt: skip
     return out
