@@ -493,8 +493,9 @@ def message_seconds(cache_dir: Path, text: str) -> float:
 
 def steady(calls: list[Placed], dialogs: dict[str, Dialog], streams: list[dict],
            message_s: float) -> Steady:  # fmt: skip
-    """Each call matched to its stream at the meter by the RTP port its INVITE offered (the
-    stream that began first after SIPp's answer: a port may have served an earlier call)."""
+    """Each call matched to its stream at the meter by the RTP port its INVITE offered (of
+    that port's streams, the one that began nearest SIPp's answer: a port may have served an
+    earlier call, and SIPp stamps its 200 OK once sent, so the first packet may precede it)."""
     out = Steady(message_s)
     by_port: dict[int, list[dict]] = {}
     for stream in streams:
@@ -503,10 +504,10 @@ def steady(calls: list[Placed], dialogs: dict[str, Dialog], streams: list[dict],
         dialog = dialogs.get(call.provider_call_id)
         if dialog is None or dialog.answered is None or dialog.bye is None:
             continue
-        after = [s for s in by_port.get(dialog.media_port, []) if s["first"] >= dialog.answered]
-        if not after:
+        candidates = by_port.get(dialog.media_port, [])
+        if not candidates:
             continue
-        stream = min(after, key=lambda s: s["first"])
+        stream = min(candidates, key=lambda s: abs(s["first"] - dialog.answered))
         out.calls += 1
         out.off_s.append(abs(dialog.bye - dialog.answered - message_s))
         out.audio_off_s.append(abs(stream["last"] + 0.02 - stream["first"] - message_s))
