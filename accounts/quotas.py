@@ -16,17 +16,28 @@ the day's quota.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    F,
+    Min,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    UUIDField,
+    When,
+)
+from django.db.models.functions import Coalesce
 
 from accounts.models import User
+from core.compiled import CompiledQuery
 from core.errors import ErrorCode, RateLimited
 
 WINDOW = timedelta(days=1)
@@ -80,80 +91,66 @@ def limits_of(user: User) -> dict[str, int | None]:
     return {name: plan[name] if own[name] is None else own[name] for name in QUOTAS}
 
 
-def _uses(user: User):
-    """What the user dials, each through the reverse relation its app declares: their calls
-    (realtime's `call_requests`) and the legs of their forwarded calls (telephony's
-    `forward_legs`), both with created_at, answered_at, ended_at, duration and talk_limit."""
-    return (user.call_requests, user.forward_legs)
+def _uses() -> tuple:
+    """What users dial, each as the foreign key to the user declared by its app (read through
+    the reverse relation, never an import): their calls (realtime's `call_requests`) and the
+    legs of their forwarded calls (telephony's `forward_legs`), both with created_at,
+    answered_at, ended_at, duration and talk_limit."""
+    return (User.call_requests.field, User.forward_legs.field)
 
 
-# What one use row says, read from both kinds of use with the same columns (_uses).
-_USE_COLUMNS = ("created_at", "answered_at", "ended_at", "duration", "talk_limit")
+def _use_query(*, owner, since: datetime, excluding=None):
+    """The row of _use: one query over both kinds of use, a subquery per figure."""
+    columns = {}
+    for kind, uses in enumerate(_uses()):
+        answered = Q(answered_at__gt=since)
+        if excluding is not None and kind == 0:
+            answered &= ~Q(pk=excluding)
+        rows = uses.model.objects.filter(**{uses.name: OuterRef("pk")}).order_by()
+        rows = rows.values(uses.name)
+        aggregates = {
+            "calls": Count("pk", filter=Q(created_at__gt=since)),
+            "first": Min("created_at", filter=Q(created_at__gt=since)),
+            "seconds": Sum(
+                Case(
+                    When(ended_at__isnull=True, then=Coalesce(F("talk_limit"), 0)),
+                    default=Coalesce(F("duration"), 0),
+                ),
+                filter=answered,
+            ),
+            "oldest": Min("answered_at", filter=answered),
+            "up": Count("pk", filter=Q(ended_at__isnull=True)),
+        }
+        for name, aggregate in aggregates.items():
+            columns[f"{name}{kind}"] = Subquery(rows.annotate(value=aggregate).values("value"))
+    return User.objects.filter(pk=owner).values(**columns)
 
 
-@functools.cache
-def _use_sql(vendor: str, excluding: bool) -> str:
-    """The statement behind _use, written once per database vendor: building it through the
-    ORM (ten aggregate subqueries) cost a submit more CPU than all its other queries
-    together, on every call, to produce the same text.
-
-    One SELECT over both kinds of use (UNION ALL of the user's calls and legs, each filtered
-    by its owner column); every aggregate is a CASE, which SQLite and PostgreSQL read alike.
-    Parameters, in order: `since` four times, the excluded call's pk when `excluding`, and
-    the owner twice."""
-    quote = connection.ops.quote_name
-    branches = []
-    for kind, uses in enumerate(_uses(User())):
-        meta = uses.model._meta
-        columns = ", ".join(quote(meta.get_field(name).column) for name in _USE_COLUMNS)
-        left_out = f"{quote(meta.pk.column)} = %s" if excluding and kind == 0 else "1 = 0"
-        owner = quote(uses.field.column)
-        branches.append(
-            f"SELECT {left_out} AS left_out, {columns} FROM {quote(meta.db_table)} "  # noqa: S608 - names from _meta
-            f"WHERE {owner} = %s"
-        )
-    answered = "answered_at > %s AND NOT left_out"
-    return (
-        "SELECT COUNT(CASE WHEN created_at > %s THEN 1 END), "  # noqa: S608 - names from _meta
-        "MIN(CASE WHEN created_at > %s THEN created_at END), "
-        f"SUM(CASE WHEN {answered} THEN CASE WHEN ended_at IS NULL "
-        "THEN COALESCE(talk_limit, 0) ELSE COALESCE(duration, 0) END END), "
-        f"MIN(CASE WHEN {answered} THEN answered_at END), "
-        "COUNT(CASE WHEN ended_at IS NULL THEN 1 END) "
-        f"FROM ({' UNION ALL '.join(branches)}) AS uses"
-    )
+# Compiled once per process: building this query cost several times running it, on every
+# GET /api/user/me (issue 29). A call is excluded only when an answer is granted its seconds.
+_USE = CompiledQuery(_use_query, owner=User._meta.pk, since=DateTimeField())
+_USE_EXCLUDING = CompiledQuery(
+    _use_query, owner=User._meta.pk, since=DateTimeField(), excluding=UUIDField()
+)
 
 
 def _use(user: User, now: datetime, *, excluding=None) -> dict:
-    """The user's use, in one query over both kinds of use (_uses): `calls` created in the
-    window and the `first` of them; the answered `seconds` of calls answered in it (each call
-    up now at what it was granted) and when the `oldest` of them was answered; the calls
-    `up` now. `excluding` leaves one call (a call request's pk) out of the seconds."""
-    calls, legs = (uses.model._meta for uses in _uses(user))
-    owner = calls.get_field("owner").get_db_prep_value(user.pk, connection)
-    since = calls.get_field("created_at").get_db_prep_value(now - WINDOW, connection)
-    left_out = [] if excluding is None else [calls.pk.get_db_prep_value(excluding, connection)]
-    params = [*[since] * 4, *left_out, owner, owner]
-    with connection.cursor() as cursor:
-        cursor.execute(_use_sql(connection.vendor, excluding is not None), params)
-        calls_count, first, seconds, oldest, up = cursor.fetchone()
+    """The user's use (_use_query): `calls` created in the window and the `first` of them;
+    the answered `seconds` of calls answered in it (each call up now at what it was granted)
+    and when the `oldest` of them was answered; the calls `up` now. `excluding` leaves one
+    call (a call request's pk) out of the seconds."""
+    since = now - WINDOW
+    if excluding is None:
+        (use,) = _USE.rows(owner=user.pk, since=since)
+    else:
+        (use,) = _USE_EXCLUDING.rows(owner=user.pk, since=since, excluding=excluding)
     return {
-        "calls": calls_count,
-        "first": _moment(first),
-        "seconds": int(seconds or 0),
-        "oldest": _moment(oldest),
-        "up": up,
+        "calls": (use["calls0"] or 0) + (use["calls1"] or 0),
+        "first": _earliest(use["first0"], use["first1"]),
+        "seconds": (use["seconds0"] or 0) + (use["seconds1"] or 0),
+        "oldest": _earliest(use["oldest0"], use["oldest1"]),
+        "up": (use["up0"] or 0) + (use["up1"] or 0),
     }
-
-
-def _moment(value) -> datetime | None:
-    """A datetime read by raw SQL: SQLite returns its stored text (UTC), PostgreSQL a
-    datetime."""
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if value is not None and timezone.is_naive(value):
-        value = timezone.make_aware(value, UTC)
-    return value
 
 
 def _earliest(*moments: datetime | None) -> datetime | None:
@@ -232,16 +229,14 @@ class Admission:
         limit = limits["calls_per_day"]
         if limit is not None and use["calls"] >= limit:
             # The call whose leaving the window brings the count under the limit.
-            today = sorted(
-                [
-                    at
-                    for uses in _uses(user)
-                    for at in uses.filter(created_at__gt=now - WINDOW).values_list(
-                        "created_at", flat=True
-                    )
-                ]
-                + [now] * self.admitted
-            )
+            stored = [
+                at
+                for uses in _uses()
+                for at in uses.model.objects.filter(
+                    **{uses.name: user, "created_at__gt": now - WINDOW}
+                ).values_list("created_at", flat=True)
+            ]
+            today = sorted(stored + [now] * self.admitted)
             until = today[use["calls"] - limit] if limit else None
             wait = _wait(_plus_window(until), now)
             raise QuotaExceeded(

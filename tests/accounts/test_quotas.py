@@ -250,3 +250,17 @@ def test_me_shows_unlimited_quotas_as_null_and_a_fresh_user_with_nothing_used(se
 
     assert quotas["callSecondsPerDay"] == {"limit": None, "used": 0, "resetsAt": None}
     assert quotas["callsPerDay"] == {"limit": 1000, "used": 0, "resetsAt": None}
+
+
+@pytest.mark.django_db
+def test_me_counts_the_use_afresh_on_every_request(settings, user, client_jwt):
+    settings.PLANS = plans(calls_per_day=50)
+    assert client_jwt.get("/api/user/me").json()["quotas"]["callsPerDay"]["used"] == 0
+
+    ended(user, ago=timedelta(hours=1), answered=5)
+    CallRequestFactory(owner=user, status=CallState.RINGING)
+
+    quotas = client_jwt.get("/api/user/me").json()["quotas"]
+    assert quotas["callsPerDay"]["used"] == 2
+    assert quotas["callSecondsPerDay"]["used"] == 5
+    assert quotas["concurrentCalls"]["used"] == 1

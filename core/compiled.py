@@ -1,0 +1,116 @@
+"""Querysets compiled to SQL once per process, then run with new values on every call.
+
+For the reads every request makes (the session behind a JWT, the owner of an API key, a
+user's quotas), building the SQL through the ORM cost several times what running it did
+(docs/benchmarks.md, issue 29). A CompiledQuery builds its queryset once, with a stand-in
+value for each placeholder, compiles it, and remembers where in the statement's parameters
+each stand-in went; a call puts its own values there, in the database's form (the
+placeholder's model field prepares them, as the ORM would), and runs the statement. Rows come
+back as dicts keyed by the names `values()` would give, with the ORM's converters applied,
+so a caller sees what the queryset itself would have returned.
+
+Only values may vary: a queryset whose shape changes with its arguments (a filter present
+or not, a LIMIT) needs a CompiledQuery per shape. Nothing is cached but the SQL text: every
+call reads the database afresh.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import connections, models
+
+
+def _stand_in(field: models.Field):
+    """A value of `field`'s type that no real argument will equal by chance."""
+    if isinstance(field, models.UUIDField):
+        return uuid.uuid4()
+    if isinstance(field, models.DateTimeField):
+        return datetime(1971, 2, 3, 4, 5, 6, secrets.randbelow(10**6), tzinfo=UTC)
+    if isinstance(field, models.CharField):
+        return "stand-in-" + secrets.token_hex(16)
+    raise TypeError(f"no stand-in value for a {type(field).__name__} placeholder")
+
+
+@dataclass(frozen=True)
+class _Statement:
+    sql: str
+    params: tuple  # the compiled parameters, stand-ins included
+    slots: tuple[tuple[int, str], ...]  # (position in params, placeholder name)
+    names: tuple[str, ...]  # the result's columns, as values() names them
+    converters: tuple  # (column index, converter functions, expression), as the ORM's
+
+
+class CompiledQuery:
+    """`build(**placeholders)` compiled once per database alias and run with new values.
+
+    `placeholders` maps each keyword of `build` to the model field whose column its value is
+    compared with (an unbound field of the same type will do): it prepares each value as the
+    ORM would. `build` must return a `values()` queryset and use every placeholder as a
+    lookup value (not a LIMIT, not inside raw SQL).
+    """
+
+    def __init__(self, build: Callable[..., models.QuerySet], **placeholders: models.Field):
+        self.build = build
+        self.placeholders = placeholders
+        self._statements: dict[str, _Statement] = {}
+
+    def _compile(self, using: str) -> _Statement:
+        connection = connections[using]
+        stand_ins = {name: _stand_in(field) for name, field in self.placeholders.items()}
+        queryset = self.build(**stand_ins).using(using)
+        query = queryset.query
+        compiler = query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        prepared = {
+            name: field.get_db_prep_value(stand_ins[name], connection)
+            for name, field in self.placeholders.items()
+        }
+        slots = tuple(
+            (position, name)
+            for position, value in enumerate(params)
+            for name, stand_in in prepared.items()
+            if type(value) is type(stand_in) and value == stand_in
+        )
+        missing = set(self.placeholders) - {name for _, name in slots}
+        if missing:
+            raise ValueError(f"placeholders not found in the compiled query: {sorted(missing)}")
+        names = (*query.extra_select, *query.values_select, *query.annotation_select)
+        selected = [column for column, _sql, _alias in compiler.select]
+        if len(names) != len(selected):
+            raise ValueError("build() must return a values() queryset")
+        converters = tuple(
+            (index, tuple(functions), expression)
+            for index, (functions, expression) in compiler.get_converters(selected).items()
+        )
+        return _Statement(sql, tuple(params), slots, names, converters)
+
+    def rows(self, using: str = "default", **values) -> list[dict]:
+        """The rows the queryset built with `values` returns, as dicts (values() rows)."""
+        statement = self._statements.get(using)
+        if statement is None:
+            statement = self._statements[using] = self._compile(using)
+        connection = connections[using]
+        params = list(statement.params)
+        for position, name in statement.slots:
+            params[position] = self.placeholders[name].get_db_prep_value(values[name], connection)
+        with connection.cursor() as cursor:
+            cursor.execute(statement.sql, params)
+            fetched = cursor.fetchall()
+        out = []
+        for row in fetched:
+            row = list(row)
+            for index, functions, expression in statement.converters:
+                for convert in functions:
+                    row[index] = convert(row[index], expression, connection)
+            out.append(dict(zip(statement.names, row, strict=True)))
+        return out
+
+    def first(self, using: str = "default", **values) -> dict | None:
+        """The first row, or None."""
+        found = self.rows(using, **values)
+        return found[0] if found else None
