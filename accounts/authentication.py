@@ -12,7 +12,7 @@ from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import TokenError
 from rest_framework_simplejwt.tokens import AccessToken
 
-from accounts import apikeys, services
+from accounts import apikeys, selectors, services
 from accounts.models import LoginSession, User
 
 logger = logging.getLogger(__name__)
@@ -34,11 +34,16 @@ def session_for_token(raw_token: str) -> LoginSession:
     if not session_id or not user_id:
         raise exceptions.AuthenticationFailed(INVALID_TOKEN)
     try:
-        session = LoginSession.objects.select_related("user").get(pk=session_id)
-    except (LoginSession.DoesNotExist, DjangoValidationError, ValueError, TypeError) as exc:
+        session = selectors.session_with_user(session_id=session_id)
+    except (DjangoValidationError, ValueError, TypeError) as exc:
         # ValidationError: a signed token whose sid is not a UUID
         raise exceptions.AuthenticationFailed(INVALID_TOKEN) from exc
-    if not session.active or str(session.user_id) != str(user_id) or not session.user.is_active:
+    if (
+        session is None
+        or not session.active
+        or str(session.user_id) != str(user_id)
+        or not session.user.is_active
+    ):
         raise exceptions.AuthenticationFailed(INVALID_TOKEN)
     return session
 
@@ -50,7 +55,7 @@ def api_key_user(key: str) -> User:
     if not apikeys.looks_like_key(key):
         raise exceptions.AuthenticationFailed(_("Invalid API key."))
     wanted = apikeys.digest(key)
-    user = User.objects.filter(api_key_digest=wanted, is_active=True).first()
+    user = selectors.user_by_api_key_digest(digest=wanted)
     # The digest lookup already matched; compare again in constant time so the decision never
     # rests on a short-circuiting string comparison.
     if user is None or not apikeys.digests_match(user.api_key_digest, wanted):

@@ -1,6 +1,43 @@
 from django.conf import settings
 
 from accounts.models import LoginSession, User
+from core.compiled import CompiledQuery
+
+_SESSION_FIELDS = tuple(field.attname for field in LoginSession._meta.concrete_fields)
+_USER_FIELDS = tuple(field.attname for field in User._meta.concrete_fields)
+
+# Read on every authenticated request, so compiled once per process (core.compiled): the
+# rows themselves are read afresh each time, so an ended session or a replaced key fails on
+# the very next request.
+_SESSION_WITH_USER = CompiledQuery(
+    lambda session_id: LoginSession.objects.filter(pk=session_id).values(
+        *_SESSION_FIELDS, *(f"user__{name}" for name in _USER_FIELDS)
+    ),
+    session_id=LoginSession._meta.pk,
+)
+_USER_BY_API_KEY = CompiledQuery(
+    lambda digest: User.objects.filter(api_key_digest=digest, is_active=True).values(*_USER_FIELDS),
+    digest=User._meta.get_field("api_key_digest"),
+)
+
+
+def session_with_user(*, session_id) -> LoginSession | None:
+    """The LoginSession `session_id` (a UUID) with its user loaded by the same query, active
+    or not; None when there is none."""
+    row = _SESSION_WITH_USER.first(session_id=session_id)
+    if row is None:
+        return None
+    session = LoginSession.from_db("default", _SESSION_FIELDS, [row[n] for n in _SESSION_FIELDS])
+    session.user = User.from_db(
+        "default", _USER_FIELDS, [row[f"user__{name}"] for name in _USER_FIELDS]
+    )
+    return session
+
+
+def user_by_api_key_digest(*, digest: str) -> User | None:
+    """The active user whose API key has SHA-256 digest `digest`, or None."""
+    row = _USER_BY_API_KEY.first(digest=digest)
+    return None if row is None else User.from_db("default", _USER_FIELDS, list(row.values()))
 
 
 def sessions_newest(*, user: User) -> list[LoginSession]:

@@ -6,8 +6,11 @@ import uuid
 import jwt as pyjwt
 import pytest
 from django.conf import settings
+from rest_framework.test import APIRequestFactory
 
 from accounts import services
+from accounts.authentication import ApiKeyAuthentication, SessionJWTAuthentication
+from accounts.models import LoginSession, User
 from tests.conftest import api_key_client, jwt_client
 from tests.factories import UserFactory
 
@@ -199,3 +202,46 @@ def test_unknown_or_malformed_api_keys_are_refused(key):
 
     assert response.status_code == 401
     assert response.json()["code"] == "authentication_failed"
+
+
+@pytest.mark.django_db
+def test_a_token_that_just_worked_is_refused_on_the_request_after_logout(login):
+    # Authentication reads the session afresh on every request (no cache outlives a logout).
+    client = jwt_client(login.token)
+    assert client.get("/api/user/me").status_code == 200
+
+    assert client.post("/api/auth/logout").status_code == 200
+
+    response = client.get("/api/user/me")
+    assert response.status_code == 401
+    assert response.json()["code"] == "authentication_failed"
+
+
+@pytest.mark.django_db
+def test_a_token_and_key_that_just_worked_are_refused_once_the_user_is_deactivated(login):
+    key = login.user.api_key
+    assert jwt_client(login.token).get("/api/user/me").status_code == 200
+    assert api_key_client(key).get("/api/user/me").status_code == 200
+
+    User.objects.filter(pk=login.user.pk).update(is_active=False)
+
+    assert jwt_client(login.token).get("/api/user/me").status_code == 401
+    assert api_key_client(key).get("/api/user/me").status_code == 401
+
+
+@pytest.mark.django_db
+def test_the_authenticated_user_and_session_are_the_stored_rows(login):
+    # request.user and request.auth are whole model instances, as the ORM would load them.
+    request = APIRequestFactory().get("/", HTTP_AUTHORIZATION=f"Bearer {login.token}")
+
+    user, session = SessionJWTAuthentication().authenticate(request)
+
+    assert isinstance(user, User) and isinstance(session, LoginSession)
+    assert session == login.session and session.user is user
+    for field in User._meta.concrete_fields:
+        assert getattr(user, field.attname) == getattr(login.user, field.attname), field.name
+    assert (session.active, session.created_at) == (True, login.session.created_at)
+    assert not user._state.adding and user._state.db == "default"
+    assert ApiKeyAuthentication().authenticate(
+        APIRequestFactory().get("/", HTTP_X_API_KEY=login.user.api_key)
+    ) == (user, None)
