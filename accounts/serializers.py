@@ -119,20 +119,17 @@ class QuotasOutput(serializers.Serializer):
 
 
 class MeOutput(serializers.Serializer):
-    id = serializers.UUIDField()
-    email = serializers.EmailField()
-    plan = serializers.CharField()
-    matrixId = serializers.CharField(source="matrix_id", allow_null=True)  # noqa: N815
-    matrixStatus = MatrixStatusField(source="matrix_status")  # noqa: N815
-    matrixInbound = serializers.BooleanField(source="matrix_inbound")  # noqa: N815
-    matrixOutbound = serializers.BooleanField(source="matrix_outbound")  # noqa: N815
-    createdAt = MillisecondsField(source="created_at")  # noqa: N815
-    quotas = serializers.SerializerMethodField(help_text="The plan's quotas and their use.")
-
-    @extend_schema_field(QuotasOutput)
-    def get_quotas(self, user) -> dict:
-        # Counted by the view (accounts.quotas.quotas_of) and handed over in the context.
-        return QuotasOutput({quota.name: quota for quota in self.context["quotas"]}).data
+    # Renders {"user": <User>, "quotas": {<quota name>: <Quota>}}: the view counts the quotas
+    # (accounts.quotas.quotas_of), so the serializer reads nothing but its instance.
+    id = serializers.UUIDField(source="user.id")
+    email = serializers.EmailField(source="user.email")
+    plan = serializers.CharField(source="user.plan")
+    matrixId = serializers.CharField(source="user.matrix_id", allow_null=True)  # noqa: N815
+    matrixStatus = MatrixStatusField(source="user.matrix_status")  # noqa: N815
+    matrixInbound = serializers.BooleanField(source="user.matrix_inbound")  # noqa: N815
+    matrixOutbound = serializers.BooleanField(source="user.matrix_outbound")  # noqa: N815
+    createdAt = MillisecondsField(source="user.created_at")  # noqa: N815
+    quotas = QuotasOutput(read_only=True, help_text="The plan's quotas and their use.")
 
 
 class NotificationsOutput(serializers.Serializer):

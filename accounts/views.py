@@ -21,6 +21,7 @@ from accounts.serializers import (
 )
 from core.clientip import client_ip
 from core.errors import ErrorCode, InvalidRequest
+from core.fields import represent
 from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation
 from core.viewsets import ResourceViewSet
 
@@ -148,7 +149,8 @@ class UserViewSet(ResourceViewSet):
     @action(detail=False, methods=["get"])
     def me(self, request):
         counted = quotas.quotas_of(request.user, now=timezone.now())
-        return Response(MeOutput(request.user, context={"quotas": counted}).data)
+        profile = {"user": request.user, "quotas": {quota.name: quota for quota in counted}}
+        return Response(represent(MeOutput, profile))
 
     @operation(
         "user_notifications_set",

@@ -8,6 +8,7 @@ another one), and each states its rule in its OpenAPI schema.
 import re
 import unicodedata
 from datetime import datetime
+from functools import cache
 
 from django.core.validators import MaxLengthValidator
 from drf_spectacular.types import OpenApiTypes
@@ -27,6 +28,27 @@ def validated(serializer_class, data) -> dict:
     if not serializer.is_valid():
         raise invalid_fields(serializer.errors)
     return serializer.validated_data
+
+
+@cache
+def _bound(serializer_class) -> serializers.Serializer:
+    # One instance per output serializer and process, its fields bound once: DRF deep-copies
+    # every declared field for each instance it builds, which cost more than rendering /me.
+    # Its to_representation keeps no state of its own, so threads may share it.
+    return serializer_class()
+
+
+def represent(serializer_class, instance) -> dict:
+    """`serializer_class(instance).data` as a plain dict, the same keys and values in the
+    same order, without building a serializer per response. For output serializers that
+    read nothing but `instance` (no context)."""
+    return _bound(serializer_class).to_representation(instance)
+
+
+def represent_many(serializer_class, instances) -> list[dict]:
+    """`serializer_class(instances, many=True).data`, as represent() builds each element."""
+    to_representation = _bound(serializer_class).to_representation
+    return [to_representation(instance) for instance in instances]
 
 
 class StrictCharField(serializers.CharField):

@@ -21,6 +21,8 @@ from django.db.models import Q, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.fields import represent_many
+
 # SQL OFFSET is a 64-bit integer (PostgreSQL bigint, SQLite integer); no table comes near.
 OFFSET_MAX = 10**18 - 1
 DEFAULT_LIMIT = 50
@@ -205,7 +207,7 @@ class Page:
         """`{key: [...], "total", "limit", "offset", "nextCursor"}`: the response of a paged
         list."""
         return {
-            key: serializer_class(self.records, many=True).data,
+            key: represent_many(serializer_class, self.records),
             "total": self.total,
             "limit": self.limit,
             "offset": self.offset,

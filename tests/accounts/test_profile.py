@@ -1,6 +1,12 @@
 import time
+import uuid
+from datetime import UTC, datetime
 
 import pytest
+
+from accounts import services
+from tests.conftest import jwt_client
+from tests.factories import UserFactory
 
 
 @pytest.mark.django_db
@@ -148,3 +154,34 @@ def test_notification_switches_belong_to_the_caller(user, other_user, client_jwt
 
     other_user.refresh_from_db()
     assert other_user.matrix_inbound is True
+
+
+@pytest.mark.django_db
+def test_me_answers_exactly_these_bytes(settings):
+    # The body as the interface promises it, byte for byte: keys, their order, separators.
+    settings.PLANS = {
+        "free": {
+            "numbers": 5,
+            "calls_per_day": 50,
+            "call_seconds_per_day": None,
+            "concurrent_calls": 3,
+        }
+    }
+    user = UserFactory(
+        id=uuid.UUID("9b2f6c1e-3d4a-4b8e-9f10-2a3b4c5d6e7f"),
+        email="me@example.com",
+        matrix_id="@me:matrix.example.com",
+        created_at=datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=UTC),
+    )
+
+    response = jwt_client(services.session_open(user=user).token).get("/api/user/me")
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response.content == (
+        b'{"id":"9b2f6c1e-3d4a-4b8e-9f10-2a3b4c5d6e7f","email":"me@example.com","plan":"free",'
+        b'"matrixId":"@me:matrix.example.com","matrixStatus":"none","matrixInbound":true,'
+        b'"matrixOutbound":true,"createdAt":1795176000123,"quotas":{"callsPerDay":{"limit":50,'
+        b'"used":0,"resetsAt":null},"callSecondsPerDay":{"limit":null,"used":0,"resetsAt":null},'
+        b'"concurrentCalls":{"limit":3,"used":0,"resetsAt":null}}}'
+    )
