@@ -128,10 +128,7 @@ def _use_query(*, owner, since: datetime, excluding=None):
 
 # Compiled once per process: building this query cost several times running it, on every
 # GET /api/user/me (issue 29). A call is excluded only when an answer is granted its seconds.
-_USE = CompiledQuery(_use_query, owner=User._meta.pk, since=DateTimeField())
-_USE_EXCLUDING = CompiledQuery(
-    _use_query, owner=User._meta.pk, since=DateTimeField(), excluding=UUIDField()
-)
+_USE = CompiledQuery(_use_query, owner=User._meta.pk, since=DateTimeField(), excluding=UUIDField())
 
 
 def _use(user: User, now: datetime, *, excluding=None) -> dict:
@@ -139,11 +136,8 @@ def _use(user: User, now: datetime, *, excluding=None) -> dict:
     the answered `seconds` of calls answered in it (each call up now at what it was granted)
     and when the `oldest` of them was answered; the calls `up` now. `excluding` leaves one
     call (a call request's pk) out of the seconds."""
-    since = now - WINDOW
-    if excluding is None:
-        (use,) = _USE.rows(owner=user.pk, since=since)
-    else:
-        (use,) = _USE_EXCLUDING.rows(owner=user.pk, since=since, excluding=excluding)
+    left_out = {} if excluding is None else {"excluding": excluding}
+    (use,) = _USE.rows(owner=user.pk, since=now - WINDOW, **left_out)
     return {
         "calls": (use["calls0"] or 0) + (use["calls1"] or 0),
         "first": _earliest(use["first0"], use["first1"]),

@@ -9,9 +9,10 @@ placeholder's model field prepares them, as the ORM would), and runs the stateme
 back as dicts keyed by the names `values()` would give, with the ORM's converters applied,
 so a caller sees what the queryset itself would have returned.
 
-Only values may vary: a queryset whose shape changes with its arguments (a filter present
-or not, a LIMIT) needs a CompiledQuery per shape. Nothing is cached but the SQL text: every
-call reads the database afresh.
+Only values may vary, and which placeholders are given: a call that leaves one out has
+`build` called without it (a filter left off), a statement of its own, compiled once too.
+Anything else that changes the SQL (a LIMIT) needs a CompiledQuery of its own. Nothing is
+cached but the SQL text: every call reads the database afresh.
 """
 
 from __future__ import annotations
@@ -50,25 +51,26 @@ class CompiledQuery:
 
     `placeholders` maps each keyword of `build` to the model field whose column its value is
     compared with (an unbound field of the same type will do): it prepares each value as the
-    ORM would. `build` must return a `values()` queryset and use every placeholder as a
-    lookup value (not a LIMIT, not inside raw SQL).
+    ORM would. `build` must return a `values()` queryset and use every placeholder it is
+    given as a lookup value (not a LIMIT, not inside raw SQL); placeholders a call leaves out
+    are not passed to it.
     """
 
     def __init__(self, build: Callable[..., models.QuerySet], **placeholders: models.Field):
         self.build = build
         self.placeholders = placeholders
-        self._statements: dict[str, _Statement] = {}
+        self._statements: dict[tuple, _Statement] = {}
 
-    def _compile(self, using: str) -> _Statement:
+    def _compile(self, using: str, given: tuple[str, ...]) -> _Statement:
         connection = connections[using]
-        stand_ins = {name: _stand_in(field) for name, field in self.placeholders.items()}
+        stand_ins = {name: _stand_in(self.placeholders[name]) for name in given}
         queryset = self.build(**stand_ins).using(using)
         query = queryset.query
         compiler = query.get_compiler(using=using)
         sql, params = compiler.as_sql()
         prepared = {
-            name: field.get_db_prep_value(stand_ins[name], connection)
-            for name, field in self.placeholders.items()
+            name: self.placeholders[name].get_db_prep_value(stand_in, connection)
+            for name, stand_in in stand_ins.items()
         }
         slots = tuple(
             (position, name)
@@ -76,7 +78,7 @@ class CompiledQuery:
             for name, stand_in in prepared.items()
             if type(value) is type(stand_in) and value == stand_in
         )
-        missing = set(self.placeholders) - {name for _, name in slots}
+        missing = set(given) - {name for _, name in slots}
         if missing:
             raise ValueError(f"placeholders not found in the compiled query: {sorted(missing)}")
         names = (*query.extra_select, *query.values_select, *query.annotation_select)
@@ -91,9 +93,13 @@ class CompiledQuery:
 
     def rows(self, using: str = "default", **values) -> list[dict]:
         """The rows the queryset built with `values` returns, as dicts (values() rows)."""
-        statement = self._statements.get(using)
+        given = tuple(sorted(values))
+        statement = self._statements.get((using, given))
         if statement is None:
-            statement = self._statements[using] = self._compile(using)
+            unknown = set(given) - set(self.placeholders)
+            if unknown:
+                raise TypeError(f"unknown placeholders: {sorted(unknown)}")
+            statement = self._statements[using, given] = self._compile(using, given)
         connection = connections[using]
         params = list(statement.params)
         for position, name in statement.slots:

@@ -90,3 +90,24 @@ def test_a_queryset_of_model_instances_is_refused(user):
 
     with pytest.raises(ValueError, match="values"):
         compiled.rows(owner=user.pk)
+
+
+@pytest.mark.django_db
+def test_a_placeholder_left_out_leaves_its_filter_off(user, records):
+    def build(owner, since=None):
+        rows = CallRecord.objects.filter(owner=owner)
+        if since is not None:
+            rows = rows.filter(created_at__gt=since)
+        return rows.order_by("-created_at", "-id").values("id")
+
+    compiled = CompiledQuery(build, owner=UUIDField(), since=DateTimeField())
+    since = records[2].created_at
+
+    assert len(compiled.rows(owner=user.pk)) == 6
+    assert [row["id"] for row in compiled.rows(owner=user.pk, since=since)] == [
+        records[0].id,
+        records[1].id,
+    ]
+    assert len(compiled.rows(owner=user.pk)) == 6
+    with pytest.raises(TypeError, match="status"):
+        compiled.rows(owner=user.pk, status="missed")
