@@ -188,3 +188,17 @@ def test_history_accepts_an_api_key_and_refuses_no_credentials(user, api_client,
 
     assert api_key_client(user.api_key).get("/api/history").json()["total"] == 10
     assert api_client.get("/api/history").status_code == 401
+
+
+@pytest.mark.django_db
+def test_the_total_sums_every_filter_together(client_jwt, records, numbers, outsider):
+    # Each combination of filters is a statement of its own (compiled once per process).
+    for status in ("answered", "missed", "blocked", "all"):
+        for number in numbers:
+            query = {"status": status, "number_id": str(number.pk)}
+            body = client_jwt.get("/api/history", query).json()
+            expected = [
+                str(r.pk) for r in records if r.number == number and status in ("all", r.status)
+            ]
+            assert (ids(body), body["total"]) == (expected, len(expected)), query
+    assert outsider.get("/api/history").json()["total"] == 0
