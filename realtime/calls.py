@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from accounts import quotas
@@ -61,7 +61,9 @@ class Submit:
 
     @property
     def key(self) -> tuple:
-        return (self.user.pk, self.data.get("callId") if isinstance(self.data, dict) else None)
+        """(user pk, callId), with None for a callId that is not a string (refused later)."""
+        call_id = self.data.get("callId") if isinstance(self.data, dict) else None
+        return (self.user.pk, call_id if isinstance(call_id, str) else None)
 
 
 Outcome = tuple[CallRequest, bool] | ApplicationError  # (call, created), or why it was refused
@@ -202,10 +204,13 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> No
             decided[index] = (call, True)
         # Last: the owners' counter rows stay locked only until the commit.
         pipeline.calls_counted({pk: quota.admitted for pk, quota in admissions.items()})
-    for user, kind, reason in refusals:
-        refusal_record(user=user, kind=kind, reason=reason)
     for index, outcome in decided.items():
-        outcomes[index] = outcome
+        outcomes[index] = outcome  # committed: whatever follows cannot undo them
+    for user, kind, reason in refusals:
+        try:
+            refusal_record(user=user, kind=kind, reason=reason)
+        except DatabaseError:
+            logger.exception("a refused call of user %s was not counted for review", user.pk)
 
 
 def _new_call(user: User, one: _Checked, now) -> CallRequest:

@@ -126,6 +126,17 @@ def test_a_callid_twice_in_one_batch_is_one_call(django_capture_on_commit_callba
     assert [len(submit.pushes) for submit in batch] == [1, 0]  # nothing new to say about it
 
 
+def test_callids_of_every_json_type_are_refused_alone():
+    user = UserFactory(unmetered=True)
+    odd = [["a"], {"a": 1}, 7, None, True, "bad\u0000id"]
+    batch = submits(*[(user, frame(call_id)) for call_id in odd], (user, frame("fine")))
+
+    outcomes = call_requests_submit(batch)
+
+    assert codes(outcomes) == ["invalid_request"] * len(odd) + ["created"]
+    assert written(user) == ({"fine"}, 1, 1)
+
+
 def test_a_callid_already_stored_is_found_not_written_again():
     user = UserFactory(unmetered=True)
     [(first, _)] = call_requests_submit(submits((user, frame("kept"))))
