@@ -6,9 +6,14 @@ setup(), so this process talks to the same PostgreSQL database and Redis DB as t
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from urllib.parse import urlsplit, urlunsplit
+
+from tests.live import ROOT
 
 PASSWORD = "bench-passphrase-not-secret"  # noqa: S105 - a throwaway user of a bench database
 HTTP_EMAIL = "bench-http@relay.example"
@@ -40,6 +45,28 @@ def setup(env: dict) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def elsewhere(env: dict, function: str, *args):
+    """`function(*args)` of this module run in a child process with Relay's settings in `env`
+    (another database than this process's, such as the embedded default's SQLite), its result
+    back through JSON (a set as a list)."""
+    code = (
+        "import json, sys, django; django.setup(); from bench import fixtures; "
+        f"print(json.dumps(fixtures.{function}(*json.loads(sys.argv[1])), default=list))"
+    )
+    done = subprocess.run(  # noqa: S603 - our own code
+        [sys.executable, "-c", code, json.dumps(args)],
+        cwd=ROOT,
+        env={**env, "DJANGO_SETTINGS_MODULE": "relay.settings"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"fixtures.{function} failed elsewhere: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def flush_redis(url: str) -> None:

@@ -54,6 +54,8 @@ def bench_env(var_dir: Path) -> dict:
         PLAN_FREE_CALLS_PER_DAY="1000000000",
         PLAN_FREE_CALL_SECONDS_PER_DAY="1000000000",
         PLAN_FREE_CONCURRENT_CALLS="1000000000",
+        # /metrics for the bench's own reads (W3's batch sizes); operators set theirs.
+        METRICS_TOKEN="bench-only-metrics-token-" + "x" * 16,
         SIMULATED_STEP_SECONDS="0.05",
         SIMULATED_TALK_SCALE="0",
         WORKER_POLL_INTERVAL="0.2",
@@ -195,7 +197,18 @@ METHOD_NOTES = """\
   opens its sockets first (one user each), then every socket sends its calls back to back,
   all sockets at once, from the client processes; it runs from the first send to the last
   `call_ack` (wall clock, one machine), and each ack is timed from its own call's send.
-  Afterwards every acked callId is looked up in the database.
+  Afterwards every acked callId is looked up in the database. The notes' **mean batch** is
+  how many call frames Relay wrote per transaction during that run: the change in
+  `relay_call_submit_batch_size`'s `_sum` over the change in its `_count`, read from
+  `/metrics` (the bench sets `METRICS_TOKEN`) just before and after it.
+- **W3_embedded**: W3's code on the embedded default, started as E1 starts it (a
+  RELAY_VAR_DIR of its own with `make run`'s secret and metrics token files, SQLite, the
+  embedded Redis, Relay's other defaults, LOG_LEVEL=INFO included) but for the per-user call
+  rate limit and the free plan's call quotas, raised as in the rest of the bench: 100 calls a
+  user with no worker to end them would otherwise measure refusals. Its users and their JWTs
+  are made in its SQLite database by a child process with its environment, which also looks
+  the acked callIds up there. The p99's reference is W2's, on the PostgreSQL Relay (a ping
+  touches no database).
 - **W4**: the worker places short simulated calls (steps of 50 ms); each `call_status` frame
   is timed from its `ts` (the `updated_at` written in the committing transaction, whole
   milliseconds, so up to 1 ms high) to its arrival. Baseline: frames pushed with
