@@ -17,6 +17,12 @@ and silent after Redis restarted (docs/operations.md, "Redis"):
 - redis-py's read timeout bounded single reads only. Here a whole operation (pool, connect,
   retry, command) is bounded, and a late one raises redis's TimeoutError, a RedisError, which
   callers already treat as "the channel layer is unavailable".
+
+And one of load: redis-py's pool refuses a command at once (MaxConnectionsError, a
+ConnectionError) while its 100 connections are in use. Since acks are written in batches,
+every socket of a Daphne process can push at the same moment; a receive refused that way
+closed every socket of the process with 4503. Here a command waits for a free connection,
+within its operation's bound.
 """
 
 from __future__ import annotations
@@ -26,13 +32,16 @@ import contextvars
 import time
 
 from channels_redis.core import RedisChannelLayer
-from channels_redis.utils import create_pool
+from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.maint_notifications import MaintNotificationsConfig
+
+# Connections per Redis host and process, redis-py's default for its pool.
+POOL_CONNECTIONS = 100
 
 # When the receive() running in this task began (see _brpop_with_clean).
 _receive_started: contextvars.ContextVar[float] = contextvars.ContextVar("receive_started")
@@ -53,14 +62,17 @@ class BoundedRedisChannelLayer(RedisChannelLayer):
         self._receive_failed_at: dict[int, float] = {}
 
     def create_pool(self, index):
-        host = dict(self.hosts[index])
-        host.update(
+        host = dict(self.hosts[index])  # Relay's hosts are URLs: {"address": url}
+        return BlockingConnectionPool.from_url(
+            host.pop("address"),
+            max_connections=POOL_CONNECTIONS,
+            timeout=self.operation_timeout,  # waiting for a connection is bounded too
             socket_timeout=None,  # bounded per operation below, never through wait_for
             socket_connect_timeout=self.connect_timeout,
             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
             maint_notifications_config=MaintNotificationsConfig(enabled=False),
+            **host,
         )
-        return create_pool(host)
 
     async def _bounded(self, what: str, awaitable, seconds: float):
         timeout = asyncio.timeout(seconds)

@@ -159,3 +159,23 @@ def test_the_rate_limit_counter_expires_with_its_window(redis):
         (key,) = client.keys("*rl:test:*")
         assert client.get(key) == b"3"
         assert 0 < client.ttl(key) <= 61
+
+
+async def test_more_operations_at_once_than_the_pool_holds_wait_for_a_connection(redis):
+    # A batch of acks lets every socket of a Daphne process push at the same moment (W3: 100
+    # sockets, beside the receive's blocking pop). redis-py's pool refused the command past its
+    # 100 connections at once (MaxConnectionsError), and a receive refused that way closed
+    # every socket of the process with 4503.
+    layer = make_layer(redis)
+    channel = await layer.new_channel()
+    await layer.group_add("listening", channel)
+    receive = asyncio.ensure_future(layer.receive(channel))
+    await asyncio.sleep(0.2)  # the receive holds a connection in its blocking pop
+
+    sends = [layer.group_send(f"user.{n}", {"type": "relay.event"}) for n in range(300)]
+    failed = [r for r in await asyncio.gather(*sends, return_exceptions=True) if r is not None]
+
+    assert failed == []
+    await layer.group_send("listening", {"type": "after"})
+    async with asyncio.timeout(5):
+        assert (await receive)["type"] == "after"
