@@ -108,6 +108,17 @@ def udp_socket(port: int) -> socket.socket:
     return sock
 
 
+def datagrams(sock: socket.socket):
+    """Every datagram waiting on the non-blocking `sock`, as (data, kernel receive stamp in
+    epoch ns, source)."""
+    while True:
+        try:
+            data, ancillary, _, source = sock.recvmsg(2048, socket.CMSG_SPACE(16))
+        except BlockingIOError:
+            return
+        yield data, kernel_stamp(ancillary), source
+
+
 def kernel_stamp(ancillary) -> int:
     """A datagram's SO_TIMESTAMPNS receive stamp (epoch ns), or now when the kernel gave none."""
     for level, kind, value in ancillary:
@@ -182,12 +193,7 @@ class Meter:
     def receive(self, timeout: float, on_packet) -> None:
         for key, _ in self.selector.select(timeout):
             sock, direction = key.fileobj, key.data
-            while True:
-                try:
-                    data, ancillary, _, source = sock.recvmsg(2048, socket.CMSG_SPACE(16))
-                except BlockingIOError:
-                    break
-                arrived = kernel_stamp(ancillary)
+            for data, arrived, source in datagrams(sock):
                 header = 12 + 4 * (data[0] & 0x0F) if data else 0
                 tag = data[header : header + TAG.size]
                 if len(tag) < TAG.size or not tag.startswith(MAGIC):
@@ -394,12 +400,7 @@ def far_end(args) -> dict:
     while not stopping and time.monotonic() < deadline:
         if not selector.select(0.2):
             continue
-        while True:
-            try:
-                data, ancillary, _, source = sock.recvmsg(2048, socket.CMSG_SPACE(16))
-            except BlockingIOError:
-                break
-            arrived = kernel_stamp(ancillary)
+        for data, arrived, source in datagrams(sock):
             # OSError: an ICMP error of an earlier echo (the call's port closed).
             with contextlib.suppress(OSError):
                 sock.sendto(data, source)
