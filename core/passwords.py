@@ -70,7 +70,7 @@ def _take_slot() -> int | None:
     or None when every slot is locked.
 
     A slot is an exclusive flock on a file under PASSWORD_HASHING_SLOTS_DIR, so the cap holds
-    across every process and thread that shares the directory: gunicorn's sync workers are
+    across every process and thread that shares the directory: gunicorn's workers are
     separate processes, and a cap per process would let a flood of logins hold every one of
     them. The kernel releases a dead process's locks, so a crash cannot leak a slot.
     """

@@ -15,9 +15,13 @@ from gunicorn import util  # noqa: E402
 
 from relay.server_errors import error_response  # noqa: E402
 
-worker_class = "sync"
+# Threads: a request waiting in the password-hashing queue holds one thread of its worker,
+# and the worker's other threads go on serving (with sync workers, a flood of logins held
+# every worker and /me waited in the listen backlog: docs/benchmarks.md, H4).
+worker_class = "gthread"
 workers = settings.HTTP_WORKERS
-# Sync workers serve one request at a time, so a stuck one is killed and replaced after this.
+threads = settings.HTTP_THREADS
+# A worker whose main loop stops answering for this long is killed and replaced.
 timeout = 30
 graceful_timeout = 10
 # Limits of what gunicorn reads before Django: a request line up to 8 KiB (gunicorn's

@@ -132,7 +132,8 @@ TEMPLATES = [
     },
 ]
 
-# HTTP is served by gunicorn's sync workers (relay/wsgi.py), WebSocket by Daphne (relay/asgi.py).
+# HTTP is served by gunicorn's threaded workers (relay/wsgi.py), WebSocket by Daphne
+# (relay/asgi.py).
 ASGI_APPLICATION = "relay.asgi.application"
 WSGI_APPLICATION = "relay.wsgi.application"
 
@@ -152,7 +153,7 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     # A file, not :memory:, so live-server tests with several threads share one database.
     _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
-# Every server keeps its connections: a gunicorn worker across requests, Daphne on the one
+# Every server keeps its connections: a gunicorn worker's thread across requests, Daphne on the
 # thread Channels runs database calls on. Each request (and each database_sync_to_async
 # call) first checks a kept connection is still alive, so a database restart costs one
 # reconnect, and /healthz still sees a database that is down.
@@ -318,10 +319,13 @@ def _wait_seconds(name: str, default: float, *, maximum: float) -> float:
 
 PASSWORD_HASH_WAIT_SECONDS = _wait_seconds("PASSWORD_HASH_WAIT_SECONDS", 2.0, maximum=30)
 
-# Server processes (runrelay, relay/gunicorn_conf.py): gunicorn sync workers for HTTP, two
-# per core (a sync worker waits on the database and Redis part of each request), and Daphne
-# processes sharing the WebSocket port (each runs its database calls on one thread).
+# Server processes (runrelay, relay/gunicorn_conf.py): gunicorn workers for HTTP, two per
+# core, each serving HTTP_THREADS requests at once on threads of its own (gthread), so that a
+# request that waits (its turn to hash a password, the database) holds a thread, not the
+# process: a flood of logins no longer leaves every other request in the listen backlog.
+# Daphne processes share the WebSocket port.
 HTTP_WORKERS = _whole_number("HTTP_WORKERS", 2 * _usable_cpus(), maximum=256)
+HTTP_THREADS = _whole_number("HTTP_THREADS", 4, maximum=64)
 WS_PROCESSES = _whole_number("WS_PROCESSES", 1, maximum=64)
 PASSWORD_HASH_QUEUE_MAX = _whole_number(
     "PASSWORD_HASH_QUEUE_MAX", max(1, HTTP_WORKERS - 1), minimum=0, maximum=4096

@@ -1,4 +1,4 @@
-"""WSGI entry point: the HTTP API under gunicorn's sync workers (relay/gunicorn_conf.py).
+"""WSGI entry point: the HTTP API under gunicorn's threaded workers (relay/gunicorn_conf.py).
 WebSocket clients are Daphne's (relay/asgi.py)."""
 
 import os

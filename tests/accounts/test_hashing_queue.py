@@ -16,7 +16,7 @@ import pytest
 from core import passwords
 from core.passwords import PasswordHashingBusy, password_hashing_slot
 from tests.factories import DEFAULT_PASSWORD, UserFactory
-from tests.live import ROOT, relay_env, wait_until
+from tests.live import ROOT, RelayProcess, http, relay_env, wait_until
 
 
 @pytest.fixture
@@ -179,3 +179,36 @@ def test_logins_at_the_same_moment_all_succeed_with_one_slot(queue, real_hashers
         thread.join(timeout=30)
 
     assert sorted(statuses) == [200] * 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_login_waiting_its_turn_holds_a_thread_and_the_workers_others_serve(queue, tmp_path):
+    """gunicorn's one worker here has threads: while a login waits in the queue (this test
+    holds the slot), /me is answered by another thread. With sync workers it waited in the
+    listen backlog until the login was done."""
+    relay = RelayProcess(
+        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=4, PASSWORD_HASH_CONCURRENCY=1,
+        PASSWORD_HASH_WAIT_SECONDS=30,
+    )  # fmt: skip
+    queue.PASSWORD_HASHING_SLOTS_DIR = tmp_path / "relay" / "hashing-slots"
+    try:
+        credentials = {"email": "waits@example.com", "password": "a-long-passphrase-w"}
+        status, body = http("POST", f"{relay.base}/api/auth/register", credentials)
+        assert status == 201
+        login: dict = {}
+        with password_hashing_slot():
+            waiter = threading.Thread(
+                target=lambda: login.update(answer=http("POST", f"{relay.base}/api/auth/login",
+                                                        credentials, timeout=60)),
+            )  # fmt: skip
+            waiter.start()
+            wait_until(lambda: waiting(queue) == 1, deadline=30, what="the login to queue")
+
+            status, me = http("GET", f"{relay.base}/api/user/me", token=body["token"])
+
+            assert (status, me["email"]) == (200, "waits@example.com")
+            assert "answer" not in login  # still waiting its turn
+        waiter.join(timeout=60)
+        assert login["answer"][0] == 200
+    finally:
+        relay.stop()
