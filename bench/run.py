@@ -82,7 +82,8 @@ SETTINGS_NOTE = (
     "Settings: DEBUG=false, PostgreSQL with {connections}, Redis channel layer and cache, "
     "LOG_LEVEL=WARNING (no access log), rate limits raised to 1,000,000/m. Relay runs as "
     "production starts it, `manage.py runrelay --no-worker`: gunicorn serves HTTP with "
-    "{http_workers} sync workers (`HTTP_WORKERS`, relay/gunicorn_conf.py), the WebSocket is "
+    "{http_workers} threaded workers (`HTTP_WORKERS` x `HTTP_THREADS`, "
+    "relay/gunicorn_conf.py), the WebSocket is "
     "served on a port of its own by {ws_processes} (`WS_PROCESSES`, `relay.daphne_server "
     "-v 0` with runrelay's frame limits); `PASSWORD_HASH_CONCURRENCY={hashing}`, host-wide. "
     "The task worker runs only during W4 (in production workers are separate "
@@ -103,7 +104,7 @@ def settings_note(env: dict) -> str:
     )
     return SETTINGS_NOTE.format(
         connections=connections,
-        http_workers=settings.HTTP_WORKERS,
+        http_workers=f"{settings.HTTP_WORKERS} x {settings.HTTP_THREADS}",
         ws_processes=f"{settings.WS_PROCESSES} Daphne process"
         + ("es" if settings.WS_PROCESSES != 1 else ""),
         hashing=settings.PASSWORD_HASH_CONCURRENCY,
@@ -130,8 +131,9 @@ METHOD_NOTES = """\
   the URLconf (`bench/plain_settings.py`: same middleware, database and logging). It is the
   framework's ceiling under the server Relay ships: the baseline of H2's figures, of E1 and
   of a single login; H3 shows it as a row of its own.
-  gunicorn's sync workers close the connection after each response, so wrk reconnects per
-  request, for Relay and the plain view alike.
+  gunicorn's threaded workers keep connections alive between requests (2 s), for Relay and
+  the plain view alike (before issue 29, sync workers closed each one, so wrk reconnected
+  per request).
 - **H2**: saturation is wrk closed loop; "half load" paces wrk at half the saturated rate with
   a Lua `delay()` of connections/rate per request. That is not a perfect open loop (a slow
   response delays its own connection's next request, so tails are under- rather than
@@ -148,8 +150,9 @@ METHOD_NOTES = """\
   capped host-wide (`PASSWORD_HASH_CONCURRENCY`) and, since issue 29, a login that finds
   the slot busy waits its turn in the hashing queue (core/passwords.py) up to
   `PASSWORD_HASH_WAIT_SECONDS` (2 s); it is refused 503 at once only when the queue already
-  holds what fits in that wait or `PASSWORD_HASH_QUEUE_MAX` (default the HTTP workers less
-  one, 3 here). "One at a time" is one wrk connection, closed loop, so no login waits for
+  holds what fits in that wait or `PASSWORD_HASH_QUEUE_MAX` (default every HTTP thread but
+  one per worker; before threaded workers, the workers less one, 3 here). "One at a time" is
+  one wrk connection, closed loop, so no login waits for
   the slot. The other figures come from `bench/burst.py`, a client process of its own:
   every request on a connection of its own, the connections opened first (the kernel
   completes them in the listen backlog), then every request written in one pass of its

@@ -102,7 +102,7 @@ def _locked(path: Path, how: int) -> int | None:
 # exclusive flock of that file, which also keeps the hash time every holder reports.
 QUEUE = "queue"
 STATE = "state"
-POLL_SECONDS = 0.002  # how often a waiter looks whether its turn has come
+POLL_SECONDS = 0.002  # how often the next waiter looks whether its turn has come
 DEFAULT_HASH_SECONDS = 0.1  # until a hash has been timed here
 
 
@@ -195,7 +195,10 @@ def _queued_slot() -> int:
                     return descriptor
             if time.monotonic() >= deadline:
                 raise PasswordHashingBusy()
-            time.sleep(POLL_SECONDS)
+            # A waiter with n others ahead cannot be served before n - slots + 1 more hashes
+            # end: it looks less often, so that dozens waiting on threads cost no CPU the
+            # hash needs.
+            time.sleep(POLL_SECONDS * max(1, len(ahead) - slots + 1))
     finally:
         for descriptor in ahead:
             os.close(descriptor)

@@ -298,8 +298,8 @@ def _usable_cpus() -> int:
 # slot taken waits its turn in a queue shared by every process, up to
 # PASSWORD_HASH_WAIT_SECONDS; it is answered 503 service_unavailable with Retry-After at once
 # when the queue already holds more than fits in that wait, or PASSWORD_HASH_QUEUE_MAX
-# requests (by default the HTTP workers less one: a burst as large as the workers is served
-# with one slot; docs/operations.md says what a flood costs then).
+# requests (by default every HTTP thread but one per worker: a burst that large is served
+# with one slot, and a flood is refused at once past it).
 PASSWORD_HASHING_SLOTS_DIR = VAR_DIR / "hashing-slots"
 PASSWORD_HASH_CONCURRENCY = _whole_number(
     "PASSWORD_HASH_CONCURRENCY", max(1, _usable_cpus() // 2), maximum=1024
@@ -325,10 +325,15 @@ PASSWORD_HASH_WAIT_SECONDS = _wait_seconds("PASSWORD_HASH_WAIT_SECONDS", 2.0, ma
 # process: a flood of logins no longer leaves every other request in the listen backlog.
 # Daphne processes share the WebSocket port.
 HTTP_WORKERS = _whole_number("HTTP_WORKERS", 2 * _usable_cpus(), maximum=256)
-HTTP_THREADS = _whole_number("HTTP_THREADS", 4, maximum=64)
+HTTP_THREADS = _whole_number("HTTP_THREADS", 8, maximum=64)
 WS_PROCESSES = _whole_number("WS_PROCESSES", 1, maximum=64)
+# Waiting requests hold threads: by default every thread but one per worker may wait, so a
+# burst of logins that large is served, and each worker keeps a thread for everything else.
 PASSWORD_HASH_QUEUE_MAX = _whole_number(
-    "PASSWORD_HASH_QUEUE_MAX", max(1, HTTP_WORKERS - 1), minimum=0, maximum=4096
+    "PASSWORD_HASH_QUEUE_MAX",
+    max(1, HTTP_WORKERS * (HTTP_THREADS - 1)),
+    minimum=0,
+    maximum=4096,
 )
 
 AUTH_PASSWORD_VALIDATORS = [
