@@ -17,34 +17,21 @@ and silent after Redis restarted (docs/operations.md, "Redis"):
 - redis-py's read timeout bounded single reads only. Here a whole operation (pool, connect,
   retry, command) is bounded, and a late one raises redis's TimeoutError, a RedisError, which
   callers already treat as "the channel layer is unavailable".
-
-And one of load: redis-py's pool refuses a command at once (MaxConnectionsError, a
-ConnectionError) while its 100 connections are in use. Since acks are written in batches,
-every socket of a Daphne process can push at the same moment; a receive refused that way
-closed every socket of the process with 4503. Here a command waits for a free connection,
-within its operation's bound.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import time
+from collections import deque
 
 from channels_redis.core import RedisChannelLayer
-from redis.asyncio import BlockingConnectionPool
+from channels_redis.utils import create_pool
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.maint_notifications import MaintNotificationsConfig
-
-# Connections per Redis host and process, redis-py's default for its pool.
-POOL_CONNECTIONS = 100
-
-# When the receive() running in this task began (see _brpop_with_clean).
-_receive_started: contextvars.ContextVar[float] = contextvars.ContextVar("receive_started")
 
 
 class BoundedRedisChannelLayer(RedisChannelLayer):
@@ -59,20 +46,21 @@ class BoundedRedisChannelLayer(RedisChannelLayer):
         super().__init__(**config)
         self.operation_timeout = operation_timeout
         self.connect_timeout = connect_timeout
-        self._receive_failed_at: dict[int, float] = {}
+        self._process_channel = f"specific.{self.client_prefix}!"
+        self._receive_loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: dict[str, asyncio.Future] = {}  # channel -> its socket's receive
+        self._held: dict[str, deque] = {}  # channel -> messages no receive was waiting for
+        self._pump: asyncio.Task | None = None
 
     def create_pool(self, index):
-        host = dict(self.hosts[index])  # Relay's hosts are URLs: {"address": url}
-        return BlockingConnectionPool.from_url(
-            host.pop("address"),
-            max_connections=POOL_CONNECTIONS,
-            timeout=self.operation_timeout,  # waiting for a connection is bounded too
+        host = dict(self.hosts[index])
+        host.update(
             socket_timeout=None,  # bounded per operation below, never through wait_for
             socket_connect_timeout=self.connect_timeout,
             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
             maint_notifications_config=MaintNotificationsConfig(enabled=False),
-            **host,
         )
+        return create_pool(host)
 
     async def _bounded(self, what: str, awaitable, seconds: float):
         timeout = asyncio.timeout(seconds)
@@ -100,33 +88,87 @@ class BoundedRedisChannelLayer(RedisChannelLayer):
             "group_send", super().group_send(group, message), self.operation_timeout
         )
 
+    # A socket's receive, on its process-specific channel ("specific.<process>!<socket>"),
+    # waits on one future. channels-redis gave each waiting receive its own queue and two
+    # tasks (about 6 KB of objects a socket, docs/benchmarks.md, "Issue 29: sockets"), only
+    # for all of them to take turns at one blocking pop on the process's shared list; here
+    # one task per process pops for every socket and hands each message to its socket's
+    # waiting receive. A message for a socket that is not waiting (busy with a frame, or
+    # gone) is held for it, at most `capacity` per socket, the oldest dropped first, as
+    # channels-redis did.
     async def receive(self, channel):
-        token = _receive_started.set(time.monotonic())
-        try:
-            return await super().receive(channel)
-        finally:
-            _receive_started.reset(token)
-
-    # One step of receive(): a blocking pop that waits up to `timeout` inside Redis. Messages
-    # stay in channels-redis's backup queue if it is cut short, so a timeout loses nothing.
-    # channels-redis runs these steps for all of a process's sockets one at a time, so when
-    # Redis hangs each waiting socket would take a full bound to fail, one after the other.
-    # A receive that was already waiting when a step failed on its host fails at once
-    # instead: its socket closes (4503) with the others, and rejoins its groups, which a
-    # restarted Redis has lost, when the client reconnects.
-    async def _brpop_with_clean(self, index, channel, timeout):
-        started, failed = _receive_started.get(None), self._receive_failed_at.get(index)
-        if started is not None and failed is not None and started <= failed:
-            raise RedisConnectionError("a channel layer receive failed while this one waited")
-        try:
-            return await self._bounded(
-                "receive",
-                super()._brpop_with_clean(index, channel, timeout),
-                timeout + self.operation_timeout,
+        if "!" not in channel:
+            return await super().receive(channel)  # a plain channel: channels-redis's own
+        assert self.require_valid_channel_name(channel)
+        assert self.non_local_name(channel) == self._process_channel, "Wrong client prefix"
+        self._adopt_loop()
+        held = self._held.get(channel)
+        if held:
+            message = held.popleft()
+            if not held:
+                del self._held[channel]
+            return message
+        if channel in self._waiting:
+            raise RuntimeError(f"{channel} already has a receive waiting")
+        waiter = self._waiting[channel] = self._receive_loop.create_future()
+        if self._pump is None:
+            # In a context of its own: not the first socket's (its request id, in logs).
+            self._pump = self._receive_loop.create_task(
+                self._pop_for_sockets(), context=contextvars.Context()
             )
-        except RedisError:
-            self._receive_failed_at[index] = time.monotonic()
-            raise
+        try:
+            return await waiter
+        finally:
+            if self._waiting.get(channel) is waiter:  # cancelled, not delivered
+                del self._waiting[channel]
+                if not self._waiting and self._pump is not None:
+                    # The last waiting socket went: nothing is lost by stopping the pop, a
+                    # message it took stays in the backup queue (_brpop_with_clean).
+                    self._pump.cancel()
+                    self._pump = None
+
+    def _adopt_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._receive_loop is loop:
+            return
+        if self._pump is not None and not self._receive_loop.is_closed():
+            raise RuntimeError("Two event loops are trying to receive() on one channel layer")
+        # A loop that is gone (one per test) took its sockets with it.
+        self._receive_loop, self._pump = loop, None
+        self._waiting.clear()
+        self._held.clear()
+
+    async def _pop_for_sockets(self) -> None:
+        """The process's one receiving task: pops while any socket waits; a failed pop fails
+        every waiting receive at once (each socket closes with 4503), and the next receive
+        starts popping again."""
+        try:
+            while self._waiting:
+                to, message = await self.receive_single(self._process_channel)
+                for channel in to if isinstance(to, list) else (to,):
+                    waiter = self._waiting.pop(channel, None)
+                    if waiter is not None and not waiter.done():
+                        waiter.set_result(message)
+                    else:
+                        self._held.setdefault(channel, deque(maxlen=self.capacity)).append(message)
+        except Exception as exc:  # noqa: BLE001 - handed to every waiting receive
+            waiting = list(self._waiting.values())
+            self._waiting.clear()
+            for waiter in waiting:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+        finally:
+            if self._pump is asyncio.current_task():
+                self._pump = None
+
+    # One step of the pop: a blocking pop that waits up to `timeout` inside Redis. Messages
+    # stay in channels-redis's backup queue if it is cut short, so a timeout loses nothing.
+    async def _brpop_with_clean(self, index, channel, timeout):
+        return await self._bounded(
+            "receive",
+            super()._brpop_with_clean(index, channel, timeout),
+            timeout + self.operation_timeout,
+        )
 
     async def _clean_receive_backup(self, index, channel):
         await self._bounded(

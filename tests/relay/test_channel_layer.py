@@ -1,0 +1,101 @@
+"""The Redis channel layer as production configures it, against a Redis of the test's own:
+one task per process pops for every socket's receive, so what a socket is sent reaches that
+socket only, in order, whether or not it was waiting."""
+
+import asyncio
+
+import pytest
+from django.conf import settings
+
+from relay.channel_layer import BoundedRedisChannelLayer
+from tests.live import PrivateRedis
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def redis(tmp_path):
+    server = PrivateRedis(tmp_path / "redis")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def layer(redis):
+    layer = BoundedRedisChannelLayer(
+        hosts=[redis.url],
+        prefix="test",
+        capacity=3,  # what a socket may have waiting for it in this process
+        channel_capacity={"specific.*": 1000},  # the process's list in Redis
+        operation_timeout=settings.CHANNEL_LAYER_OPERATION_TIMEOUT,
+        connect_timeout=settings.REDIS_CONNECT_TIMEOUT,
+    )
+    yield layer
+    await layer.close_pools()
+
+
+async def receive_soon(layer, channel) -> dict:
+    async with asyncio.timeout(5):
+        return await layer.receive(channel)
+
+
+async def test_every_waiting_socket_gets_its_own_messages_through_one_pop(layer):
+    channels = [await layer.new_channel() for _ in range(50)]
+    receives = [asyncio.ensure_future(layer.receive(channel)) for channel in channels]
+    await asyncio.sleep(0.1)
+    for n, channel in reversed(list(enumerate(channels))):
+        await layer.send(channel, {"type": "to", "n": n})
+    async with asyncio.timeout(5):
+        got = await asyncio.gather(*receives)
+    assert [message["n"] for message in got] == list(range(50))
+    assert layer._waiting == {} and layer._held == {}
+
+
+async def test_a_group_message_reaches_each_of_its_sockets_in_this_process(layer):
+    channels = [await layer.new_channel() for _ in range(3)]
+    for channel in channels:
+        await layer.group_add("user.1", channel)
+    receives = [asyncio.ensure_future(layer.receive(channel)) for channel in channels]
+    await asyncio.sleep(0.1)
+    await layer.group_send("user.1", {"type": "relay.event", "n": 1})
+    async with asyncio.timeout(5):
+        assert [m["n"] for m in await asyncio.gather(*receives)] == [1, 1, 1]
+
+
+async def test_messages_for_a_busy_socket_wait_for_it_in_order_oldest_dropped_past_capacity(
+    layer,
+):
+    busy, idle = await layer.new_channel(), await layer.new_channel()
+    waiting = asyncio.ensure_future(layer.receive(idle))  # keeps the pop running
+    await asyncio.sleep(0.1)
+    for n in range(5):  # capacity 3: the first two go
+        await layer.send(busy, {"type": "to", "n": n})
+    await layer.send(idle, {"type": "to", "n": "idle"})
+    assert (await asyncio.wait_for(waiting, 5))["n"] == "idle"
+    assert [(await receive_soon(layer, busy))["n"] for _ in range(3)] == [2, 3, 4]
+    assert layer._held == {}
+
+
+async def test_a_socket_that_stops_leaves_the_others_receiving_and_the_last_stops_the_pop(
+    layer,
+):
+    gone, staying = await layer.new_channel(), await layer.new_channel()
+    stopped = asyncio.ensure_future(layer.receive(gone))
+    waiting = asyncio.ensure_future(layer.receive(staying))
+    await asyncio.sleep(0.1)
+    stopped.cancel()
+    await asyncio.sleep(0.1)
+    await layer.send(staying, {"type": "to"})
+    assert (await asyncio.wait_for(waiting, 5))["type"] == "to"
+
+    last = asyncio.ensure_future(layer.receive(staying))
+    await asyncio.sleep(0.1)
+    pop = layer._pump
+    last.cancel()
+    await asyncio.sleep(0.1)
+    assert pop.done() and layer._pump is None and layer._waiting == {}
+    # Nothing the stopped pop had taken is lost: the next receive gets it.
+    await layer.send(staying, {"type": "after"})
+    assert (await receive_soon(layer, staying))["type"] == "after"
