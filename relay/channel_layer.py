@@ -27,11 +27,15 @@ from collections import deque
 
 from channels_redis.core import RedisChannelLayer
 from channels_redis.utils import create_pool
+from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.maint_notifications import MaintNotificationsConfig
+
+# Connections per process and Redis host (redis-py's default pool size).
+POOL_CONNECTIONS = 100
 
 
 class BoundedRedisChannelLayer(RedisChannelLayer):
@@ -60,7 +64,17 @@ class BoundedRedisChannelLayer(RedisChannelLayer):
             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
             maint_notifications_config=MaintNotificationsConfig(enabled=False),
         )
-        return create_pool(host)
+        if "address" not in host:
+            return create_pool(host)  # a sentinel: channels-redis's own pool
+        # redis-py 8's pool refuses an operation when POOL_CONNECTIONS are in use
+        # (MaxConnectionsError): a burst of sockets joining their groups at once closed the
+        # ones past it with 4503. Here an operation waits for a connection, within its bound.
+        return BlockingConnectionPool.from_url(
+            host.pop("address"),
+            max_connections=POOL_CONNECTIONS,
+            timeout=self.operation_timeout,
+            **host,
+        )
 
     async def _bounded(self, what: str, awaitable, seconds: float):
         timeout = asyncio.timeout(seconds)

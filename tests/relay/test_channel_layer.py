@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from django.conf import settings
 
-from relay.channel_layer import BoundedRedisChannelLayer
+from relay.channel_layer import POOL_CONNECTIONS, BoundedRedisChannelLayer
 from tests.live import PrivateRedis
 
 pytestmark = pytest.mark.timeout(60)
@@ -99,3 +99,12 @@ async def test_a_socket_that_stops_leaves_the_others_receiving_and_the_last_stop
     # Nothing the stopped pop had taken is lost: the next receive gets it.
     await layer.send(staying, {"type": "after"})
     assert (await receive_soon(layer, staying))["type"] == "after"
+
+
+async def test_a_burst_of_operations_past_the_pool_size_waits_for_connections(layer):
+    # redis-py 8's own pool refused the operations past its size (MaxConnectionsError), and
+    # each refusal closed a socket with 4503.
+    channels = [await layer.new_channel() for _ in range(3 * POOL_CONNECTIONS)]
+    await asyncio.gather(*(layer.group_add(f"user.{n}", c) for n, c in enumerate(channels)))
+    await layer.group_send("user.7", {"type": "to"})
+    assert (await receive_soon(layer, channels[7]))["type"] == "to"
