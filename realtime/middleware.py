@@ -102,6 +102,11 @@ class SocketAuthMiddleware:
         self.app = app
 
     async def __call__(self, scope, receive, send):
+        # This frame lives as long as the socket: it keeps the authenticated scope and nothing
+        # of the handshake (the credential, its parsed query string) that made it.
+        return await self.app(await self.authenticated(scope), receive, send)
+
+    async def authenticated(self, scope) -> dict:
         scope = dict(scope)
         scope["user"], scope["login_session"], scope["auth_refusal"] = AnonymousUser(), None, None
         # The socket's id, taken from the upgrade's X-Request-Id or made, is on every log line
@@ -118,4 +123,4 @@ class SocketAuthMiddleware:
                 logger.warning("ws refused: %s (from %s)", scope["auth_refusal"], peer(scope))
             else:
                 scope["user"], scope["login_session"] = authenticated
-        return await self.app(scope, receive, send)
+        return scope
