@@ -8,18 +8,8 @@ import pytest
 from django.conf import settings
 
 from relay.channel_layer import POOL_CONNECTIONS, BoundedRedisChannelLayer
-from tests.live import PrivateRedis
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def redis(tmp_path):
-    server = PrivateRedis(tmp_path / "redis")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -20,15 +20,6 @@ from tests.live import PrivateRedis
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def redis(tmp_path):
-    server = PrivateRedis(tmp_path / "redis")
-    try:
-        yield server
-    finally:
-        server.stop()  # SIGKILL also ends a paused server
-
-
 def make_layer(redis: PrivateRedis) -> BoundedRedisChannelLayer:
     return BoundedRedisChannelLayer(
         hosts=[redis.url],
