@@ -49,21 +49,13 @@ def send_on_commit(group: str, message: dict) -> None:
 
 
 @contextmanager
-def collected() -> Iterator[list[Push]]:
-    """Within the block, what would be pushed after a commit is appended to the yielded list
-    instead (still only once its transaction commits), for async code to push itself with
-    `send_collected`. A WebSocket consumer calls a service on a thread: pushing from that
-    thread would hop back to the event loop and wait there for Redis, holding the thread."""
-    pushes: list[Push] = []
-    with collected_into(pushes):
-        yield pushes
-
-
-@contextmanager
 def collected_into(pushes: list[Push] | None) -> Iterator[None]:
-    """As `collected`, into a list the caller keeps, so that a service writing for several
-    requests in one transaction can keep each request's pushes apart; None leaves pushing as
-    it is outside the block."""
+    """Within the block, what would be pushed after a commit is appended to `pushes` instead
+    (still only once its transaction commits), for async code to push itself with
+    `send_collected`. A WebSocket consumer calls a service on a thread: pushing from that
+    thread would hop back to the event loop and wait there for Redis, holding the thread.
+    A list per request keeps apart the pushes of several requests written in one
+    transaction; None leaves pushing as it is outside the block."""
     if pushes is None:
         yield
         return
@@ -75,7 +67,7 @@ def collected_into(pushes: list[Push] | None) -> Iterator[None]:
 
 
 async def send_collected(pushes: list[Push]) -> None:
-    """Push what `collected` gathered, in order, from async code (after the commit). The
+    """Push what `collected_into` gathered, in order, from async code (after the commit). The
     rows are committed: a push that fails is logged, never raised, since a down channel
     layer must not undo the request."""
     layer = get_channel_layer()
