@@ -121,7 +121,7 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
 def call_counters_move(*, owner_id, old: str | None, new: str) -> None:
     """Move one call of the owner from status `old` (None: a new call) to `new` in the
     counters behind `total` of the call list, inside the caller's transaction: the only
-    writes of CallRequest.status are submit and call_transition, and both call this."""
+    writes of CallRequest.status are submit (through calls_counted) and call_transition."""
     moves = [({"owner_id": owner_id, "status": new}, 1)]
     if old is not None:
         moves.append(({"owner_id": owner_id, "status": old}, -1))
