@@ -1,9 +1,9 @@
-"""The baseline server: a bare ASGI app with no framework, for H1, W1 and W2.
+"""The baseline server: a bare ASGI app with no framework, for http_bare_asgi, ws_idle and ws_ping.
 
-HTTP answers every request with a small JSON body; a WebSocket answers `ping` with the same
-`pong` frame Relay sends. Served by Daphne (Relay's WebSocket server, so W1 and W2's ratios
-isolate Django and Channels) and, for H1 only, by uvicorn for reference. Relay's HTTP figures
-are set against the plain Django view under gunicorn instead (bench/plain_urls.py).
+HTTP answers every request with a small JSON body; a WebSocket answers `ping` with the same `pong`
+frame Relay sends. Served by Daphne (Relay's WebSocket server, so ws_idle and ws_ping's ratios
+isolate Django and Channels) and, for http_bare_asgi only, by uvicorn for reference. Relay's HTTP
+figures are set against the plain Django view under gunicorn instead (bench/plain_urls.py).
 """
 
 import json

@@ -19,8 +19,8 @@ PASSWORD = "bench-passphrase-not-secret"  # noqa: S105 - a throwaway user of a b
 HTTP_EMAIL = "bench-http@relay.example"
 HISTORY_EMAIL = "bench-history@relay.example"  # the user bench/history_plans.py loads too
 WS_EMAIL = "bench-ws-{}@relay.example"
-LOGIN_EMAIL = "bench-login-{}@relay.example"  # H4's logins at once, one request per user
-NUMBERS_EMAIL = "bench-numbers@relay.example"  # H4's number creations at once
+LOGIN_EMAIL = "bench-login-{}@relay.example"  # http_logins's logins at once, one request per user
+NUMBERS_EMAIL = "bench-numbers@relay.example"  # http_logins's number creations at once
 NUMBER_STOCK_START = "+442079460100"  # Ofcom's drama range, below FORWARD_NUMBER
 
 

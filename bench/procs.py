@@ -119,8 +119,8 @@ class Relay(RelayProcess):
     """`manage.py runrelay --no-worker`, as production runs it: gunicorn (HTTP_WORKERS sync
     workers) on `http`, WS_PROCESSES Daphne processes (relay.daphne_server) on `ws`.
 
-    The worker is left out: W4 starts its own, S1 must have none, and elsewhere it would only
-    poll its queue.
+    The worker is left out: ws_status_push starts its own, sip_50_calls must have none, and
+    elsewhere it would only poll its queue.
     """
 
     stop_grace = STOP_GRACE
@@ -195,7 +195,7 @@ def stop_together(servers: list) -> None:
 
 
 class Worker(ChildProcess):
-    """`manage.py relay_worker`, for the scenarios whose calls must progress (W4)."""
+    """`manage.py relay_worker`, for the scenarios whose calls must progress (ws_status_push)."""
 
     stop_grace = STOP_GRACE
 

@@ -16,28 +16,28 @@ class Profile:
     logins_at_once_rounds: int  # such bursts, one after the other's last answer
     login_flood: int  # the flood: this many logins (distinct users) at the same moment
     flood_me_rate: float  # /api/user/me req/s, open loop, beside the flood and before it
-    w1_steps: tuple[int, ...]  # cumulative idle connections
-    w1_connections_per_process: int
+    ws_idle_steps: tuple[int, ...]  # cumulative idle connections
+    ws_idle_connections_per_process: int
     idle_seconds: float
-    w2_rates: tuple[int, ...]
-    w2_connections: tuple[int, ...]
-    ws_seconds: float  # each W2/W3 run
-    w3_connections: int
-    w3_window: int
-    w3_burst_sockets: int  # one user each
-    w3_burst_calls: int  # per socket, sent back to back
-    w4_connections: int
-    w4_rate: float
-    w4_seconds: float
-    w4_settle: float  # how long the last calls get to finish after the submits stop
-    client_processes: int  # W2-W4 load-generator processes
-    s1_calls: int  # submitted at once, all meant to be up together
-    s1_agents: int  # SIP_AGENTS
-    s1_agent_calls: int  # SIP_MAX_CONCURRENT_CALLS: agents x this >= s1_calls
-    s1_sentences: int  # message length: 0 speaks about 2 s, 2 about 14 s (bench/sip.py)
-    s1_latency_calls: int  # per round: cache misses, then the same texts as hits
-    s1_latency_batch: int  # submitted together, so claiming is not queue-bound
-    s1_render_texts: int  # in-process Speech.render timings
+    ws_ping_rates: tuple[int, ...]
+    ws_ping_connections: tuple[int, ...]
+    ws_seconds: float  # each ws_ping/ws_call_acks run
+    ws_call_acks_connections: int
+    ws_call_acks_window: int
+    ws_call_acks_burst_sockets: int  # one user each
+    ws_call_acks_burst_calls: int  # per socket, sent back to back
+    ws_status_push_connections: int
+    ws_status_push_rate: float
+    ws_status_push_seconds: float
+    ws_status_push_settle: float  # how long the last calls get to finish after the submits stop
+    client_processes: int  # ws_ping, ws_call_acks and ws_status_push load-generator processes
+    sip_50_calls: int  # submitted at once, all meant to be up together
+    sip_50_agents: int  # SIP_AGENTS
+    sip_50_agent_calls: int  # SIP_MAX_CONCURRENT_CALLS: agents x this >= sip_50_calls
+    sip_50_sentences: int  # message length: 0 speaks about 2 s, 2 about 14 s (bench/sip.py)
+    sip_50_latency_calls: int  # per round: cache misses, then the same texts as hits
+    sip_50_latency_batch: int  # submitted together, so claiming is not queue-bound
+    sip_50_render_texts: int  # in-process Speech.render timings
     sip_cost_calls: int  # sip_tls_srtp_cpu: calls at once on one agent, per leg
     sip_cost_rounds: int  # legs of each transport, alternated UDP, TLS, TLS, UDP, ...
     sip_cost_sentences: int  # one message for every call: 1 speaks about 8 s
@@ -66,28 +66,28 @@ FULL = Profile(
     logins_at_once_rounds=5,
     login_flood=200,
     flood_me_rate=100,
-    w1_steps=(1_000, 5_000, 10_000),
-    w1_connections_per_process=1_250,
+    ws_idle_steps=(1_000, 5_000, 10_000),
+    ws_idle_connections_per_process=1_250,
     idle_seconds=5,
-    w2_rates=(500, 1_000, 2_000),
-    w2_connections=(100, 1_000),
+    ws_ping_rates=(500, 1_000, 2_000),
+    ws_ping_connections=(100, 1_000),
     ws_seconds=3,
-    w3_connections=100,
-    w3_window=2,
-    w3_burst_sockets=20,
-    w3_burst_calls=100,
-    w4_connections=50,
-    w4_rate=20,
-    w4_seconds=6,
-    w4_settle=3.0,
+    ws_call_acks_connections=100,
+    ws_call_acks_window=2,
+    ws_call_acks_burst_sockets=20,
+    ws_call_acks_burst_calls=100,
+    ws_status_push_connections=50,
+    ws_status_push_rate=20,
+    ws_status_push_seconds=6,
+    ws_status_push_settle=3.0,
     client_processes=2,
-    s1_calls=50,
-    s1_agents=2,
-    s1_agent_calls=30,
-    s1_sentences=2,
-    s1_latency_calls=10,
-    s1_latency_batch=2,
-    s1_render_texts=5,
+    sip_50_calls=50,
+    sip_50_agents=2,
+    sip_50_agent_calls=30,
+    sip_50_sentences=2,
+    sip_50_latency_calls=10,
+    sip_50_latency_batch=2,
+    sip_50_render_texts=5,
     sip_cost_calls=30,
     sip_cost_rounds=2,
     sip_cost_sentences=1,
@@ -114,28 +114,28 @@ SMOKE = Profile(
     logins_at_once_rounds=1,
     login_flood=40,
     flood_me_rate=20,
-    w1_steps=(20, 50, 100),
-    w1_connections_per_process=50,
+    ws_idle_steps=(20, 50, 100),
+    ws_idle_connections_per_process=50,
     idle_seconds=0.5,
-    w2_rates=(50, 100),
-    w2_connections=(5, 20),
+    ws_ping_rates=(50, 100),
+    ws_ping_connections=(5, 20),
     ws_seconds=0.5,
-    w3_connections=5,
-    w3_window=2,
-    w3_burst_sockets=4,
-    w3_burst_calls=10,
-    w4_connections=3,
-    w4_rate=5,
-    w4_seconds=1,
-    w4_settle=1.5,
+    ws_call_acks_connections=5,
+    ws_call_acks_window=2,
+    ws_call_acks_burst_sockets=4,
+    ws_call_acks_burst_calls=10,
+    ws_status_push_connections=3,
+    ws_status_push_rate=5,
+    ws_status_push_seconds=1,
+    ws_status_push_settle=1.5,
     client_processes=2,
-    s1_calls=5,
-    s1_agents=2,
-    s1_agent_calls=5,
-    s1_sentences=0,
-    s1_latency_calls=2,
-    s1_latency_batch=1,
-    s1_render_texts=2,
+    sip_50_calls=5,
+    sip_50_agents=2,
+    sip_50_agent_calls=5,
+    sip_50_sentences=0,
+    sip_50_latency_calls=2,
+    sip_50_latency_batch=1,
+    sip_50_render_texts=2,
     sip_cost_calls=2,
     sip_cost_rounds=1,
     sip_cost_sentences=0,

@@ -1,12 +1,13 @@
-"""`make bench` / `make bench-smoke`: every scenario of issue 6, S1 (SIP) and issues 26's and
-28's SIP scenarios, in one run.
+"""`make bench` / `make bench-smoke`: every scenario of issue 6, sip_50_calls (SIP) and issues 26's
+and 28's SIP scenarios, in one run.
 
 Usage: BENCH_DATABASE_URL=postgres://... BENCH_REDIS_URL=redis://.../5 \
-       .venv/bin/python bench/run.py [--smoke] [--write-docs] [--only H1,W2,sip_200_calls]
+       .venv/bin/python bench/run.py [--smoke] [--write-docs] \
+           [--only http_bare_asgi,ws_ping,sip_200_calls]
 
-Starts its own servers (Relay as `manage.py runrelay --no-worker` runs it: gunicorn for HTTP,
-Daphne for the WebSocket; Daphne and uvicorn with a bare ASGI app; the worker for W4, SIPp and
-the telephony agents for S1 and the sip_* scenarios, Kamailio for TLS) on free ports,
+Starts its own servers (Relay as `manage.py runrelay --no-worker` runs it: gunicorn for HTTP, Daphne
+for the WebSocket; Daphne and uvicorn with a bare ASGI app; the worker for ws_status_push, SIPp and
+the telephony agents for sip_50_calls and the sip_* scenarios, Kamailio for TLS) on free ports,
 measures, stops them, and prints the report.
 --write-docs rewrites docs/benchmarks.md (keeping its "History query plans" section), or with
 --only replaces only the rows of the scenarios run (and the method notes); without it the
@@ -54,7 +55,7 @@ def bench_env(var_dir: Path) -> dict:
         PLAN_FREE_CALLS_PER_DAY="1000000000",
         PLAN_FREE_CALL_SECONDS_PER_DAY="1000000000",
         PLAN_FREE_CONCURRENT_CALLS="1000000000",
-        # /metrics for the bench's own reads (W3's batch sizes); operators set theirs.
+        # /metrics for the bench's own reads (ws_call_acks's batch sizes); operators set theirs.
         METRICS_TOKEN="bench-only-metrics-token-" + "x" * 16,
         SIMULATED_STEP_SECONDS="0.05",
         SIMULATED_TALK_SCALE="0",
@@ -68,10 +69,10 @@ def bench_env(var_dir: Path) -> dict:
 
 
 def embedded_env() -> dict:
-    """E1's environment, as `make run` leaves it (RELAY_VAR_DIR is E1's to set): no
-    DATABASE_URL, REDIS_URL or SECRET_KEY, so Relay uses SQLite, starts its embedded Redis and
-    reads the secret file under RELAY_VAR_DIR. Read before setup() adds the bench's settings
-    to this process's environment."""
+    """embedded_me's environment, as `make run` leaves it (RELAY_VAR_DIR is embedded_me's to set):
+    no DATABASE_URL, REDIS_URL or SECRET_KEY, so Relay uses SQLite, starts its embedded Redis and
+    reads the secret file under RELAY_VAR_DIR. Read before setup() adds the bench's settings to this
+    process's environment."""
     env = child_environ()
     for name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DATABASE_POOL_SIZE"):
         env.pop(name, None)
@@ -86,9 +87,9 @@ SETTINGS_NOTE = (
     "relay/gunicorn_conf.py), the WebSocket is "
     "served on a port of its own by {ws_processes} (`WS_PROCESSES`, `relay.daphne_server "
     "-v 0` with runrelay's frame limits); `PASSWORD_HASH_CONCURRENCY={hashing}`, host-wide. "
-    "The task worker runs only during W4 (in production workers are separate "
+    "The task worker runs only during ws_status_push (in production workers are separate "
     "processes, here they would only steal one of the 2 cores), the telephony agents only "
-    "during S1 and the sip_* scenarios."
+    "during sip_50_calls and the sip_* scenarios."
 )
 
 
@@ -122,31 +123,30 @@ METHOD_NOTES = """\
   **load-gen CPU** is the same for wrk or for the WebSocket client processes. Server, load
   generator, PostgreSQL and Redis share the machine's 2 cores, so a load-gen figure near 100%
   means the client, not the server, may be the limit.
-- **H1** (context): `bench/bare_app.py`, a framework-free ASGI app, under Daphne (Relay's
-  WebSocket server, and W1/W2's baseline) and uvicorn (h11, no uvloop unless installed). wrk,
-  2 threads, closed loop.
-- **Plain Django view**: `bench/plain_urls.py`, one function returning
-  `JsonResponse({"ok": True})`, under a gunicorn of its own started with Relay's
-  configuration (`relay/gunicorn_conf.py`, the same HTTP_WORKERS) and Relay's settings but for
-  the URLconf (`bench/plain_settings.py`: same middleware, database and logging). It is the
-  framework's ceiling under the server Relay ships: the baseline of H2's figures, of E1 and
-  of a single login; H3 shows it as a row of its own.
-  gunicorn's threaded workers keep connections alive between requests (2 s), for Relay and
-  the plain view alike (before issue 29, sync workers closed each one, so wrk reconnected
+- **http_bare_asgi** (context): `bench/bare_app.py`, a framework-free ASGI app, under Daphne
+  (Relay's WebSocket server, and ws_idle/ws_ping's baseline) and uvicorn (h11, no uvloop unless
+  installed). wrk, 2 threads, closed loop.
+- **Plain Django view**: `bench/plain_urls.py`, one function returning `JsonResponse({"ok": True})`,
+  under a gunicorn of its own started with Relay's configuration (`relay/gunicorn_conf.py`, the same
+  HTTP_WORKERS) and Relay's settings but for the URLconf (`bench/plain_settings.py`: same
+  middleware, database and logging). It is the framework's ceiling under the server Relay ships: the
+  baseline of http_me's figures, of embedded_me and of a single login; http_history shows it as a
+  row of its own. gunicorn's threaded workers keep connections alive between requests (2 s), for
+  Relay and the plain view alike (before issue 29, sync workers closed each one, so wrk reconnected
   per request).
-- **H2**: saturation is wrk closed loop; "half load" paces wrk at half the saturated rate with
+- **http_me**: saturation is wrk closed loop; "half load" paces wrk at half the saturated rate with
   a Lua `delay()` of connections/rate per request. That is not a perfect open loop (a slow
   response delays its own connection's next request, so tails are under- rather than
   over-stated); the achieved rate is in the note. The baseline runs the plain Django view at
   the same rate and connections.
-- **H3**: one wrk connection, closed loop, so each request is timed alone. Three pages per
+- **http_history**: one wrk connection, closed loop, so each request is timed alone. Three pages per
   filter: the first, a deep `offset`, and the `before` cursor a client holds after paging to
   that same depth (found once, outside the timing). Baseline: the statements `history_page`
   runs (the sum of the owner's counters for `total`, then the page and the row past it with
   their number join; past an offset, their positions first and then the page's rows),
   compiled from the same querysets and run on psycopg in the harness process. The plain
   view's row is one wrk connection too: the framework's floor for the same closed loop.
-- **H4**: login with the real Argon2 hash; every login also opens a session row. Hashing is
+- **http_logins**: login with the real Argon2 hash; every login also opens a session row. Hashing is
   capped host-wide (`PASSWORD_HASH_CONCURRENCY`) and, since issue 29, a login that finds
   the slot busy waits its turn in the hashing queue (core/passwords.py) up to
   `PASSWORD_HASH_WAIT_SECONDS` (2 s); it is refused 503 at once only when the queue already
@@ -176,27 +176,27 @@ METHOD_NOTES = """\
   target is the queue's promise (docs/operations.md): a login is served within
   `PASSWORD_HASH_WAIT_SECONDS` or refused at once. Server CPU of the flood rows spans the
   probe's second before and after. Load-gen CPU is burst.py's.
-- **E1**: the embedded default as `make run` starts it: a RELAY_VAR_DIR of its own with a
+- **embedded_me**: the embedded default as `make run` starts it: a RELAY_VAR_DIR of its own with a
   generated `secret_key` file, `manage.py migrate`, then `manage.py runrelay --no-worker`
   with no DATABASE_URL, REDIS_URL or SECRET_KEY: SQLite (WAL) under that directory,
   the embedded Redis on a unix socket, every other setting Relay's default (rate limits,
   HTTP_WORKERS, LOG_LEVEL=INFO: the access log is on, written to a file). `collectstatic`, the
   number stock and the task worker are left out: /me uses none of them (an idle worker polls
   its queue every 0.2 s; starting one costs CI's smoke run seconds). A user registers through
-  POST /api/auth/register; wrk saturates GET /api/user/me with its JWT, as H2. Baseline: the
+  POST /api/auth/register; wrk saturates GET /api/user/me with its JWT, as http_me. Baseline: the
   plain Django view under a gunicorn with the same environment.
-- **W1**: client processes of asyncio `websockets` clients (no client pings) open sockets in
+- **ws_idle**: client processes of asyncio `websockets` clients (no client pings) open sockets in
   steps against runrelay's Daphne (`relay.daphne_server` with runrelay's arguments) and against
   a bare Daphne; RSS per socket is (the Daphne processes' RSS now - before the first socket) /
   sockets open; idle CPU is measured over a quiet window. Relay's sockets are authenticated
   (JWT) and have joined their user and session groups in Redis; 1,000 users hold the 10,000
   sockets.
-- **W2**: open loop: pings are scheduled at a fixed total rate round-robin over the sockets
+- **ws_ping**: open loop: pings are scheduled at a fixed total rate round-robin over the sockets
   and timed from their scheduled send time to their pong, so queueing shows in the tail.
   "Saturation" keeps one ping in flight per socket.
-- **W3**: one user per socket, so each call's events reach only its own socket. Sustained
+- **ws_call_acks**: one user per socket, so each call's events reach only its own socket. Sustained
   acks/s keeps a fixed number of calls in flight per socket; latency is open loop at half that
-  rate, against W2's ping p99 at 1,000 msg/s (the target is that p99 + 5 ms). The **burst**
+  rate, against ws_ping's ping p99 at 1,000 msg/s (the target is that p99 + 5 ms). The **burst**
   opens its sockets first (one user each), then every socket sends its calls back to back,
   all sockets at once, from the client processes; it runs from the first send to the last
   `call_ack` (wall clock, one machine), and each ack is timed from its own call's send.
@@ -204,39 +204,37 @@ METHOD_NOTES = """\
   how many call frames Relay wrote per transaction during that run: the change in
   `relay_call_submit_batch_size`'s `_sum` over the change in its `_count`, read from
   `/metrics` (the bench sets `METRICS_TOKEN`) just before and after it.
-- **W3_embedded**: W3's code on the embedded default, started as E1 starts it (a
-  RELAY_VAR_DIR of its own with `make run`'s secret and metrics token files, SQLite, the
-  embedded Redis, Relay's other defaults, LOG_LEVEL=INFO included) but for the per-user call
-  rate limit and the free plan's call quotas, raised as in the rest of the bench: 100 calls a
-  user with no worker to end them would otherwise measure refusals. Its users and their JWTs
-  are made in its SQLite database by a child process with its environment, which also looks
-  the acked callIds up there. The p99's reference is W2's, on the PostgreSQL Relay (a ping
-  touches no database).
-- **W4**: the worker places short simulated calls (steps of 50 ms); each `call_status` frame
-  is timed from its `ts` (the `updated_at` written in the committing transaction, whole
-  milliseconds, so up to 1 ms high) to its arrival. Baseline: frames pushed with
-  `group_send` to the same sockets from another process, timed from just before the send.
-- **S1**: real calls over SIP. SIPp (`-sn uas -rtp_echo`) answers every INVITE and echoes the
-  audio; two `telephony_agent` processes (TELEPHONY_PROVIDER=sip, their own TTS cache, no
-  relay_worker running) claim the calls that one WebSocket client process submits as `call`
-  frames. A few short unmeasured calls warm the agents up first. **Concurrency**: all calls at
-  once, each with its own text (a TTS miss); the peak is the most calls between their
-  `answered_at` and `ended_at` in the database at one instant (the note has what polling every
-  0.2 s saw). A call is lost unless it ended `completed` and SIPp received an INVITE with the
-  Call-ID the agent recorded when it claimed it; the note says how many distinct INVITE
-  Call-IDs SIPp saw and how much echoed speech the agents logged. **Server CPU** in S1 is the
-  agents' (psutil, the espeak-ng and sox runs they reaped included) per wall second: CPU per
-  call is over the whole run; "while N are up" between the first and last 0.2 s sample with
-  the most calls in progress. Load-gen CPU is SIPp's and the WebSocket client's over the whole
-  run. RSS per call is (the agents' summed RSS at its highest sample - just before the submit)
-  / the peak. **call_ack to INVITE** runs from the client's wall clock at the `call_ack` to
-  SIPp's stamp of that Call-ID's first INVITE (one machine, one clock); it can be negative, as
-  the agent may claim a call before its ack reaches the client. Misses are texts no call has
-  used, hits the same texts again, submitted a few at a time (each batch once the last one
-  rang) so claiming is not queue-bound; the target is read on p95 (with 10 calls a round,
-  nearest-rank p95 is the slowest call). **Speech.render** is timed in the harness process on
-  a cache directory of its own: a new text, the same again (memory), and the same on a new
-  Speech over that directory (file, as another agent sees it).
+- **ws_call_acks_embedded**: ws_call_acks's code on the embedded default, started as embedded_me
+  starts it (a RELAY_VAR_DIR of its own with `make run`'s secret and metrics token files, SQLite,
+  the embedded Redis, Relay's other defaults, LOG_LEVEL=INFO included) but for the per-user call
+  rate limit and the free plan's call quotas, raised as in the rest of the bench: 100 calls a user
+  with no worker to end them would otherwise measure refusals. Its users and their JWTs are made in
+  its SQLite database by a child process with its environment, which also looks the acked callIds up
+  there. The p99's reference is ws_ping's, on the PostgreSQL Relay (a ping touches no database).
+- **ws_status_push**: the worker places short simulated calls (steps of 50 ms); each `call_status`
+  frame is timed from its `ts` (the `updated_at` written in the committing transaction, whole
+  milliseconds, so up to 1 ms high) to its arrival. Baseline: frames pushed with `group_send` to the
+  same sockets from another process, timed from just before the send.
+- **sip_50_calls**: real calls over SIP. SIPp (`-sn uas -rtp_echo`) answers every INVITE and echoes
+  the audio; two `telephony_agent` processes (TELEPHONY_PROVIDER=sip, their own TTS cache, no
+  relay_worker running) claim the calls that one WebSocket client process submits as `call` frames.
+  A few short unmeasured calls warm the agents up first. **Concurrency**: all calls at once, each
+  with its own text (a TTS miss); the peak is the most calls between their `answered_at` and
+  `ended_at` in the database at one instant (the note has what polling every 0.2 s saw). A call is
+  lost unless it ended `completed` and SIPp received an INVITE with the Call-ID the agent recorded
+  when it claimed it; the note says how many distinct INVITE Call-IDs SIPp saw and how much echoed
+  speech the agents logged. **Server CPU** in sip_50_calls is the agents' (psutil, the espeak-ng and
+  sox runs they reaped included) per wall second: CPU per call is over the whole run; "while N are
+  up" between the first and last 0.2 s sample with the most calls in progress. Load-gen CPU is
+  SIPp's and the WebSocket client's over the whole run. RSS per call is (the agents' summed RSS at
+  its highest sample - just before the submit) / the peak. **call_ack to INVITE** runs from the
+  client's wall clock at the `call_ack` to SIPp's stamp of that Call-ID's first INVITE (one machine,
+  one clock); it can be negative, as the agent may claim a call before its ack reaches the client.
+  Misses are texts no call has used, hits the same texts again, submitted a few at a time (each
+  batch once the last one rang) so claiming is not queue-bound; the target is read on p95 (with 10
+  calls a round, nearest-rank p95 is the slowest call). **Speech.render** is timed in the harness
+  process on a cache directory of its own: a new text, the same again (memory), and the same on a
+  new Speech over that directory (file, as another agent sees it).
 - **sip_tls_srtp_cpu** (issue 26): one `telephony_agent` (`SIP_AGENTS=1`, room for every
   call) takes the same number of calls at once with one message for all of them, whose
   speech an unmeasured warm-up call renders first, so no call pays espeak-ng. The baseline
@@ -258,31 +256,29 @@ METHOD_NOTES = """\
   its reaped espeak-ng and sox included) from the submit until the last call ended, over the
   calls; Kamailio's CPU (its main process and forked workers) is reported on a row of its own
   and is in no agent figure. Load-gen CPU is SIPp's and the WebSocket client's.
-- **sip_200_calls** (issue 26): the same machinery, one agent with
-  `SIP_MAX_CONCURRENT_CALLS` equal to the calls, all submitted at once over 10 sockets, with a
-  message of about 14 s so the last answered overlaps the first; over plain UDP, then over
-  TLS + SRTP through Kamailio. "Completed" counts calls that ended `completed` and whose
-  INVITE SIPp received; "up at once" is the most calls between their `answered_at` and
-  `ended_at` in the database (the note has what 0.2 s polling saw, and how long after the
-  submit the last call was answered). The agent's CPU is read between the first and the last
-  sample with the most calls in progress, as in S1; RSS per call is (peak - idle) / the peak.
-  **Steady audio** (issue 29, S1), on the UDP leg: SIPp's answer names `bench/rtpmeter.py
-  far-end` as its media instead of SIPp's own port, one socket that sends every packet back
-  to where it came from, as `-rtp_echo` would (so the agent still reads its audio back), and
-  takes each packet's kernel receive stamp (`SO_TIMESTAMPNS`; on loopback, the agent's
-  `sendto`). A stream (source port and SSRC) is matched to its call by the RTP port of the
-  agent's INVITE. **Call duration off its message** is, per call, the absolute difference
-  between SIPp's first 200 OK to the INVITE and its receipt of the agent's BYE (SIPp's stamps
-  in its message log) and the message as the agent plays it (its speech from the agent's own
-  TTS cache, in whole 20 ms frames): the call as the callee had it, silence before the first
-  packet and the wait for the hang-up included. The note has the meter's audio span (first
-  packet to last + 20 ms) against the message, the first packet's delay after the 200 OK,
-  and the database's `answered_at` to `ended_at` (written by the agent's database thread,
-  late under load). **RTP send jitter** is, per packet, the absolute difference between its
-  stamp and its stream's ideal schedule, the first packet's stamp plus 20 ms per sequence
-  number since: nearest-rank percentiles over every packet of every call, set-up and
-  hang-ups included. The baseline of both is the same meter on one call alone, on an agent of
-  its own with the same message (and its own warm-up call), run just before the 200.
+- **sip_200_calls** (issue 26): the same machinery, one agent with `SIP_MAX_CONCURRENT_CALLS` equal
+  to the calls, all submitted at once over 10 sockets, with a message of about 14 s so the last
+  answered overlaps the first; over plain UDP, then over TLS + SRTP through Kamailio. "Completed"
+  counts calls that ended `completed` and whose INVITE SIPp received; "up at once" is the most calls
+  between their `answered_at` and `ended_at` in the database (the note has what 0.2 s polling saw,
+  and how long after the submit the last call was answered). The agent's CPU is read between the
+  first and the last sample with the most calls in progress, as in sip_50_calls; RSS per call is
+  (peak - idle) / the peak. **Steady audio** (issue 29, sip_50_calls), on the UDP leg: SIPp's answer
+  names `bench/rtpmeter.py far-end` as its media instead of SIPp's own port, one socket that sends
+  every packet back to where it came from, as `-rtp_echo` would (so the agent still reads its audio
+  back), and takes each packet's kernel receive stamp (`SO_TIMESTAMPNS`; on loopback, the agent's
+  `sendto`). A stream (source port and SSRC) is matched to its call by the RTP port of the agent's
+  INVITE. **Call duration off its message** is, per call, the absolute difference between SIPp's
+  first 200 OK to the INVITE and its receipt of the agent's BYE (SIPp's stamps in its message log)
+  and the message as the agent plays it (its speech from the agent's own TTS cache, in whole 20 ms
+  frames): the call as the callee had it, silence before the first packet and the wait for the
+  hang-up included. The note has the meter's audio span (first packet to last + 20 ms) against the
+  message, the first packet's delay after the 200 OK, and the database's `answered_at` to `ended_at`
+  (written by the agent's database thread, late under load). **RTP send jitter** is, per packet, the
+  absolute difference between its stamp and its stream's ideal schedule, the first packet's stamp
+  plus 20 ms per sequence number since: nearest-rank percentiles over every packet of every call,
+  set-up and hang-ups included. The baseline of both is the same meter on one call alone, on an
+  agent of its own with the same message (and its own warm-up call), run just before the 200.
 - **sip_forward_cpu** (issue 28): a number of a bench user of its own forwards to one
   E.164 target (no screening). One `telephony_agent` (`SIP_AGENTS=1`,
   `SIP_MAX_CONCURRENT_CALLS` twice the calls: a forwarded call holds two places) is between
@@ -338,7 +334,7 @@ def main() -> int:
                         help="keep the servers' logs (agents, SIPp, Kamailio) even when "
                         "every scenario ran")  # fmt: skip
     parser.add_argument("--only", default="", help="comma-separated scenarios, any case, "
-                        "e.g. H1,W2,sip_200_calls")  # fmt: skip
+                        "e.g. http_bare_asgi,ws_ping,sip_200_calls")  # fmt: skip
     args = parser.parse_args()
     profile = SMOKE if args.smoke else FULL
     only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
@@ -354,14 +350,18 @@ def main() -> int:
 
     from bench import scenarios  # after setup(): it imports Django models lazily
 
-    # Only H3 reads the history records: a run --only other scenarios loads none.
-    records = profile.history_records if not only or "h3" in only else 0
+    # Only http_history reads the history records: a run --only other scenarios loads none.
+    records = profile.history_records if not only or "http_history" in only else 0
     print(f"[bench] {profile.name}: preparing users and {records:,} history records",
           flush=True)  # fmt: skip
     http_user = fixtures.user(fixtures.HTTP_EMAIL, password=fixtures.PASSWORD)
     history_account = fixtures.history_user(records)
-    ws_needed = max(*profile.w2_connections, profile.w3_connections, profile.w3_burst_sockets,
-                    profile.w4_connections)  # fmt: skip
+    ws_needed = max(
+        *profile.ws_ping_connections,
+        profile.ws_call_acks_connections,
+        profile.ws_call_acks_burst_sockets,
+        profile.ws_status_push_connections,
+    )
     bench = None
     failures: list[str] = []
     with contextlib.ExitStack() as servers:

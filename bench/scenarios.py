@@ -1,6 +1,6 @@
-"""H1-H4, W1-W4 (issue 6) and S1 (real calls over SIP). Each appends Rows to the Bench; none
-decides pass or fail of the run: a missed target is a finding, only a scenario that cannot run
-is an error."""
+"""the http_* scenarios, the ws_* scenarios (issue 6) and sip_50_calls (real calls over SIP). Each
+appends Rows to the Bench; none decides pass or fail of the run: a missed target is a finding, only
+a scenario that cannot run is an error."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from tests.live import http, manage
 class Bench:
     profile: Profile
     env: dict
-    embedded_env: dict  # E1's: no DATABASE_URL, REDIS_URL or SECRET_KEY, Relay's defaults
+    embedded_env: dict  # embedded_me's: no DATABASE_URL, REDIS_URL or SECRET_KEY, Relay's defaults
     bare: procs.Server
     plain: procs.Server  # bench/plain_urls.py under gunicorn, configured as Relay's is
     relay: procs.Relay  # runrelay: gunicorn on relay.http, Daphne on relay.ws
@@ -39,9 +39,11 @@ class Bench:
     history_token: str = ""
     ws: list = field(default_factory=list)  # (JWT, user id) of distinct users
     rows: list = field(default_factory=list)
-    h1_rps: float = math.nan
-    plain_alone: wrk.WrkResult | None = None  # the plain view on one connection (H3, H4)
-    w2_relay: dict = field(default_factory=dict)  # (connections, rate or "sat") -> figures
+    http_bare_asgi_rps: float = math.nan
+    plain_alone: wrk.WrkResult | None = (
+        None  # the plain view on one connection (http_history, http_logins)
+    )
+    ws_ping_relay: dict = field(default_factory=dict)  # (connections, rate or "sat") -> figures
     keep_logs: bool = False  # a scenario lost calls: run.py keeps the servers' logs
 
     def add(self, row: Row) -> None:
@@ -69,8 +71,8 @@ def _paced_connections(rate: float) -> int:
     return max(2, math.ceil(rate / 5))
 
 
-# --- H1-H4: HTTP under wrk ----------------------------------------------------------------------
-def h1(b: Bench) -> None:
+# --- the http_* scenarios: HTTP under wrk ---------------------------------------------------------
+def http_bare_asgi(b: Bench) -> None:
     p = b.profile
     with CpuMeter(b.bare) as cpu:
         daphne = wrk.run(b.bare.base + "/", seconds=p.http_seconds,
@@ -82,11 +84,11 @@ def h1(b: Bench) -> None:
                          connections=p.saturation_connections)  # fmt: skip
     finally:
         uvicorn_server.stop()
-    b.h1_rps = daphne.rps
-    b.add(Row("H1", "bare ASGI JSON, Daphne: req/s at saturation", daphne.rps, "req/s",
+    b.http_bare_asgi_rps = daphne.rps
+    b.add(Row("http_bare_asgi", "bare ASGI JSON, Daphne: req/s at saturation", daphne.rps, "req/s",
               uv.rps, "same app, uvicorn", server_cpu=cpu.value,
               client_cpu=daphne.client_cpu))  # fmt: skip
-    b.add(Row("H1", "bare ASGI JSON, uvicorn (reference): req/s", uv.rps, "req/s",
+    b.add(Row("http_bare_asgi", "bare ASGI JSON, uvicorn (reference): req/s", uv.rps, "req/s",
               daphne.rps, "same app, Daphne", server_cpu=ucpu.value,
               client_cpu=uv.client_cpu))  # fmt: skip
 
@@ -94,7 +96,7 @@ def h1(b: Bench) -> None:
 PLAIN = "plain Django view, same gunicorn"
 
 
-def h2(b: Bench) -> None:
+def http_me(b: Bench) -> None:
     p = b.profile
     plain = _plain_saturation(b)
     url = b.relay.http.base + "/api/user/me"
@@ -105,26 +107,36 @@ def h2(b: Bench) -> None:
         with CpuMeter(b.relay.http) as cpu:
             sat = wrk.run(url, seconds=p.http_seconds, connections=p.saturation_connections,
                           headers=headers)  # fmt: skip
-        b.add(Row("H2", f"GET /api/user/me ({label}): req/s at saturation", sat.rps, "req/s",
+        b.add(Row("http_me", f"GET /api/user/me ({label}): req/s at saturation", sat.rps, "req/s",
                   plain.rps, PLAIN, ">= 50% of the plain view", sat.rps >= plain.rps / 2,
                   cpu.value, sat.client_cpu, _http_errors(sat)))  # fmt: skip
-        _h2_half_load(b, label, url, headers, sat.rps / 2)
+        _http_me_half_load(b, label, url, headers, sat.rps / 2)
 
 
 def _plain_saturation(b: Bench) -> wrk.WrkResult:
     """The plain Django view's req/s at saturation: the ceiling Relay's endpoints are set
-    against, beside H1's bare ASGI app for context."""
+    against, beside http_bare_asgi's bare ASGI app for context."""
     p = b.profile
     with CpuMeter(b.plain) as cpu:
         plain = wrk.run(b.plain.base + "/plain", seconds=p.http_seconds,
                         connections=p.saturation_connections)  # fmt: skip
-    b.add(Row("H2", "plain Django JsonResponse view, gunicorn: req/s at saturation", plain.rps,
-              "req/s", b.h1_rps, "H1 bare ASGI app, Daphne", server_cpu=cpu.value,
-              client_cpu=plain.client_cpu, note=_http_errors(plain)))  # fmt: skip
+    b.add(
+        Row(
+            "http_me",
+            "plain Django JsonResponse view, gunicorn: req/s at saturation",
+            plain.rps,
+            "req/s",
+            b.http_bare_asgi_rps,
+            "http_bare_asgi bare ASGI app, Daphne",
+            server_cpu=cpu.value,
+            client_cpu=plain.client_cpu,
+            note=_http_errors(plain),
+        )
+    )
     return plain
 
 
-def _h2_half_load(b: Bench, label: str, url: str, headers: dict, half: float) -> None:
+def _http_me_half_load(b: Bench, label: str, url: str, headers: dict, half: float) -> None:
     """/me paced at `half` req/s, and the plain view at the same rate and connections."""
     p = b.profile
     conns = _paced_connections(half)
@@ -133,10 +145,10 @@ def _h2_half_load(b: Bench, label: str, url: str, headers: dict, half: float) ->
                       headers=headers)  # fmt: skip
     base = wrk.run(b.plain.base + "/plain", seconds=p.http_seconds, connections=conns, rate=half)
     note = _http_errors(run, f"{run.rps:,.0f} req/s achieved of {half:,.0f}")
-    b.add(Row("H2", f"GET /api/user/me ({label}): p50 at half load", run.p50_ms, "ms",
+    b.add(Row("http_me", f"GET /api/user/me ({label}): p50 at half load", run.p50_ms, "ms",
               base.p50_ms, "plain Django view, same rate", server_cpu=cpu.value,
               client_cpu=run.client_cpu, note=note))  # fmt: skip
-    b.add(Row("H2", f"GET /api/user/me ({label}): p99 at half load", run.p99_ms, "ms",
+    b.add(Row("http_me", f"GET /api/user/me ({label}): p99 at half load", run.p99_ms, "ms",
               base.p99_ms, "plain Django view, same rate", "<= 10 ms", run.p99_ms <= 10,
               cpu.value, run.client_cpu))  # fmt: skip
 
@@ -151,13 +163,13 @@ def _http_errors(result: wrk.WrkResult, note: str = "") -> str:
     return "; ".join(part for part in (note, ", ".join(bad)) if part)
 
 
-# H3 targets (issue 15): page 1 and a keyset page at any depth as cheap as each other, and a
-# deep OFFSET, which must walk the rows it skips, within 100 ms.
-H3_TARGET_MS = {"first": 5, "offset": 100, "keyset": 5}
-H3_BASELINE = "raw SQL counter sum + page, psycopg"
+# http_history targets (issue 15): page 1 and a keyset page at any depth as cheap as each other, and
+# a deep OFFSET, which must walk the rows it skips, within 100 ms.
+http_history_TARGET_MS = {"first": 5, "offset": 100, "keyset": 5}
+HTTP_HISTORY_BASELINE = "raw SQL counter sum + page, psycopg"
 
 
-def h3(b: Bench) -> None:
+def http_history(b: Bench) -> None:
     p = b.profile
     headers = {"Authorization": f"Bearer {b.history_token}"}
     for status, deep in p.history_offsets.items():
@@ -177,14 +189,36 @@ def h3(b: Bench) -> None:
                                           runs=p.history_sql_runs, before=before)  # fmt: skip
             place = f"offset={offset:,}" if kind != "keyset" else f"before=<cursor at {deep:,}>"
             label = f"GET /api/history status={status or 'all'} {place}"
-            target_ms = H3_TARGET_MS[kind]
+            target_ms = http_history_TARGET_MS[kind]
             note = _http_errors(run, f"{run.requests:,} requests")
-            b.add(Row("H3", f"{label}: p50", run.p50_ms, "ms", percentile(sql, 50),
-                      H3_BASELINE, f"<= {target_ms} ms", run.p50_ms <= target_ms, cpu.value,
-                      run.client_cpu, note))  # fmt: skip
-            b.add(Row("H3", f"{label}: p99", run.p99_ms, "ms", percentile(sql, 99),
-                      H3_BASELINE, server_cpu=cpu.value, client_cpu=run.client_cpu))  # fmt: skip
-    _plain_alone_row(b, "H3")
+            b.add(
+                Row(
+                    "http_history",
+                    f"{label}: p50",
+                    run.p50_ms,
+                    "ms",
+                    percentile(sql, 50),
+                    HTTP_HISTORY_BASELINE,
+                    f"<= {target_ms} ms",
+                    run.p50_ms <= target_ms,
+                    cpu.value,
+                    run.client_cpu,
+                    note,
+                )
+            )
+            b.add(
+                Row(
+                    "http_history",
+                    f"{label}: p99",
+                    run.p99_ms,
+                    "ms",
+                    percentile(sql, 99),
+                    HTTP_HISTORY_BASELINE,
+                    server_cpu=cpu.value,
+                    client_cpu=run.client_cpu,
+                )
+            )
+    _plain_alone_row(b, "http_history")
 
 
 LOGIN = "/api/auth/login"
@@ -192,19 +226,20 @@ FLOOD_LEAD = 1.0  # seconds the /me probe runs alone before the flood, and after
 BURST_PAUSE = 0.5  # between two bursts of logins at once
 
 
-def h4(b: Bench) -> None:
+def http_logins(b: Bench) -> None:
     p = b.profile
     # The hash-time of the targets below: enough checks for a steady median.
     checks = fixtures.argon2_verify_ms(max(10, p.history_sql_runs))
     argon2_ms = percentile(checks, 50)
-    # Unmeasured: every worker opens its database connection and loads the login path first,
-    # as it has when H4 runs after H1-H3 (a run --only H4 starts it on fresh workers).
+    # Unmeasured: every worker opens its database connection and loads the login path first, as it
+    # has when http_logins runs after http_bare_asgi, http_me and http_history (a run --only
+    # http_logins starts it on fresh workers).
     wrk.run(b.relay.http.base + LOGIN, seconds=1, connections=2, threads=1, **_login())
     alone = _login_alone(b, argon2_ms)
     _logins_at_once(b, argon2_ms, alone.p50_ms)
     _numbers_at_once(b)
     _login_flood(b, alone.p50_ms)
-    b.add(Row("H4", "Argon2 check_password alone, one thread: checks/s", 1000 / argon2_ms,
+    b.add(Row("http_logins", "Argon2 check_password alone, one thread: checks/s", 1000 / argon2_ms,
               "checks/s", note=f"median {argon2_ms:.1f} ms each: the hash-time of the "
               "targets above"))  # fmt: skip
 
@@ -223,7 +258,8 @@ def _login_request(email: str) -> dict:
 
 
 def _plain_alone(b: Bench) -> wrk.WrkResult:
-    """The plain Django view on one connection, closed loop: measured once, for H3 and H4."""
+    """The plain Django view on one connection, closed loop: measured once, for http_history and
+    http_logins."""
     if b.plain_alone is None:
         b.plain_alone = wrk.run(b.plain.base + "/plain", seconds=b.profile.http_seconds,
                                 connections=1, threads=1)  # fmt: skip
@@ -249,7 +285,7 @@ def _login_alone(b: Bench, argon2_ms: float) -> wrk.WrkResult:
         f"{run.requests:,} logins, p99 {run.p99_ms:.0f} ms; Argon2 alone {argon2_ms:.0f} ms; "
         "one at a time, so none waits in the hashing queue",
     )
-    b.add(Row("H4", "POST /api/auth/login, one at a time: p50", run.p50_ms, "ms",
+    b.add(Row("http_logins", "POST /api/auth/login, one at a time: p50", run.p50_ms, "ms",
               plain.p50_ms, "plain Django view, one connection", "<= 50 ms",
               run.p50_ms <= 50, cpu.value, run.client_cpu, note))  # fmt: skip
     return run
@@ -303,7 +339,7 @@ def _logins_at_once(b: Bench, argon2_ms: float, login_ms: float) -> None:
     written = max(_written_within_ms(run) for run in runs)
     what = f"{n} logins at once ({n} users, one request each, {_slots()})"
     rounds = f"{len(runs)} burst{'s' if len(runs) != 1 else ''} of {n}"
-    b.add(Row("H4", f"{what}: refused", refused, "refused", target="0",
+    b.add(Row("http_logins", f"{what}: refused", refused, "refused", target="0",
               met=refused == 0 and ok == len(answers), server_cpu=cpu.value, client_cpu=load,
               note=f"{rounds}, each written within {written:.1f} ms: "
               f"{_statuses(answers)}"))  # fmt: skip
@@ -316,7 +352,7 @@ def _logins_at_once(b: Bench, argon2_ms: float, login_ms: float) -> None:
         (max(a.ms for a in run.burst) - min(a.ms for a in run.burst)) / max(1, n - 1)
         for run in runs
     )
-    b.add(Row("H4", f"{what}: p99", p99, "ms", argon2_ms, "Argon2 check_password alone",
+    b.add(Row("http_logins", f"{what}: p99", p99, "ms", argon2_ms, "Argon2 check_password alone",
               f"<= {n} hash-times + 50 ms ({target_ms:.0f} ms)", p99 <= target_ms, cpu.value,
               load, note=f"p50 {percentile(latencies, 50):.0f} ms; slowest of each burst "
               f"{slowest} ms; one answer every {step:.1f} ms (median over the bursts of "
@@ -357,14 +393,23 @@ def _numbers_at_once(b: Bench) -> None:
     held = fixtures.numbers_held(account)
     spent = fixtures.captcha_tokens_spent(tokens)  # a refused creation spends none
     latencies = sorted(a.ms for a in run.burst)
-    b.add(Row("H4", f"{n} number creations at once by one user (plan limit {limit}, a CAPTCHA "
-              "token each): numbers created", created, "numbers",
-              target=f"{limit} created, {n - limit} number_limit_reached, no 503",
-              met=created == held == spent == limit and limited == n - limit and busy == 0,
-              server_cpu=cpu.value, client_cpu=run.client_cpu,
-              note=f"{_statuses(run.burst)}; the user holds {held} afterwards, {spent} of the "
-              f"{n} tokens are spent; answered in "
-              + ", ".join(f"{ms:.0f}" for ms in latencies) + " ms"))  # fmt: skip
+    b.add(
+        Row(
+            "http_logins",
+            f"{n} number creations at once by one user (plan limit {limit}, a CAPTCHA "
+            "token each): numbers created",
+            created,
+            "numbers",
+            target=f"{limit} created, {n - limit} number_limit_reached, no 503",
+            met=created == held == spent == limit and limited == n - limit and busy == 0,
+            server_cpu=cpu.value,
+            client_cpu=run.client_cpu,
+            note=f"{_statuses(run.burst)}; the user holds {held} afterwards, {spent} of the "
+            f"{n} tokens are spent; answered in "
+            + ", ".join(f"{ms:.0f}" for ms in latencies)
+            + " ms",
+        )
+    )
 
 
 def _login_flood(b: Bench, login_ms: float) -> None:
@@ -390,15 +435,37 @@ def _login_flood(b: Bench, login_ms: float) -> None:
              "logins at once")  # fmt: skip
     base = "same probe, no flood"
     failed = sum(1 for a in during if a.status != 200)
-    b.add(Row("H4", f"{where}: p50", percentile(busy_ms, 50), "ms", percentile(quiet_ms, 50),
-              base, server_cpu=cpu.value, client_cpu=flood.client_cpu,
-              note=f"{len(during)} probes within the flood's {span:.2f} s"
-              + (f", {failed} not answered 200" if failed else "")
-              + f"; quiet: {len(quiet_ms)} probes in {p.http_seconds:.0f} s"))  # fmt: skip
+    b.add(
+        Row(
+            "http_logins",
+            f"{where}: p50",
+            percentile(busy_ms, 50),
+            "ms",
+            percentile(quiet_ms, 50),
+            base,
+            server_cpu=cpu.value,
+            client_cpu=flood.client_cpu,
+            note=f"{len(during)} probes within the flood's {span:.2f} s"
+            + (f", {failed} not answered 200" if failed else "")
+            + f"; quiet: {len(quiet_ms)} probes in {p.http_seconds:.0f} s",
+        )
+    )
     p99 = percentile(busy_ms, 99)
-    b.add(Row("H4", f"{where}: p99", p99, "ms", percentile(quiet_ms, 99), base, "<= 2x quiet",
-              p99 <= 2 * percentile(quiet_ms, 99), cpu.value, flood.client_cpu,
-              note=f"max {percentile(busy_ms, 100):,.0f} ms"))  # fmt: skip
+    b.add(
+        Row(
+            "http_logins",
+            f"{where}: p99",
+            p99,
+            "ms",
+            percentile(quiet_ms, 99),
+            base,
+            "<= 2x quiet",
+            p99 <= 2 * percentile(quiet_ms, 99),
+            cpu.value,
+            flood.client_cpu,
+            note=f"max {percentile(busy_ms, 100):,.0f} ms",
+        )
+    )
     _flood_rows(b, flood, cpu.value, login_ms)
 
 
@@ -420,37 +487,48 @@ def _flood_rows(b: Bench, flood: burst.BurstRun, server_cpu: float, login_ms: fl
             f"({settings.PASSWORD_HASH_WAIT_SECONDS:g} s)")  # fmt: skip
     if retry:
         note += "; Retry-After " + ", ".join(f"{s} s x{k}" for s, k in sorted(retry.items()))
-    b.add(Row("H4", f"{n} logins at once: refused (503)", len(refused), "refused",
+    b.add(Row("http_logins", f"{n} logins at once: refused (503)", len(refused), "refused",
               server_cpu=server_cpu, client_cpu=flood.client_cpu, note=note))  # fmt: skip
     every = [a.ms for a in flood.burst]
     wait_ms = settings.PASSWORD_HASH_WAIT_SECONDS * 1000
     split = (f"the refused: p50 {percentile(refused, 50):,.0f} ms, p99 "
              f"{percentile(refused, 99):,.0f} ms" if refused else "none refused")  # fmt: skip
     p99 = percentile(every, 99)
-    b.add(Row("H4", f"{n} logins at once: p99 of every answer, served or refused", p99, "ms",
-              login_ms, "one login alone, p50",
-              f"<= {wait_ms:,.0f} ms (PASSWORD_HASH_WAIT_SECONDS): served within the wait or "
-              "refused at once", p99 <= wait_ms, server_cpu, flood.client_cpu,
-              note=f"p50 {percentile(every, 50):,.0f} ms; {split}; the served: p50 "
-              f"{percentile(ok, 50):,.0f} ms, p99 {percentile(ok, 99):,.0f} ms"))  # fmt: skip
-    b.add(Row("H4", f"{n} logins at once: successful logins/s", len(ok) / max(span, 1e-6),
+    b.add(
+        Row(
+            "http_logins",
+            f"{n} logins at once: p99 of every answer, served or refused",
+            p99,
+            "ms",
+            login_ms,
+            "one login alone, p50",
+            f"<= {wait_ms:,.0f} ms (PASSWORD_HASH_WAIT_SECONDS): served within the wait or "
+            "refused at once",
+            p99 <= wait_ms,
+            server_cpu,
+            flood.client_cpu,
+            note=f"p50 {percentile(every, 50):,.0f} ms; {split}; the served: p50 "
+            f"{percentile(ok, 50):,.0f} ms, p99 {percentile(ok, 99):,.0f} ms",
+        )
+    )
+    b.add(Row("http_logins", f"{n} logins at once: successful logins/s", len(ok) / max(span, 1e-6),
               "req/s", server_cpu=server_cpu, client_cpu=flood.client_cpu,
               note=f"{len(ok)} in {span:.2f} s; the queue's average slot hold after them "
               f"{_slot_hold_ms(b):.1f} ms"))  # fmt: skip
 
 
-# --- E1: the embedded default, as `make run` starts it ---------------------------------------
-def e1(b: Bench) -> None:
+# --- embedded_me: the embedded default, as `make run` starts it -----------------------------------
+def embedded_me(b: Bench) -> None:
     """runrelay with no DATABASE_URL or REDIS_URL (SQLite under its own RELAY_VAR_DIR, the
     embedded Redis), a user registered over the API, /me at saturation; the plain Django
     view under a gunicorn with the same environment beside it."""
     p = b.profile
-    env = _embedded_var_dir(b, "e1")
+    env = _embedded_var_dir(b, "embedded_me")
     with contextlib.ExitStack() as servers:
         relay, plain_server = procs.start_together(
             servers,
-            lambda: procs.Relay(env, log_name="runrelay-e1"),
-            lambda: procs.gunicorn_plain("gunicorn-plain-e1", env),
+            lambda: procs.Relay(env, log_name="runrelay-embedded_me"),
+            lambda: procs.gunicorn_plain("gunicorn-plain-embedded_me", env),
         )
         token = _register(relay.http.base)
         with CpuMeter(relay.http) as cpu:
@@ -459,7 +537,7 @@ def e1(b: Bench) -> None:
                           headers={"Authorization": f"Bearer {token}"})  # fmt: skip
         plain = wrk.run(plain_server.base + "/plain", seconds=p.http_seconds,
                         connections=p.saturation_connections)  # fmt: skip
-    b.add(Row("E1", "GET /api/user/me (JWT), embedded default (SQLite, embedded Redis): "
+    b.add(Row("embedded_me", "GET /api/user/me (JWT), embedded default (SQLite, embedded Redis): "
               "req/s at saturation", run.rps, "req/s", plain.rps, "plain Django view, same "
               "environment", ">= 600 req/s", run.rps >= 600, cpu.value, run.client_cpu,
               _http_errors(run)))  # fmt: skip
@@ -482,16 +560,16 @@ def _embedded_var_dir(b: Bench, name: str) -> dict:
 
 def _register(base: str) -> str:
     """A new user's JWT, through the API as a client would get one."""
-    body = {"email": "bench-e1@relay.example", "password": fixtures.PASSWORD}
+    body = {"email": "bench-embedded_me@relay.example", "password": fixtures.PASSWORD}
     status, answer = http("POST", base + "/api/auth/register", body)
     if status != 201:
         raise RuntimeError(f"register on the embedded default answered {status}: {answer}")
     return answer["token"]
 
 
-# --- W1-W4: WebSocket clients in separate processes ---------------------------------------------
+# --- the ws_* scenarios: WebSocket clients in separate processes ----------------------------------
 def _relay_urls(b: Bench, count: int) -> list[str]:
-    """One user per socket up to len(b.ws); past that (W1 only) users hold several sockets."""
+    """One user per socket up to len(b.ws); past that (ws_idle only) users hold several sockets."""
     return [f"{b.relay.ws.ws_base}/ws?token={b.ws[i % len(b.ws)][0]}" for i in range(count)]
 
 
@@ -504,9 +582,9 @@ def _idle_capacity(b: Bench, server: procs.Server | procs.Listener, urls: list[s
     rss0 = server.rss()
     groups, steps, opened = [], [], 0
     try:
-        for step in p.w1_steps:
+        for step in p.ws_idle_steps:
             part = urls[opened:step]
-            processes = math.ceil(len(part) / p.w1_connections_per_process)
+            processes = math.ceil(len(part) / p.ws_idle_connections_per_process)
             group = ClientGroup(part, processes, {"mode": "idle"}, deadline=900)
             groups.append(group)
             started = time.monotonic()
@@ -527,22 +605,22 @@ def _idle_capacity(b: Bench, server: procs.Server | procs.Listener, urls: list[s
     return steps
 
 
-def w1(b: Bench) -> None:
-    top = b.profile.w1_steps[-1]
+def ws_idle(b: Bench) -> None:
+    top = b.profile.ws_idle_steps[-1]
     bare = _idle_capacity(b, b.bare, _bare_urls(b, top))
     relay = _idle_capacity(b, b.relay.ws, _relay_urls(b, top))
     for r, base in zip(relay, bare, strict=True):
         last = r["step"] == top
         kib_met = r["per_conn_kib"] <= 40 and r["total"] >= r["step"] if last else None
         cpu_met = r["cpu"] <= 2 * base["cpu"] if last else None
-        b.add(Row("W1", f"idle sockets open of {r['step']:,} attempted", r["total"], "sockets",
+        b.add(Row("ws_idle", f"idle sockets open of {r['step']:,} attempted", r["total"], "sockets",
                   base["total"], "bare Daphne", f">= {top:,}" if last else "",
                   (r["total"] >= top) if last else None,
                   note=f"{r['added']:,} more opened in {r['connect_s']:.1f} s"))  # fmt: skip
-        b.add(Row("W1", f"RSS per idle socket at {r['step']:,}", r["per_conn_kib"], "KiB",
+        b.add(Row("ws_idle", f"RSS per idle socket at {r['step']:,}", r["per_conn_kib"], "KiB",
                   base["per_conn_kib"], "bare Daphne", f"<= 40 KiB at {top:,}" if last else "",
                   kib_met, note=f"process RSS {r['rss'] / 2**20:,.0f} MiB"))  # fmt: skip
-        b.add(Row("W1", f"idle CPU at {r['step']:,} sockets", r["cpu"] * 100, "%",
+        b.add(Row("ws_idle", f"idle CPU at {r['step']:,} sockets", r["cpu"] * 100, "%",
                   base["cpu"] * 100, "bare Daphne", "<= 2x bare Daphne" if last else "",
                   cpu_met, r["cpu"]))  # fmt: skip
 
@@ -552,15 +630,15 @@ def _pings(b: Bench, server: procs.Server | procs.Listener, urls: list[str], fig
     with ClientGroup(urls, p.client_processes, {"mode": "ping"}, deadline=600) as group:
         connected = group.ready(timeout=180)
         if connected < len(urls):
-            raise RuntimeError(f"only {connected} of {len(urls)} sockets opened for W2")
-        if len(urls) == p.w2_connections[0]:
+            raise RuntimeError(f"only {connected} of {len(urls)} sockets opened for ws_ping")
+        if len(urls) == p.ws_ping_connections[0]:
             with CpuMeter(server) as cpu:
                 sat = group.run({"window": 1, "seconds": p.ws_seconds}, timeout=60)
             figures[(len(urls), "sat")] = {
                 "rate": sat.total("in_window") / p.ws_seconds,
                 "cpu": cpu.value, "client_cpu": sat.client_cpu,
             }  # fmt: skip
-        for rate in p.w2_rates:
+        for rate in p.ws_ping_rates:
             with CpuMeter(server) as cpu:
                 run = group.run({"rate": rate, "seconds": p.ws_seconds, "window": 0}, timeout=60)
             lat = run.merged("latencies")
@@ -571,41 +649,41 @@ def _pings(b: Bench, server: procs.Server | procs.Listener, urls: list[str], fig
             }  # fmt: skip
 
 
-def w2(b: Bench) -> None:
+def ws_ping(b: Bench) -> None:
     p = b.profile
     bare: dict = {}
-    for conns in p.w2_connections:
+    for conns in p.ws_ping_connections:
         _pings(b, b.bare, _bare_urls(b, conns), bare)
-        _pings(b, b.relay.ws, _relay_urls(b, conns), b.w2_relay)
-    first = p.w2_connections[0]
-    r, base = b.w2_relay[(first, "sat")], bare[(first, "sat")]
-    b.add(Row("W2", f"ping round trips/s at saturation, {first} sockets (closed loop)",
+        _pings(b, b.relay.ws, _relay_urls(b, conns), b.ws_ping_relay)
+    first = p.ws_ping_connections[0]
+    r, base = b.ws_ping_relay[(first, "sat")], bare[(first, "sat")]
+    b.add(Row("ws_ping", f"ping round trips/s at saturation, {first} sockets (closed loop)",
               r["rate"], "msg/s", base["rate"], "bare Daphne", server_cpu=r["cpu"],
               client_cpu=r["client_cpu"]))  # fmt: skip
-    for conns in p.w2_connections:
-        for rate in p.w2_rates:
-            r, base = b.w2_relay[(conns, rate)], bare[(conns, rate)]
+    for conns in p.ws_ping_connections:
+        for rate in p.ws_ping_rates:
+            r, base = b.ws_ping_relay[(conns, rate)], bare[(conns, rate)]
             note = f"{r['lost']:,} of {r['sent']:,} unanswered" if r["lost"] else ""
             where = f"{rate:,} msg/s over {conns:,} sockets"
-            b.add(Row("W2", f"ping RTT p50, {where}", r["p50"], "ms", base["p50"],
+            b.add(Row("ws_ping", f"ping RTT p50, {where}", r["p50"], "ms", base["p50"],
                       "bare Daphne", server_cpu=r["cpu"], client_cpu=r["client_cpu"],
                       note=note))  # fmt: skip
-            target = rate == 1000 or (rate == p.w2_rates[len(p.w2_rates) // 2])
-            b.add(Row("W2", f"ping RTT p99, {where}", r["p99"], "ms", base["p99"],
+            target = rate == 1000 or (rate == p.ws_ping_rates[len(p.ws_ping_rates) // 2])
+            b.add(Row("ws_ping", f"ping RTT p99, {where}", r["p99"], "ms", base["p99"],
                       "bare Daphne", "<= 10 ms" if target else "",
                       (r["p99"] <= 10) if target else None, r["cpu"],
                       r["client_cpu"]))  # fmt: skip
 
 
-def _w2_reference(b: Bench) -> dict:
-    """W2 on Relay at 1,000 msg/s (the target's reference) over the fewest sockets."""
+def _ws_ping_reference(b: Bench) -> dict:
+    """ws_ping on Relay at 1,000 msg/s (the target's reference) over the fewest sockets."""
     p = b.profile
-    rate = 1000 if 1000 in p.w2_rates else p.w2_rates[len(p.w2_rates) // 2]
-    return {"rate": rate, **b.w2_relay.get((p.w2_connections[0], rate), {})}
+    rate = 1000 if 1000 in p.ws_ping_rates else p.ws_ping_rates[len(p.ws_ping_rates) // 2]
+    return {"rate": rate, **b.ws_ping_relay.get((p.ws_ping_connections[0], rate), {})}
 
 
-# What bench_env sets out of Relay's way that W3_embedded takes too: its 100 calls a socket
-# would meet the per-user rate limit and the free plan's quotas (3 calls up at once, and no
+# What bench_env sets out of Relay's way that ws_call_acks_embedded takes too: its 100 calls a
+# socket would meet the per-user rate limit and the free plan's quotas (3 calls up at once, and no
 # worker runs to end them), which would measure refusals instead of acks.
 LIMITS_RAISED = ("RATE_LIMIT_CALLS_PER_USER", "PLAN_FREE_CALLS_PER_DAY",
                  "PLAN_FREE_CALL_SECONDS_PER_DAY", "PLAN_FREE_CONCURRENT_CALLS")  # fmt: skip
@@ -614,8 +692,8 @@ EMBEDDED = "embedded default (SQLite, embedded Redis)"
 
 @dataclass
 class CallTarget:
-    """The Relay W3 sends its calls to: one user per socket, where its calls are stored, its
-    /metrics, and the sustained rate it is to reach."""
+    """The Relay ws_call_acks sends its calls to: one user per socket, where its calls are stored,
+    its /metrics, and the sustained rate it is to reach."""
 
     scenario: str
     relay: procs.Relay
@@ -666,48 +744,56 @@ class BatchMeter:
         return f"mean batch {self.mean:.1f} calls ({self.batches:,} batches)"
 
 
-def w3(b: Bench) -> None:
+def ws_call_acks(b: Bench) -> None:
     fixtures.calls_reset()
-    target = CallTarget("W3", b.relay, b.ws, b.env["METRICS_TOKEN"], fixtures.calls_persisted,
-                        acks_target=1000)  # fmt: skip
-    _w3(b, target)
+    target = CallTarget(
+        "ws_call_acks",
+        b.relay,
+        b.ws,
+        b.env["METRICS_TOKEN"],
+        fixtures.calls_persisted,
+        acks_target=1000,
+    )
+    _ws_call_acks(b, target)
 
 
-def w3_embedded(b: Bench) -> None:
-    """W3 on the embedded default: runrelay as `make run` starts it (E1's var directory, with
-    `make run`'s metrics token file too), its users made in its SQLite database."""
+def ws_call_acks_embedded(b: Bench) -> None:
+    """ws_call_acks on the embedded default: runrelay as `make run` starts it (embedded_me's var
+    directory, with `make run`'s metrics token file too), its users made in its SQLite database."""
     p = b.profile
-    env = {**_embedded_var_dir(b, "w3-embedded"), **{k: b.env[k] for k in LIMITS_RAISED}}
-    accounts = fixtures.elsewhere(env, "ws_accounts", max(p.w3_connections, p.w3_burst_sockets))
-    relay = procs.Relay(env, log_name="runrelay-w3-embedded")
+    env = {**_embedded_var_dir(b, "ws_call_acks-embedded"), **{k: b.env[k] for k in LIMITS_RAISED}}
+    accounts = fixtures.elsewhere(
+        env, "ws_accounts", max(p.ws_call_acks_connections, p.ws_call_acks_burst_sockets)
+    )
+    relay = procs.Relay(env, log_name="runrelay-ws_call_acks-embedded")
     try:
         token = (Path(env["RELAY_VAR_DIR"]) / "metrics_token").read_text().strip()
-        target = CallTarget("W3_embedded", relay, accounts, token,
+        target = CallTarget("ws_call_acks_embedded", relay, accounts, token,
                             lambda prefix: set(fixtures.elsewhere(env, "calls_persisted", prefix)),
                             acks_target=300, where=f", {EMBEDDED}")  # fmt: skip
-        _w3(b, target)
+        _ws_call_acks(b, target)
     finally:
         relay.stop()
 
 
-def _w3(b: Bench, t: CallTarget) -> None:
+def _ws_call_acks(b: Bench, t: CallTarget) -> None:
     p = b.profile
     stamp = f"{t.scenario.lower()}-{int(time.time())}"
-    ref = _w2_reference(b)
-    urls = t.urls(p.w3_connections)
+    ref = _ws_ping_reference(b)
+    urls = t.urls(p.ws_call_acks_connections)
     acked: list[str] = []
     with ClientGroup(urls, p.client_processes, {"mode": "call"}, deadline=600) as group:
         group.ready(timeout=120)
         with CpuMeter(t.relay.ws) as cpu, BatchMeter(t) as batches:
-            sat = group.run({"window": p.w3_window, "seconds": p.ws_seconds,
+            sat = group.run({"window": p.ws_call_acks_window, "seconds": p.ws_seconds,
                              "prefix": f"{stamp}-sat"}, timeout=90)  # fmt: skip
         acked += sat.merged("acked")
         acks_per_s = sat.total("in_window") / p.ws_seconds
-        sat_ref = b.w2_relay.get((p.w2_connections[0], "sat"), {}).get("rate")
+        sat_ref = b.ws_ping_relay.get((p.ws_ping_connections[0], "sat"), {}).get("rate")
         errors = [f"{n} {c}" for c, n in sat.errors().items()]
         b.add(Row(t.scenario, f"sustained acks/s{t.where}, {len(urls)} sockets x "
-                  f"{p.w3_window} in flight", acks_per_s, "acks/s", sat_ref,
-                  "W2 round trips/s at saturation", f">= {t.acks_target:,}",
+                  f"{p.ws_call_acks_window} in flight", acks_per_s, "acks/s", sat_ref,
+                  "ws_ping round trips/s at saturation", f">= {t.acks_target:,}",
                   acks_per_s >= t.acks_target, cpu.value, sat.client_cpu,
                   ", ".join([batches.note(), *errors])))  # fmt: skip
         rate = max(1.0, acks_per_s / 2)
@@ -718,14 +804,14 @@ def _w3(b: Bench, t: CallTarget) -> None:
     lat = run.merged("latencies")
     note = f"at {rate:,.0f} calls/s (half the sustained rate)"
     b.add(Row(t.scenario, "call submit to call_ack p50", percentile(lat, 50), "ms",
-              ref.get("p50"), f"W2 p50, {ref['rate']:,} msg/s", server_cpu=cpu.value,
+              ref.get("p50"), f"ws_ping p50, {ref['rate']:,} msg/s", server_cpu=cpu.value,
               client_cpu=run.client_cpu, note=f"{note}; {batches.note()}"))  # fmt: skip
     limit = ref.get("p99", math.nan) + 5
-    # Without W2 in the run (--only W3) there is no reference, so no verdict either.
+    # Without ws_ping in the run (--only ws_call_acks) there is no reference, so no verdict either.
     met = None if math.isnan(limit) else percentile(lat, 99) <= limit
     b.add(Row(t.scenario, "call submit to call_ack p99", percentile(lat, 99), "ms",
-              ref.get("p99"), f"W2 p99, {ref['rate']:,} msg/s",
-              f"<= W2 p99 + 5 ms ({limit:.1f} ms)", met, cpu.value, run.client_cpu,
+              ref.get("p99"), f"ws_ping p99, {ref['rate']:,} msg/s",
+              f"<= ws_ping p99 + 5 ms ({limit:.1f} ms)", met, cpu.value, run.client_cpu,
               note))  # fmt: skip
     persisted = t.persisted(stamp)
     lost = len(set(acked) - persisted)
@@ -733,30 +819,30 @@ def _w3(b: Bench, t: CallTarget) -> None:
               met=lost == 0,
               note=f"{len(acked):,} acked, {len(persisted):,} persisted; "
               f"{sat.total('lost') + run.total('lost'):,} submitted calls got no ack"))  # fmt: skip
-    _w3_burst(b, t, f"{stamp}-burst")
+    _ws_call_acks_burst(b, t, f"{stamp}-burst")
 
 
 BURST_DRAIN = 60.0
 
 
-def _w3_burst(b: Bench, t: CallTarget, prefix: str) -> None:
+def _ws_call_acks_burst(b: Bench, t: CallTarget, prefix: str) -> None:
     """Every socket sends its calls back to back, all at once: how long until all are acked."""
     p = b.profile
-    urls = t.urls(p.w3_burst_sockets)
+    urls = t.urls(p.ws_call_acks_burst_sockets)
     with ClientGroup(urls, p.client_processes, {"mode": "call"}, deadline=600) as group:
         group.ready(timeout=120)
         with CpuMeter(t.relay.ws) as cpu, BatchMeter(t) as batches:
             # The whole burst is sent at once: give its acks a minute, not the usual 30 s.
-            run = group.run({"burst": p.w3_burst_calls, "window": 0, "seconds": 0,
+            run = group.run({"burst": p.ws_call_acks_burst_calls, "window": 0, "seconds": 0,
                              "drain": BURST_DRAIN, "prefix": prefix},
                             timeout=BURST_DRAIN + 60)  # fmt: skip
-    total = p.w3_burst_sockets * p.w3_burst_calls
+    total = p.ws_call_acks_burst_sockets * p.ws_call_acks_burst_calls
     acked, lat = run.merged("acked"), run.merged("latencies")
     firsts = [r["first_sent"] for r in run.results if r.get("first_sent")]
     lasts = [r["last_ack"] for r in run.results if r.get("last_ack")]
     span = max(lasts) - min(firsts) if firsts and lasts else math.nan
-    what = (f"burst of {total:,} calls{t.where}, {p.w3_burst_sockets} sockets x "
-            f"{p.w3_burst_calls} back to back (one user per socket)")  # fmt: skip
+    what = (f"burst of {total:,} calls{t.where}, {p.ws_call_acks_burst_sockets} sockets x "
+            f"{p.ws_call_acks_burst_calls} back to back (one user per socket)")  # fmt: skip
     errors = [f"{n} {c}" for c, n in run.errors().items()]
     note = ", ".join([f"{len(acked):,} acked, {run.total('lost'):,} got no ack", *errors,
                       batches.note()])  # fmt: skip
@@ -771,26 +857,36 @@ def _w3_burst(b: Bench, t: CallTarget, prefix: str) -> None:
               target="0", met=lost == 0))  # fmt: skip
 
 
-def w4(b: Bench) -> None:
+def ws_status_push(b: Bench) -> None:
     p = b.profile
     fixtures.calls_reset()
     worker = procs.Worker(b.env)
-    accounts = b.ws[: p.w4_connections]
+    accounts = b.ws[: p.ws_status_push_connections]
     urls = [f"{b.relay.ws.ws_base}/ws?token={token}" for token, _ in accounts]
     try:
         with ClientGroup(urls, 1, {"mode": "status"}, deadline=300) as group:
             group.ready(timeout=60)
             with CpuMeter(b.relay.ws) as cpu:
-                run = group.run({"rate": p.w4_rate, "seconds": p.w4_seconds, "settle": p.w4_settle,
-                                 "prefix": f"w4-{int(time.time())}"}, timeout=60)  # fmt: skip
+                run = group.run(
+                    {
+                        "rate": p.ws_status_push_rate,
+                        "seconds": p.ws_status_push_seconds,
+                        "settle": p.ws_status_push_settle,
+                        "prefix": f"ws_status_push-{int(time.time())}",
+                    },
+                    timeout=60,
+                )
     finally:
         worker.stop()
     with ClientGroup(urls, 1, {"mode": "probe"}, deadline=300) as group:
         group.ready(timeout=60)
         group.start({})
         time.sleep(0.3)  # the probe readers are running before the first frame
-        fixtures.probe_sender([uid for _, uid in accounts], rate=max(20.0, p.w4_rate * 4),
-                              seconds=p.w4_seconds)  # fmt: skip
+        fixtures.probe_sender(
+            [uid for _, uid in accounts],
+            rate=max(20.0, p.ws_status_push_rate * 4),
+            seconds=p.ws_status_push_seconds,
+        )
         time.sleep(0.5)
         group.send("END")
         probe = group.collect(timeout=30)
@@ -812,21 +908,40 @@ def w4(b: Bench) -> None:
             note += ": " + ", ".join(
                 f"{len(v)} {st}" for st, v in sorted(by_status.items()) if st != "queued"
             )
-        b.add(Row("W4", f"call_status {path}, commit to client: p50", percentile(lat, 50),
-                  "ms", percentile(base, 50), label, server_cpu=cpu.value,
-                  client_cpu=run.client_cpu, note=note))  # fmt: skip
-        b.add(Row("W4", f"call_status {path}, commit to client: p99", percentile(lat, 99),
-                  "ms", percentile(base, 99), label, server_cpu=cpu.value,
-                  client_cpu=run.client_cpu))  # fmt: skip
+        b.add(
+            Row(
+                "ws_status_push",
+                f"call_status {path}, commit to client: p50",
+                percentile(lat, 50),
+                "ms",
+                percentile(base, 50),
+                label,
+                server_cpu=cpu.value,
+                client_cpu=run.client_cpu,
+                note=note,
+            )
+        )
+        b.add(
+            Row(
+                "ws_status_push",
+                f"call_status {path}, commit to client: p99",
+                percentile(lat, 99),
+                "ms",
+                percentile(base, 99),
+                label,
+                server_cpu=cpu.value,
+                client_cpu=run.client_cpu,
+            )
+        )
 
 
-# --- S1: real calls over SIP, SIPp as the far end -----------------------------------------------
+# --- sip_50_calls: real calls over SIP, SIPp as the far end ---------------------------------------
 WARM_UP_PER_AGENT = 2
 
 
 @dataclass
 class LoadRun:
-    """S1's calls all at once, as the harness saw them."""
+    """sip_50_calls's calls all at once, as the harness saw them."""
 
     prefix: str
     acks: dict  # callId -> wall-clock time its call_ack arrived
@@ -838,26 +953,27 @@ class LoadRun:
     client_cpu: float  # SIPp's and the WebSocket client's, per wall second
 
 
-def s1(b: Bench) -> None:
+def sip_50_calls(b: Bench) -> None:
     p = b.profile
-    fixtures.calls_reset()  # W3 and W4 leave queued calls behind: the agents would dial them
+    # ws_call_acks and ws_status_push leave queued calls behind: the agents would dial them
+    fixtures.calls_reset()
     sip.check_no_worker()
-    workdir = Path(b.env["RELAY_VAR_DIR"]) / "s1"
-    prefix = f"s1-{int(time.time())}"
+    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_50_calls"
+    prefix = f"sip_50_calls-{int(time.time())}"
     trunk = sip.free_udp_port()
-    total = WARM_UP_PER_AGENT * p.s1_agents + p.s1_calls + 2 * p.s1_latency_calls
+    total = WARM_UP_PER_AGENT * p.sip_50_agents + p.sip_50_calls + 2 * p.sip_50_latency_calls
     far_end = sip.Sipp(workdir / "sipp", "uas", port=trunk, calls=total, echo=True, timeout=300)
     agents = None
     try:
-        agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{trunk}", count=p.s1_agents,
-                            capacity=p.s1_agent_calls)  # fmt: skip
+        agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{trunk}", count=p.sip_50_agents,
+                            capacity=p.sip_50_agent_calls)  # fmt: skip
         # One client process: each RUN sends exactly the calls it is given.
         urls = _relay_urls(b, min(10, len(b.ws)))
         with ClientGroup(urls, 1, {"mode": "submit"}, deadline=900) as group:
             group.ready(timeout=60)
-            _s1_warm_up(b, group, agents, f"{prefix}-warm-")
-            load = _s1_load(b, group, agents, far_end, f"{prefix}-load-")
-            acks = _s1_repeats(b, group, prefix)
+            _sip_50_warm_up(b, group, agents, f"{prefix}-warm-")
+            load = _sip_50_load(b, group, agents, far_end, f"{prefix}-load-")
+            acks = _sip_50_repeats(b, group, prefix)
             sip.watch(prefix, total, agents, deadline=120)
         sipp_status = sip.sipp_exit(far_end, deadline=60)
         audio = agents.ended_calls()
@@ -867,49 +983,49 @@ def s1(b: Bench) -> None:
         far_end.stop()
     calls = sip.placed(prefix)
     invites = sip.invites(far_end.messages)
-    peak = _s1_concurrency_rows(b, load, calls, invites, audio, sipp_status)
-    _s1_cost_rows(b, load, peak)
-    _s1_latency_rows(b, load, acks, calls, invites)
-    _s1_render_rows(b)
+    peak = _sip_50_concurrency_rows(b, load, calls, invites, audio, sipp_status)
+    _sip_50_cost_rows(b, load, peak)
+    _sip_50_latency_rows(b, load, acks, calls, invites)
+    _sip_50_render_rows(b)
 
 
-def _s1_warm_up(b: Bench, group: ClientGroup, agents, prefix: str) -> None:
+def _sip_50_warm_up(b: Bench, group: ClientGroup, agents, prefix: str) -> None:
     """A few short calls, not measured, so that no figure pays an agent's first call (lazy
     imports, its first database connection and threads, espeak-ng from a cold disk cache)."""
-    count = WARM_UP_PER_AGENT * b.profile.s1_agents
+    count = WARM_UP_PER_AGENT * b.profile.sip_50_agents
     calls = [{"callId": f"{prefix}{i}", "message": sip.message(f"warm up {i}", 0)}
              for i in range(count)]  # fmt: skip
     group.run({"calls": calls}, timeout=60)
     sip.watch(prefix, count, agents, deadline=60)
 
 
-def _s1_load(b: Bench, group: ClientGroup, agents, far_end, prefix: str) -> LoadRun:
+def _sip_50_load(b: Bench, group: ClientGroup, agents, far_end, prefix: str) -> LoadRun:
     """Every call at once, each with a message of its own; sampled until all have ended."""
     p = b.profile
-    calls = [{"callId": f"{prefix}{i}", "message": sip.message(f"load {i}", p.s1_sentences)}
-             for i in range(p.s1_calls)]  # fmt: skip
+    calls = [{"callId": f"{prefix}{i}", "message": sip.message(f"load {i}", p.sip_50_sentences)}
+             for i in range(p.sip_50_calls)]  # fmt: skip
     idle_rss = agents.rss()
     sipp = far_end.proc.pid
     (own0, tts0), sipp0, started = agents.cpu(), sip.cpu_seconds(sipp), time.monotonic()
     run = group.run({"calls": calls}, timeout=60)
-    samples = sip.watch(prefix, p.s1_calls, agents, deadline=120)
+    samples = sip.watch(prefix, p.sip_50_calls, agents, deadline=120)
     (own1, tts1), sipp1, wall = agents.cpu(), sip.cpu_seconds(sipp), time.monotonic() - started
     client_cpu = (sipp1 - sipp0 + run.client_cpu * run.wall) / wall
     return LoadRun(prefix, dict(run.merged("acked_at")), samples, idle_rss, own1 - own0,
                    tts1 - tts0, wall, client_cpu)  # fmt: skip
 
 
-def _s1_repeats(b: Bench, group: ClientGroup, prefix: str) -> dict[str, dict]:
+def _sip_50_repeats(b: Bench, group: ClientGroup, prefix: str) -> dict[str, dict]:
     """Round `miss`: texts no call has used; round `hit`: the same texts again. A few calls at
     a time, the next batch once these were dialed, so the agents claim each at once."""
     p = b.profile
-    texts = [sip.message(f"repeat {i}", p.s1_sentences) for i in range(p.s1_latency_calls)]
+    texts = [sip.message(f"repeat {i}", p.sip_50_sentences) for i in range(p.sip_50_latency_calls)]
     acks: dict[str, dict] = {}
     for kind in ("miss", "hit"):
         calls = [{"callId": f"{prefix}-{kind}-{i}", "message": t} for i, t in enumerate(texts)]
         acks[kind] = {}
-        for first in range(0, len(calls), p.s1_latency_batch):
-            batch = calls[first : first + p.s1_latency_batch]
+        for first in range(0, len(calls), p.sip_50_latency_batch):
+            batch = calls[first : first + p.sip_50_latency_batch]
             acks[kind].update(group.run({"calls": batch}, timeout=60).merged("acked_at"))
             sip.wait_dialed([c["callId"] for c in batch], deadline=60)
     return acks
@@ -927,11 +1043,11 @@ def _ack_to_invite_ms(acks: dict, calls: dict, invites: dict) -> list[float]:
     return out
 
 
-def _s1_concurrency_rows(b: Bench, load: LoadRun, calls: dict, invites: dict, audio: dict,
+def _sip_50_concurrency_rows(b: Bench, load: LoadRun, calls: dict, invites: dict, audio: dict,
                          sipp_status: int | None) -> int:  # fmt: skip
     """The peak of calls in progress together, and the calls lost; returns the peak."""
     p = b.profile
-    n = p.s1_calls
+    n = p.sip_50_calls
     mine = [c for call_id, c in calls.items() if call_id.startswith(load.prefix)]
     completed = [c for c in mine if c.status == "completed"]
     dialed = {c.provider_call_id for c in mine} & invites.keys()
@@ -942,71 +1058,104 @@ def _s1_concurrency_rows(b: Bench, load: LoadRun, calls: dict, invites: dict, au
     heard = [audio[c.pk]["speech"] for c in mine if c.pk in audio]
     peak = sip.peak_in_progress(mine)
     polled = max((s.in_progress for s in load.samples), default=0)
-    b.add(Row("S1", f"answered calls in progress at once, {n} submitted at once", peak,
-              "calls", target=f">= {n}", met=peak >= n,
-              server_cpu=(load.own_cpu + load.tts_cpu) / load.wall, client_cpu=load.client_cpu,
-              note=f"{p.s1_agents} agents x {p.s1_agent_calls}, placed {split}; polled every "
-              f"0.2 s: {polled}"))  # fmt: skip
-    b.add(Row("S1", "calls lost: not completed, or no INVITE at SIPp", lost, "lost",
-              target="0", met=lost == 0 and not unknown,
-              note=f"{len(completed)} of {n} completed; SIPp saw {len(dialed)} of their "
-              f"Call-IDs, {len(invites)} distinct INVITE Call-IDs in all S1 and {unknown} "
-              f"unknown to the database; SIPp exit {sipp_status}; {sum(x > 0 for x in heard)} "
-              f"calls heard echoed speech, median "
-              f"{statistics.median(heard) if heard else math.nan:.1f} s"))  # fmt: skip
+    b.add(
+        Row(
+            "sip_50_calls",
+            f"answered calls in progress at once, {n} submitted at once",
+            peak,
+            "calls",
+            target=f">= {n}",
+            met=peak >= n,
+            server_cpu=(load.own_cpu + load.tts_cpu) / load.wall,
+            client_cpu=load.client_cpu,
+            note=f"{p.sip_50_agents} agents x {p.sip_50_agent_calls}, placed {split}; polled every "
+            f"0.2 s: {polled}",
+        )
+    )
+    b.add(
+        Row(
+            "sip_50_calls",
+            "calls lost: not completed, or no INVITE at SIPp",
+            lost,
+            "lost",
+            target="0",
+            met=lost == 0 and not unknown,
+            note=f"{len(completed)} of {n} completed; SIPp saw {len(dialed)} of their "
+            f"Call-IDs, {len(invites)} distinct INVITE Call-IDs in all sip_50_calls and {unknown} "
+            f"unknown to the database; SIPp exit {sipp_status}; {sum(x > 0 for x in heard)} "
+            f"calls heard echoed speech, median "
+            f"{statistics.median(heard) if heard else math.nan:.1f} s",
+        )
+    )
     return peak
 
 
-def _s1_cost_rows(b: Bench, load: LoadRun, peak: int) -> None:
+def _sip_50_cost_rows(b: Bench, load: LoadRun, peak: int) -> None:
     p = b.profile
     cpu = load.own_cpu + load.tts_cpu
-    b.add(Row("S1", "agents' CPU per call", cpu / p.s1_calls * 1000, "CPU ms",
+    b.add(Row("sip_50_calls", "agents' CPU per call", cpu / p.sip_50_calls * 1000, "CPU ms",
               server_cpu=cpu / load.wall,
-              note=f"{load.tts_cpu / p.s1_calls * 1000:.0f} ms of it espeak-ng and sox; "
+              note=f"{load.tts_cpu / p.sip_50_calls * 1000:.0f} ms of it espeak-ng and sox; "
               f"{cpu:.1f} s over {load.wall:.0f} s"))  # fmt: skip
     up_cpu, up, span = sip.cpu_while_up(load.samples)
-    b.add(Row("S1", f"agents' CPU while {up} calls are up (100% = one core)", up_cpu * 100,
-              "%", server_cpu=up_cpu, note=f"over {span:.1f} s"))  # fmt: skip
+    b.add(
+        Row(
+            "sip_50_calls",
+            f"agents' CPU while {up} calls are up (100% = one core)",
+            up_cpu * 100,
+            "%",
+            server_cpu=up_cpu,
+            note=f"over {span:.1f} s",
+        )
+    )
     peak_rss = max((s.rss for s in load.samples), default=load.idle_rss)
     per_call = (peak_rss - load.idle_rss) / max(peak, 1) / 1024
-    b.add(Row("S1", "agents' RSS per concurrent call (peak - idle)", per_call, "KiB",
+    b.add(Row("sip_50_calls", "agents' RSS per concurrent call (peak - idle)", per_call, "KiB",
               note=f"idle {load.idle_rss / 2**20:.0f} MiB, peak {peak_rss / 2**20:.0f} MiB, "
-              f"{p.s1_agents} agents"))  # fmt: skip
+              f"{p.sip_50_agents} agents"))  # fmt: skip
 
 
-def _s1_latency_rows(b: Bench, load: LoadRun, acks: dict, calls: dict, invites: dict) -> None:
+def _sip_50_latency_rows(b: Bench, load: LoadRun, acks: dict, calls: dict, invites: dict) -> None:
     p = b.profile
     lat = _ack_to_invite_ms(load.acks, calls, invites)
-    b.add(Row("S1", f"call_ack to INVITE, {p.s1_calls} at once (TTS misses): p95",
+    b.add(Row("sip_50_calls", f"call_ack to INVITE, {p.sip_50_calls} at once (TTS misses): p95",
               percentile(lat, 95), "ms",
               note=f"p50 {percentile(lat, 50):.0f} ms, max {percentile(lat, 100):.0f} ms; "
               f"{len(lat)} calls"))  # fmt: skip
     lat = {kind: _ack_to_invite_ms(acks[kind], calls, invites) for kind in ("miss", "hit")}
-    how = f"{p.s1_latency_batch} at a time"
+    how = f"{p.sip_50_latency_batch} at a time"
     for label, stat in (("p50", 50), ("p95", 95), ("max", 100)):
         miss, hit = percentile(lat["miss"], stat), percentile(lat["hit"], stat)
-        b.add(Row("S1", f"call_ack to INVITE, TTS cache miss: {label}", miss, "ms",
+        b.add(Row("sip_50_calls", f"call_ack to INVITE, TTS cache miss: {label}", miss, "ms",
                   note=f"{len(lat['miss'])} calls, {how}" if stat == 50 else ""))  # fmt: skip
         target = stat == 95
-        b.add(Row("S1", f"call_ack to INVITE, TTS cache hit: {label}", hit, "ms", miss,
+        b.add(Row("sip_50_calls", f"call_ack to INVITE, TTS cache hit: {label}", hit, "ms", miss,
                   "cache miss", "<= 100 ms" if target else "", (hit <= 100) if target else None,
                   note=f"{len(lat['hit'])} calls, {how}" if stat == 50 else ""))  # fmt: skip
 
 
-def _s1_render_rows(b: Bench) -> None:
+def _sip_50_render_rows(b: Bench) -> None:
     p = b.profile
-    texts = [sip.message(f"render {i}", p.s1_sentences) for i in range(p.s1_render_texts)]
+    texts = [sip.message(f"render {i}", p.sip_50_sentences) for i in range(p.sip_50_render_texts)]
     r = sip.render_ms(texts)
     miss = statistics.median(r["miss"])
     hits, misses = r["counters"]
     spoken = statistics.median(r["audio_s"])
-    b.add(Row("S1", "Speech.render in-process, new text (miss): median", miss, "ms",
+    b.add(Row("sip_50_calls", "Speech.render in-process, new text (miss): median", miss, "ms",
               note=f"{len(texts)} texts speaking {spoken:.1f} s each"))  # fmt: skip
-    b.add(Row("S1", "Speech.render, same text again (memory hit): median",
+    b.add(Row("sip_50_calls", "Speech.render, same text again (memory hit): median",
               statistics.median(r["memory"]), "ms", miss, "miss",
               note=f"Speech counters: {hits} hits, {misses} misses"))  # fmt: skip
-    b.add(Row("S1", "Speech.render, same text, new Speech on that cache (file hit): median",
-              statistics.median(r["file"]), "ms", miss, "miss"))  # fmt: skip
+    b.add(
+        Row(
+            "sip_50_calls",
+            "Speech.render, same text, new Speech on that cache (file hit): median",
+            statistics.median(r["file"]),
+            "ms",
+            miss,
+            "miss",
+        )
+    )
 
 
 # --- issue 26: TLS + SRTP against plain UDP, and 200 calls on one agent ------------------------
@@ -1171,10 +1320,10 @@ def sip_tls_srtp_cpu(b: Bench) -> None:
 
 
 def sip_200_calls(b: Bench) -> None:
-    """One agent (SIP_AGENTS=1) given every call at once, all answered and up together:
-    over plain UDP, then (when the profile asks) over TLS with SRTP through Kamailio. The UDP
-    leg's far-end media is the RTP meter, for issue 29's S1 (each call's length against its
-    message, the agent's send jitter), beside the same meter on a call alone: the baseline."""
+    """One agent (SIP_AGENTS=1) given every call at once, all answered and up together: over plain
+    UDP, then (when the profile asks) over TLS with SRTP through Kamailio. The UDP leg's far-end
+    media is the RTP meter, for issue 29's steady audio (each call's length against its message, the
+    agent's send jitter), beside the same meter on a call alone: the baseline."""
     p = b.profile
     fixtures.calls_reset()
     sip.check_no_worker()
@@ -1215,7 +1364,7 @@ def sip_200_calls(b: Bench) -> None:
 
 
 def _steady_rows(b: Bench, what: str, load: sip.Steady, alone: sip.Steady, n: int) -> None:
-    """Issue 29's S1, as the far end measured it: each call's length against its message,
+    """Issue 29's sip_50_calls, as the far end measured it: each call's length against its message,
     and the agent's RTP send jitter, each beside the same figure of a call alone."""
     within = sum(1 for off in load.off_s if off <= 0.5)
     how = f"{len(alone.off_s)} call{'s' if len(alone.off_s) != 1 else ''} alone"
@@ -1387,9 +1536,11 @@ def _forward_delay_rows(b: Bench, run: forward.Bridges, floor: dict, n: int) -> 
               "callers' first packets"))  # fmt: skip
 
 
-SCENARIOS = [("H1", h1), ("H2", h2), ("H3", h3), ("H4", h4), ("E1", e1),
-             ("W1", w1), ("W2", w2), ("W3", w3), ("W3_embedded", w3_embedded), ("W4", w4),
-             ("S1", s1),
+SCENARIOS = [("http_bare_asgi", http_bare_asgi), ("http_me", http_me),
+             ("http_history", http_history), ("http_logins", http_logins),
+             ("embedded_me", embedded_me), ("ws_idle", ws_idle), ("ws_ping", ws_ping),
+             ("ws_call_acks", ws_call_acks), ("ws_call_acks_embedded", ws_call_acks_embedded),
+             ("ws_status_push", ws_status_push), ("sip_50_calls", sip_50_calls),
              ("sip_tls_srtp_cpu", sip_tls_srtp_cpu), ("sip_200_calls", sip_200_calls),
              ("sip_forward_cpu", sip_forward_cpu),
              ("sip_forward_100", sip_forward_100)]  # fmt: skip

@@ -1,4 +1,4 @@
-"""S1's machinery: telephony agents against SIPp, SIPp's message log, the calls as the
+"""sip_50_calls's machinery: telephony agents against SIPp, SIPp's message log, the calls as the
 database has them, and Speech timed in-process.
 
 Imported after Django is set up: the telephony test helpers it reuses import the models.
@@ -27,7 +27,7 @@ from telephony.speech import Speech
 from tests.live import ChildProcess, child_environ, wait_until
 from tests.telephony.conftest import Sipp, free_udp_port, rtp_range, udp_port_taken
 
-__all__ = ["Sipp", "free_udp_port"]  # S1 starts SIPp with the telephony tests' helper
+__all__ = ["Sipp", "free_udp_port"]  # sip_50_calls starts SIPp with the telephony tests' helper
 
 # Each sentence adds about 5-7 s of espeak-ng speech; the opening alone is about 2 s.
 SENTENCES = (
@@ -59,7 +59,7 @@ def check_no_worker() -> None:
         except psutil.Error:
             continue
         if "relay_worker" in argv:
-            raise RuntimeError(f"a relay_worker (pid {child.pid}) is running during S1")
+            raise RuntimeError(f"a relay_worker (pid {child.pid}) is running during sip_50_calls")
     queued = CallRequest.objects.filter(status=CallState.QUEUED).count()
     if queued:
         raise RuntimeError(f"{queued} queued calls are left over: the agents would dial them")
@@ -466,7 +466,7 @@ def render_ms(texts: list[str]) -> dict:
     return out
 
 
-# --- steady audio (issue 29, S1): the calls as the far end heard them -----------------------------
+# --- steady audio (issue 29, sip_50_calls): the calls as the far end heard them -------------------
 @dataclass
 class Steady:
     """Metered calls as the far end saw them: each call's length against its message, and

@@ -3,20 +3,20 @@
 It opens its sockets and prints `READY {...}`; then, for every `RUN {overrides}` line on
 stdin, it runs its mode with the config updated by the overrides and prints `RESULT {...}`;
 `STOP` (or end of input) closes the sockets and ends it. Modes:
-- idle: hold the sockets until `STOP` (W1).
+- idle: hold the sockets until `STOP` (ws_idle).
 - ping: send `ping` frames at a fixed total rate, open loop, round-robin over the sockets;
   latency runs from each frame's scheduled send time to its pong, so a slow server cannot
-  slow the load down and hide its own queueing (W2). With `window`, closed loop instead:
+  slow the load down and hide its own queueing (ws_ping). With `window`, closed loop instead:
   each socket keeps that many pings in flight (round trips/s at saturation).
 - call: submit `call` frames at a fixed rate (open loop), or keep `window` calls in flight per
   socket (closed loop, for sustained acks/s), or send `burst` calls on every socket back to
-  back, all sockets at once; latency to the `call_ack` (W3). The wall-clock times of the
+  back, all sockets at once; latency to the `call_ack` (ws_call_acks). The wall-clock times of the
   first send and of the last ack let the harness time a burst across processes.
-- status: submit calls at a fixed rate and time every `call_status` from its `ts` (W4).
+- status: submit calls at a fixed rate and time every `call_status` from its `ts` (ws_status_push).
 - probe: time `bench_probe` frames pushed through the channel layer by the harness, until
-  an `END` line (W4's baseline).
+  an `END` line (ws_status_push's baseline).
 - submit: send the `calls` given in the run (callId and message each) at once, round-robin
-  over the sockets, and note the wall-clock time each `call_ack` arrives (S1 sets that
+  over the sockets, and note the wall-clock time each `call_ack` arrives (sip_50_calls sets that
   against SIPp's log of the INVITE, so it must be the clock both processes share).
 Every mode is bounded by `deadline` seconds, whatever the server does.
 """

@@ -17,7 +17,7 @@ from relay.server_errors import error_response  # noqa: E402
 
 # Threads: a request waiting in the password-hashing queue holds one thread of its worker,
 # and the worker's other threads go on serving (with sync workers, a flood of logins held
-# every worker and /me waited in the listen backlog: docs/benchmarks.md, H4).
+# every worker and /me waited in the listen backlog: docs/benchmarks.md, http_logins).
 worker_class = "gthread"
 workers = settings.HTTP_WORKERS
 threads = settings.HTTP_THREADS

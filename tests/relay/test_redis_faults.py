@@ -153,10 +153,10 @@ def test_the_rate_limit_counter_expires_with_its_window(redis):
 
 
 async def test_more_operations_at_once_than_the_pool_holds_wait_for_a_connection(redis):
-    # A batch of acks lets every socket of a Daphne process push at the same moment (W3: 100
-    # sockets, beside the receive's blocking pop). redis-py's pool refused the command past its
-    # 100 connections at once (MaxConnectionsError), and a receive refused that way closed
-    # every socket of the process with 4503.
+    # A batch of acks lets every socket of a Daphne process push at the same moment (ws_call_acks:
+    # 100 sockets, beside the receive's blocking pop). redis-py's pool refused the command past its
+    # 100 connections at once (MaxConnectionsError), and a receive refused that way closed every
+    # socket of the process with 4503.
     layer = make_layer(redis)
     channel = await layer.new_channel()
     await layer.group_add("listening", channel)
