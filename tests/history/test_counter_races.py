@@ -6,77 +6,73 @@ import itertools
 import threading
 
 import pytest
-from django.db import connection
 
 from core.errors import NotFound
 from history.models import CallRecord
 from history.selectors import history_page
 from history.services import call_record_counters_recount, record_inbound_call
 from tests.factories import NumberFactory, UserFactory
-from tests.totals import assert_totals_exact, run_together
+from tests.totals import CONCURRENT_WRITERS, assert_totals_exact, run_together
 from virtual_numbers import services as numbers
 from virtual_numbers.models import Number
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="concurrent writers need PostgreSQL: SQLite runs one writer at a time",
-    ),
-]
+pytestmark = [pytest.mark.django_db(transaction=True), CONCURRENT_WRITERS]
 
 WRITERS = 8
 RECORDS_EACH = 25
 STATUSES = ["answered", "missed", "blocked"]
 
 
-def test_concurrent_records_deletions_and_recounts_never_make_the_counters_drift():
-    owner = UserFactory()
-    held = [NumberFactory(owner=owner) for _ in range(5)]
-    bystander = NumberFactory()  # another owner's number, written to at the same time
-    halfway = threading.Event()  # the deletions wait until records are flowing
-    written = itertools.count(1)
+class Records:
+    """WRITERS threads recording calls on the owner's numbers and a bystander's; `halfway` is
+    set when half of all records are written, so the deletions land among live writes."""
 
-    def writer(index: int):
-        def write():
+    def __init__(self, held: list[Number], bystander: Number):
+        self.numbers = [*held, bystander]
+        self.halfway = threading.Event()
+        self.written = itertools.count(1)
+
+    def writer(self, index: int):
+        def write() -> int:
             # Instances of its own, as another process would have: a deletion in one
             # thread must not change the objects another holds.
-            mine = [Number.objects.get(pk=n.pk) for n in [*held, bystander]]
+            mine = [Number.objects.get(pk=n.pk) for n in self.numbers]
             refused = 0
             for i in range(RECORDS_EACH):
-                number = mine[(index + i) % 6]
                 try:
                     record_inbound_call(
-                        number=number,
+                        number=mine[(index + i) % len(mine)],
                         caller_num=f"+4477009001{index:02d}",
                         status=STATUSES[(index * 7 + i) % 3],
                         duration=i,
                     )
                 except NotFound:
                     refused += 1  # its number was deleted a moment ago
-                if next(written) == WRITERS * RECORDS_EACH // 2:
-                    halfway.set()
+                if next(self.written) == WRITERS * RECORDS_EACH // 2:
+                    self.halfway.set()
             return refused
 
         return write
 
-    def deleter(number, delete):
+    def once_halfway(self, job, **kwargs):
         def run():
-            assert halfway.wait(timeout=60)
-            delete(number=number)
+            assert self.halfway.wait(timeout=60)
+            return job(**kwargs)
 
         return run
 
-    def recounter():
-        assert halfway.wait(timeout=60)
-        return call_record_counters_recount()
+
+def test_concurrent_records_deletions_and_recounts_never_make_the_counters_drift():
+    owner = UserFactory()
+    held = [NumberFactory(owner=owner) for _ in range(5)]
+    records = Records(held, bystander=NumberFactory())  # another owner's, written at once
 
     results = run_together(
-        [writer(i) for i in range(WRITERS)]
+        [records.writer(i) for i in range(WRITERS)]
         + [
-            deleter(held[0], numbers.number_delete),
-            deleter(held[1], numbers.number_release),
-            recounter,
+            records.once_halfway(numbers.number_delete, number=held[0]),
+            records.once_halfway(numbers.number_release, number=held[1]),
+            records.once_halfway(call_record_counters_recount),
         ]
     )
 

@@ -71,39 +71,36 @@ def outside_threads(events: list[dict]) -> list[dict]:
     return [e for e in events if "m.relates_to" not in e["content"]]
 
 
-def test_a_newcomer_joins_the_bots_room_hears_of_a_call_and_places_one_from_the_chat(
-    relay, bot_account, matrix_user_factory
-):
-    bot_id = bot_account.user_id
-
-    # runrelay started the bot's /sync loop as one of its own children.
+def children_once_the_bot_runs(relay) -> list[psutil.Process]:
+    """Once runrelay has started the bot's /sync loop as one of its own children: every
+    process runrelay started."""
     runrelay = psutil.Process(relay.proc.pid)
     wait_until(
         lambda: any("matrix_bot" in cmdline(child) for child in runrelay.children()),
         deadline=DEADLINE,
         what="a matrix_bot child of runrelay",
     )
-    children = runrelay.children(recursive=True)
+    return runrelay.children(recursive=True)
 
-    # A newcomer registers and gives their Matrix id: invited to a direct room.
+
+def newcomer_joins(relay, member: MatrixUser, bot_id: str) -> tuple[str, str]:
+    """A newcomer registers and gives their Matrix id, is invited to a direct room and joins
+    it, and the live bot sees the join: their JWT and the room's id."""
     email = f"newcomer-{uuid.uuid4().hex[:8]}@example.com"
     credentials = {"email": email, "password": "a-long-and-unusual-passphrase"}
     status, registered = http("POST", f"{relay.base}/api/auth/register", credentials)
     assert status == 201, registered
     token = registered["token"]
-    member = matrix_user_factory("newcomer")
     status, body = http("PUT", f"{relay.base}/api/user/matrix", {"matrixId": member.user_id}, token)
     assert (status, body) == (
         200,
         {"success": True, "matrixId": member.user_id, "matrixStatus": "invited"},
     )
-
     room_id, invite_state = member.wait_for_invite(deadline=DEADLINE)
     (own,) = [
         e for e in invite_state if e["type"] == "m.room.member" and e["state_key"] == member.user_id
     ]
-    assert own["content"]["membership"] == "invite"
-    assert own["content"]["is_direct"] is True
+    assert (own["content"]["membership"], own["content"]["is_direct"]) == ("invite", True)
     assert own["sender"] == bot_id
     member.join(room_id)
 
@@ -113,14 +110,18 @@ def test_a_newcomer_joins_the_bots_room_hears_of_a_call_and_places_one_from_the_
         return me["matrixStatus"] == "joined"
 
     wait_until(joined, deadline=DEADLINE, what="matrixStatus joined (the live bot saw the join)")
+    return token, room_id
 
-    # A call placed on the socket: one notice in the room once it has ended.
+
+def call_on_the_socket(relay, token: str, call_id: str) -> dict:
+    """Place a call on the socket: its `completed` frame."""
     status, dashboard = http("GET", f"{relay.base}/api/dashboard", token=token)
     assert status == 200, dashboard
     assert dashboard["matrixStatus"] == "joined"
     with connect(dashboard["wsUrl"], open_timeout=10) as ws:
-        frame = {"type": "call", "callId": "live-1", "to": SOCKET_TARGET, "message": "Hi"}
-        ws.send(json.dumps(frame))
+        ws.send(
+            json.dumps({"type": "call", "callId": call_id, "to": SOCKET_TARGET, "message": "Hi"})
+        )
 
         def completed() -> dict | None:
             try:
@@ -129,12 +130,14 @@ def test_a_newcomer_joins_the_bots_room_hears_of_a_call_and_places_one_from_the_
                 return None
             assert received["type"] != "error", received
             done = received["type"] == "call_status" and received["status"] == "completed"
-            return received if done and received["callId"] == "live-1" else None
+            return received if done and received["callId"] == call_id else None
 
-        final = wait_until(completed, deadline=DEADLINE, what="call live-1 completed", interval=0)
+        return wait_until(
+            completed, deadline=DEADLINE, what=f"call {call_id} completed", interval=0
+        )
 
-    told = f"Your call to {SOCKET_TARGET} completed, {final['duration']} s."
 
+def told_once_in_the_room(member: MatrixUser, room_id: str, bot_id: str, told: str) -> None:
     def socket_call_told(events: list[dict]) -> bool:
         return any(e["content"].get("body") == told for e in from_bot(events, bot_id))
 
@@ -144,11 +147,13 @@ def test_a_newcomer_joins_the_bots_room_hears_of_a_call_and_places_one_from_the_
         for e in outside_threads(from_bot(events, bot_id))
         if e["content"]["body"].startswith(f"Your call to {SOCKET_TARGET}")
     ]
-    assert notice["content"]["msgtype"] == "m.notice"
-    assert notice["content"]["body"] == told
+    assert (notice["content"]["msgtype"], notice["content"]["body"]) == ("m.notice", told)
 
-    # `!call` typed in the room: placed, with callId the command's event id, and answered in
-    # the command's thread: queued, then how it ended.
+
+def call_from_the_chat(relay, token, member: MatrixUser, room_id: str, bot_id: str):
+    """`!call` typed in the room: placed, with callId the command's event id, and answered in
+    the command's thread: queued, then how it ended. The command's event id, the calls page and
+    the room's events."""
     command = member.send_text(room_id, f"!call {CHAT_TARGET} Hello from the chat")
 
     def answered(events: list[dict]) -> bool:
@@ -170,16 +175,36 @@ def test_a_newcomer_joins_the_bots_room_hears_of_a_call_and_places_one_from_the_
     ]
     assert re.fullmatch(r"Your call to \S+ completed, \d+ s\.", replies[1]["content"]["body"])
     assert all(e["content"]["msgtype"] == "m.notice" for e in replies)
+    return command, page, events
+
+
+def sigterm_stops_everything(relay, children: list[psutil.Process]) -> None:
+    """SIGTERM stops runrelay and every process it started, the bot's /sync loop too, and the
+    bot lets go of its reader's lease: the next start reads at once, not after it lapses."""
+    relay.proc.send_signal(signal.SIGTERM)
+    assert relay.proc.wait(timeout=30) == 0
+    _gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"left running: {[(p.pid, cmdline(p)) for p in alive]}"
+    state = MatrixBotState.objects.get()
+    assert (state.sync_holder, state.sync_lease_until) == ("", None)
+
+
+def test_a_newcomer_joins_the_bots_room_hears_of_a_call_and_places_one_from_the_chat(
+    relay, bot_account, matrix_user_factory
+):
+    bot_id = bot_account.user_id
+    children = children_once_the_bot_runs(relay)
+    member = matrix_user_factory("newcomer")
+    token, room_id = newcomer_joins(relay, member, bot_id)
+
+    final = call_on_the_socket(relay, token, "live-1")
+    told = f"Your call to {SOCKET_TARGET} completed, {final['duration']} s."
+    told_once_in_the_room(member, room_id, bot_id, told)
+
+    command, page, events = call_from_the_chat(relay, token, member, room_id, bot_id)
     # Both calls are listed, and each was told once: the chat's only in its thread.
     assert sorted(c["callId"] for c in page["calls"]) == sorted(["live-1", command])
     bodies = [e["content"]["body"] for e in outside_threads(from_bot(events, bot_id))]
     assert bodies == [told]
 
-    # SIGTERM stops runrelay and every process it started, the bot's /sync loop too.
-    relay.proc.send_signal(signal.SIGTERM)
-    assert relay.proc.wait(timeout=30) == 0
-    _gone, alive = psutil.wait_procs(children, timeout=10)
-    assert not alive, f"left running: {[(p.pid, cmdline(p)) for p in alive]}"
-    # The bot let go of its reader's lease: the next start reads at once, not after it lapses.
-    state = MatrixBotState.objects.get()
-    assert (state.sync_holder, state.sync_lease_until) == ("", None)
+    sigterm_stops_everything(relay, children)

@@ -14,20 +14,15 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from accounts import services as accounts
+from realtime.models import TERMINAL_STATES as TERMINAL
 from realtime.models import CallRequest
-from tests.factories import UserFactory
 from tests.live import PrivateRedis, RelayProcess, eventually, http, wait_until
 
-
-@pytest.fixture
-def user(db):
-    """A user whose plan's quotas this module's load never reaches: it tests load, not
-    quotas (tests/accounts/test_quotas.py does)."""
-    return UserFactory(unmetered=True)
-
-
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
-TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.unmetered,
+    pytest.mark.timeout(300),
+]
 
 
 async def submit(ws, call_id: str) -> dict:
@@ -157,6 +152,52 @@ async def steady_client(relay, token: str, client: int, stop: asyncio.Event, ans
         await asyncio.sleep(RECONNECT_BACKOFF)
 
 
+class SteadyClients:
+    """CLIENTS steady_clients on one Relay, each with a token of `user`, all answers in one list."""
+
+    def __init__(self, relay, tokens: list[str]):
+        self.answers: list[Answer] = []
+        self.stop = asyncio.Event()
+        self.tasks = [
+            asyncio.create_task(steady_client(relay, token, n, self.stop, self.answers))
+            for n, token in enumerate(tokens)
+        ]
+
+    def every_client_had(self, kind: str, since: int, times: int = 1) -> bool:
+        counts = Counter(a.client for a in self.answers[since:] if a.kind == kind)
+        return all(counts[client] >= times for client in range(len(self.tasks)))
+
+    async def wait_for_every_client(self, kind: str, times: int, what: str, deadline=15) -> None:
+        """Until every client has had `times` answers of `kind` from now on."""
+        check = partial(self.every_client_had, kind, len(self.answers), times=times)
+        await eventually(check, deadline=deadline, what=what)
+
+    async def finish(self) -> list[BaseException]:
+        """Stop the clients (cancelled if still running after a failure); their errors."""
+        self.stop.set()
+        results = await asyncio.gather(*self.tasks, return_exceptions=True)
+        return [r for r in results if isinstance(r, BaseException)]
+
+    def cancel(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+
+async def restart_redis_under_the_clients(redis, clients: SteadyClients, restart: int) -> None:
+    await asyncio.to_thread(redis.stop)
+    # Every socket learns that Redis is gone, and so do the ones that reconnect while it is:
+    # a 4503 close, never silence.
+    await clients.wait_for_every_client("closed", 2, f"4503 closes while Redis is down ({restart})")
+    await asyncio.to_thread(redis.start)
+    # Once Redis is back, every client's calls are acked again.
+    await clients.wait_for_every_client("ack", 10, f"acks once Redis is back ({restart})")
+
+
+def every_call_ended(user, call_ids: set[str]) -> bool:
+    calls = dict(CallRequest.objects.filter(owner=user).values_list("call_id", "status"))
+    return all(calls.get(call_id) in TERMINAL for call_id in call_ids)
+
+
 async def test_every_call_is_answered_within_seconds_while_redis_restarts_again_and_again(
     user, tmp_path
 ):
@@ -166,58 +207,25 @@ async def test_every_call_is_answered_within_seconds_while_redis_restarts_again_
     redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
     relay = await sync_to_async(RelayProcess)(tmp_path / "relay", REDIS_URL=redis.url)
     tokens = [(await sync_to_async(accounts.session_open)(user=user)).token for _ in range(CLIENTS)]
-    answers: list[Answer] = []
-    stop = asyncio.Event()
-    clients = [
-        asyncio.create_task(steady_client(relay, token, n, stop, answers))
-        for n, token in enumerate(tokens)
-    ]
-
-    def every_client_had(kind: str, since: int, times: int = 1):
-        counts = Counter(a.client for a in answers[since:] if a.kind == kind)
-        return all(counts[client] >= times for client in range(CLIENTS))
-
+    clients = SteadyClients(relay, tokens)
     try:
-        await eventually(partial(every_client_had, "ack", 0), deadline=30, what="first acks")
+        await clients.wait_for_every_client("ack", 1, "first acks", deadline=30)
         for restart in range(RESTARTS):
-            mark = len(answers)
-            await asyncio.to_thread(redis.stop)
-            # Every socket learns that Redis is gone, and so do the ones that reconnect while
-            # it is: a 4503 close, never silence.
-            await eventually(
-                partial(every_client_had, "closed", mark, times=2),
-                deadline=15,
-                what=f"4503 closes while Redis is down ({restart})",
-            )
-            await asyncio.to_thread(redis.start)
-            mark = len(answers)
-            # Once Redis is back, every client's calls are acked again.
-            await eventually(
-                partial(every_client_had, "ack", mark, times=10),
-                deadline=15,
-                what=f"acks once Redis is back ({restart})",
-            )
-        stop.set()
-        results = await asyncio.gather(*clients, return_exceptions=True)
-        assert [r for r in results if isinstance(r, BaseException)] == []
+            await restart_redis_under_the_clients(redis, clients, restart)
+        assert await clients.finish() == []
 
+        answers = clients.answers
         late = [a for a in answers if a.kind == "silent" or a.seconds > ANSWER_DEADLINE]
         assert late == [], f"{len(late)} of {len(answers)} call frames unanswered for 5 s"
         assert {a.detail for a in answers if a.kind == "closed"} == {4503}
         assert {a.detail for a in answers if a.kind == "ack"} == {"queued"}
         acked = {a.call_id for a in answers if a.kind == "ack"}
-
-        def every_acked_call_ended():
-            calls = dict(CallRequest.objects.filter(owner=user).values_list("call_id", "status"))
-            return all(calls.get(call_id) in TERMINAL for call_id in acked)
-
         await sync_to_async(wait_until)(
-            every_acked_call_ended, deadline=90, what="every acked call to end"
+            partial(every_call_ended, user, acked), deadline=90, what="every acked call to end"
         )
     finally:
-        for client in clients:  # still running only if the test failed early
-            client.cancel()
-        await asyncio.gather(*clients, return_exceptions=True)
+        clients.cancel()  # still running only if the test failed early
+        await clients.finish()
         await sync_to_async(relay.stop)()
         await sync_to_async(redis.stop)()
 

@@ -1,6 +1,8 @@
 """A Python client generated with openapi-python-client from the live server's /api/schema
 runs the whole flow against that server (issue 17): register, CAPTCHA, number, block and
-unblock, history, a call and its cancel, and the documented errors on the way.
+unblock, history, a call and its cancel, and the documented errors on the way. One server and
+one generated client serve every test of the module (each start costs seconds); each test
+registers a user of its own.
 
 The client raises on any status the schema does not document (raise_on_unexpected_status),
 and parses every documented body into the schema's models, whose `code` enums refuse a code
@@ -31,21 +33,21 @@ content_type_overrides:
 """
 
 
-@pytest.fixture
-def relay(tmp_path):
-    inventory_provision(start="+442079460000", count=20)
-    # Steps a minute apart: the call is still before its end when the test cancels it.
-    process = RelayProcess(tmp_path / "server", SIMULATED_STEP_SECONDS="60")
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory, django_db_setup):
+    # Steps a minute apart: a call is still before its end when a test cancels it.
+    process = RelayProcess(tmp_path_factory.mktemp("server"), SIMULATED_STEP_SECONDS="60")
     yield process
     process.stop()
 
 
-@pytest.fixture
-def generated(relay, tmp_path):
+@pytest.fixture(scope="module")
+def generated(relay, tmp_path_factory):
     """The client package generated from the live schema, imported from a folder of its own."""
-    config = tmp_path / "client.yml"
+    folder = tmp_path_factory.mktemp("client")
+    config = folder / "client.yml"
     config.write_text(CONFIG)
-    out = tmp_path / "client"
+    out = folder / "client"
     result = subprocess.run(  # noqa: S603 - the generator from our own venv
         [
             sys.executable,
@@ -86,22 +88,62 @@ def model(name: str):
     return getattr(importlib.import_module(f"{PACKAGE}.models"), name)
 
 
-def test_the_generated_client_runs_the_whole_flow(relay, generated):
-    anonymous = generated.Client(base_url=relay.base, raise_on_unexpected_status=True)
+@pytest.fixture
+def anonymous(relay, generated):
+    return generated.Client(base_url=relay.base, raise_on_unexpected_status=True)
 
-    # Register.
-    registered = api("auth.auth_register").sync_detailed(
+
+def register(anonymous, email: str):
+    return api("auth.auth_register").sync_detailed(
         client=anonymous,
         body=model("RegisterInputRequest")(
-            email="client@example.com", password="a-long-passphrase-for-the-client"
+            email=email, password="a-long-passphrase-for-the-client"
         ),
     )
+
+
+@pytest.fixture
+def client(relay, generated, anonymous):
+    """A registered user's client, authenticated with the JWT registration returned."""
+    registered = register(anonymous, f"client-{uuid.uuid4().hex[:8]}@example.com")
     assert registered.status_code == 201
-    token = registered.parsed.token
-    assert registered.parsed.user.api_key.startswith("vr_")
-    client = generated.AuthenticatedClient(
-        base_url=relay.base, token=token, raise_on_unexpected_status=True
+    return generated.AuthenticatedClient(
+        base_url=relay.base, token=registered.parsed.token, raise_on_unexpected_status=True
     )
+
+
+def captcha_answer(anonymous, right: bool):
+    challenge = api("captcha.captcha_issue").sync(client=anonymous)
+    return api("captcha.captcha_verify").sync_detailed(
+        client=anonymous,
+        body=model("VerifyInputRequest")(
+            a=challenge.a,
+            b=challenge.b,
+            answer=challenge.a + challenge.b + (0 if right else 1),
+            challenge_id=challenge.challenge_id,
+        ),
+    )
+
+
+def create_number(client, token: str):
+    return api("numbers.numbers_create").sync_detailed(
+        client=client,
+        body=model("NumberCreateInputRequest")(alias="Office", pin="4821", captcha_token=token),
+    )
+
+
+@pytest.fixture
+def number(client, anonymous):
+    inventory_provision(start="+442079460000", count=20)
+    created = create_number(client, str(captcha_answer(anonymous, right=True).parsed.token))
+    assert created.status_code == 201
+    return created.parsed
+
+
+def test_registration_gives_a_jwt_and_an_api_key_and_an_email_once(relay, generated, anonymous):
+    registered = register(anonymous, "client@example.com")
+    assert registered.status_code == 201
+    assert registered.parsed.user.api_key.startswith("vr_")
     by_key = generated.AuthenticatedClient(
         base_url=relay.base,
         token=registered.parsed.user.api_key,
@@ -110,57 +152,25 @@ def test_the_generated_client_runs_the_whole_flow(relay, generated):
         raise_on_unexpected_status=True,
     )
     assert api("user.user_me").sync(client=by_key).email == "client@example.com"
-    again = api("auth.auth_register").sync_detailed(
-        client=anonymous,
-        body=model("RegisterInputRequest")(
-            email="client@example.com", password="a-long-passphrase-for-the-client"
-        ),
-    )
+    again = register(anonymous, "client@example.com")
     assert again.status_code == 409 and again.parsed.code.value == "email_taken"
 
-    # CAPTCHA: a wrong answer is the documented 400, a right one gives a token.
-    issue, verify = api("captcha.captcha_issue"), api("captcha.captcha_verify")
-    challenge = issue.sync(client=anonymous)
-    wrong = verify.sync_detailed(
-        client=anonymous,
-        body=model("VerifyInputRequest")(
-            a=challenge.a,
-            b=challenge.b,
-            answer=challenge.a + challenge.b + 1,
-            challenge_id=challenge.challenge_id,
-        ),
-    )
-    assert wrong.status_code == 400 and wrong.parsed.code.value == "captcha_wrong_answer"
-    challenge = issue.sync(client=anonymous)
-    captcha = verify.sync(
-        client=anonymous,
-        body=model("VerifyInputRequest")(
-            a=challenge.a,
-            b=challenge.b,
-            answer=challenge.a + challenge.b,
-            challenge_id=challenge.challenge_id,
-        ),
-    )
 
-    # A number.
-    created = api("numbers.numbers_create").sync_detailed(
-        client=client,
-        body=model("NumberCreateInputRequest")(
-            alias="Office", pin="4821", captcha_token=str(captcha.token)
-        ),
-    )
+def test_a_captcha_token_buys_one_number_and_a_wrong_answer_none(client, anonymous):
+    inventory_provision(start="+442079460000", count=20)
+    wrong = captcha_answer(anonymous, right=False)
+    assert wrong.status_code == 400 and wrong.parsed.code.value == "captcha_wrong_answer"
+    token = str(captcha_answer(anonymous, right=True).parsed.token)
+    created = create_number(client, token)
     assert created.status_code == 201
-    number = created.parsed
-    assert number.number.startswith("+4420794600")
-    spent = api("numbers.numbers_create").sync_detailed(
-        client=client,
-        body=model("NumberCreateInputRequest")(
-            alias="Office", pin="4821", captcha_token=str(captcha.token)
-        ),
-    )
+    assert created.parsed.number.startswith("+4420794600")
+    spent = create_number(client, token)
     assert spent.status_code == 400 and spent.parsed.code.value == "captcha_invalid"
 
-    # Block a caller, see it, unblock it (the DELETE carries its body), see it gone.
+
+def test_a_caller_is_blocked_listed_and_unblocked_with_a_delete_that_carries_its_body(
+    client, number
+):
     caller = model("BlockedCallerInputRequest")(caller_num="+447700900123")
     blocked = api("numbers.numbers_blocked_add").sync_detailed(
         number.id, client=client, body=caller
@@ -170,19 +180,17 @@ def test_the_generated_client_runs_the_whole_flow(relay, generated):
     assert [b.caller_num for b in listing.sync(number.id, client=client).blocked] == [
         "+447700900123"
     ]
-    removed = api("numbers.numbers_blocked_remove").sync_detailed(
-        number.id, client=client, body=caller
-    )
+    remove = api("numbers.numbers_blocked_remove")
+    removed = remove.sync_detailed(number.id, client=client, body=caller)
     assert removed.status_code == 200 and removed.parsed.success is True
     assert listing.sync(number.id, client=client).blocked == []
-    gone = api("numbers.numbers_blocked_remove").sync_detailed(
-        number.id, client=client, body=caller
-    )
+    gone = remove.sync_detailed(number.id, client=client, body=caller)
     assert gone.status_code == 404 and gone.parsed.code.value == "not_found"
-    unknown = api("numbers.numbers_blocked_list").sync_detailed(uuid.uuid4(), client=client)
+    unknown = listing.sync_detailed(uuid.uuid4(), client=client)
     assert unknown.status_code == 404
 
-    # History, with one inbound call recorded on the number.
+
+def test_history_lists_a_recorded_call_whose_missing_recording_is_a_404(client, number):
     record_inbound_call(
         number=Number.objects.get(pk=number.id),
         caller_num="+447700900456",
@@ -202,7 +210,8 @@ def test_the_generated_client_runs_the_whole_flow(relay, generated):
     )
     assert recording.status_code == 404
 
-    # A call over POST /api/calls, then its cancel; a second cancel is the documented 409.
+
+def test_a_call_is_submitted_and_canceled_once_and_a_second_cancel_is_a_409(client, number):
     submitted = api("calls.calls_submit").sync_detailed(
         client=client,
         body=model("CallSubmitInputRequest")(
@@ -224,7 +233,10 @@ def test_the_generated_client_runs_the_whole_flow(relay, generated):
     calls = api("calls.calls_list").sync(client=client)
     assert [c.call_id for c in calls.calls] == ["client-call-1"]
 
-    # Errors any request can get (one server for the whole test: each start costs seconds).
+
+def test_a_bad_token_and_a_body_over_the_limit_get_their_documented_errors(
+    relay, generated, anonymous
+):
     stranger = generated.AuthenticatedClient(
         base_url=relay.base, token="not-a-jwt", raise_on_unexpected_status=True
     )
