@@ -326,6 +326,15 @@ METHOD_NOTES = """\
 """
 
 
+# Issues before 30 (and the rows they quote) name the scenarios by short ids.
+OLD_NAMES = (
+    "Scenario names before issue 30: H1 `http_bare_asgi`, H2 `http_me`, H3 `http_history`, "
+    "H4 `http_logins`, E1 `embedded_me`, W1 `ws_idle`, W2 `ws_ping`, W3 `ws_call_acks`, "
+    "W3_embedded `ws_call_acks_embedded`, W4 `ws_status_push`, S1 `sip_50_calls` (issue 29's "
+    "S1 targets, 200 calls on one agent, are `sip_200_calls`' rows)."
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--smoke", action="store_true", help="every scenario at tiny scale")
@@ -404,6 +413,7 @@ def main() -> int:
         f"figure sits next to a baseline measured in the same run.\n\n"
         f"{settings_note(env)}\n\n"
         "Targets are goals: a figure that misses one is reported as it is.\n\n"
+        f"{OLD_NAMES}\n\n"
         "## Results"
     )
     if failures:

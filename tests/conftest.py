@@ -56,8 +56,10 @@ def api_client() -> APIClient:
 
 
 @pytest.fixture
-def user(db):
-    return UserFactory()
+def user(db, request):
+    """A user; in a test marked `unmetered`, one whose plan's quotas the test's load never
+    reaches: it tests load, not quotas (tests/accounts/test_quotas.py does)."""
+    return UserFactory(unmetered=request.node.get_closest_marker("unmetered") is not None)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ with the ORM, independently of core.counters, so the tests do not check it again
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from django.db import connection
 from django.db.models import Count
 
@@ -12,6 +13,12 @@ from realtime.models import CallRequest, CallRequestCounter
 
 HISTORY_KEY = ("owner_id", "number_id", "status")
 CALLS_KEY = ("owner_id", "status")
+
+# Tests whose writers must really run at once, each on its own connection.
+CONCURRENT_WRITERS = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="concurrent writers need PostgreSQL: SQLite runs one writer at a time",
+)
 
 
 def _counted(model, key) -> dict:

@@ -7,6 +7,7 @@ from accounts import services
 from accounts.authentication import session_for_token
 from tests.conftest import api_key_client, jwt_client
 from tests.factories import LoginSessionFactory
+from tests.interface import DASHBOARD_FIELDS
 
 
 @pytest.mark.django_db
@@ -15,15 +16,7 @@ def test_dashboard_has_exact_fields_and_a_ws_url_with_the_callers_token(user, lo
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {
-        "email",
-        "plan",
-        "matrixId",
-        "matrixStatus",
-        "apiKey",
-        "wsUrl",
-        "sessions",
-    }
+    assert set(body) == DASHBOARD_FIELDS
     assert body["email"] == user.email
     assert body["plan"] == "free"
     assert body["matrixId"] is None

@@ -58,13 +58,31 @@ class Request(threading.Thread):
         self.elapsed = time.monotonic() - started
 
 
+def queue_behind(queue, requests: list[Request]) -> None:
+    """Start `requests` one by one, each once the one before it holds its ticket, while the
+    caller holds the only slot: they queue in that order."""
+    for count, request in enumerate(requests, start=1):
+        request.start()
+        wait_until(lambda c=count: waiting(queue) == c, deadline=5, what=f"{count} waiting")
+
+
+def late_behind(queue, queued: list[Request]) -> Request:
+    """One more request, run in this thread once `queued` wait behind the held slot; every
+    request is through when this returns."""
+    with password_hashing_slot():
+        queue_behind(queue, queued)
+        late = Request("late", [])
+        late.run()  # in this thread: it must not wait
+    for request in queued:
+        request.join(timeout=10)
+    return late
+
+
 def test_requests_that_find_the_slot_taken_are_served_in_the_order_they_came(queue):
     served: list[str] = []
     requests = [Request(f"r{n}", served, hold=0.01) for n in range(6)]
     with password_hashing_slot():
-        for count, request in enumerate(requests, start=1):
-            request.start()
-            wait_until(lambda c=count: waiting(queue) == c, deadline=5, what=f"{count} waiting")
+        queue_behind(queue, requests)
     for request in requests:
         request.join(timeout=10)
 
@@ -75,16 +93,8 @@ def test_requests_that_find_the_slot_taken_are_served_in_the_order_they_came(que
 
 def test_a_full_queue_refuses_at_once_with_retry_after(queue):
     queue.PASSWORD_HASH_QUEUE_MAX = 2
-    served: list[str] = []
-    queued = [Request(f"r{n}", served) for n in range(2)]
-    with password_hashing_slot():
-        for count, request in enumerate(queued, start=1):
-            request.start()
-            wait_until(lambda c=count: waiting(queue) == c, deadline=5, what=f"{count} waiting")
-        late = Request("late", served)
-        late.run()  # in this thread: it must not wait
-    for request in queued:
-        request.join(timeout=10)
+    queued = [Request(f"r{n}", []) for n in range(2)]
+    late = late_behind(queue, queued)
 
     assert isinstance(late.outcome, PasswordHashingBusy), late.outcome
     assert late.elapsed < 0.2, late.elapsed
@@ -97,16 +107,8 @@ def test_the_queue_holds_only_what_fits_in_the_wait(queue):
     # to come back once the four and itself are through (2.5 s: 3 s, rounded up).
     with passwords._state() as state:
         state["hash"] = 0.5
-    served: list[str] = []
-    queued = [Request(f"r{n}", served) for n in range(4)]
-    with password_hashing_slot():
-        for count, request in enumerate(queued, start=1):
-            request.start()
-            wait_until(lambda c=count: waiting(queue) == c, deadline=5, what=f"{count} waiting")
-        late = Request("late", served)
-        late.run()
-    for request in queued:
-        request.join(timeout=10)
+    queued = [Request(f"r{n}", []) for n in range(4)]
+    late = late_behind(queue, queued)
 
     assert isinstance(late.outcome, PasswordHashingBusy)
     assert late.outcome.headers["Retry-After"] == "3"

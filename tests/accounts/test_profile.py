@@ -7,6 +7,7 @@ import pytest
 from accounts import services
 from tests.conftest import jwt_client
 from tests.factories import UserFactory
+from tests.interface import ME_FIELDS
 
 
 @pytest.mark.django_db
@@ -15,17 +16,7 @@ def test_me_returns_the_profile_with_exact_fields(user, client_jwt):
 
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {
-        "id",
-        "email",
-        "plan",
-        "matrixId",
-        "matrixStatus",
-        "matrixInbound",
-        "matrixOutbound",
-        "createdAt",
-        "quotas",
-    }
+    assert set(body) == ME_FIELDS
     assert body["id"] == str(user.pk)
     assert body["email"] == user.email
     assert body["plan"] == "free"
@@ -105,14 +96,6 @@ def test_a_missing_matrix_id_is_rejected(client_jwt):
 
     assert response.status_code == 400
     assert "matrixId" in response.json()["fields"]
-
-
-@pytest.mark.django_db
-def test_other_methods_on_matrix_are_not_allowed(client_jwt):
-    response = client_jwt.get("/api/user/matrix")
-
-    assert response.status_code == 405
-    assert response.json()["code"] == "method_not_allowed"
 
 
 @pytest.mark.django_db

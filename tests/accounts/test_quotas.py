@@ -7,7 +7,6 @@ tests/telephony/test_trunk.py (SIP, against SIPp)."""
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from accounts.models import DialRefusal
@@ -15,7 +14,7 @@ from accounts.quotas import QuotaExceeded
 from realtime import calls
 from realtime.models import CallRequest, CallState
 from tests.factories import CallRequestFactory, UserFactory
-from tests.totals import run_together
+from tests.totals import CONCURRENT_WRITERS, run_together
 
 DAY = 24 * 3600
 
@@ -184,10 +183,7 @@ async def test_the_socket_answers_an_error_frame_with_retry_after(settings, user
 
 # --- concurrent submits -------------------------------------------------------------------------
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="concurrent writers need PostgreSQL: SQLite runs one writer at a time",
-)
+@CONCURRENT_WRITERS
 @pytest.mark.parametrize("quota", ["concurrent_calls", "calls_per_day"])
 def test_concurrent_submits_never_place_one_call_over_the_quota(settings, quota):
     settings.RATE_LIMIT_CALLS_PER_USER = "1000000/m"

@@ -2,7 +2,6 @@
 each on its own connection, leave the counters equal to a COUNT over the calls."""
 
 import pytest
-from django.db import connection
 
 from core.errors import ApplicationError, ErrorCode
 from realtime import calls, pipeline
@@ -11,15 +10,9 @@ from realtime.pipeline import call_counters_recount
 from realtime.providers import Step
 from realtime.selectors import calls_page
 from tests.factories import UserFactory
-from tests.totals import assert_totals_exact, run_together
+from tests.totals import CONCURRENT_WRITERS, assert_totals_exact, run_together
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="concurrent writers need PostgreSQL: SQLite runs one writer at a time",
-    ),
-]
+pytestmark = [pytest.mark.django_db(transaction=True), CONCURRENT_WRITERS]
 
 CALLS = 30
 WALK = [CallState.DIALING, CallState.RINGING, CallState.IN_PROGRESS, CallState.COMPLETED]

@@ -11,21 +11,17 @@ import pytest
 from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
+from realtime.models import TERMINAL_STATES as TERMINAL
 from realtime.models import CallEvent, CallRequest
-from tests.factories import NumberFactory, UserFactory
+from tests.factories import NumberFactory
 from tests.live import ROOT, RelayProcess, WorkerProcess, relay_env, wait_until
 
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.unmetered,
+    pytest.mark.timeout(300),
+]
 
-@pytest.fixture
-def user(db):
-    """A user whose plan's quotas this module's load never reaches: it tests load, not
-    quotas (tests/accounts/test_quotas.py does)."""
-    return UserFactory(unmetered=True)
-
-
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
-
-TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
 CALLS, SOCKETS = 200, 4
 
 

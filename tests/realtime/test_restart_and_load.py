@@ -11,20 +11,16 @@ from django.db.models import Count
 from websockets.asyncio.client import connect
 
 from accounts import services as accounts
+from realtime.models import TERMINAL_STATES as TERMINAL
 from realtime.models import CallEvent, CallRequest
 from tests.factories import UserFactory
 from tests.live import PrivateRedis, RelayProcess, WorkerProcess, http, wait_until
 
-
-@pytest.fixture
-def user(db):
-    """A user whose plan's quotas this module's load never reaches: it tests load, not
-    quotas (tests/accounts/test_quotas.py does)."""
-    return UserFactory(unmetered=True)
-
-
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
-TERMINAL = {"completed", "busy", "no_answer", "failed", "canceled"}
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.unmetered,
+    pytest.mark.timeout(600),
+]
 
 
 def target(i: int) -> str:

@@ -11,3 +11,11 @@ def redis(tmp_path):
         yield server
     finally:
         server.stop()  # SIGKILL also ends a paused server
+
+
+@pytest.fixture
+def schema(client, db):
+    """The OpenAPI document /api/schema serves, as JSON."""
+    response = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    return response.json()

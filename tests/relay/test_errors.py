@@ -12,8 +12,9 @@ def test_unknown_paths_get_a_json_404(client, path):
 
 
 @pytest.mark.django_db
-def test_a_wrong_method_gets_a_json_405(api_client):
-    response = api_client.get("/api/auth/register")
+@pytest.mark.parametrize("path", ["/api/auth/register", "/api/user/matrix"])
+def test_a_wrong_method_gets_a_json_405(client_jwt, path):
+    response = client_jwt.get(path)
 
     assert response.status_code == 405
     assert response.json()["code"] == "method_not_allowed"

@@ -1,6 +1,7 @@
 import pytest
 
 from core.errors import ErrorCode
+from tests.interface import DASHBOARD_FIELDS, ME_FIELDS
 
 ACCOUNT_PATHS = {
     "/api/auth/register": {"post"},
@@ -24,13 +25,6 @@ ACCOUNT_PATHS = {
     "/api/calls/{call_id}": {"get"},
     "/api/calls/{call_id}/cancel": {"post"},
 }
-
-
-@pytest.fixture
-def schema(client, db):
-    response = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
-    assert response.status_code == 200
-    return response.json()
 
 
 def test_schema_documents_every_operation(schema):
@@ -66,26 +60,8 @@ def test_authenticated_operations_accept_both_schemes(schema):
 
 def test_response_fields_are_spelled_as_the_interface_says(schema):
     components = schema["components"]["schemas"]
-    assert set(components["MeOutput"]["properties"]) == {
-        "id",
-        "email",
-        "plan",
-        "matrixId",
-        "matrixStatus",
-        "matrixInbound",
-        "matrixOutbound",
-        "createdAt",
-        "quotas",
-    }
-    assert set(components["DashboardOutput"]["properties"]) == {
-        "email",
-        "plan",
-        "matrixId",
-        "matrixStatus",
-        "apiKey",
-        "wsUrl",
-        "sessions",
-    }
+    assert set(components["MeOutput"]["properties"]) == ME_FIELDS
+    assert set(components["DashboardOutput"]["properties"]) == DASHBOARD_FIELDS
     assert components["MeOutput"]["properties"]["createdAt"]["type"] == "integer"
 
 

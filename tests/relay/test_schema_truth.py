@@ -36,13 +36,6 @@ RATE_LIMITED = {
 }
 
 
-@pytest.fixture
-def schema(client, db):
-    response = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
-    assert response.status_code == 200
-    return response.json()
-
-
 def operations(schema):
     for path, methods in schema["paths"].items():
         for method, operation in methods.items():
