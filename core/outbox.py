@@ -29,6 +29,16 @@ def backoff(attempts: int) -> timedelta:
     return timedelta(seconds=seconds * jitter)
 
 
+def schedule(task, row: Model, **arguments) -> None:
+    """Enqueue `task(**arguments)`, the attempt of outbox row `row`, at the row's
+    next_attempt_at (at once when that has come), in the caller's transaction: the task
+    exists if and only if the caller commits. `task` is the app's django-tasks task."""
+    due = task
+    if row.next_attempt_at > timezone.now():
+        due = task.using(run_after=row.next_attempt_at)
+    due.enqueue(**arguments)
+
+
 def claim(rows: QuerySet, pk, *, lease: timedelta) -> bool:
     """Take row `pk` of `rows` for one attempt: it must be pending, due, and held by no live
     lease. Whoever gets True is the only one trying it until the lease runs out."""

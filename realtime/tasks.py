@@ -1,4 +1,4 @@
-"""The one module that knows django-tasks: each step of a call is a task, scheduled with
+"""The realtime module that knows django-tasks: each step of a call is a task, scheduled with
 run_after, so one worker drives many calls and a worker that dies loses nothing scheduled.
 
 A step that was running when its worker died leaves the call past its deadline with no task

@@ -1,4 +1,5 @@
-"""Every write of webhooks: the endpoint and its secret, the outbox rows, and their delivery.
+"""Every write of webhooks asked for by a user, staff or core.events: the endpoint and its
+secret, and the outbox rows, each written with its task.
 
 Deliveries are outbox rows (WebhookDelivery) written by `webhook_outbox_write` inside the
 transaction of the event they carry (core.events calls it), and sent after commit by the
@@ -11,27 +12,20 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import secrets
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from django_tasks import task
 
 from accounts import apikeys
 from accounts.models import User
 from core import outbox
 from core.errors import InvalidRequest, NotFound
 from core.urls import AddressRefused, Unresolvable, resolve
-from realtime.models import CallRequest
-from webhooks import delivery
+from webhooks import selectors
 from webhooks.models import EVENT_TYPES, DeliveryStatus, WebhookDelivery, WebhookEndpoint
-
-logger = logging.getLogger(__name__)
-
-LEASE = timedelta(seconds=60)  # longer than one attempt can take (timeouts: 3 s + 5 s)
+from webhooks.tasks import schedule_delivery
 
 
 # --- the endpoint --------------------------------------------------------------------------
@@ -39,10 +33,6 @@ def _new_secret() -> tuple[str, str]:
     """A `whsec_` secret (32 random bytes, base64) and its public id."""
     secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
     return secret, "whs_" + secrets.token_hex(6)
-
-
-def webhook_secret(endpoint: WebhookEndpoint) -> str:
-    return apikeys.decrypt(endpoint.secret_encrypted) or ""
 
 
 def _check_destination(url: str) -> None:
@@ -124,7 +114,7 @@ def webhook_outbox_write(*, events: list[tuple]) -> None:
             user_id__in={user_id for user_id, _ in wanted}, enabled=True
         )
     }
-    callbacks = _status_callbacks(
+    callbacks = selectors.status_callbacks(
         [(user_id, event["callId"]) for user_id, event in wanted if event["type"] == "call_status"]
     )
     rows = []
@@ -151,104 +141,6 @@ def webhook_outbox_write(*, events: list[tuple]) -> None:
         schedule_delivery(row)
 
 
-def _status_callbacks(calls: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """The statusCallback of each (owner id, callId) that has one."""
-    if not calls:
-        return {}
-    rows = (
-        CallRequest.objects.filter(
-            owner_id__in={owner for owner, _ in calls}, call_id__in={call for _, call in calls}
-        )
-        .exclude(status_callback="")
-        .values_list("owner_id", "call_id", "status_callback")
-    )
-    return {(str(owner), call_id): callback for owner, call_id, callback in rows}
-
-
-def _earlier_pending(row: WebhookDelivery) -> bool:
-    return WebhookDelivery.objects.filter(
-        url=row.url, ordering_key=row.ordering_key, status=DeliveryStatus.PENDING, id__lt=row.id
-    ).exists()
-
-
-def delivery_attempt(*, delivery_id: int) -> WebhookDelivery | None:
-    """Send one due delivery, unless an earlier one of the same call and URL is still
-    pending (that one sends this after itself) or another worker holds it. Records the
-    outcome; schedules the retry or the next in line. Returns the row when it was tried."""
-    if not outbox.claim(WebhookDelivery.objects, delivery_id, lease=LEASE):
-        return None
-    row = WebhookDelivery.objects.get(pk=delivery_id)
-    if _earlier_pending(row):
-        WebhookDelivery.objects.filter(pk=row.pk).update(lease_until=None)
-        return None
-    endpoint = WebhookEndpoint.objects.filter(user_id=row.user_id).first()
-    secret = webhook_secret(endpoint) if endpoint is not None else ""
-    if not secret:
-        outcome = delivery.Attempt(delivered=False, error="the webhook's secret is gone")
-    else:
-        outcome = delivery.post(
-            url=row.url, body=row.payload, secret=secret, webhook_id=str(row.webhook_id)
-        )
-    _record_outcome(row, endpoint, outcome)
-    return row
-
-
-def _record_outcome(row: WebhookDelivery, endpoint, outcome: delivery.Attempt) -> None:
-    now = timezone.now()
-    with transaction.atomic():
-        row.attempts += 1
-        row.response_status, row.last_error, row.lease_until = outcome.status, outcome.error, None
-        own = endpoint is not None and row.url == endpoint.url
-        if outcome.delivered:
-            row.status, row.delivered_at = DeliveryStatus.DELIVERED, now
-            if own and endpoint.failing_since is not None:
-                WebhookEndpoint.objects.filter(pk=endpoint.pk).update(failing_since=None)
-        elif now - row.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
-            row.status = DeliveryStatus.FAILED
-        else:
-            row.next_attempt_at = now + outbox.backoff(row.attempts)
-        row.save(
-            update_fields=[
-                "attempts",
-                "response_status",
-                "last_error",
-                "lease_until",
-                "status",
-                "delivered_at",
-                "next_attempt_at",
-            ]
-        )
-        if not outcome.delivered and own:
-            _note_failure(endpoint, row, now)
-        if row.status == DeliveryStatus.PENDING:
-            schedule_delivery(row)
-        else:
-            following = (
-                WebhookDelivery.objects.filter(
-                    url=row.url, ordering_key=row.ordering_key, status=DeliveryStatus.PENDING
-                )
-                .order_by("id")
-                .first()
-            )
-            if following is not None:
-                schedule_delivery(following)
-
-
-def _note_failure(endpoint: WebhookEndpoint, row: WebhookDelivery, now) -> None:
-    """A day of failures disables the webhook, with the reason shown on GET."""
-    since = endpoint.failing_since or now
-    if endpoint.failing_since is None:
-        WebhookEndpoint.objects.filter(pk=endpoint.pk, failing_since=None).update(failing_since=now)
-    if now - since >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
-        reason = (
-            f"every delivery failed for {settings.WEBHOOK_RETRY_HOURS} h; last: {row.last_error}"
-        )
-        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-            enabled=False, disabled_reason=reason[:300]
-        )
-        logger.warning("webhook of user %s disabled after a day of failures", endpoint.user_id)
-
-
 def delivery_retry(*, row: WebhookDelivery) -> None:
     """Staff: send a delivery again now (a given-up one too), and re-enable its webhook."""
     with transaction.atomic():
@@ -266,17 +158,3 @@ def deliveries_sweep() -> int:
     """Re-queue pending deliveries that are due (by more than a minute) and not held: their
     task was lost. Returns how many were re-queued. A duplicate task does nothing."""
     return outbox.sweep(WebhookDelivery.objects, schedule_delivery)
-
-
-# --- the worker's side ---------------------------------------------------------------------
-@task()
-def deliver_webhook(delivery_id: int) -> None:
-    delivery_attempt(delivery_id=delivery_id)
-
-
-def schedule_delivery(row: WebhookDelivery) -> None:
-    """Enqueue `row`'s attempt at its next_attempt_at, in the caller's transaction."""
-    due = deliver_webhook
-    if row.next_attempt_at > timezone.now():
-        due = deliver_webhook.using(run_after=row.next_attempt_at)
-    due.enqueue(delivery_id=row.pk)

@@ -15,7 +15,7 @@ from realtime.pipeline import call_transition
 from realtime.providers import Step
 from tests.factories import CallRequestFactory, NumberFactory
 from webhooks.models import WebhookDelivery
-from webhooks.services import deliver_webhook
+from webhooks.tasks import deliver_webhook
 
 TOKEN = "metrics-test-token-0123456789"
 

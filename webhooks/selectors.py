@@ -1,0 +1,24 @@
+"""The reads of webhooks that are more than a filter."""
+
+from accounts import apikeys
+from realtime.models import CallRequest
+from webhooks.models import WebhookEndpoint
+
+
+def webhook_secret(endpoint: WebhookEndpoint) -> str:
+    """The endpoint's `whsec_` secret, decrypted; "" when no configured Fernet key opens it."""
+    return apikeys.decrypt(endpoint.secret_encrypted) or ""
+
+
+def status_callbacks(calls: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The statusCallback of each (owner id, callId) that has one."""
+    if not calls:
+        return {}
+    rows = (
+        CallRequest.objects.filter(
+            owner_id__in={owner for owner, _ in calls}, call_id__in={call for _, call in calls}
+        )
+        .exclude(status_callback="")
+        .values_list("owner_id", "call_id", "status_callback")
+    )
+    return {(str(owner), call_id): callback for owner, call_id, callback in rows}
