@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApplicationError
-from matrix import services, texts
+from matrix import services, tasks, texts
 from matrix.client import MatrixClient, MatrixError
 from matrix.models import MatrixBotState, MatrixRoom, RoomStatus
 from realtime import calls
@@ -34,12 +34,12 @@ def sync_once(*, client: MatrixClient, timeout_ms: int) -> dict:
     """One /sync from where the bot stopped, handled, and its next_batch stored. The first
     sync of a new bot takes the rooms' memberships as they are but runs no command from
     before it started. MatrixError when the homeserver fails (a 401 also holds the outbox)."""
-    state = services.bot_state()
+    state = tasks.bot_state()
     try:
         response = client.sync(since=state.next_batch, timeout_ms=timeout_ms)
     except MatrixError as exc:
         if exc.status == 401:
-            services.token_refused(exc)
+            tasks.token_refused(exc)
         raise
     sync_handle(response, commands=bool(state.next_batch))
     MatrixBotState.objects.filter(pk=1).update(

@@ -45,7 +45,7 @@ def test_the_retry_action_queues_the_row_again(staff_client, failed_row):
     assert response.status_code == 200
     failed_row.refresh_from_db()
     assert failed_row.status == MessageStatus.PENDING
-    queued = DBTaskResult.objects.filter(task_path="matrix.services.deliver_matrix_message")
+    queued = DBTaskResult.objects.filter(task_path="matrix.tasks.deliver_matrix_message")
     assert [task.args_kwargs["kwargs"] for task in queued] == [{"message_id": failed_row.pk}]
 
 

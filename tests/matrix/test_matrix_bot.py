@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from accounts.models import DialRefusal
 from history.services import record_inbound_call
-from matrix import services
+from matrix import services, tasks
 from matrix.client import MatrixClient
 from matrix.management.commands.matrix_bot import token_check
 from matrix.models import MatrixBotState, MatrixMessage, MatrixRoom, MessageStatus
@@ -336,8 +336,8 @@ def test_a_send_repeated_after_a_crash_before_it_was_marked_posts_once(
     # The worker sent it, then died before marking it sent: the next worker sends it again.
     content = {"msgtype": "m.notice", "body": row.body}
     first = bot.send_notice(room_id, row.txn_id, content)
-    services.message_attempt(message_id=row.pk)
-    services.message_attempt(message_id=row.pk)  # and a duplicate task does nothing
+    tasks.message_attempt(message_id=row.pk)
+    tasks.message_attempt(message_id=row.pk)  # and a duplicate task does nothing
     drain_tasks()
 
     row.refresh_from_db()
@@ -368,7 +368,7 @@ def test_with_synapse_down_calls_go_on_and_the_notice_waits_then_arrives_once(
     finally:
         synapse.start()
     MatrixMessage.objects.filter(pk=row.pk).update(next_attempt_at=timezone.now())
-    services.message_attempt(message_id=row.pk)
+    tasks.message_attempt(message_id=row.pk)
     drain_tasks()
 
     notices = bot_messages(member, room_id, bot_account.user_id)
@@ -388,7 +388,7 @@ def test_a_429_defers_by_the_servers_retry_after(
         # One a second, in bursts of one: sent back to back, one of them meets the limit.
         for row in MatrixMessage.objects.filter(kind="inbound").order_by("id"):
             before = timezone.now()
-            services.message_attempt(message_id=row.pk)
+            tasks.message_attempt(message_id=row.pk)
             after = timezone.now()
             row.refresh_from_db()
             if "429" in row.last_error:
@@ -423,7 +423,7 @@ def test_a_refused_bot_token_holds_the_outbox_with_one_log_line(
         drain_tasks()
         MatrixMessage.objects.update(next_attempt_at=timezone.now())
         for row in MatrixMessage.objects.filter(kind="inbound"):
-            services.message_attempt(message_id=row.pk)
+            tasks.message_attempt(message_id=row.pk)
     refusals = [r for r in caplog.records if "refused MATRIX_BOT_ACCESS_TOKEN" in r.getMessage()]
     assert len(refusals) == 1
     assert "not-the-bots-token" not in caplog.text

@@ -19,7 +19,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
-from matrix import services
+from matrix import tasks
 from matrix.client import MatrixClient, MatrixError
 from matrix.models import MatrixBotState
 from matrix.sync import sync_once
@@ -40,7 +40,7 @@ def token_check(client: MatrixClient) -> bool:
         user_id = client.whoami()
     except MatrixError as exc:
         if exc.status in (401, 403):
-            services.token_refused(exc)
+            tasks.token_refused(exc)
         else:
             logger.warning("Matrix: homeserver %s not reachable yet: %s", client.homeserver, exc)
         return False
@@ -100,8 +100,8 @@ class Command(BaseCommand):
                 if not self._lease(holder, lease):
                     pause.wait(5.0)
                     continue
-                if not services.token_recheck(client):
-                    pause.wait(services.TOKEN_RECHECK.total_seconds())
+                if not tasks.token_recheck(client):
+                    pause.wait(tasks.TOKEN_RECHECK.total_seconds())
                     continue
                 sync_once(client=client, timeout_ms=int(timeout * 1000))
                 wait = 1.0
@@ -118,7 +118,7 @@ class Command(BaseCommand):
     def _lease(self, holder: str, lease: timedelta) -> bool:
         """Hold (or renew) the reader's lease; False while another live reader holds it."""
         now = timezone.now()
-        services.bot_state()
+        tasks.bot_state()
         return bool(
             MatrixBotState.objects.filter(
                 Q(sync_holder=holder)
