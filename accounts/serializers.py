@@ -8,6 +8,7 @@ from core.fields import (
     MillisecondsField,
     StrictBooleanField,
     StrictCharField,
+    SuccessField,
     TextField,
 )
 
@@ -133,9 +134,10 @@ class MeOutput(serializers.Serializer):
 
 
 class NotificationsOutput(serializers.Serializer):
-    success = serializers.BooleanField()
-    matrixInbound = serializers.BooleanField()  # noqa: N815
-    matrixOutbound = serializers.BooleanField()  # noqa: N815
+    # Renders the User.
+    success = SuccessField()
+    matrixInbound = serializers.BooleanField(source="matrix_inbound")  # noqa: N815
+    matrixOutbound = serializers.BooleanField(source="matrix_outbound")  # noqa: N815
 
 
 class ApiKeyOutput(serializers.Serializer):
@@ -154,10 +156,11 @@ class SessionOutput(serializers.Serializer):
 
 
 class DashboardOutput(serializers.Serializer):
-    email = serializers.EmailField()
-    plan = serializers.CharField()
-    matrixId = serializers.CharField(allow_null=True)  # noqa: N815
-    matrixStatus = MatrixStatusField()  # noqa: N815
-    apiKey = serializers.CharField()  # noqa: N815
-    wsUrl = serializers.CharField()  # noqa: N815
+    # Renders {"user": <User>, "ws_url": <the socket's URL>, "sessions": [<LoginSession>]}.
+    email = serializers.EmailField(source="user.email")
+    plan = serializers.CharField(source="user.plan")
+    matrixId = serializers.CharField(source="user.matrix_id", allow_null=True)  # noqa: N815
+    matrixStatus = MatrixStatusField(source="user.matrix_status")  # noqa: N815
+    apiKey = serializers.CharField(source="user.api_key")  # noqa: N815
+    wsUrl = serializers.CharField(source="ws_url")  # noqa: N815
     sessions = SessionOutput(many=True)

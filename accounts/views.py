@@ -17,12 +17,10 @@ from accounts.serializers import (
     NotificationsInput,
     NotificationsOutput,
     RegisterInput,
-    SessionOutput,
 )
 from core.clientip import client_ip
 from core.errors import ErrorCode, InvalidRequest
-from core.fields import represent
-from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation
+from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 
 USER_ID = "9b2f6c1e-3d4a-4b8e-9f10-2a3b4c5d6e7f"
@@ -35,6 +33,35 @@ AUTH_RATE_LIMIT_DESCRIPTION = (
     "Rate limited per client IP (`RATE_LIMIT_AUTH_PER_IP`) and per e-mail "
     "(`RATE_LIMIT_AUTH_PER_EMAIL`): 429 with `Retry-After`."
 )
+
+
+def session_opening(
+    operation_id: str,
+    *,
+    summary: str,
+    description: str,
+    request,
+    status_code: int,
+    errors: list[ErrorCode],
+):
+    """An action open to everyone (no credentials) that opens a login session from an e-mail
+    and a password: rate limited, it answers the JWT and the user (AuthOutput)."""
+
+    def decorate(view):
+        view = action(
+            detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
+        )(view)
+        return operation(
+            operation_id,
+            summary=summary,
+            description=f"{description} {AUTH_RATE_LIMIT_DESCRIPTION}",
+            request=(request, CREDENTIALS_EXAMPLE),
+            responses={status_code: (AuthOutput, AUTH_EXAMPLE)},
+            errors=[*errors, ErrorCode.RATE_LIMITED, ErrorCode.SERVICE_UNAVAILABLE],
+            authenticated=False,
+        )(view)
+
+    return decorate
 
 
 class AuthViewSet(ResourceViewSet):
@@ -51,56 +78,36 @@ class AuthViewSet(ResourceViewSet):
             scope=scope, ip=client_ip(request), email=str(data.get("email", "")).lower()
         )
         result = service(**self.validated())
-        body = AuthOutput({"token": result.token, "user": result.user}).data
-        return Response(body, status=status_code)
+        return self.answer(AuthOutput, result, status=status_code)
 
-    @operation(
+    @session_opening(
         "auth_register",
         summary="Register an account",
-        description="Opens a login session: the answer carries its JWT and the API key. "
-        + AUTH_RATE_LIMIT_DESCRIPTION,
-        request=(RegisterInput, CREDENTIALS_EXAMPLE),
-        responses={201: (AuthOutput, AUTH_EXAMPLE)},
-        errors=[
-            ErrorCode.EMAIL_TAKEN,
-            ErrorCode.REGISTRATION_CLOSED,
-            ErrorCode.RATE_LIMITED,
-            ErrorCode.SERVICE_UNAVAILABLE,
-        ],
-        authenticated=False,
-    )
-    @action(
-        detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
+        description="Opens a login session: the answer carries its JWT and the API key.",
+        request=RegisterInput,
+        status_code=status.HTTP_201_CREATED,
+        errors=[ErrorCode.EMAIL_TAKEN, ErrorCode.REGISTRATION_CLOSED],
     )
     def register(self, request):
         services.registration_check()  # before anything else: a closed door says only that
         return self._open_session("register", services.user_register, status.HTTP_201_CREATED)
 
-    @operation(
+    @session_opening(
         "auth_login",
         summary="Log in",
-        description="Opens a new login session. " + AUTH_RATE_LIMIT_DESCRIPTION,
-        request=(CredentialsInput, CREDENTIALS_EXAMPLE),
-        responses={200: (AuthOutput, AUTH_EXAMPLE)},
-        errors=[
-            ErrorCode.INVALID_CREDENTIALS,
-            ErrorCode.RATE_LIMITED,
-            ErrorCode.SERVICE_UNAVAILABLE,
-        ],
-        authenticated=False,
-    )
-    @action(
-        detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
+        description="Opens a new login session.",
+        request=CredentialsInput,
+        status_code=status.HTTP_200_OK,
+        errors=[ErrorCode.INVALID_CREDENTIALS],
     )
     def login(self, request):
         return self._open_session("login", services.user_login, status.HTTP_200_OK)
 
-    @operation(
+    @success_operation(
         "auth_logout",
         summary="End the current login session",
         description="Its JWT is refused from then on and its open sockets close (4401). "
         "An API key has no session: 400.",
-        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
         errors=[ErrorCode.INVALID_REQUEST],
     )
     @action(detail=False, methods=["post"])
@@ -110,7 +117,7 @@ class AuthViewSet(ResourceViewSet):
                 "An API key has no session to end; regenerate the key to revoke it."
             )
         services.session_end(session=request.auth)
-        return Response({"success": True})
+        return self.succeeded()
 
 
 class UserViewSet(ResourceViewSet):
@@ -150,7 +157,7 @@ class UserViewSet(ResourceViewSet):
     def me(self, request):
         counted = quotas.quotas_of(request.user, now=timezone.now())
         profile = {"user": request.user, "quotas": {quota.name: quota for quota in counted}}
-        return Response(represent(MeOutput, profile))
+        return self.answer(MeOutput, profile)
 
     @operation(
         "user_notifications_set",
@@ -172,13 +179,7 @@ class UserViewSet(ResourceViewSet):
             matrix_inbound=values.get("matrixInbound"),
             matrix_outbound=values.get("matrixOutbound"),
         )
-        return Response(
-            {
-                "success": True,
-                "matrixInbound": user.matrix_inbound,
-                "matrixOutbound": user.matrix_outbound,
-            }
-        )
+        return self.answer(NotificationsOutput, user)
 
     @operation(
         "user_api_key_regenerate",
@@ -188,7 +189,8 @@ class UserViewSet(ResourceViewSet):
     )
     @action(detail=False, methods=["post"], url_path="regenerate-api-key")
     def regenerate_api_key(self, request):
-        return Response({"apiKey": services.user_api_key_regenerate(user=request.user)})
+        api_key = services.user_api_key_regenerate(user=request.user)
+        return self.answer(ApiKeyOutput, {"apiKey": api_key})
 
 
 class SessionViewSet(ResourceViewSet):
@@ -196,16 +198,15 @@ class SessionViewSet(ResourceViewSet):
 
     lookup_url_kwarg = "session_id"
 
-    @operation(
+    @success_operation(
         "user_session_end",
         summary="End one of your login sessions",
         description="Its JWT is refused from then on and its open sockets close (4401).",
-        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
         errors=[ErrorCode.NOT_FOUND],
     )
     def destroy(self, request, session_id):
         services.session_end_for_user(user=request.user, session_id=session_id)
-        return Response({"success": True})
+        return self.succeeded()
 
 
 def ws_base_url(request) -> str:
@@ -257,13 +258,9 @@ class DashboardViewSet(ResourceViewSet):
         if jwt is None:
             # Called with an API key: the socket needs a JWT, so open a session for it.
             jwt = services.session_open(user=user).token
-        body = {
-            "email": user.email,
-            "plan": user.plan,
-            "matrixId": user.matrix_id,
-            "matrixStatus": user.matrix_status,
-            "apiKey": user.api_key,
-            "wsUrl": f"{ws_base_url(request)}/ws?token={jwt}",
-            "sessions": SessionOutput(selectors.sessions_newest(user=user), many=True).data,
+        dashboard = {
+            "user": user,
+            "ws_url": f"{ws_base_url(request)}/ws?token={jwt}",
+            "sessions": selectors.sessions_newest(user=user),
         }
-        return Response(body)
+        return self.answer(DashboardOutput, dashboard)

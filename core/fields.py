@@ -80,6 +80,14 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class SuccessField(serializers.BooleanField):
+    """`success`: true in every answer that has it, whatever the instance (a failure answers
+    an error instead), so an output serializer renders it from the row it describes."""
+
+    def get_attribute(self, instance):
+        return True
+
+
 def to_ms(value: datetime | None) -> int | None:
     """A datetime as integer milliseconds since the Unix epoch (the API's timestamp)."""
     if value is None:

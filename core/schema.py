@@ -29,6 +29,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiRequest, OpenApiRespons
 from rest_framework import serializers
 
 from core.errors import ErrorCode
+from core.fields import SuccessField
 
 # Codes whose responses carry `Retry-After` (seconds): the rate limits and locks, and the
 # 503s a client should simply retry.
@@ -237,10 +238,16 @@ def operation(
 # `{"success": true}`: the body of an operation that has nothing else to return. (A comment:
 # drf-spectacular would publish a docstring as the component's description.)
 class SuccessOutput(serializers.Serializer):
-    success = serializers.BooleanField()
+    success = SuccessField()
 
 
 SUCCESS_EXAMPLE = {"success": True}
+
+
+def success_operation(operation_id: str, **kwargs):
+    """`operation()` for an action that has nothing to return but `{"success": true}` (its
+    answer: ResourceViewSet.succeeded)."""
+    return operation(operation_id, responses={200: (SuccessOutput, SUCCESS_EXAMPLE)}, **kwargs)
 
 
 def postprocess(result: dict, generator, request=None, public=True, **kwargs) -> dict:

@@ -4,7 +4,7 @@ from rest_framework import metadata, routers, viewsets
 from rest_framework.response import Response
 
 from core import fields
-from core.schema import UUID_PATH_SCHEMA
+from core.schema import UUID_PATH_SCHEMA, SuccessOutput
 
 
 class ResourceMetadata(metadata.SimpleMetadata):
@@ -53,6 +53,15 @@ class ResourceViewSet(viewsets.GenericViewSet):
             values["status"] = None
         page = fetch(user=self.request.user, **values)
         return Response(page.body(key, output))
+
+    def answer(self, output, instance, *, status: int = 200) -> Response:
+        """`instance` rendered by the output serializer `output` (one that reads nothing but
+        its instance), with `status`."""
+        return Response(fields.represent(output, instance), status=status)
+
+    def succeeded(self) -> Response:
+        """`{"success": true}` (SuccessOutput), for an action with nothing else to return."""
+        return self.answer(SuccessOutput, None)
 
     def validated(self) -> dict:
         return fields.validated(self.get_serializer_class(), self.request.data)

@@ -1,5 +1,3 @@
-from rest_framework.response import Response
-
 from accounts.serializers import MatrixIdInput
 from core.errors import ErrorCode
 from core.schema import operation
@@ -30,6 +28,4 @@ class MatrixIdViewSet(ResourceViewSet):
     )
     def set(self, request):
         user = services.matrix_id_set(user=request.user, matrix_id=self.validated()["matrixId"])
-        return Response(
-            {"success": True, "matrixId": user.matrix_id, "matrixStatus": user.matrix_status}
-        )
+        return self.answer(MatrixIdSetOutput, user)

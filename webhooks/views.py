@@ -1,8 +1,7 @@
 from rest_framework import status
-from rest_framework.response import Response
 
 from core.errors import ErrorCode, NotFound
-from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation
+from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 from webhooks import services
 from webhooks.models import WebhookEndpoint
@@ -26,11 +25,11 @@ class WebhookViewSet(ResourceViewSet):
 
     input_serializers = {"set": WebhookInput}
 
-    def _output(self, endpoint: WebhookEndpoint, secret: str | None = None) -> dict:
+    def _answer(self, endpoint: WebhookEndpoint, secret: str | None = None, **kwargs):
         if secret is None:
-            return WebhookOutput(endpoint).data
+            return self.answer(WebhookOutput, endpoint, **kwargs)
         endpoint.secret = secret
-        return WebhookWithSecretOutput(endpoint).data
+        return self.answer(WebhookWithSecretOutput, endpoint, **kwargs)
 
     @operation(
         "webhook_get",
@@ -42,7 +41,7 @@ class WebhookViewSet(ResourceViewSet):
         endpoint = WebhookEndpoint.objects.filter(user=request.user).exclude(url="").first()
         if endpoint is None:
             raise NotFound()
-        return Response(self._output(endpoint))
+        return self._answer(endpoint)
 
     @operation(
         "webhook_set",
@@ -63,20 +62,18 @@ class WebhookViewSet(ResourceViewSet):
             user=request.user, url=data["url"], events=data.get("events", [])
         )
         created = secret is not None
-        return Response(
-            self._output(endpoint, secret),
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        return self._answer(
+            endpoint, secret, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
 
-    @operation(
+    @success_operation(
         "webhook_delete",
         summary="Remove your webhook and its secret",
-        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
         errors=[ErrorCode.NOT_FOUND],
     )
     def remove(self, request):
         services.webhook_delete(user=request.user)
-        return Response({"success": True})
+        return self.succeeded()
 
     @operation(
         "webhook_rotate_secret",
@@ -88,4 +85,4 @@ class WebhookViewSet(ResourceViewSet):
     )
     def rotate(self, request):
         endpoint, secret = services.webhook_secret_rotate(user=request.user)
-        return Response(self._output(endpoint, secret))
+        return self._answer(endpoint, secret)
