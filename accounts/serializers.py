@@ -1,7 +1,10 @@
+import re
+
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from core.fields import (
     TEXT_PATTERN,
@@ -13,7 +16,23 @@ from core.fields import (
 )
 
 MATRIX_STATUSES = ("none", "invited", "joined", "left")
+# Matrix user ID: @localpart:server_name, server_name = host [":" port]. The schema states
+# the looser MATRIX_ID_PATTERN; MATRIX_ID_RE is the rule.
 MATRIX_ID_PATTERN = r"^@[a-z0-9._=/+\-]+:[A-Za-z0-9.\-\[\]:]+$"
+MATRIX_ID_RE = re.compile(
+    r"^@[a-z0-9._=/+\-]+:"
+    r"(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9])?)"
+    r"(?::[0-9]{1,5})?$"
+)
+MATRIX_ID_MAX_LENGTH = 255
+
+
+def matrix_id_problem(value: str) -> str | None:
+    """Why `value` is not a Matrix user ID (`@localpart:server[:port]`, a lower-case
+    localpart, at most 255 characters), or None when it is one."""
+    if len(value) > MATRIX_ID_MAX_LENGTH or not MATRIX_ID_RE.match(value):
+        return "Not a valid Matrix user ID."
+    return None
 
 
 @extend_schema_field(
@@ -44,7 +63,15 @@ class MatrixStatusField(serializers.ChoiceField):
     {"type": "string", "maxLength": 255, "pattern": MATRIX_ID_PATTERN, "nullable": True}
 )
 class MatrixIdField(StrictCharField):
-    pass
+    """A Matrix user ID (matrix_id_problem), or null where the field allows it."""
+
+    def run_validation(self, data=empty):
+        # After the type, blank and length checks, as the rule always came after them.
+        value = super().run_validation(data)
+        problem = matrix_id_problem(value) if value is not None else None
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
 
 # --- input ---------------------------------------------------------------------------------

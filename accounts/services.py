@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 from uuid import UUID
@@ -20,17 +19,10 @@ from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import apikeys
 from accounts.models import FREE_PLAN, DialRefusal, LoginSession, User, UserManager
+from accounts.serializers import matrix_id_problem
 from core import events, metrics, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
 from core.passwords import password_hashing_slot
-
-# Matrix user ID: @localpart:server_name, server_name = host [":" port].
-MATRIX_ID_RE = re.compile(
-    r"^@[a-z0-9._=/+\-]+:"
-    r"(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9])?)"
-    r"(?::[0-9]{1,5})?$"
-)
-MATRIX_ID_MAX_LENGTH = 255
 
 logger = logging.getLogger(__name__)
 
@@ -161,13 +153,14 @@ def session_touch(*, session: LoginSession) -> None:
 
 
 def matrix_id_check(matrix_id: str | None) -> None:
-    """InvalidRequest unless `matrix_id` is None or a Matrix user ID, `@localpart:server`."""
-    if matrix_id is not None and (
-        len(matrix_id) > MATRIX_ID_MAX_LENGTH or not MATRIX_ID_RE.match(matrix_id)
-    ):
+    """InvalidRequest unless `matrix_id` is None or a Matrix user ID, `@localpart:server`
+    (the rule of accounts.serializers.MatrixIdField, for callers that did not go through
+    it)."""
+    problem = matrix_id_problem(matrix_id) if matrix_id is not None else None
+    if problem:
         raise InvalidRequest(
             "matrixId must look like @name:server (lower-case name, at most 255 characters).",
-            fields={"matrixId": ["Not a valid Matrix user ID."]},
+            fields={"matrixId": [problem]},
         )
 
 
