@@ -2,11 +2,10 @@ from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.response import Response
 
 from core.errors import ErrorCode, NotFound
 from core.recordings import recordings_storage
-from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation
+from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 from history import selectors, services
 from history.serializers import (
@@ -97,14 +96,13 @@ class HistoryViewSet(ResourceViewSet):
             raise NotFound() from None
         return FileResponse(audio, content_type="audio/wav", filename=f"voicemail-{record.pk}.wav")
 
-    @operation(
+    @success_operation(
         "history_recording_delete",
         summary="Delete a call's voicemail message",
         description="The record stays, with `recording_url` null; 404 when it has no message.",
-        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
         errors=[ErrorCode.NOT_FOUND],
     )
     @recording.mapping.delete
     def recording_delete(self, request, record_id):
         services.call_record_recording_delete(record=self.record())
-        return Response({"success": True})
+        return self.succeeded()

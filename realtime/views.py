@@ -120,7 +120,7 @@ class CallViewSet(ResourceViewSet):
     )
     def retrieve(self, request, call_id):
         call = selectors.call_access(user=request.user, call_id=call_id)
-        return Response(CallDetailOutput(call).data)
+        return self.answer(CallDetailOutput, call)
 
     @operation(
         "calls_cancel",
@@ -135,4 +135,4 @@ class CallViewSet(ResourceViewSet):
         call = calls.call_request_cancel(
             call=selectors.call_access(user=request.user, call_id=call_id)
         )
-        return Response(CallOutput(call).data)
+        return self.answer(CallOutput, call)

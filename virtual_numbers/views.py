@@ -3,7 +3,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from core.errors import ErrorCode
-from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation
+from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 from virtual_numbers import selectors, services
 from virtual_numbers.serializers import (
@@ -68,7 +68,7 @@ class NumberViewSet(ResourceViewSet):
     )
     def list(self, request):
         numbers = selectors.numbers_of(user=request.user)
-        return Response({"numbers": NumberOutput(numbers, many=True).data})
+        return self.answer(NumberListOutput, {"numbers": numbers})
 
     @operation(
         "numbers_create",
@@ -101,18 +101,17 @@ class NumberViewSet(ResourceViewSet):
             pin=data["pin"],
             captcha_token=data["captchaToken"],
         )
-        return Response(NumberOutput(number).data, status=status.HTTP_201_CREATED)
+        return self.answer(NumberOutput, number, status=status.HTTP_201_CREATED)
 
-    @operation(
+    @success_operation(
         "numbers_delete",
         summary="Give a number back",
         description="Its call history and blocklist go with it.",
-        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
         errors=[ErrorCode.NOT_FOUND],
     )
     def destroy(self, request, number_id):
         services.number_delete(number=self.number())
-        return Response({"success": True})
+        return self.succeeded()
 
     @operation(
         "numbers_alias_set",
@@ -125,7 +124,7 @@ class NumberViewSet(ResourceViewSet):
     def alias(self, request, number_id):
         number = self.number()  # 404 before 400
         number = services.number_alias_set(number=number, alias=self.validated()["alias"])
-        return Response(NumberOutput(number).data)
+        return self.answer(NumberOutput, number)
 
     @operation(
         "numbers_greeting_set",
@@ -140,15 +139,14 @@ class NumberViewSet(ResourceViewSet):
     def greeting(self, request, number_id):
         number = self.number()  # 404 before 400
         number = services.number_greeting_set(number=number, greeting=self.validated()["greeting"])
-        return Response(NumberOutput(number).data)
+        return self.answer(NumberOutput, number)
 
-    @operation(
+    @success_operation(
         "numbers_pin_change",
         summary="Change a number's PIN",
         description="403 `pin_mismatch` for a wrong current PIN; after five within 15 "
         "minutes, 429 `pin_locked` with `Retry-After` until the window ends.",
         request=(PinChangeInput, {"currentPin": "4821", "newPin": "739155"}),
-        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
         errors=[
             ErrorCode.PIN_MISMATCH,
             ErrorCode.NOT_FOUND,
@@ -165,7 +163,7 @@ class NumberViewSet(ResourceViewSet):
             current_pin=data["currentPin"],
             new_pin=data["newPin"],
         )
-        return Response({"success": True})
+        return self.succeeded()
 
     @operation(
         "numbers_blocked_list",
@@ -176,7 +174,7 @@ class NumberViewSet(ResourceViewSet):
     @action(detail=True, methods=["get"])
     def blocked(self, request, number_id):
         entries = selectors.blocklist_of(number=self.number())
-        return Response({"blocked": BlockedCallerOutput(entries, many=True).data})
+        return self.answer(BlocklistOutput, {"blocked": entries})
 
     @operation(
         "numbers_blocked_add",
@@ -196,25 +194,25 @@ class NumberViewSet(ResourceViewSet):
         entry, created = services.blocked_caller_add(
             number=number, caller_num=self.validated()["caller_num"]
         )
-        return Response(
-            BlockedCallerOutput(entry).data,
+        return self.answer(
+            BlockedCallerOutput,
+            entry,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
-    @operation(
+    @success_operation(
         "numbers_blocked_remove",
         summary="Unblock a caller",
         description="The caller goes in the JSON body, as for blocking. 404 when the number "
         "is not yours or does not block that caller.",
         request=(BlockedCallerInput, CALLER_EXAMPLE),
-        responses={200: (SuccessOutput, SUCCESS_EXAMPLE)},
         errors=[ErrorCode.NOT_FOUND],
     )
     @blocked.mapping.delete
     def blocked_remove(self, request, number_id):
         number = self.number()  # 404 before 400
         services.blocked_caller_remove(number=number, caller_num=self.validated()["caller_num"])
-        return Response({"success": True})
+        return self.succeeded()
 
     @operation(
         "numbers_forwarding_get",
@@ -225,7 +223,7 @@ class NumberViewSet(ResourceViewSet):
     )
     @action(detail=True, methods=["get"])
     def forwarding(self, request, number_id):
-        return Response(ForwardingOutput(services.Forwarding.of(self.number())).data)
+        return self.answer(ForwardingOutput, services.Forwarding.of(self.number()))
 
     @operation(
         "numbers_forwarding_set",
@@ -253,7 +251,7 @@ class NumberViewSet(ResourceViewSet):
                 caller_id=data["callerId"],
             ),
         )
-        return Response(ForwardingOutput(forwarding).data)
+        return self.answer(ForwardingOutput, forwarding)
 
     @operation(
         "numbers_forwarding_clear",
