@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 
 from accounts import services
 from accounts.models import DialRefusal, LoginSession, User
-from core.admin_links import change_link, changelist_link
+from core.admin_links import ReadOnlyAdmin, change_link, changelist_link
 from core.passwords import hashes_passwords_on_post
 from core.phone import country_codes_problem, parse_country_codes
 
@@ -234,19 +234,13 @@ class LoginSessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(DialRefusal)
-class DialRefusalAdmin(admin.ModelAdmin):
+class DialRefusalAdmin(ReadOnlyAdmin):
     # What flagged a user: read-only, kept a week (purge_expired).
     list_display = ("at", "user_link", "kind", "reason")
     list_filter = ("kind", "reason")
     search_fields = ("user__email",)
     list_select_related = ("user",)
     ordering = ("-at",)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="user", ordering="user__email")
     def user_link(self, obj):

@@ -51,7 +51,18 @@ class EstimatedCountPaginator(Paginator):
         return super().count
 
 
-class OutboxAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows that only the product writes: staff read them (and may delete them), never add
+    or change one."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class OutboxAdmin(ReadOnlyAdmin):
     """An outbox in admin (core.outbox): its rows read-only, newest first, never counted
     whole, and a `retry` action that sends the selected rows again now through the app's
     own service, `retry_row(row)`."""
@@ -63,12 +74,6 @@ class OutboxAdmin(admin.ModelAdmin):
 
     def retry_row(self, row) -> None:
         raise NotImplementedError
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     @admin.action(description="Send the selected rows again now")
     def retry(self, request, queryset):

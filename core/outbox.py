@@ -16,9 +16,19 @@ from django.db import transaction
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
+from core import events, metrics
+
 PENDING = "pending"
 FIRST_RETRY = 30.0  # seconds
 LONGEST_RETRY = 3600.0
+
+
+def register(name: str, *, model: type[Model], writer: events.OutboxWriter) -> None:
+    """Make `model` an outbox (called from its app's AppConfig.ready()): `writer` sees every
+    user event in the transaction that caused it (core.events), and /metrics reports the
+    depth and age of its pending rows as `name`."""
+    events.outbox_writer_register(writer)
+    metrics.outbox_register(name, lambda: model.objects.filter(status=PENDING))
 
 
 def backoff(attempts: int) -> timedelta:

@@ -1,22 +1,16 @@
 from django.contrib import admin
 
-from core.admin_links import OutboxAdmin
+from core.admin_links import OutboxAdmin, ReadOnlyAdmin
 from matrix import services
 from matrix.models import MatrixBotState, MatrixMessage, MatrixRoom
 
 
 @admin.register(MatrixRoom)
-class MatrixRoomAdmin(admin.ModelAdmin):
+class MatrixRoomAdmin(ReadOnlyAdmin):
     list_display = ("user", "matrix_id", "status", "room_id", "created_at", "ended_at")
     list_filter = ("status",)
     search_fields = ("user__email", "=matrix_id", "=room_id")
     ordering = ("-created_at",)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(MatrixMessage)
@@ -39,11 +33,5 @@ class MatrixMessageAdmin(OutboxAdmin):
 
 
 @admin.register(MatrixBotState)
-class MatrixBotStateAdmin(admin.ModelAdmin):
+class MatrixBotStateAdmin(ReadOnlyAdmin):
     list_display = ("id", "token_refused_at", "sync_holder", "sync_lease_until", "updated_at")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -6,11 +6,8 @@ class MatrixConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from core import events, metrics
-        from matrix.models import MatrixMessage, MessageStatus
+        from core import outbox
+        from matrix.models import MatrixMessage
         from matrix.services import matrix_outbox_write
 
-        events.outbox_writer_register(matrix_outbox_write)
-        metrics.outbox_register(
-            "matrix", lambda: MatrixMessage.objects.filter(status=MessageStatus.PENDING)
-        )
+        outbox.register("matrix", model=MatrixMessage, writer=matrix_outbox_write)

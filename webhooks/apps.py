@@ -6,11 +6,8 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from core import events, metrics
-        from webhooks.models import DeliveryStatus, WebhookDelivery
+        from core import outbox
+        from webhooks.models import WebhookDelivery
         from webhooks.services import webhook_outbox_write
 
-        events.outbox_writer_register(webhook_outbox_write)
-        metrics.outbox_register(
-            "webhooks", lambda: WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING)
-        )
+        outbox.register("webhooks", model=WebhookDelivery, writer=webhook_outbox_write)
