@@ -2,8 +2,8 @@
 the transaction of the state they report, each attempted by the worker under a lease,
 retried with backoff, and re-queued by a periodic sweep when their task was lost.
 
-An outbox model has `status` ("pending" while it is to be tried), `next_attempt_at` and
-`lease_until`; each app keeps what is its own (what an attempt does, what ends a row).
+An outbox model is an OutboxRow with a `status` ("pending" while it is to be tried); each
+app keeps what is its own (what an attempt does, what ends a row).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
@@ -21,6 +21,35 @@ from core import events, metrics
 PENDING = "pending"
 FIRST_RETRY = 30.0  # seconds
 LONGEST_RETRY = 3600.0
+
+
+class OutboxRow(models.Model):
+    """The columns every outbox row has besides its own: how often it was tried, when it is
+    due next, whose lease holds it, why the last attempt failed, and when it was written.
+    (A subclass declares `status`, with the choices of its own outcomes.)"""
+
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+def outbox_indexes(
+    *, in_order: list[str], in_order_name: str, due_name: str, newest_name: str
+) -> list[models.Index]:
+    """The indexes of the three reads every outbox makes: its pending rows in sending order
+    (`in_order`, then id: is an earlier row pending, which row is next), its pending rows by
+    due time (the sweep), and its newest rows (admin)."""
+    pending = Q(status=PENDING)
+    return [
+        models.Index(fields=[*in_order, "id"], condition=pending, name=in_order_name),
+        models.Index(fields=["next_attempt_at"], condition=pending, name=due_name),
+        models.Index(fields=["-created_at"], name=newest_name),
+    ]
 
 
 def register(name: str, *, model: type[Model], writer: events.OutboxWriter) -> None:

@@ -2,6 +2,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.outbox import OutboxRow, outbox_indexes
+
 
 class RoomStatus(models.TextChoices):
     """Where a user's direct room with the bot stands (`matrixStatus` on the API; `none` is
@@ -68,7 +70,7 @@ class MessageStatus(models.TextChoices):
     FAILED = "failed", "Given up"
 
 
-class MatrixMessage(models.Model):
+class MatrixMessage(OutboxRow):
     """One thing the bot must do on the homeserver for a room: make the room and invite the
     user (`invite`), or send one `m.notice`. An outbox row, written in the transaction of the
     state it reports, unique per what it reports (`key`: per call and kind, per command and
@@ -84,28 +86,16 @@ class MatrixMessage(models.Model):
     status = models.CharField(
         max_length=10, choices=MessageStatus.choices, default=MessageStatus.PENDING
     )
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    lease_until = models.DateTimeField(null=True, blank=True)
-    last_error = models.CharField(max_length=300, blank=True, default="")
     event_id = models.CharField(max_length=255, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [
-            models.Index(
-                fields=["room", "id"],
-                condition=models.Q(status="pending"),
-                name="matrix_message_pending_order",
-            ),
-            models.Index(
-                fields=["next_attempt_at"],
-                condition=models.Q(status="pending"),
-                name="matrix_message_pending_due",
-            ),
-            models.Index(fields=["-created_at"], name="matrix_message_newest"),
-        ]
+        indexes = outbox_indexes(
+            in_order=["room"],
+            in_order_name="matrix_message_pending_order",
+            due_name="matrix_message_pending_due",
+            newest_name="matrix_message_newest",
+        )
 
     def __str__(self) -> str:
         return f"{self.kind} {self.key} ({self.status})"

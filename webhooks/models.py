@@ -4,6 +4,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.outbox import OutboxRow, outbox_indexes
+
 EVENT_TYPES = ("call_status", "call_record", "incoming_call")
 
 
@@ -34,7 +36,7 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed", "Given up"
 
 
-class WebhookDelivery(models.Model):
+class WebhookDelivery(OutboxRow):
     """One event to one URL: an outbox row written in the transaction of the state it
     reports, sent after commit by the worker, in order per (url, ordering_key)."""
 
@@ -49,28 +51,16 @@ class WebhookDelivery(models.Model):
     status = models.CharField(
         max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
     )
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    lease_until = models.DateTimeField(null=True, blank=True)
-    last_error = models.CharField(max_length=300, blank=True, default="")
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [
-            models.Index(
-                fields=["url", "ordering_key", "id"],
-                condition=models.Q(status="pending"),
-                name="delivery_pending_in_order",
-            ),
-            models.Index(
-                fields=["next_attempt_at"],
-                condition=models.Q(status="pending"),
-                name="delivery_pending_due",
-            ),
-            models.Index(fields=["-created_at"], name="delivery_newest"),
-        ]
+        indexes = outbox_indexes(
+            in_order=["url", "ordering_key"],
+            in_order_name="delivery_pending_in_order",
+            due_name="delivery_pending_due",
+            newest_name="delivery_newest",
+        )
 
     def __str__(self) -> str:
         return f"{self.event_type} -> {self.url} ({self.status})"
