@@ -40,7 +40,7 @@ def session_opening(
     *,
     summary: str,
     description: str,
-    request,
+    input_serializer,
     status_code: int,
     errors: list[ErrorCode],
 ):
@@ -55,7 +55,7 @@ def session_opening(
             operation_id,
             summary=summary,
             description=f"{description} {AUTH_RATE_LIMIT_DESCRIPTION}",
-            request=(request, CREDENTIALS_EXAMPLE),
+            request=(input_serializer, CREDENTIALS_EXAMPLE),
             responses={status_code: (AuthOutput, AUTH_EXAMPLE)},
             errors=[*errors, ErrorCode.RATE_LIMITED, ErrorCode.SERVICE_UNAVAILABLE],
             authenticated=False,
@@ -84,7 +84,7 @@ class AuthViewSet(ResourceViewSet):
         "auth_register",
         summary="Register an account",
         description="Opens a login session: the answer carries its JWT and the API key.",
-        request=RegisterInput,
+        input_serializer=RegisterInput,
         status_code=status.HTTP_201_CREATED,
         errors=[ErrorCode.EMAIL_TAKEN, ErrorCode.REGISTRATION_CLOSED],
     )
@@ -96,7 +96,7 @@ class AuthViewSet(ResourceViewSet):
         "auth_login",
         summary="Log in",
         description="Opens a new login session.",
-        request=CredentialsInput,
+        input_serializer=CredentialsInput,
         status_code=status.HTTP_200_OK,
         errors=[ErrorCode.INVALID_CREDENTIALS],
     )
