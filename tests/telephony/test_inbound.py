@@ -210,20 +210,26 @@ def test_a_withheld_caller_id_is_recorded_as_anonymous(relay, tmp_path, number, 
     assert wait_for_records(number, 1)[0].caller_num == "anonymous"
 
 
-def test_the_pin_opens_the_mailbox_and_plays_the_new_message(relay, tmp_path, mailbox):
-    number = mailbox
-    message, seconds = stored_message(relay, number, tmp_path, "Call me back about the parcel.")
-    started = time.monotonic()
-
-    caller = call_in(
+def keys_in(relay, tmp_path, number, keys: str):
+    """A caller who presses `keys` a second after the answer and waits up to 40 s for the
+    hang-up."""
+    return call_in(
         relay.agent,
         tmp_path,
         "inbound_keys",
         number.number,
         before_ms=1000,
-        presses=presses("*1234#"),
+        presses=presses(keys),
         hangup_timeout_ms=40000,
     )
+
+
+def test_the_pin_opens_the_mailbox_and_plays_the_new_message(relay, tmp_path, mailbox):
+    number = mailbox
+    message, seconds = stored_message(relay, number, tmp_path, "Call me back about the parcel.")
+    started = time.monotonic()
+
+    caller = keys_in(relay, tmp_path, number, "*1234#")
 
     assert caller.finish(60) == 0, caller
     assert time.monotonic() - started >= seconds
@@ -248,15 +254,7 @@ def test_five_wrong_pins_by_phone_lock_the_mailbox_and_the_rest_pin_change(
     number = mailbox
     message, _ = stored_message(relay, number, tmp_path, "Hello.")
     for wrong in ("*0000#0000#0000#", "*1111#1111#"):
-        caller = call_in(
-            relay.agent,
-            tmp_path,
-            "inbound_keys",
-            number.number,
-            before_ms=1000,
-            presses=presses(wrong),
-            hangup_timeout_ms=40000,
-        )
+        caller = keys_in(relay, tmp_path, number, wrong)
         assert caller.finish(60) == 0, caller
 
     status, body, headers = http_exchange(
@@ -268,15 +266,7 @@ def test_five_wrong_pins_by_phone_lock_the_mailbox_and_the_rest_pin_change(
     assert (status, body["code"]) == (429, "pin_locked")
     assert int(headers["Retry-After"]) > 0
     # Locked by phone too, even with the right PIN: the mailbox says so and hangs up.
-    caller = call_in(
-        relay.agent,
-        tmp_path,
-        "inbound_keys",
-        number.number,
-        before_ms=1000,
-        presses=presses("*1234#"),
-        hangup_timeout_ms=40000,
-    )
+    caller = keys_in(relay, tmp_path, number, "*1234#")
     assert caller.finish(60) == 0, caller
     message.refresh_from_db()
     assert message.heard is False

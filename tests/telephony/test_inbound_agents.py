@@ -17,6 +17,7 @@ from tests.telephony.conftest import (
     sip_env,
     tcp_listening,
     udp_port_taken,
+    wait_for_records,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -30,11 +31,7 @@ def killed_and_recorded_by_the_next(first: AgentProcess, tmp_path, env, number) 
 
     second = AgentProcess(tmp_path, env, name="second")
     try:
-        [record] = wait_until(
-            lambda: list(CallRecord.objects.filter(number=number)),
-            deadline=30,
-            what="the next agent to record the call",
-        )
+        [record] = wait_for_records(number, 1)
     finally:
         second.stop()
     return record
@@ -92,11 +89,7 @@ def test_a_call_over_tcp_is_taken_like_one_over_udp(user, tmp_path):
             resend="",
         )
         assert caller.finish(30) == 0, caller
-        [record] = wait_until(
-            lambda: list(CallRecord.objects.filter(number=number)),
-            deadline=30,
-            what="the call's record",
-        )
+        [record] = wait_for_records(number, 1)
     finally:
         agent.stop()
 
@@ -202,11 +195,7 @@ def test_a_call_whose_legs_would_not_fit_the_agent_goes_to_voicemail(user, tmp_p
             message_ms=3000,
         )
         assert caller.finish() == 0, caller
-        [record] = wait_until(
-            lambda: list(CallRecord.objects.filter(number=number)),
-            deadline=30,
-            what="the call's record",
-        )
+        [record] = wait_for_records(number, 1)
     finally:
         agent.stop()
 
