@@ -38,7 +38,7 @@ synapse: $(SYNAPSE_STAMP)
 VAR_DIR := $(or $(RELAY_VAR_DIR),var)
 
 # A per-install secret for the embedded default, made once and kept under var/; every
-# manage.py started from this checkout without SECRET_KEY reads it (relay/settings.py).
+# manage.py started from this checkout without SECRET_KEY reads it (relay/settings/security.py).
 $(VAR_DIR)/secret_key: | $(STAMP)
 	@mkdir -p $(VAR_DIR)
 	@echo "== Generating a secret key into $@"

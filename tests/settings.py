@@ -8,9 +8,10 @@ with it (CI's second pass), that Redis.
 import tempfile
 
 from relay.settings import *  # noqa: F403
-from relay.settings import env, redis_settings
+from relay.settings.database import redis_settings
+from relay.settings.readers import text
 
-REDIS_URL = env.str("REDIS_URL", default="")
+REDIS_URL = text("REDIS_URL")
 CACHES, CHANNEL_LAYERS = redis_settings(REDIS_URL)
 
 # In-process tests close each thread's connection after its work, as a server would after

@@ -1,0 +1,42 @@
+"""HTTP and sockets: the server processes and their threads, the ports and URLs clients reach
+them at, and the largest body the API reads."""
+
+import os
+
+from relay.settings.base import VAR_DIR
+from relay.settings.readers import text, whole_number
+
+# HTTP is served by gunicorn's threaded workers (relay/wsgi.py), WebSocket by Daphne
+# (relay/asgi.py).
+ASGI_APPLICATION = "relay.asgi.application"
+WSGI_APPLICATION = "relay.wsgi.application"
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# Server processes (runrelay, relay/gunicorn_conf.py): gunicorn workers for HTTP, two per
+# core, each serving HTTP_THREADS requests at once on threads of its own (gthread), so that a
+# request that waits (its turn to hash a password, the database) holds a thread, not the
+# process: a flood of logins no longer leaves every other request in the listen backlog.
+# Daphne processes share the WebSocket port.
+HTTP_WORKERS = whole_number("HTTP_WORKERS", 2 * usable_cpus(), maximum=256)
+HTTP_THREADS = whole_number("HTTP_THREADS", 8, maximum=64)
+WS_PROCESSES = whole_number("WS_PROCESSES", 1, maximum=64)
+
+PUBLIC_WS_URL = text("PUBLIC_WS_URL")
+# The socket server's own port when it listens beside the HTTP server rather than behind the
+# same address (runrelay sets it for its children): wsUrl is then the request's host at this
+# port. Unset, wsUrl is the request's own host and port (a proxy that routes /ws to Daphne).
+WS_PORT = whole_number("WS_PORT", 0, minimum=0, maximum=65535, unit=" (0: unset)") or None
+
+# Where a running `runrelay` serves (http://host:port), for commands that talk to it.
+SERVING_URL_FILE = VAR_DIR / "serving_url"
+
+# The largest JSON body the API reads (DRF reads the request stream itself, so Django's
+# DATA_UPLOAD_MAX_MEMORY_SIZE never applies to it). Larger bodies get 413.
+API_MAX_BODY_BYTES = whole_number("API_MAX_BODY_BYTES", 64 * 1024, maximum=2**31 - 1)

@@ -1,0 +1,61 @@
+"""Who may call what (docs/operations.md: Fraud): the countries dialed, the plans and their
+quotas, sign-up, and when a user is flagged for staff (core/dialing.py, accounts/quotas.py)."""
+
+import re
+
+from core.phone import country_codes_problem, parse_country_codes
+from relay.settings.readers import boolean, must, text, whole_number, words
+from relay.settings.telephony import SIP_NATIONAL_REGION
+
+# The countries Relay dials (ISO 3166 codes, comma-separated; `*`: all); default: the home
+# country, SIP_NATIONAL_REGION's. Premium-rate and similar numbers only with DIAL_ALLOW_PREMIUM.
+DIAL_ALLOWED_COUNTRIES = parse_country_codes(text("DIAL_ALLOWED_COUNTRIES", SIP_NATIONAL_REGION))
+_problem = country_codes_problem(DIAL_ALLOWED_COUNTRIES)
+must(not _problem, f"DIAL_ALLOWED_COUNTRIES: {_problem}")
+must(DIAL_ALLOWED_COUNTRIES, "DIAL_ALLOWED_COUNTRIES must name a country (or be *)")
+DIAL_ALLOW_PREMIUM = boolean("DIAL_ALLOW_PREMIUM", False)
+
+# Whether anyone may register (POST /api/auth/register); when false, staff create users in
+# the admin or with `manage.py createuser`.
+REGISTRATION_OPEN = boolean("REGISTRATION_OPEN", True)
+
+# A user refused this many times in an hour (destinations and quotas) is flagged for staff.
+FRAUD_FLAG_REFUSALS_PER_HOUR = whole_number("FRAUD_FLAG_REFUSALS_PER_HOUR", 20, maximum=10**6)
+
+# Plans: `free` and any others PLANS names. Each plan's limits are PLAN_<NAME>_<LIMIT>; a
+# plan other than free takes free's value for a limit it does not set. The quotas (calls and
+# answered seconds per rolling day, calls up at once) may also be `unlimited`.
+PLAN_DEFAULTS = {
+    "numbers": 5,
+    "calls_per_day": 50,
+    "call_seconds_per_day": 1800,
+    "concurrent_calls": 3,
+}
+PLAN_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
+
+
+def _plans() -> dict[str, dict[str, int | None]]:
+    names = [name.strip().lower() for name in words("PLANS", ["free"])]
+    for name in names:
+        must(
+            PLAN_NAME.fullmatch(name),
+            f"PLANS must list plan names like free,pro (a-z, 0-9, _), not {name!r}",
+        )
+    plans: dict[str, dict[str, int | None]] = {}
+    for name in ["free", *(n for n in names if n != "free")]:
+        base = plans.get("free", PLAN_DEFAULTS)
+        plans[name] = {
+            key: whole_number(
+                f"PLAN_{name.upper()}_{key.upper()}",
+                base[key],
+                minimum=0,
+                maximum=10**9,
+                or_unlimited=key != "numbers",
+            )
+            for key in PLAN_DEFAULTS
+        }
+    return plans
+
+
+PLANS = _plans()
+PLAN_NUMBER_LIMITS = {name: limits["numbers"] for name, limits in PLANS.items()}

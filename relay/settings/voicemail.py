@@ -1,0 +1,31 @@
+"""Inbound calls to the numbers (docs/telephony.md): how long they ring, where they may be
+forwarded, and voicemail: its messages, how long they are kept and where they are stored."""
+
+from relay.settings.base import VAR_DIR
+from relay.settings.readers import json_object, rate, seconds, text, whole_number
+
+# Inbound calls to the numbers ring this long, then voicemail answers.
+INBOUND_RING_SECONDS = seconds("INBOUND_RING_SECONDS", 20.0, above=True)
+# Forwarding settings a user may store (PUT /api/numbers/:id/forwarding); each is checked
+# against the dialing policy, so the limit also caps probing it.
+RATE_LIMIT_FORWARDING_PER_USER = rate("RATE_LIMIT_FORWARDING_PER_USER", "30/h")
+
+VOICEMAIL_MAX_SECONDS = seconds("VOICEMAIL_MAX_SECONDS", 120.0, above=True)
+VOICEMAIL_SILENCE_SECONDS = seconds("VOICEMAIL_SILENCE_SECONDS", 5.0, above=True)
+VOICEMAIL_RETENTION_DAYS = whole_number(
+    "VOICEMAIL_RETENTION_DAYS", 30, maximum=36500, unit=" (days)"
+)
+
+# Voicemail recordings go through Django's storage API: files under var/recordings by
+# default, any django-storages backend in production (its options as JSON).
+RECORDING_STORAGE_BACKEND = text(
+    "RECORDING_STORAGE_BACKEND", "django.core.files.storage.FileSystemStorage"
+)
+RECORDING_STORAGE_OPTIONS = json_object(
+    "RECORDING_STORAGE_OPTIONS", {"location": str(VAR_DIR / "recordings")}
+)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "recordings": {"BACKEND": RECORDING_STORAGE_BACKEND, "OPTIONS": RECORDING_STORAGE_OPTIONS},
+}
