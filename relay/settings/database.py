@@ -1,18 +1,17 @@
 """Stores: the database, and Redis, which holds the cache (rate-limit counters) and carries the
 channel layer (events between processes)."""
 
-import environ
 from redis.maint_notifications import MaintNotificationsConfig
 
 from relay.settings.base import VAR_DIR
-from relay.settings.readers import text, whole_number
+from relay.settings.readers import database_config, text, whole_number
 
 # --- Database -------------------------------------------------------------------------------
 # The embedded default is the database that needs no DATABASE_URL: a SQLite file under var/.
 _database_url = text("DATABASE_URL")
 EMBEDDED_DATABASE = not _database_url
 DATABASES = {
-    "default": environ.Env.db_url_config(_database_url or f"sqlite:///{VAR_DIR / 'relay.sqlite3'}"),
+    "default": database_config(_database_url or f"sqlite:///{VAR_DIR / 'relay.sqlite3'}"),
 }
 _db = DATABASES["default"]
 _sqlite_busy_timeout = whole_number(

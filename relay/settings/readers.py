@@ -210,6 +210,12 @@ def each_parsed(name: str, parse: Callable[[str], T], *, expected: str) -> list[
     return values
 
 
+def database_config(url: str) -> dict:
+    """Django's DATABASES entry for a database URL (postgres://..., sqlite:///...), as
+    django-environ parses it; reads no variable itself."""
+    return environ.Env.db_url_config(url)
+
+
 def json_object(name: str, default: dict) -> dict:
     """A JSON object (its text is never repeated: it may hold credentials)."""
     raw = _read(name, "")
