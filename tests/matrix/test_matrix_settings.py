@@ -3,14 +3,14 @@ one line naming it; and while it is off, nothing is queued for anyone."""
 
 from __future__ import annotations
 
-import subprocess
+from functools import partial
 
 import pytest
 
 from history.services import record_inbound_call
 from matrix.models import MatrixMessage, MatrixRoom
 from realtime import calls
-from tests import live
+from tests import live, settings_env
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory
 
@@ -18,13 +18,8 @@ GOOD = {
     "MATRIX_HOMESERVER_URL": "http://127.0.0.1:8008",
     "MATRIX_BOT_ACCESS_TOKEN": "syt_bot_token_for_the_settings_test",
     "MATRIX_BOT_USER_ID": "@relay:localhost",
-    "SECRET_KEY": "settings-test-secret-key-" + "x" * 40,
-    "DATABASE_URL": "sqlite:////tmp/relay-settings-test.sqlite3",
 }
-
-
-def manage(*argv: str, **env: str) -> subprocess.CompletedProcess:
-    return live.manage(*argv, env=live.child_environ(**{**GOOD, **env}))
+manage = partial(settings_env.manage, **GOOD)
 
 
 @pytest.mark.parametrize(

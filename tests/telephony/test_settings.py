@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
+from functools import partial
 
 import pytest
 
-from tests import live
+from tests import live, settings_env
 
-GOOD = {
-    "TELEPHONY_PROVIDER": "sip",
-    "SIP_TRUNK_URI": "sip:127.0.0.1:5062",
-    "SECRET_KEY": "settings-test-secret-key-" + "x" * 40,
-    "DATABASE_URL": "sqlite:////tmp/relay-settings-test.sqlite3",
-}
-
-
-def manage(*argv: str, **env: str) -> subprocess.CompletedProcess:
-    return live.manage(*argv, env=live.child_environ(**{**GOOD, **env}))
+GOOD = {"TELEPHONY_PROVIDER": "sip", "SIP_TRUNK_URI": "sip:127.0.0.1:5062"}
+manage = partial(settings_env.manage, **GOOD)
 
 
 @pytest.mark.parametrize(
