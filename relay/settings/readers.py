@@ -144,18 +144,15 @@ def number(
         value = float(raw)
     except ValueError:
         value = math.nan
-    low_enough = value <= maximum
-    high_enough = value > minimum if above else value >= minimum
+    bounded = maximum < math.inf
     if above:
-        bounds = f"more than {minimum:g}"
-    elif maximum < math.inf:
-        bounds = f"from {minimum:g} to {maximum:g}"
+        bounds = f"more than {minimum:g}" + (f" and at most {maximum:g}" if bounded else "")
     else:
-        bounds = f"{minimum:g} or more"
-    if maximum < math.inf and above:
-        bounds += f" and at most {maximum:g}"
+        bounds = f"from {minimum:g} to {maximum:g}" if bounded else f"{minimum:g} or more"
     must(
-        math.isfinite(value) and low_enough and high_enough,
+        math.isfinite(value)
+        and (value > minimum if above else value >= minimum)
+        and value <= maximum,
         f"{name} must be {what} {bounds}, not {raw!r}",
     )
     return value
