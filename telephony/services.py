@@ -7,11 +7,12 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.quotas import QuotaExceeded, quota_check, talk_grant, user_lock
 from core import events
+from core.db import create_unless_taken
 from core.errors import NotFound
 from core.fields import to_ms
 from history.models import AnsweredBy, CallRecord, CallStatus
@@ -42,15 +43,14 @@ def inbound_call_open(*, sip_call_id: str, number: Number, caller_num: str, ring
     after commit. None when this Call-ID was seen before (a re-sent INVITE): nothing is
     written, and the caller of this service must not record it again."""
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                call = InboundCall.objects.create(
-                    sip_call_id=sip_call_id,
-                    number=number,
-                    caller_num=caller_num,
-                    deadline=_deadline(),
-                )
-        except IntegrityError:
+        call = create_unless_taken(
+            InboundCall.objects.create,
+            sip_call_id=sip_call_id,
+            number=number,
+            caller_num=caller_num,
+            deadline=_deadline(),
+        )
+        if call is None:
             return None
         if ringing:
             events.send_to_user_on_commit(

@@ -10,13 +10,14 @@ from datetime import timedelta
 import phonenumbers
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import DialRefusal, User
 from accounts.services import refusal_record
 from captcha.services import captcha_token_consume
 from core import dialing, ratelimit
+from core.db import create_unless_taken
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound, RateLimited
 from core.passwords import password_hashing_slot
 from core.phone import e164_valid
@@ -118,13 +119,17 @@ def _allocate(*, owner: User, alias: str, pin_hash: str, preferred: str | None =
         entry = entry or _random_free_entry()
         if entry is None:
             break
-        try:
-            with transaction.atomic():  # a savepoint: a lost race leaves the outer intact
-                return Number.objects.create(
-                    owner=owner, inventory=entry, number=entry.e164, alias=alias, pin_hash=pin_hash
-                )
-        except IntegrityError:
-            continue  # another request took this entry a moment ago: pick again
+        number = create_unless_taken(
+            Number.objects.create,
+            owner=owner,
+            inventory=entry,
+            number=entry.e164,
+            alias=alias,
+            pin_hash=pin_hash,
+        )
+        if number is not None:
+            return number
+        # Otherwise another request took this entry a moment ago: pick again.
     raise ApplicationError(
         "No numbers are available right now. Try again later.",
         code=ErrorCode.NO_NUMBERS_AVAILABLE,
@@ -393,11 +398,10 @@ def blocked_caller_add(*, number: Number, caller_num: str) -> tuple[BlockedCalle
                 f"A number can block at most {BLOCKLIST_MAX_PER_NUMBER} callers.",
                 code=ErrorCode.BLOCKLIST_FULL,
             )
-        try:
-            with transaction.atomic():
-                return BlockedCaller.objects.create(number=number, caller_num=caller), True
-        except IntegrityError:
-            return BlockedCaller.objects.get(number=number, caller_num=caller), False
+        entry = create_unless_taken(BlockedCaller.objects.create, number=number, caller_num=caller)
+        if entry is not None:
+            return entry, True
+        return BlockedCaller.objects.get(number=number, caller_num=caller), False
 
 
 def blocked_caller_remove(*, number: Number, caller_num: str) -> None:
