@@ -11,33 +11,21 @@ from django.utils import timezone
 from core import events, metrics
 from core.counters import Drift, counters_add, counters_recount
 from core.errors import InvalidRequest, NotFound
-from core.fields import to_ms
+from core.fields import represent
 from core.phone import e164_possible
 from core.recordings import recordings_delete_on_commit, recordings_storage
 from history.models import ANONYMOUS_CALLER, AnsweredBy, CallRecord, CallRecordCounter, CallStatus
-from virtual_numbers.models import BlockedCaller, Number
+from history.serializers import CallRecordOutput
+from virtual_numbers.models import Number
+from virtual_numbers.selectors import caller_blocked
 
 DURATION_MAX_SECONDS = 7 * 24 * 3600
 
 
 def call_record_event(record: CallRecord) -> dict:
-    """The `call_record` frame pushed to the owner's sockets (fields as in the history API)."""
-    return {
-        "type": "call_record",
-        "id": str(record.id),
-        "number_id": str(record.number_id),
-        "caller_num": record.caller_num,
-        "status": record.status,
-        "duration": record.duration,
-        "created_at": to_ms(record.created_at),
-        "number": record.number.number,
-        "alias": record.number.alias,
-        "recording_url": record.recording_url,
-        "recording_seconds": record.recording_seconds,
-        "heard": record.heard,
-        "answered_by": record.answered_by,
-        "forwarded_to": record.forwarded_to,
-    }
+    """The `call_record` frame pushed to the owner's sockets: the record as the history API
+    answers it (CallRecordOutput)."""
+    return {"type": "call_record", **represent(CallRecordOutput, record)}
 
 
 def record_inbound_call(
@@ -90,7 +78,7 @@ def record_inbound_call(
             fields={"duration": ["Must be an integer from 0 to 604800."]},
         )
     _answer_check(status, answered_by, forwarded_to)
-    if BlockedCaller.objects.filter(number=number, caller_num=caller).exists():
+    if caller_blocked(number=number, caller_num=caller):
         status, duration, answered_by, forwarded_to = CallStatus.BLOCKED, 0, None, None
     with transaction.atomic():
         # The number's row, locked as number_delete locks it: a record and its counter land

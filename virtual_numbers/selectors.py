@@ -44,6 +44,8 @@ def number_by_e164(*, e164: str) -> Number | None:
 
 
 def caller_blocked(*, number: Number, caller_num: str) -> bool:
+    """Whether `caller_num` (E.164) is on `number`'s blocklist: the inbound desk refuses the
+    call, and history records it `blocked`."""
     return BlockedCaller.objects.filter(number=number, caller_num=caller_num).exists()
 
 
