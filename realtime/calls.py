@@ -27,6 +27,7 @@ from realtime.models import CallEvent, CallRequest, CallState
 from realtime.providers import Step, get_provider
 from realtime.serializers import CallSubmitInput
 from virtual_numbers.models import Number
+from virtual_numbers.selectors import numbers_by_owner
 
 logger = logging.getLogger(__name__)
 
@@ -112,11 +113,7 @@ def call_requests_submit(submits: list[Submit]) -> list[Outcome]:
     """
     outcomes: list[Outcome | None] = [None] * len(submits)
     found = selectors.calls_find(submit.key for submit in submits)
-    numbers: dict = {}
-    for number in Number.objects.filter(owner__in={s.user.pk for s in submits}).order_by(
-        "created_at", "id"
-    ):
-        numbers.setdefault(number.owner_id, []).append(number)
+    numbers = numbers_by_owner(owner_ids={s.user.pk for s in submits})
     checked: list[_Checked] = []
     again: list[int] = []  # a callId already in this batch: tried after it, alone
     keys = set()
