@@ -22,7 +22,7 @@ from core.errors import ApplicationError
 from matrix import services, tasks, texts
 from matrix.client import MatrixClient, MatrixError
 from matrix.models import MatrixBotState, MatrixRoom, RoomStatus
-from realtime import calls
+from realtime import services as calls
 from realtime.models import CallRequest
 
 logger = logging.getLogger(__name__)

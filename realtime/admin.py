@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 
 from core.admin_links import EstimatedCountPaginator, OwnerLinkMixin
 from core.errors import ApplicationError, ErrorCode
-from realtime import calls
+from realtime import services
 from realtime.models import ACTIVE_STATES, CallEvent, CallRequest
 
 
@@ -44,7 +44,7 @@ class CallRequestAdmin(OwnerLinkMixin, admin.ModelAdmin):
         canceled = 0
         for call in queryset.filter(status__in=ACTIVE_STATES).select_related("owner"):
             try:
-                calls.call_request_cancel(call=call)
+                services.call_request_cancel(call=call)
                 canceled += 1
             except ApplicationError as error:
                 if error.code != ErrorCode.CALL_NOT_CANCELABLE:

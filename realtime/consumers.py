@@ -12,7 +12,7 @@ from redis.exceptions import RedisError
 
 from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
-from realtime import calls, pipeline
+from realtime import pipeline, services
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +40,12 @@ _submit_executor = ThreadPoolExecutor(max_workers=SUBMIT_THREADS, thread_name_pr
 BATCH_MAX = 100
 
 
-def _submit_batch(submits: list[calls.Submit]) -> list[calls.Outcome]:
+def _submit_batch(submits: list[services.Submit]) -> list[services.Outcome]:
     """On a submit thread: the batch, between the connection upkeep that
     database_sync_to_async does around a call."""
     close_old_connections()
     try:
-        return calls.call_requests_submit(submits)
+        return services.call_requests_submit(submits)
     finally:
         close_old_connections()
 
@@ -53,17 +53,17 @@ def _submit_batch(submits: list[calls.Submit]) -> list[calls.Outcome]:
 class SubmitBatcher:
     """The submits of every socket of this process, written together: while SUBMIT_THREADS
     batches are being written, what arrives waits, and goes as the next batch, in one
-    transaction (realtime.calls.call_requests_submit). A submit that finds a thread free goes
+    transaction (realtime.services.call_requests_submit). A submit that finds a thread free goes
     at once, alone, so a quiet service adds no wait; under load, a batch costs about what one
     submit did, whatever its size."""
 
     def __init__(self) -> None:
-        self.waiting: list[tuple[calls.Submit, asyncio.Future]] = []
+        self.waiting: list[tuple[services.Submit, asyncio.Future]] = []
         self.writing = 0  # batches on the threads
 
     async def submit(self, *, user, data) -> tuple:
         """(call, created, pushes) for one call frame, or the ApplicationError refusing it."""
-        submit = calls.Submit(user=user, data=data, pushes=[])
+        submit = services.Submit(user=user, data=data, pushes=[])
         done = asyncio.get_running_loop().create_future()
         self.waiting.append((submit, done))
         if self.writing < SUBMIT_THREADS:
@@ -80,7 +80,7 @@ class SubmitBatcher:
         _batches.add(task)
         task.add_done_callback(_batches.discard)
 
-    async def _write(self, batch: list[tuple[calls.Submit, asyncio.Future]]) -> None:
+    async def _write(self, batch: list[tuple[services.Submit, asyncio.Future]]) -> None:
         loop = asyncio.get_running_loop()
         metrics.call_submit_batch_size.observe(len(batch))
         try:

@@ -1,6 +1,11 @@
 """The state machine of an outbound call: every state change, and asking the provider for the
 next one. It knows nothing of queues: realtime.tasks schedules the steps.
 
+It writes, yet it is not part of realtime.services: it is the layer under both services and
+tasks. Submit and cancel (services), each step and recovery (tasks) and the telephony agent
+all move calls through call_transition, and services schedule tasks; merged into services,
+the state machine would make services and tasks import each other.
+
 Every change is a conditional UPDATE (`WHERE status = <expected>`), persisted with its
 CallEvent and pushed as `call_status` after commit, so a duplicate or late step changes
 nothing and nothing is pushed about a row that was rolled back.
@@ -17,7 +22,7 @@ from django.utils import timezone
 
 from accounts import quotas
 from core import events, metrics
-from core.counters import Drift, counters_add, counters_recount
+from core.counters import counters_add
 from core.fields import to_ms
 from realtime.models import (
     TERMINAL_STATES,
@@ -154,9 +159,3 @@ def call_next_step(*, call_request_id: str, expected_status: str) -> tuple[CallR
         logger.exception("provider failed on call %s", call.pk)
         step = Step(status=CallState.FAILED, reason=f"provider error: {type(exc).__name__}")
     return None if step is None else (call, step)
-
-
-def call_counters_recount() -> list[Drift]:
-    """Recount every call counter from the calls and correct the ones that drifted (safe
-    beside live writers: core.counters.counters_recount); return the corrections."""
-    return counters_recount(CallRequest, CallRequestCounter, ["owner_id", "status"])

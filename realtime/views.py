@@ -6,7 +6,8 @@ from core import metrics
 from core.errors import ErrorCode
 from core.schema import operation
 from core.viewsets import ResourceViewSet
-from realtime import calls, pipeline, selectors
+from realtime import pipeline, selectors
+from realtime import services as calls
 from realtime.serializers import (
     CallAckOutput,
     CallDetailOutput,

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import DialRefusal
 from accounts.quotas import QuotaExceeded
-from realtime import calls
+from realtime import services as calls
 from realtime.models import CallRequest, CallState
 from tests.factories import CallRequestFactory, UserFactory
 from tests.totals import CONCURRENT_WRITERS, run_together

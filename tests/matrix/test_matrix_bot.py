@@ -22,7 +22,7 @@ from matrix.client import MatrixClient
 from matrix.management.commands.matrix_bot import token_check
 from matrix.models import MatrixBotState, MatrixMessage, MatrixRoom, MessageStatus
 from matrix.sync import command_run, sync_once
-from realtime import calls
+from realtime import services as calls
 from realtime.models import CallRequest
 from tests.conftest import drain_tasks
 from tests.dialing import REFUSED

@@ -9,7 +9,7 @@ import pytest
 
 from history.services import record_inbound_call
 from matrix.models import MatrixMessage, MatrixRoom
-from realtime import calls
+from realtime import services as calls
 from tests import live, settings_env
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory

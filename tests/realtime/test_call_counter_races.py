@@ -4,11 +4,11 @@ each on its own connection, leave the counters equal to a COUNT over the calls."
 import pytest
 
 from core.errors import ApplicationError, ErrorCode
-from realtime import calls, pipeline
+from realtime import pipeline, services
 from realtime.models import TERMINAL_STATES, CallRequest, CallState
-from realtime.pipeline import call_counters_recount
 from realtime.providers import Step
 from realtime.selectors import calls_page
+from realtime.services import call_counters_recount
 from tests.factories import UserFactory
 from tests.totals import CONCURRENT_WRITERS, assert_totals_exact, run_together
 
@@ -19,7 +19,7 @@ WALK = [CallState.DIALING, CallState.RINGING, CallState.IN_PROGRESS, CallState.C
 
 
 def submit(user, call_id: str):
-    return calls.call_request_submit(
+    return services.call_request_submit(
         user=user, data={"callId": call_id, "to": "+442079460120", "message": "Hello there"}
     )
 
@@ -53,7 +53,7 @@ def test_concurrent_submits_transitions_cancels_and_recounts_never_make_the_coun
         canceled = 0
         for pk in queued[::3]:
             try:
-                calls.call_request_cancel(call=CallRequest.objects.get(pk=pk))
+                services.call_request_cancel(call=CallRequest.objects.get(pk=pk))
                 canceled += 1
             except ApplicationError as error:
                 assert error.code == ErrorCode.CALL_NOT_CANCELABLE

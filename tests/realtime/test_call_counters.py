@@ -12,7 +12,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from core.errors import InvalidRequest
-from realtime import calls, tasks
+from realtime import services, tasks
 from realtime.models import CallRequest, CallRequestCounter
 from realtime.selectors import calls_page
 from tests.conftest import drain_tasks
@@ -26,7 +26,7 @@ ENDINGS = {"+442079460120": "completed", "+442079460127": "busy", "+442079460129
 
 
 def submit(user, call_id, to="+442079460120"):
-    return calls.call_request_submit(
+    return services.call_request_submit(
         user=user, data={"callId": call_id, "to": to, "message": "Hello there"}
     )
 

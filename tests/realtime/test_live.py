@@ -168,7 +168,7 @@ async def test_events_cross_two_daphne_processes(relay, login, tmp_path):
 
 
 def test_a_worker_killed_mid_call_leaves_no_call_hanging(user, tmp_path):
-    from realtime.calls import call_request_submit
+    from realtime.services import call_request_submit
 
     slow = {
         "SIMULATED_STEP_SECONDS": "0.5",

@@ -5,7 +5,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from core.errors import ApplicationError, InvalidRequest, RateLimited
-from realtime import calls, selectors, tasks
+from realtime import selectors, services, tasks
 from realtime.models import CallEvent, CallRequest, CallState
 from realtime.providers.simulated import spoken_seconds
 from tests.conftest import drain_tasks
@@ -18,7 +18,7 @@ def submit(user, call_id="c1", to="+442079460120", message="Hello there", from_n
     data = {"callId": call_id, "to": to, "message": message}
     if from_number is not None:
         data["from"] = from_number
-    return calls.call_request_submit(user=user, data=data)
+    return services.call_request_submit(user=user, data=data)
 
 
 def timeline(call):
@@ -164,7 +164,7 @@ def test_calls_are_rate_limited_per_user(user, settings):
 def test_a_queued_call_can_be_canceled_and_is_then_never_placed(user):
     call, _ = submit(user)
 
-    calls.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
+    services.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
     drain_tasks()
 
     call.refresh_from_db()
@@ -176,7 +176,7 @@ def test_a_placed_call_can_be_canceled_and_the_provider_goes_no_further(user):
     call, _ = submit(user)
     tasks.advance_call.call(call_request_id=str(call.pk), expected_status="queued")
 
-    calls.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
+    services.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
     drain_tasks()
 
     call.refresh_from_db()
@@ -189,7 +189,7 @@ def test_a_call_that_has_ended_cannot_be_canceled(user):
     drain_tasks()
 
     with pytest.raises(ApplicationError) as error:
-        calls.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
+        services.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
     assert error.value.code == "call_not_cancelable"
     assert selectors.call_access(user=user, call_id="c1").status == "completed"
 

@@ -1,4 +1,4 @@
-"""realtime.calls.call_requests_submit: calls that arrive together are written in one
+"""realtime.services.call_requests_submit: calls that arrive together are written in one
 transaction, and each is judged as if it came alone: every submit ends created, found
 again (its callId) or refused, and only what is created is written, counted and pushed."""
 
@@ -10,8 +10,8 @@ from django_tasks_db.models import DBTaskResult
 
 from accounts.models import DialRefusal
 from core.errors import ApplicationError
-from realtime.calls import Submit, call_requests_submit
 from realtime.models import CallEvent, CallRequest, CallRequestCounter
+from realtime.services import Submit, call_requests_submit
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -23,7 +23,7 @@ from django.core.files.storage import FileSystemStorage
 
 from history.models import CallRecord
 from history.services import record_inbound_call
-from realtime import calls
+from realtime import services
 from realtime.models import CallRequest
 from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
@@ -348,7 +348,7 @@ def sipp(sip_relay, tmp_path):
 def submit(user, call_id: str, message: str = "Hello from Relay.", **extra) -> CallRequest:
     """A call submitted through the service, committed (the tests run with transaction=True)."""
     data = {"callId": call_id, "to": "+442079460123", "message": message, **extra}
-    return calls.call_request_submit(user=user, data=data)[0]
+    return services.call_request_submit(user=user, data=data)[0]
 
 
 def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, float]:

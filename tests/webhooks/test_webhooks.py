@@ -16,7 +16,7 @@ import pytest
 from django.utils import timezone
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from realtime import calls
+from realtime import services as calls
 from tests.conftest import drain_tasks
 from webhooks.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from webhooks.services import deliveries_sweep, delivery_retry

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand
 
 from accounts.models import User
 from history.services import call_record_counters_recount
-from realtime.pipeline import call_counters_recount
+from realtime.services import call_counters_recount
 
 
 class Command(BaseCommand):

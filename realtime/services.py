@@ -1,7 +1,9 @@
-"""What a user does with outbound calls: submit one (idempotent per callId) and cancel it.
+"""Every write of outbound calls but the state machine's own: submit (idempotent per callId),
+cancel, and the recount of the counters.
 
-The WebSocket consumer, `POST /api/calls` and the admin all come through here. Reads are in
-realtime.selectors, the state machine in realtime.pipeline, the queue in realtime.tasks.
+The WebSocket consumer, `POST /api/calls`, Matrix and the admin all come through here. Reads
+are in realtime.selectors, the state machine (every change of a call's state) in
+realtime.pipeline, the queue and recovery in realtime.tasks.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from accounts import quotas
 from accounts.models import DialRefusal, User
 from accounts.services import refusal_record
 from core import dialing, events, ratelimit
+from core.counters import Drift, counters_recount
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.fields import validated
 from core.phone import e164_valid
 from realtime import pipeline, selectors, tasks
-from realtime.models import CallEvent, CallRequest, CallState
+from realtime.models import CallEvent, CallRequest, CallRequestCounter, CallState
 from realtime.providers import Step, get_provider
 from realtime.serializers import CallSubmitInput
 from virtual_numbers.models import Number
@@ -241,3 +244,10 @@ def call_request_cancel(*, call: CallRequest) -> CallRequest:
     raise ApplicationError(
         f"The call has already ended ({call.status}).", code=ErrorCode.CALL_NOT_CANCELABLE
     )
+
+
+# --- counters ------------------------------------------------------------------------------
+def call_counters_recount() -> list[Drift]:
+    """Recount every call counter from the calls and correct the ones that drifted (safe
+    beside live writers: core.counters.counters_recount); return the corrections."""
+    return counters_recount(CallRequest, CallRequestCounter, ["owner_id", "status"])
