@@ -195,6 +195,26 @@ class NextCursorField(serializers.CharField):
         super().__init__(**kwargs)
 
 
+class PageOutput(serializers.Serializer):
+    # The answer of a paged list, as Page.body builds it: the page's rows under the name a
+    # subclass declares (`history`, `calls`), then `total` (`total_help` says what it
+    # counts), `limit`, `offset` and `nextCursor`. (Comments, not a docstring: drf-spectacular
+    # would publish a docstring in the schema.)
+
+    total_help = "the rows matching the filters, on any page"
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    nextCursor = NextCursorField()  # noqa: N815
+
+    def get_fields(self):
+        fields = super().get_fields()  # the envelope first, then the subclass's rows
+        fields["total"].help_text = self.total_help
+        envelope = list(PageOutput._declared_fields)
+        rows = [name for name in fields if name not in envelope]
+        return {name: fields[name] for name in [*rows, *envelope]}
+
+
 @dataclass(frozen=True)
 class Page:
     records: list

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from core.fields import MillisecondsField
-from core.pagination import NextCursorField, PageParameters, PageQuery
+from core.pagination import PageOutput, PageParameters, PageQuery
 from history.models import AnsweredBy, CallStatus
 
 STATUS_FILTERS = [*CallStatus.values, "all"]
@@ -38,12 +38,9 @@ class CallRecordOutput(serializers.Serializer):
     )
 
 
-class HistoryOutput(serializers.Serializer):
+class HistoryOutput(PageOutput):
+    total_help = "the records matching the filters, on any page"
     history = CallRecordOutput(many=True)
-    total = serializers.IntegerField(help_text="the records matching the filters, on any page")
-    limit = serializers.IntegerField()
-    offset = serializers.IntegerField()
-    nextCursor = NextCursorField()  # noqa: N815
 
 
 class HistoryParameters(PageParameters):

@@ -11,7 +11,7 @@ from core.fields import (
     StrictCharField,
     WebhookUrlField,
 )
-from core.pagination import NextCursorField, PageParameters, PageQuery
+from core.pagination import PageOutput, PageParameters, PageQuery
 from realtime.languages import LANGUAGES
 from realtime.models import CallState
 
@@ -143,12 +143,9 @@ class CallDetailOutput(CallOutput):
     timeline = CallEventOutput(source="events.all", many=True)
 
 
-class CallListOutput(serializers.Serializer):
+class CallListOutput(PageOutput):
+    total_help = "the calls matching the filter, on any page"
     calls = CallOutput(many=True)
-    total = serializers.IntegerField(help_text="the calls matching the filter, on any page")
-    limit = serializers.IntegerField()
-    offset = serializers.IntegerField()
-    nextCursor = NextCursorField()  # noqa: N815
 
 
 extend_schema_field(OpenApiTypes.INT)(MillisecondsField)
