@@ -14,7 +14,7 @@ nothing and nothing is pushed about a row that was rolled back.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -40,6 +40,26 @@ STATE_TIMESTAMP = {
     CallState.RINGING: "ringing_at",
     CallState.IN_PROGRESS: "answered_at",
 }
+
+
+def call_recovery_deadline(*, now: datetime | None = None, wait: float = 0) -> datetime:
+    """When recovery may take over a call last heard of at `now` (default: the present) whose
+    next step is due `wait` seconds later: CALL_RECOVERY_GRACE after that. The one place the
+    grace is added: the submit, each transition, recovery's retries, and the telephony
+    agent's heartbeats (its outbound calls and its inbound ledger) all set deadlines here."""
+    return (now or timezone.now()) + timedelta(seconds=wait + settings.CALL_RECOVERY_GRACE)
+
+
+def call_recovery_last_seen(deadline: datetime) -> datetime:
+    """When a deadline set by call_recovery_deadline (no wait) was set: the moment its
+    holder was last heard of."""
+    return deadline - timedelta(seconds=settings.CALL_RECOVERY_GRACE)
+
+
+def call_heartbeat_interval() -> float:
+    """How often a holder of calls pushes their deadlines forward (call_recovery_deadline):
+    three times within the grace, so a late beat costs nothing, and every 0.5 to 5 s."""
+    return max(0.5, min(5.0, settings.CALL_RECOVERY_GRACE / 3))
 
 
 def call_status_event(call: CallRequest) -> dict:
@@ -93,8 +113,7 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
         fields["ended_at"] = now
         fields["step_deadline"] = None
     else:
-        grace = settings.CALL_RECOVERY_GRACE
-        fields["step_deadline"] = now + timedelta(seconds=step.wait + grace)
+        fields["step_deadline"] = call_recovery_deadline(now=now, wait=step.wait)
     if step.status in STATE_TIMESTAMP:
         fields[STATE_TIMESTAMP[step.status]] = now
     if step.duration is not None:

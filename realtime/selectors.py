@@ -5,7 +5,7 @@ from core import parsing
 from core.counters import counters_sum
 from core.errors import NotFound
 from core.pagination import Cursor, Page, page_rows
-from realtime.models import CallRequest, CallRequestCounter
+from realtime.models import TERMINAL_STATES, CallRequest, CallRequestCounter
 
 
 def call_find(*, user: User, call_id) -> CallRequest | None:
@@ -31,6 +31,16 @@ def calls_find(keys) -> dict[tuple, CallRequest]:
 def call_find_possible(call_id) -> bool:
     """Whether `call_id` could be a stored callId: a string with no control characters."""
     return isinstance(call_id, str) and not parsing.id_problem(call_id)
+
+
+def calls_ended(*, pks: list) -> list:
+    """Which of these calls have ended (a terminal state): for the telephony agent, which
+    hangs up a call that ended elsewhere (the user's cancel, recovery)."""
+    return list(
+        CallRequest.objects.filter(pk__in=pks, status__in=TERMINAL_STATES).values_list(
+            "pk", flat=True
+        )
+    )
 
 
 def call_access(*, user: User, call_id: str) -> CallRequest:

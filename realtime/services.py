@@ -1,5 +1,5 @@
 """Every write of outbound calls but the state machine's own: submit (idempotent per callId),
-cancel, and the recount of the counters.
+cancel, the telephony agent's claim and heartbeat, and the recount of the counters.
 
 The WebSocket consumer, `POST /api/calls`, Matrix and the admin all come through here. Reads
 are in realtime.selectors, the state machine (every change of a call's state) in
@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
@@ -26,7 +25,7 @@ from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.fields import validated
 from core.phone import e164_valid
 from realtime import pipeline, selectors, tasks
-from realtime.models import CallEvent, CallRequest, CallRequestCounter, CallState
+from realtime.models import ACTIVE_STATES, CallEvent, CallRequest, CallRequestCounter, CallState
 from realtime.providers import Step, get_provider
 from realtime.serializers import CallSubmitInput
 from virtual_numbers.models import Number
@@ -226,7 +225,7 @@ def _new_call(user: User, one: _Checked, now) -> CallRequest:
         caller_id=one.caller_id,
         created_at=now,
         updated_at=now,
-        step_deadline=now + timedelta(seconds=settings.CALL_RECOVERY_GRACE),
+        step_deadline=pipeline.call_recovery_deadline(now=now),
     )
 
 
@@ -243,6 +242,31 @@ def call_request_cancel(*, call: CallRequest) -> CallRequest:
         call.refresh_from_db()  # it moved on a moment ago: try again from where it is now
     raise ApplicationError(
         f"The call has already ended ({call.status}).", code=ErrorCode.CALL_NOT_CANCELABLE
+    )
+
+
+# --- the telephony agent's calls -----------------------------------------------------------
+def calls_claim(*, limit: int, provider_call_id: Callable[[], str]) -> list[CallRequest]:
+    """The due calls a telephony agent won, at most `limit`, oldest first: each moved
+    queued -> dialing (call_transition) and committed, with its SIP Call-ID
+    (`provider_call_id()`) recorded, before the agent's INVITE exists. Of agents claiming at
+    once only one wins a call (the conditional UPDATE), so no call is dialled twice."""
+    # Oldest first, by step_deadline (set at submit): the partial index of active calls.
+    due = CallRequest.objects.filter(status=CallState.QUEUED).order_by("step_deadline")
+    claimed = []
+    for record in due[:limit]:
+        step = Step(status=CallState.DIALING, provider_call_id=provider_call_id())
+        if pipeline.call_transition(call=record, step=step, expected_status=CallState.QUEUED):
+            claimed.append(record)
+    return claimed
+
+
+def calls_extend(*, pks: list) -> None:
+    """The heartbeat of the agent holding these calls: the ones still active get a fresh
+    deadline (call_recovery_deadline), so recovery leaves them alone while the agent lives
+    and takes them (agent_lost) soon after it dies."""
+    CallRequest.objects.filter(pk__in=pks, status__in=ACTIVE_STATES).update(
+        step_deadline=pipeline.call_recovery_deadline()
     )
 
 

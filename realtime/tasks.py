@@ -76,13 +76,13 @@ def calls_recover(*, now=None) -> int:
     (its worker died mid-step). After CALL_MAX_RECOVERIES tries the call ends `failed`.
     Returns how many calls were touched."""
     now = now or timezone.now()
-    grace = timedelta(seconds=settings.CALL_RECOVERY_GRACE)
+    deadline = pipeline.call_recovery_deadline(now=now)
     overdue = CallRequest.objects.filter(status__in=ACTIVE_STATES, step_deadline__lt=now)
     touched = 0
     for call in overdue.order_by("step_deadline")[:500]:
         if _has_ready_step(call):  # only waiting behind a backlog: give it more time
             CallRequest.objects.filter(pk=call.pk, status=call.status).update(
-                step_deadline=now + grace
+                step_deadline=deadline
             )
             continue
         touched += 1
@@ -95,7 +95,7 @@ def calls_recover(*, now=None) -> int:
             continue
         with transaction.atomic():
             updated = CallRequest.objects.filter(pk=call.pk, status=call.status).update(
-                recoveries=call.recoveries + 1, step_deadline=now + grace
+                recoveries=call.recoveries + 1, step_deadline=deadline
             )
             if updated:
                 schedule_advance(call=call, expected_status=call.status)

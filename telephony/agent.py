@@ -1,12 +1,15 @@
 """The telephony agent: the process that places calls over SIP (`manage.py telephony_agent`).
 
-Each agent claims due calls itself, as many as SIP_MAX_CONCURRENT_CALLS at once. A claim is
-the pipeline's conditional move `queued -> dialing`, committed before anything is sent: of
-several agents only one wins a call, and a call that was marked dialed is never dialed again
-(if the agent dies, recovery ends it `failed`/`agent_lost`). Then the agent renders the
-message, places the call through the trunk, and reports each change through the same
-transitions as every other provider. While it holds calls it pushes their deadlines forward
-(the heartbeat); a row that ends elsewhere (the user's cancel, recovery) is hung up at once.
+Each agent claims due calls itself, as many as SIP_MAX_CONCURRENT_CALLS at once. A claim
+(realtime.services.calls_claim) is the pipeline's conditional move `queued -> dialing`,
+committed before anything is sent: of several agents only one wins a call, and a call that
+was marked dialed is never dialed again (if the agent dies, recovery ends it
+`failed`/`agent_lost`). Then the agent renders the message, places the call through the
+trunk, and reports each change through the same transitions as every other provider. While
+it holds calls it pushes their deadlines forward (the heartbeat, realtime.services.
+calls_extend); a row that ends elsewhere (the user's cancel, recovery: realtime.selectors.
+calls_ended) is hung up at once. The agent reads and writes CallRequest rows only through
+realtime.
 
 The ORM runs in one thread with one connection kept open (Django is synchronous; a new
 PostgreSQL connection every 50 ms would cost more than the queries); SIP and RTP run on the
@@ -20,16 +23,16 @@ import contextlib
 import logging
 import socket
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.utils import timezone
 
 from realtime import pipeline
-from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
+from realtime.models import CallRequest, CallState
 from realtime.providers import QUOTA_REASON, Step, quota_cut
+from realtime.selectors import calls_ended
+from realtime.services import calls_claim, calls_extend
 from telephony import services
 from telephony.inbound.routing import InboundDesk
 from telephony.sip.message import new_call_id
@@ -196,7 +199,7 @@ class TelephonyAgent:
 
     async def _tick(self) -> None:
         if self.calls:
-            for pk in await _in_db_thread(_ended)(list(self.calls)):
+            for pk in await _in_db_thread(calls_ended)(pks=list(self.calls)):
                 live = self.calls.get(pk)
                 if live is not None and not live.ended_elsewhere:
                     live.ended_elsewhere = True
@@ -208,22 +211,13 @@ class TelephonyAgent:
                 logger.warning("recorded %d inbound call(s) of an agent that died", recovered)
         free = self._room()
         if free > 0:
-            for record in await _in_db_thread(self._claim)(free):
+            claimed = await _in_db_thread(calls_claim)(
+                limit=free, provider_call_id=lambda: new_call_id(self.ua.host)
+            )
+            for record in claimed:
                 live = LiveCall(record=record)
                 self.calls[record.pk] = live
                 live.task = asyncio.create_task(self._run_call(live))
-
-    def _claim(self, limit: int) -> list[CallRequest]:
-        """Due calls this agent won: each moved queued -> dialing and committed, its SIP
-        Call-ID recorded, before the INVITE exists."""
-        # Oldest first, by step_deadline (set at submit): the partial index of active calls.
-        due = CallRequest.objects.filter(status=CallState.QUEUED).order_by("step_deadline")
-        claimed = []
-        for record in due[:limit]:
-            step = Step(status=CallState.DIALING, provider_call_id=new_call_id(self.ua.host))
-            if pipeline.call_transition(call=record, step=step, expected_status=CallState.QUEUED):
-                claimed.append(record)
-        return claimed
 
     async def _move(self, live: LiveCall, step: Step) -> bool:
         moved = await _in_db_thread(pipeline.call_transition)(
@@ -309,12 +303,12 @@ class TelephonyAgent:
     async def _heartbeat(self) -> None:
         """Keep the deadlines of held calls ahead, so recovery leaves them alone while this
         agent lives, and takes them (agent_lost) soon after it dies."""
-        interval = max(0.5, min(5.0, settings.CALL_RECOVERY_GRACE / 3))
+        interval = pipeline.call_heartbeat_interval()
         while True:
             await asyncio.sleep(interval)
             try:
                 if self.calls:
-                    await _in_db_thread(_extend_deadlines)(list(self.calls))
+                    await _in_db_thread(calls_extend)(pks=list(self.calls))
                 if inbound := self.desk.ledger_pks():
                     await _in_db_thread(services.inbound_calls_extend)(pks=inbound)
             except DatabaseError as exc:
@@ -329,16 +323,3 @@ class TelephonyAgent:
         if tasks:
             await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE)
         await inbound
-
-
-def _ended(pks: list) -> list:
-    return list(
-        CallRequest.objects.filter(pk__in=pks, status__in=TERMINAL_STATES).values_list(
-            "pk", flat=True
-        )
-    )
-
-
-def _extend_deadlines(pks: list) -> None:
-    deadline = timezone.now() + timedelta(seconds=settings.CALL_RECOVERY_GRACE)
-    CallRequest.objects.filter(pk__in=pks, status__in=ACTIVE_STATES).update(step_deadline=deadline)

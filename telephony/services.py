@@ -4,7 +4,6 @@ transaction that reports it, so that every inbound call ends in exactly one hist
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -17,6 +16,7 @@ from core.errors import NotFound
 from core.fields import to_ms
 from history.models import AnsweredBy, CallRecord, CallStatus
 from history.services import record_inbound_call
+from realtime.pipeline import call_recovery_deadline, call_recovery_last_seen
 from telephony import speech
 from telephony.models import ForwardLeg, InboundCall
 from virtual_numbers.models import Number
@@ -34,10 +34,6 @@ def incoming_call_event(call: InboundCall, number: Number) -> dict:
     }
 
 
-def _deadline():
-    return timezone.now() + timedelta(seconds=settings.CALL_RECOVERY_GRACE)
-
-
 def inbound_call_open(*, sip_call_id: str, number: Number, caller_num: str, ringing: bool):
     """Start the ledger of an inbound call; with `ringing`, push `incoming_call` to the owner
     after commit. None when this Call-ID was seen before (a re-sent INVITE): nothing is
@@ -48,7 +44,7 @@ def inbound_call_open(*, sip_call_id: str, number: Number, caller_num: str, ring
             sip_call_id=sip_call_id,
             number=number,
             caller_num=caller_num,
-            deadline=_deadline(),
+            deadline=call_recovery_deadline(),
         )
         if call is None:
             return None
@@ -106,7 +102,7 @@ def inbound_call_record(
 
 def inbound_calls_extend(*, pks: list) -> None:
     """The heartbeat of the agent holding these calls: recovery leaves them alone."""
-    InboundCall.objects.filter(pk__in=pks, recorded=False).update(deadline=_deadline())
+    InboundCall.objects.filter(pk__in=pks, recorded=False).update(deadline=call_recovery_deadline())
 
 
 def inbound_calls_recover() -> int:
@@ -115,14 +111,13 @@ def inbound_calls_recover() -> int:
     if any, died with the agent). Safe beside other agents doing the same; returns how many
     this pass recorded."""
     now = timezone.now()
-    grace = timedelta(seconds=settings.CALL_RECOVERY_GRACE)
     recorded = 0
     stale = InboundCall.objects.filter(recorded=False, deadline__lt=now).select_related("number")
     for call in stale[:100]:
         if call.answered_at is None:
             status, duration = CallStatus.MISSED, 0
         else:
-            last_seen = call.deadline - grace
+            last_seen = call_recovery_last_seen(call.deadline)
             status = CallStatus.ANSWERED
             duration = max(0, round((last_seen - call.answered_at).total_seconds()))
         if inbound_call_record(call=call, status=status, duration=duration) is not None:
