@@ -153,7 +153,7 @@ class TelephonyAgent:
     def __init__(self, *, index: int = 0) -> None:
         self.ua = UserAgent(agent_config(index))
         self.speech = Speech(settings.TTS_CACHE_DIR)
-        self.calls: dict = {}
+        self.calls_by_pk: dict = {}  # CallRequest pk -> the LiveCall this agent places
         self.stopping = asyncio.Event()
         self.capacity = settings.SIP_MAX_CONCURRENT_CALLS
         # Calls to the numbers (telephony/inbound/) share the agent's capacity.
@@ -161,7 +161,7 @@ class TelephonyAgent:
         self.next_recovery = 0.0
 
     def _room(self) -> int:
-        return self.capacity - len(self.calls) - len(self.desk)
+        return self.capacity - len(self.calls_by_pk) - len(self.desk)
 
     async def run(self) -> None:
         await self.ua.start()
@@ -198,9 +198,9 @@ class TelephonyAgent:
             await self.ua.close()
 
     async def _tick(self) -> None:
-        if self.calls:
-            for pk in await _in_db_thread(calls_ended)(pks=list(self.calls)):
-                live = self.calls.get(pk)
+        if self.calls_by_pk:
+            for pk in await _in_db_thread(calls_ended)(pks=list(self.calls_by_pk)):
+                live = self.calls_by_pk.get(pk)
                 if live is not None and not live.ended_elsewhere:
                     live.ended_elsewhere = True
                     live.hang_up()
@@ -216,7 +216,7 @@ class TelephonyAgent:
             )
             for record in claimed:
                 live = LiveCall(record=record)
-                self.calls[record.pk] = live
+                self.calls_by_pk[record.pk] = live
                 live.task = asyncio.create_task(self._run_call(live))
 
     async def _move(self, live: LiveCall, step: Step) -> bool:
@@ -285,7 +285,7 @@ class TelephonyAgent:
             with contextlib.suppress(Exception):
                 await self._move(live, Step(status=CallState.FAILED, reason="agent error"))
         finally:
-            self.calls.pop(record.pk, None)
+            self.calls_by_pk.pop(record.pk, None)
 
     async def _keep_registered(self) -> None:
         """REGISTER with the trunk, and again at half the granted expiry; after a failure,
@@ -307,8 +307,8 @@ class TelephonyAgent:
         while True:
             await asyncio.sleep(interval)
             try:
-                if self.calls:
-                    await _in_db_thread(calls_extend)(pks=list(self.calls))
+                if self.calls_by_pk:
+                    await _in_db_thread(calls_extend)(pks=list(self.calls_by_pk))
                 if inbound := self.desk.ledger_pks():
                     await _in_db_thread(services.inbound_calls_extend)(pks=inbound)
             except DatabaseError as exc:
@@ -316,10 +316,10 @@ class TelephonyAgent:
 
     async def _shutdown(self) -> None:
         inbound = asyncio.ensure_future(self.desk.stop(SHUTDOWN_GRACE))
-        for live in list(self.calls.values()):
+        for live in list(self.calls_by_pk.values()):
             live.stopped = True
             live.hang_up()
-        tasks = [live.task for live in self.calls.values() if live.task is not None]
+        tasks = [live.task for live in self.calls_by_pk.values() if live.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE)
         await inbound

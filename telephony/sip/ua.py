@@ -90,7 +90,7 @@ class UserAgent:
         self.transactions: dict[str, asyncio.Queue] = {}
         # Every call's dialog by SIP Call-ID, both directions (kept 64*T1 after its end, to
         # absorb retransmissions).
-        self.dialogs: dict[str, Dialog] = {}
+        self.dialogs_by_call_id: dict[str, Dialog] = {}
         # Who takes a new INVITE (the telephony agent); without one, INVITEs get 404. An
         # INVITE from a source `accepts_source` refuses gets 403 and no state at all.
         self.on_invite: Callable[[InboundDialog], Awaitable[None]] | None = None
@@ -158,11 +158,11 @@ class UserAgent:
 
     def forget_later(self, call_id: str) -> None:
         """Drop a dialog once late retransmissions of its messages can no longer come."""
-        dialog = self.dialogs.get(call_id)
+        dialog = self.dialogs_by_call_id.get(call_id)
 
         def forget() -> None:
-            if self.dialogs.get(call_id) is dialog:
-                del self.dialogs[call_id]
+            if self.dialogs_by_call_id.get(call_id) is dialog:
+                del self.dialogs_by_call_id[call_id]
 
         asyncio.get_running_loop().call_later(64 * self.config.t1, forget)
 
@@ -176,7 +176,7 @@ class UserAgent:
             queue = self.transactions.get(f"{message.branch}:{method}")
             if queue is not None:
                 queue.put_nowait(message)
-            elif (dialog := self.dialogs.get(message.call_id)) is not None:
+            elif (dialog := self.dialogs_by_call_id.get(message.call_id)) is not None:
                 dialog.on_response(message)
             return
         mark_received(message, source)
@@ -189,7 +189,7 @@ class UserAgent:
             if refusal.status:
                 await self.transport.send(checks.refusal_response(request, refusal), source)
             return
-        dialog = self.dialogs.get(request.call_id)
+        dialog = self.dialogs_by_call_id.get(request.call_id)
         if dialog is not None:
             await dialog.on_request(request, source)
             return
@@ -204,7 +204,7 @@ class UserAgent:
                 logger.warning("INVITE refused: %s is not an allowed source", source[0])
                 await self.respond(request, 403, "Forbidden", source)
                 return
-            dialog = self.dialogs[request.call_id] = InboundDialog(self, request, source)
+            dialog = self.dialogs_by_call_id[request.call_id] = InboundDialog(self, request, source)
             await dialog.trying()
             await self.on_invite(dialog)
         elif method == "INVITE":

@@ -153,7 +153,7 @@ class OutboundCall(Dialog):
 
     # --- the call -----------------------------------------------------------------------------
     async def run(self) -> Outcome:
-        self.ua.dialogs[self.call_id] = self
+        self.ua.dialogs_by_call_id[self.call_id] = self
         try:
             self.stream = self.ua.new_stream(payload_type=0)
             self.rtp_port = await self.ua.open_rtp(self.stream)
