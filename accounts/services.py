@@ -13,7 +13,7 @@ from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from rest_framework_simplejwt.tokens import AccessToken
 
@@ -21,6 +21,7 @@ from accounts import apikeys
 from accounts.models import FREE_PLAN, DialRefusal, LoginSession, User, UserManager
 from accounts.serializers import matrix_id_problem
 from core import events, metrics, ratelimit
+from core.db import create_unless_taken
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
 from core.passwords import password_hashing_slot
 
@@ -87,13 +88,14 @@ def user_create(*, email: str, password: str, plan: str = FREE_PLAN) -> User:
         raise InvalidRequest(exc.messages[0], fields={"password": exc.messages}) from exc
     with password_hashing_slot():
         password_hash = make_password(password)  # slow by design: before the transaction
-    try:
-        with transaction.atomic():
-            return User.objects.create_user(email=email, password_hash=password_hash, plan=plan)
-    except IntegrityError as exc:
+    user = create_unless_taken(
+        User.objects.create_user, email=email, password_hash=password_hash, plan=plan
+    )
+    if user is None:
         raise ApplicationError(
             "This e-mail address is already registered.", code=ErrorCode.EMAIL_TAKEN
-        ) from exc
+        )
+    return user
 
 
 def user_register(*, email: str, password: str) -> AuthResult:

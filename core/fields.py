@@ -45,12 +45,6 @@ def represent(serializer_class, instance) -> dict:
     return _bound(serializer_class).to_representation(instance)
 
 
-def represent_many(serializer_class, instances) -> list[dict]:
-    """`serializer_class(instances, many=True).data`, as represent() builds each element."""
-    to_representation = _bound(serializer_class).to_representation
-    return [to_representation(instance) for instance in instances]
-
-
 class StrictCharField(serializers.CharField):
     default_error_messages = {"invalid": "Must be a string."}
 

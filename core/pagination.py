@@ -21,8 +21,6 @@ from django.db.models import Q, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.fields import represent_many
-
 # SQL OFFSET is a 64-bit integer (PostgreSQL bigint, SQLite integer); no table comes near.
 OFFSET_MAX = 10**18 - 1
 DEFAULT_LIMIT = 50
@@ -196,16 +194,16 @@ class NextCursorField(serializers.CharField):
 
 
 class PageOutput(serializers.Serializer):
-    # The answer of a paged list, as Page.body builds it: the page's rows under the name a
-    # subclass declares (`history`, `calls`), then `total` (`total_help` says what it
-    # counts), `limit`, `offset` and `nextCursor`. (Comments, not a docstring: drf-spectacular
-    # would publish a docstring in the schema.)
+    # The answer of a paged list, rendered from a Page: the page's rows under the name a subclass
+    # declares (`history`, `calls`, each with source="records"), then `total` (`total_help` says
+    # what it counts), `limit`, `offset` and `nextCursor`. (Comments, not a docstring:
+    # drf-spectacular would publish a docstring in the schema.)
 
     total_help = "the rows matching the filters, on any page"
     total = serializers.IntegerField()
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
-    nextCursor = NextCursorField()  # noqa: N815
+    nextCursor = NextCursorField(source="next_cursor")  # noqa: N815
 
     def get_fields(self):
         fields = super().get_fields()  # the envelope first, then the subclass's rows
@@ -222,14 +220,3 @@ class Page:
     limit: int
     offset: int
     next_cursor: str | None = None
-
-    def body(self, key: str, serializer_class) -> dict:
-        """`{key: [...], "total", "limit", "offset", "nextCursor"}`: the response of a paged
-        list."""
-        return {
-            key: represent_many(serializer_class, self.records),
-            "total": self.total,
-            "limit": self.limit,
-            "offset": self.offset,
-            "nextCursor": self.next_cursor,
-        }

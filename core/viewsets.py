@@ -41,18 +41,17 @@ class ResourceViewSet(viewsets.GenericViewSet):
     def get_serializer_class(self):
         return self.input_serializers.get(self.action)
 
-    def paged_list(self, *, query, fetch, key: str, output) -> Response:
+    def paged_list(self, *, query, fetch, output) -> Response:
         """A paged list: read the query string with `query` (a PageQuery), hand its values
         to `fetch` (a selector returning a Page; status "all" is passed as None) and answer
-        `{key: [...], "total", "limit", "offset"}` with `output` per row."""
+        the Page through `output` (a PageOutput)."""
         # A plain dict: with a QueryDict DRF would read `?status=` as "not given".
         params = query(data=self.request.query_params.dict())
         params.is_valid(raise_exception=True)
         values = dict(params.validated_data)
         if values.get("status") == "all":
             values["status"] = None
-        page = fetch(user=self.request.user, **values)
-        return Response(page.body(key, output))
+        return self.answer(output, fetch(user=self.request.user, **values))
 
     def answer(self, output, instance, *, status: int = 200) -> Response:
         """`instance` rendered by the output serializer `output` (one that reads nothing but

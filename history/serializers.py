@@ -40,7 +40,7 @@ class CallRecordOutput(serializers.Serializer):
 
 class HistoryOutput(PageOutput):
     total_help = "the records matching the filters, on any page"
-    history = CallRecordOutput(many=True)
+    history = CallRecordOutput(many=True, source="records")
 
 
 class HistoryParameters(PageParameters):

@@ -9,7 +9,6 @@ from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 from history import selectors, services
 from history.serializers import (
-    CallRecordOutput,
     HistoryListParameters,
     HistoryOutput,
     HistoryQuery,
@@ -67,7 +66,7 @@ class HistoryViewSet(ResourceViewSet):
     )
     def list(self, request):
         return self.paged_list(
-            query=HistoryQuery, fetch=selectors.history_page, key="history", output=CallRecordOutput
+            query=HistoryQuery, fetch=selectors.history_page, output=HistoryOutput
         )
 
     def record(self):

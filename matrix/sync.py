@@ -22,8 +22,8 @@ from core.errors import ApplicationError
 from matrix import services, tasks, texts
 from matrix.client import MatrixClient, MatrixError
 from matrix.models import MatrixBotState, MatrixRoom, RoomStatus
-from realtime import services as calls
 from realtime.models import CallRequest
+from realtime.services import call_request_submit
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def _place_call(room: MatrixRoom, event_id: str, rest: str) -> None:
         )
 
     try:
-        call, created = calls.call_request_submit(user=room.user, data=data, also=ack)
+        call, created = call_request_submit(user=room.user, data=data, also=ack)
     except ApplicationError as refused:
         with transaction.atomic():
             services.reply_enqueue(

@@ -15,12 +15,13 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
 from accounts.models import User
 from core import outbox
+from core.db import create_unless_taken
 from matrix import texts
 from matrix.client import MatrixClient, MatrixError
 from matrix.models import (
@@ -93,17 +94,16 @@ def message_enqueue(
     undoing the caller's own transaction."""
     if MatrixMessage.objects.filter(key=key).exists():
         return None
-    try:
-        with transaction.atomic():
-            row = MatrixMessage.objects.create(
-                key=key,
-                room=room,
-                kind=kind,
-                body=text.body if text else "",
-                formatted_body=text.html if text else "",
-                thread_root=thread_root,
-            )
-    except IntegrityError:
+    row = create_unless_taken(
+        MatrixMessage.objects.create,
+        key=key,
+        room=room,
+        kind=kind,
+        body=text.body if text else "",
+        formatted_body=text.html if text else "",
+        thread_root=thread_root,
+    )
+    if row is None:
         return None
     schedule_message(row)
     return row

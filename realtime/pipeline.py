@@ -23,7 +23,7 @@ from django.utils import timezone
 from accounts import quotas
 from core import events, metrics
 from core.counters import counters_add
-from core.fields import to_ms
+from core.fields import represent
 from realtime.models import (
     TERMINAL_STATES,
     CallEvent,
@@ -32,6 +32,7 @@ from realtime.models import (
     CallState,
 )
 from realtime.providers import Step, get_provider
+from realtime.serializers import CallAckOutput, CallStatusOutput
 
 logger = logging.getLogger(__name__)
 
@@ -64,22 +65,12 @@ def call_heartbeat_interval() -> float:
 
 def call_status_event(call: CallRequest) -> dict:
     """The `call_status` frame for the call's current state."""
-    event = {
-        "type": "call_status",
-        "callId": call.call_id,
-        "status": call.status,
-        "ts": to_ms(call.updated_at),
-    }
-    if call.duration is not None:
-        event["duration"] = call.duration
-    if call.failure_reason:
-        event["reason"] = call.failure_reason
-    return event
+    return represent(CallStatusOutput, call)
 
 
 def call_ack_event(call: CallRequest) -> dict:
     """The `call_ack` frame (and the body of `POST /api/calls`): the call as it was stored."""
-    return {"type": "call_ack", "callId": call.call_id, "status": call.status}
+    return represent(CallAckOutput, call)
 
 
 def push_status(call: CallRequest) -> None:

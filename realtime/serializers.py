@@ -106,9 +106,29 @@ class CallSubmitInput(serializers.Serializer):
 
 
 class CallAckOutput(serializers.Serializer):
+    # The `call_ack` frame and the body of POST /api/calls: the call as it was stored.
     type = serializers.CharField(default="call_ack")
-    callId = serializers.CharField()  # noqa: N815
+    callId = serializers.CharField(source="call_id")  # noqa: N815
     status = serializers.ChoiceField(choices=CallState.values)
+
+
+class CallStatusOutput(serializers.Serializer):
+    # The `call_status` frame (docs/websocket.md): `duration` once the call has one, and
+    # `reason` only when the call ended for a reason.
+    type = serializers.CharField(default="call_status")
+    callId = serializers.CharField(source="call_id")  # noqa: N815
+    status = serializers.ChoiceField(choices=CallState.values)
+    ts = MillisecondsField(source="updated_at")
+    duration = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField(source="failure_reason")
+
+    def to_representation(self, instance):
+        frame = super().to_representation(instance)
+        if frame["duration"] is None:
+            del frame["duration"]
+        if not frame["reason"]:
+            del frame["reason"]
+        return frame
 
 
 class CallEventOutput(serializers.Serializer):
@@ -145,7 +165,7 @@ class CallDetailOutput(CallOutput):
 
 class CallListOutput(PageOutput):
     total_help = "the calls matching the filter, on any page"
-    calls = CallOutput(many=True)
+    calls = CallOutput(many=True, source="records")
 
 
 extend_schema_field(OpenApiTypes.INT)(MillisecondsField)

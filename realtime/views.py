@@ -6,8 +6,7 @@ from core import metrics
 from core.errors import ErrorCode
 from core.schema import operation
 from core.viewsets import ResourceViewSet
-from realtime import pipeline, selectors
-from realtime import services as calls
+from realtime import pipeline, selectors, services
 from realtime.serializers import (
     CallAckOutput,
     CallDetailOutput,
@@ -56,9 +55,7 @@ class CallViewSet(ResourceViewSet):
         errors=[ErrorCode.INVALID_REQUEST],
     )
     def list(self, request):
-        return self.paged_list(
-            query=CallsQuery, fetch=selectors.calls_page, key="calls", output=CallOutput
-        )
+        return self.paged_list(query=CallsQuery, fetch=selectors.calls_page, output=CallListOutput)
 
     @operation(
         "calls_submit",
@@ -93,7 +90,7 @@ class CallViewSet(ResourceViewSet):
     def create(self, request):
         # Checked by CallSubmitInput inside the service: a repeated callId is acked whatever
         # the rest of the body, so the lookup comes before the shape check.
-        call, _created = calls.call_request_submit(user=request.user, data=request.data)
+        call, _created = services.call_request_submit(user=request.user, data=request.data)
         metrics.call_acks.labels("http").inc()
         return Response(pipeline.call_ack_event(call), status=status.HTTP_202_ACCEPTED)
 
@@ -133,7 +130,7 @@ class CallViewSet(ResourceViewSet):
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request, call_id):
-        call = calls.call_request_cancel(
+        call = services.call_request_cancel(
             call=selectors.call_access(user=request.user, call_id=call_id)
         )
         return self.answer(CallOutput, call)

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from accounts.models import DialRefusal
 from accounts.quotas import QuotaExceeded
-from realtime import services as calls
 from realtime.models import CallRequest, CallState
+from realtime.services import call_request_submit
 from tests.factories import CallRequestFactory, UserFactory
 from tests.totals import CONCURRENT_WRITERS, run_together
 
@@ -194,7 +194,7 @@ def test_concurrent_submits_never_place_one_call_over_the_quota(settings, quota)
     def submit_one(n: int):
         def run():
             data = {"callId": f"race-{n}", "to": "+442079460120", "message": "Hello"}
-            return calls.call_request_submit(user=owner, data=data)[1]
+            return call_request_submit(user=owner, data=data)[1]
 
         return run
 

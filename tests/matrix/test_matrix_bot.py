@@ -22,8 +22,8 @@ from matrix.client import MatrixClient
 from matrix.management.commands.matrix_bot import token_check
 from matrix.models import MatrixBotState, MatrixMessage, MatrixRoom, MessageStatus
 from matrix.sync import command_run, sync_once
-from realtime import services as calls
 from realtime.models import CallRequest
+from realtime.services import call_request_submit
 from tests.conftest import drain_tasks
 from tests.dialing import REFUSED
 from tests.factories import NumberFactory
@@ -117,7 +117,7 @@ def test_setting_a_matrix_id_invites_it_to_a_direct_room_and_nothing_is_sent_bef
     record_inbound_call(
         number=NumberFactory(owner=user), caller_num=CALLER, status="missed", duration=0
     )
-    calls.call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
     settle(bot)
     assert CallRequest.objects.get(call_id="c-1").status == "completed"
     assert list(MatrixMessage.objects.values_list("kind", flat=True)) == ["invite"]
@@ -156,7 +156,7 @@ def test_a_missed_call_and_a_completed_call_each_arrive_once_in_the_direct_room(
     member, room_id = joined
     number = NumberFactory(owner=user, alias="Office")
     record_inbound_call(number=number, caller_num=CALLER, status="missed", duration=0)
-    calls.call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
     settle(bot)
 
     notices = bot_messages(member, room_id, bot_account.user_id)
@@ -286,7 +286,7 @@ def test_every_refused_destination_from_the_chat_is_answered_and_not_placed(
 
 def test_help_and_calls_are_answered_in_their_threads(user, joined, bot, bot_account):
     member, room_id = joined
-    calls.call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
     drain_tasks()
     asked_help = member.send_text(room_id, "!help")
     asked_calls = member.send_text(room_id, "!calls")
@@ -352,7 +352,7 @@ def test_with_synapse_down_calls_go_on_and_the_notice_waits_then_arrives_once(
     synapse.stop()
     try:
         started = timezone.now()
-        call, created = calls.call_request_submit(
+        call, created = call_request_submit(
             user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"}
         )
         assert created and call.status == "queued"
@@ -478,7 +478,7 @@ def test_after_an_opt_out_a_cleared_id_or_leaving_nothing_more_arrives(
     record_inbound_call(
         number=NumberFactory(owner=user), caller_num=CALLER, status="missed", duration=0
     )
-    calls.call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
     settle(bot)
 
     assert not MatrixMessage.objects.exclude(kind="invite").exists()
