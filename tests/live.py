@@ -62,10 +62,11 @@ def child_environ(**extra) -> dict:
     return env
 
 
-def manage(*argv: str, env: dict) -> subprocess.CompletedProcess:
-    """`manage.py argv...` run to its end from the checkout, in environment `env`."""
-    return subprocess.run(  # noqa: S603 - our own command
-        [sys.executable, "manage.py", *argv],
+def run_python(*argv: str, env: dict) -> subprocess.CompletedProcess:
+    """This interpreter with `argv` (a script and its arguments, or `-c` and code), run to its
+    end from the checkout, in environment `env`, its output captured."""
+    return subprocess.run(  # noqa: S603 - our own interpreter, our own code
+        [sys.executable, *argv],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -73,6 +74,11 @@ def manage(*argv: str, env: dict) -> subprocess.CompletedProcess:
         timeout=60,
         check=False,
     )
+
+
+def manage(*argv: str, env: dict) -> subprocess.CompletedProcess:
+    """`manage.py argv...` run to its end from the checkout, in environment `env`."""
+    return run_python("manage.py", *argv, env=env)
 
 
 def assert_refused_at_start_up(result: subprocess.CompletedProcess, name: str) -> None:

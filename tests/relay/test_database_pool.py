@@ -1,10 +1,8 @@
 """DATABASE_POOL_SIZE turns on Django's psycopg pool for PostgreSQL (settings only, no server)."""
 
 import json
-import subprocess
-import sys
 
-from tests.live import ROOT, child_environ
+from tests.live import child_environ, run_python
 
 PRINT_DB = (
     "import django, json; django.setup(); from django.conf import settings; "
@@ -22,14 +20,8 @@ def database_settings(**env) -> dict:
     # The default case must not inherit a pool size from the shell running the tests.
     child_env.pop("DATABASE_POOL_SIZE", None)
     child_env.update(env)
-    out = subprocess.run(  # noqa: S603 - our own interpreter, fixed code
-        [sys.executable, "-c", PRINT_DB],
-        cwd=ROOT,
-        env=child_env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = run_python("-c", PRINT_DB, env=child_env)
+    assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 

@@ -7,10 +7,8 @@ Relay's variables, so that what a developer's shell exports (PLANS=free,pro) doe
 
 import os
 import re
-import subprocess
-import sys
 
-from tests.live import ROOT
+from tests.live import ROOT, run_python
 
 SETTINGS = ROOT / "relay" / "settings"
 # Not settings: runrelay's own options, whose defaults (--host, --port) these give.
@@ -39,15 +37,7 @@ def variables_read(tmp_path) -> set[str]:
         "SECRET_KEY": "settings-table-test-secret-key-" + "x" * 30,
         "RELAY_VAR_DIR": str(tmp_path),
     }
-    result = subprocess.run(  # noqa: S603 - our own interpreter, fixed code
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_python("-c", code, env=env)
     assert result.returncode == 0, result.stderr
     return set(result.stdout.split())
 
