@@ -6,9 +6,11 @@ import secrets
 import uuid
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
 from captcha.models import CaptchaChallenge, CaptchaToken
+from core import ratelimit
 from core.errors import ApplicationError, ErrorCode
 
 ADDEND_MIN, ADDEND_MAX = 1, 50
@@ -24,6 +26,16 @@ class CaptchaWrongAnswer(ApplicationError):
 class CaptchaInvalid(ApplicationError):
     code = ErrorCode.CAPTCHA_INVALID
     message = "This CAPTCHA is unknown, already used or expired. Ask for a new one."
+
+
+def captcha_issue_rate_limit(*, ip: str) -> None:
+    """Count one challenge issued to client `ip`; 429 past RATE_LIMIT_CAPTCHA_PER_IP."""
+    ratelimit.hit("captcha-issue:ip", ip, settings.RATE_LIMIT_CAPTCHA_PER_IP)
+
+
+def captcha_verify_rate_limit(*, ip: str) -> None:
+    """Count one answer from client `ip`; 429 past RATE_LIMIT_CAPTCHA_VERIFY_PER_IP."""
+    ratelimit.hit("captcha-verify:ip", ip, settings.RATE_LIMIT_CAPTCHA_VERIFY_PER_IP)
 
 
 def _addend() -> int:

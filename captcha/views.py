@@ -1,11 +1,9 @@
-from django.conf import settings
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from captcha import services
 from captcha.serializers import ChallengeOutput, TokenOutput, VerifyInput
-from core import ratelimit
 from core.clientip import client_ip
 from core.errors import ErrorCode
 from core.schema import operation
@@ -36,7 +34,7 @@ class CaptchaViewSet(ResourceViewSet):
         authenticated=False,
     )
     def list(self, request):
-        ratelimit.hit("captcha-issue:ip", client_ip(request), settings.RATE_LIMIT_CAPTCHA_PER_IP)
+        services.captcha_issue_rate_limit(ip=client_ip(request))
         challenge = services.captcha_challenge_issue()
         return Response(ChallengeOutput(challenge).data)
 
@@ -54,9 +52,7 @@ class CaptchaViewSet(ResourceViewSet):
     )
     @action(detail=False, methods=["post"])
     def verify(self, request):
-        ratelimit.hit(
-            "captcha-verify:ip", client_ip(request), settings.RATE_LIMIT_CAPTCHA_VERIFY_PER_IP
-        )
+        services.captcha_verify_rate_limit(ip=client_ip(request))
         data = self.validated()
         token = services.captcha_verify(
             a=data["a"], b=data["b"], answer=data["answer"], challenge_id=data.get("challengeId")
