@@ -24,4 +24,5 @@ urlpatterns = [
     path("api/", include("history.urls")),
     path("api/", include("realtime.urls")),
     path("admin/", admin.site.urls),
+    path("", include("console.urls")),  # last: the console's pages for people
 ]

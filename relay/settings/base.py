@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "telephony",
     "webhooks",
     "matrix",
+    "console",  # pages for people, over the same services as the API
     "relay",  # the site itself: runrelay, the command that runs every process
 ]
 

@@ -45,6 +45,11 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = boolean("SECURE_HSTS_INCLUDE_SUBDOMAINS", False
 SECURE_HSTS_PRELOAD = boolean("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = boolean("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# The console's cookies (docs/console.md): never sent on another site's POST, and the session
+# one out of scripts' reach. Django's defaults, stated so no upgrade or edit moves them silently.
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_HTTPONLY = True
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT > 0 else None
 
 # --- Passwords ------------------------------------------------------------------------------

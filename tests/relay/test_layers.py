@@ -10,6 +10,7 @@ Layers, lowest first (docs/architecture.md):
   realtime
   telephony, webhooks,      the SIP agent and its user agent; signed status webhooks;
     matrix                  the Matrix bot
+  console                   pages for people: a client of the services below, like the API
   relay                     the roof: settings, urls, asgi, wsgi, admin site
 Tests, benchmarks and migrations are not layers of the product and are not checked.
 """
@@ -27,6 +28,7 @@ LAYERS = [
     {"history"},
     {"realtime"},
     {"telephony", "webhooks", "matrix"},
+    {"console"},
     {"relay"},
 ]
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}

@@ -1,0 +1,114 @@
+"""The console's forms carry the fields and their labels; they check nothing themselves. The
+values go to the API's input serializer and then its service, and the ApplicationError either
+raises is placed back on the form: each of its `fields` next to the field of that name, an
+error the API reports without fields next to the field its code concerns, else above."""
+
+from django import forms
+
+from core.errors import ApplicationError, ErrorCode
+
+# The interface document fixes this message in Chinese; people here read the code's meaning.
+SENTENCES = {ErrorCode.CAPTCHA_WRONG_ANSWER: ErrorCode.CAPTCHA_WRONG_ANSWER.meaning}
+
+
+class DescribedField(forms.BoundField):
+    """An input described by its errors and its help text (aria-describedby), as a screen
+    reader should announce them."""
+
+    def build_widget_attrs(self, attrs, widget=None):
+        attrs = super().build_widget_attrs(attrs, widget)
+        described_by = []
+        if self.errors:
+            described_by.append(f"{self.auto_id}_errors")
+        if self.help_text:
+            described_by.append(f"{self.auto_id}_helptext")
+        if described_by:
+            attrs["aria-describedby"] = " ".join(described_by)
+        return attrs
+
+
+def text(label: str, *, help_text: str = "", widget=None, **attrs) -> forms.CharField:
+    """A text input that takes any string as typed: the API's serializer judges it."""
+    widget = widget or forms.TextInput
+    return forms.CharField(
+        label=label,
+        help_text=help_text,
+        required=False,
+        strip=False,
+        widget=widget(attrs=attrs),
+    )
+
+
+def secret(label: str, *, help_text: str = "", **attrs) -> forms.CharField:
+    return text(label, help_text=help_text, widget=forms.PasswordInput, **attrs)
+
+
+class ConsoleForm(forms.Form):
+    bound_field_class = DescribedField
+    # An API field named otherwise here, and the field an error without `fields` concerns.
+    api_names: dict[str, str] = {}
+    code_fields: dict[ErrorCode, str] = {}
+
+    def values(self, *names: str) -> dict:
+        """The typed values of `names`, for the API's input serializer."""
+        return {name: self.cleaned_data.get(name) or "" for name in names}
+
+    def place(self, error: ApplicationError) -> None:
+        """Show `error` where it belongs (module docstring)."""
+        for name, messages in (error.fields or {}).items():
+            field = self.api_names.get(name, name)
+            for message in messages:
+                self.add_error(field if field in self.fields else None, message)
+        if not error.fields:
+            field = self.code_fields.get(error.code)
+            self.add_error(field, SENTENCES.get(error.code, error.message))
+
+
+class LoginForm(ConsoleForm):
+    email = text("E-mail address", type="email", autocomplete="username")
+    password = secret("Password", autocomplete="current-password")
+
+
+class RegisterForm(ConsoleForm):
+    email = text("E-mail address", type="email", autocomplete="email")
+    password = secret(
+        "Password",
+        help_text="At least 8 characters, not a common password, not like your e-mail.",
+        autocomplete="new-password",
+    )
+    code_fields = {ErrorCode.EMAIL_TAKEN: "email"}
+
+
+PIN_HELP = "4 to 8 digits. You type it on the phone to hear your voicemail."
+
+
+class NumberCreateForm(ConsoleForm):
+    alias = text("Alias", help_text="A name for the number, up to 64 characters.")
+    pin = secret("PIN", help_text=PIN_HELP, inputmode="numeric", autocomplete="new-password")
+    answer = forms.IntegerField(
+        label="Answer",
+        error_messages={
+            "required": "Type the sum, in digits.",
+            "invalid": "Type the sum, in digits.",
+        },
+        widget=forms.TextInput(attrs={"inputmode": "numeric", "autocomplete": "off"}),
+    )
+    api_names = {"captchaToken": "answer"}
+    code_fields = {
+        ErrorCode.CAPTCHA_WRONG_ANSWER: "answer",
+        ErrorCode.CAPTCHA_INVALID: "answer",
+    }
+
+
+class AliasForm(ConsoleForm):
+    alias = text("Alias", help_text="A name for the number, up to 64 characters.")
+
+
+class PinChangeForm(ConsoleForm):
+    currentPin = secret(  # noqa: N815 - the API's name, so its errors land here
+        "Current PIN", inputmode="numeric", autocomplete="current-password"
+    )
+    newPin = secret(  # noqa: N815
+        "New PIN", help_text=PIN_HELP, inputmode="numeric", autocomplete="new-password"
+    )
+    code_fields = {ErrorCode.PIN_MISMATCH: "currentPin", ErrorCode.PIN_LOCKED: "currentPin"}

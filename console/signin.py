@@ -1,0 +1,67 @@
+"""A browser's sign-in is a LoginSession like any other: the Django session holds only the
+LoginSession's id, and every console request checks that session is still active, so ending
+it from the API (or the dashboard) signs the browser out on its next request."""
+
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import ValidationError
+from django.shortcuts import render
+from django.urls import reverse
+
+from accounts import selectors, services
+from accounts.models import LoginSession
+from core.errors import NotFound
+
+SESSION_KEY = "console_login_session"
+
+
+def sign_in(request, session: LoginSession) -> None:
+    """Bind the browser to `session`, under a new session key (no session fixation)."""
+    request.session.cycle_key()
+    request.session[SESSION_KEY] = str(session.pk)
+
+
+def current_session(request) -> LoginSession | None:
+    """The active LoginSession this browser is bound to (last_seen moved), or None."""
+    session_id = request.session.get(SESSION_KEY)
+    if not session_id:
+        return None
+    try:
+        session = selectors.session_with_user(session_id=session_id)
+    except (ValidationError, ValueError, TypeError):
+        session = None
+    if session is None or not session.active or not session.user.is_active:
+        return None
+    services.session_touch(session=session)
+    return session
+
+
+def sign_out(request) -> None:
+    """End the bound LoginSession (its JWTs and sockets with it) and forget the browser."""
+    session = current_session(request)
+    if session is not None:
+        services.session_end(session=session)
+    request.session.flush()
+
+
+def signed_in(view):
+    """A console view for a signed-in person: request.user and request.login_session are
+    theirs; anyone else is sent to log in. A NotFound (an id that is unknown or another
+    user's) is the console's 404 page."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        session = current_session(request)
+        if session is None:
+            if SESSION_KEY in request.session:
+                request.session.flush()  # ended elsewhere: forget it here too
+            return redirect_to_login(request.get_full_path(), reverse("console:login"))
+        request.user = session.user
+        request.login_session = session
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound:
+            return render(request, "console/not_found.html", status=404)
+
+    return wrapper
