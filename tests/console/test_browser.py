@@ -1,0 +1,190 @@
+"""The console in a real browser (Playwright driving Debian's Chromium), as a new user works
+it: register, take a number through the CAPTCHA, rename it, change its PIN, give it back, log
+out. Each page is scanned with axe-core (no serious or critical violation) and shot at
+desktop and phone width into $TEST_ARTIFACTS_DIR/console/ when that is set, else the test's
+temporary directory: a test run leaves the checkout as it found it."""
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.hashers import check_password
+
+from virtual_numbers.models import Number
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WIDTHS = {"desktop": 1280, "phone": 390}
+BLOCKING_IMPACTS = {"serious", "critical"}
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        CHROMIUM is None and not os.environ.get("CI"),
+        reason="Chromium is not installed (apt-get install chromium); CI always installs it",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
+    # between page actions are still plain synchronous code.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
+        )
+        yield browser
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": WIDTHS["desktop"], "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+class Inspector:
+    """Shoots each page at every width and keeps the serious accessibility violations."""
+
+    def __init__(self, artifacts: Path):
+        from axe_playwright_python.sync_playwright import Axe
+
+        self.axe, self.artifacts, self.violations = Axe(), artifacts, []
+        artifacts.mkdir(parents=True, exist_ok=True)
+
+    def look(self, page, name: str) -> None:
+        for label, width in WIDTHS.items():
+            page.set_viewport_size({"width": width, "height": 900})
+            page.screenshot(path=str(self.artifacts / f"{name}-{label}.png"), full_page=True)
+            for violation in self.axe.run(page).response["violations"]:
+                if violation["impact"] in BLOCKING_IMPACTS:
+                    self.violations.append(
+                        f"{name} ({label}): {violation['id']}: {violation['help']}"
+                    )
+        page.set_viewport_size({"width": WIDTHS["desktop"], "height": 900})
+
+
+@pytest.fixture
+def inspector(tmp_path) -> Inspector:
+    root = os.environ.get("TEST_ARTIFACTS_DIR")
+    return Inspector(Path(root) / "console" if root else tmp_path / "console")
+
+
+def submit(page, button: str) -> None:
+    with page.expect_navigation():
+        page.click(f"button:text('{button}')")
+
+
+def answer_the_captcha(page) -> None:
+    a, b = re.search(r"what is (\d+) \+ (\d+)\?", page.inner_text("legend")).groups()
+    page.fill("#id_answer", str(int(a) + int(b)))
+
+
+def test_a_new_user_takes_a_number_and_gives_it_back(live_server, page, inspector, inventory):
+    base = live_server.url
+    page.goto(f"{base}/")  # signed out: sent to log in
+    assert page.url.startswith(f"{base}/login")
+    inspector.look(page, "login")
+    page.click("a:text('Create an account')")
+    page.fill("#id_email", "new@example.com")
+    page.fill("#id_password", "password")
+    submit(page, "Create the account")
+    assert "This password is too common." in page.inner_text("#id_password_errors")
+    inspector.look(page, "register-refused")
+    page.fill("#id_password", "a-long-passphrase")
+    submit(page, "Create the account")
+    assert page.url == f"{base}/numbers"
+    inspector.look(page, "numbers-empty")
+
+    page.click("a:text('Take a number')")
+    inspector.look(page, "take-a-number")
+    page.fill("#id_alias", "Office")
+    page.fill("#id_pin", "4821")
+    page.fill("#id_answer", "0")
+    submit(page, "Take the number")
+    assert "The CAPTCHA answer is wrong." in page.inner_text("#id_answer_errors")
+    inspector.look(page, "take-a-number-refused")
+    page.fill("#id_pin", "4821")
+    answer_the_captcha(page)
+    submit(page, "Take the number")
+    number = Number.objects.get(owner__email="new@example.com")
+    assert f"{number.number} is yours." in page.inner_text("[role=status]")
+    inspector.look(page, "numbers")
+
+    page.click("a:text('Rename')")
+    inspector.look(page, "rename")
+    page.fill("#id_alias", "Shop")
+    submit(page, "Save the alias")
+    assert "Shop" in page.inner_text(".card h2")
+    page.click("a:text('Change the PIN')")
+    page.fill("#id_currentPin", "1234")
+    page.fill("#id_newPin", "739155")
+    submit(page, "Change the PIN")
+    assert "The current PIN is wrong." in page.inner_text("#id_currentPin_errors")
+    inspector.look(page, "change-the-pin-refused")
+    page.fill("#id_currentPin", "4821")
+    page.fill("#id_newPin", "739155")
+    submit(page, "Change the PIN")
+    number.refresh_from_db()
+    assert check_password("739155", number.pin_hash)
+
+    page.click("a:text('Give back')")
+    inspector.look(page, "give-back")
+    submit(page, "Give it back")
+    assert not Number.objects.filter(pk=number.pk).exists()
+    submit(page, "Log out")
+    assert page.url == f"{base}/login"
+    assert inspector.violations == []
+
+
+def test_the_refusal_and_not_found_pages_pass_the_scan(live_server, page, inspector, user):
+    from tests.factories import DEFAULT_PASSWORD, NumberFactory
+
+    mine, theirs = NumberFactory(owner=user), NumberFactory()
+    page.goto(f"{live_server.url}/login")
+    page.fill("#id_email", user.email)
+    page.fill("#id_password", "wrong-password-1")
+    submit(page, "Log in")
+    assert "Wrong e-mail or password." in page.inner_text("[role=alert]")
+    inspector.look(page, "login-refused")
+    page.fill("#id_password", DEFAULT_PASSWORD)
+    submit(page, "Log in")
+
+    page.goto(f"{live_server.url}/numbers/{mine.pk}/pin")
+    inspector.look(page, "change-the-pin")
+    response = page.goto(f"{live_server.url}/numbers/{theirs.pk}/alias")
+    assert response.status == 404
+    inspector.look(page, "not-found")
+    assert inspector.violations == []
+
+
+def test_the_login_form_is_worked_by_keyboard_with_a_visible_focus(live_server, page):
+    page.goto(f"{live_server.url}/login")
+    reached = []
+    for _ in range(5):
+        page.keyboard.press("Tab")
+        reached.append(
+            page.evaluate(
+                "() => [document.activeElement.id || document.activeElement.textContent.trim(),"
+                " getComputedStyle(document.activeElement).outlineStyle]"
+            )
+        )
+
+    assert [name for name, _ in reached] == [
+        "Skip to the page",
+        "id_email",
+        "id_password",
+        "Log in",
+        "Create an account",
+    ]
+    assert all(outline != "none" for _, outline in reached)
