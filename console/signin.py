@@ -17,7 +17,11 @@ SESSION_KEY = "console_login_session"
 
 
 def sign_in(request, session: LoginSession) -> None:
-    """Bind the browser to `session`, under a new session key (no session fixation)."""
+    """Bind the browser to `session`, under a new session key (no session fixation). A
+    session it was bound to before is ended: nothing could use it any more."""
+    previous = current_session(request)
+    if previous is not None and previous.pk != session.pk:
+        services.session_end(session=previous)
     request.session.cycle_key()
     request.session[SESSION_KEY] = str(session.pk)
 

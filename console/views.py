@@ -62,6 +62,8 @@ def _next_page(request) -> str:
 def login(request):
     """Log in: the API's rate limits (per IP and e-mail, shared with POST /api/auth/login),
     then accounts.services.user_login, which opens the LoginSession the browser is bound to."""
+    if request.method == "GET" and signin.current_session(request) is not None:
+        return redirect(_next_page(request))
     form = LoginForm(posted(request))
     context = {"next": request.POST.get("next") or request.GET.get("next", "")}
     if request.method == "POST" and form.is_valid():
@@ -83,6 +85,8 @@ def login(request):
 def register(request):
     """Register: sign-up must be open, the API's rate limits, then user_register (its
     password rules and hashing cap), whose first LoginSession the browser is bound to."""
+    if request.method == "GET" and signin.current_session(request) is not None:
+        return redirect("console:numbers")
     form = RegisterForm(posted(request))
     if request.method == "POST" and form.is_valid():
         try:

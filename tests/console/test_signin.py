@@ -74,6 +74,13 @@ def test_next_never_leaves_the_site(client, user):
     assert response.url == "/numbers"
 
 
+@pytest.mark.parametrize("path", ["/login", "/register"])
+def test_a_signed_in_browser_skips_the_sign_in_pages(browser_client, path):
+    response = browser_client.get(path)
+
+    assert response.status_code == 302 and response.url == "/numbers"
+
+
 def test_a_wrong_password_is_refused_above_the_form(client, user):
     response = client.post("/login", {"email": user.email, "password": "wrong-password-1"})
 
@@ -174,10 +181,12 @@ def test_a_login_with_the_forms_csrf_token_succeeds(user):
     assert response.status_code == 302
 
 
-def test_signing_in_again_gives_a_new_session_key(client, user):
-    sign_in(client, user)
+def test_signing_in_again_ends_the_old_session_under_a_new_key(client, user):
+    first = sign_in(client, user)
     before = client.session.session_key
 
-    sign_in(client, user)
+    second = sign_in(client, user)
 
     assert client.session.session_key != before
+    first.refresh_from_db()
+    assert first.active is False and second.active is True
