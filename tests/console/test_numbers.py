@@ -143,3 +143,22 @@ def test_captcha_answers_are_rate_limited_like_the_apis(browser_client, inventor
 
     assert response.status_code == 429
     assert not Number.objects.exists()
+
+
+def test_the_home_page_is_the_numbers(browser_client):
+    response = browser_client.get("/")
+
+    assert response.status_code == 302 and response.url == "/numbers"
+
+
+@pytest.mark.parametrize(
+    "tampered", [{"challengeId": "not-a-uuid"}, {"a": "x"}, {"a": "0", "b": "0", "answer": "0"}]
+)
+def test_a_tampered_challenge_is_refused_next_to_the_answer(browser_client, inventory, tampered):
+    fields = challenge_of(browser_client.get("/numbers/new")) | tampered
+
+    response = browser_client.post("/numbers/new", {"alias": "A", "pin": "4821", **fields})
+
+    assert response.status_code == 400
+    assert 'id="id_answer_errors"' in response.content.decode()
+    assert not Number.objects.exists()
