@@ -7,7 +7,6 @@ checkout as it found it.
 """
 
 import os
-import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +16,7 @@ from django.db import connection
 
 from accounts import services as accounts
 from accounts.models import LoginSession, User
+from tests.browser import NEEDS_CHROMIUM, launched_chromium
 from tests.conftest import jwt_client
 from tests.factories import (
     CallRecordFactory,
@@ -27,44 +27,18 @@ from tests.factories import (
 )
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = (
     Path(os.environ.get("TEST_ARTIFACTS_DIR") or tempfile.gettempdir()) / "relay-test-artifacts"
 ) / "admin"
 STAFF_PASSWORD = "staff-password-long-enough"
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        CHROMIUM is None and not os.environ.get("CI"),
-        reason="Chromium is not installed (apt-get install chromium); CI always installs it",
-    ),
-]
+pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
-    # between page actions are still plain synchronous code.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+    with launched_chromium() as browser:
         yield browser
-        browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 @pytest.fixture

@@ -6,42 +6,24 @@ temporary directory: a test run leaves the checkout as it found it."""
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.hashers import check_password
 
+from tests.browser import NEEDS_CHROMIUM, launched_chromium
 from virtual_numbers.models import Number
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTHS = {"desktop": 1280, "phone": 390}
 BLOCKING_IMPACTS = {"serious", "critical"}
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        CHROMIUM is None and not os.environ.get("CI"),
-        reason="Chromium is not installed (apt-get install chromium); CI always installs it",
-    ),
-]
+pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
-    # between page actions are still plain synchronous code.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
-        )
+    with launched_chromium() as browser:
         yield browser
-        browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 @pytest.fixture
