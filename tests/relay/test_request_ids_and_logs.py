@@ -98,12 +98,15 @@ def test_plain_logs_carry_the_request_id_too(tmp_path):
     log = tmp_path / "relay.log"
     relay = RelayProcess(tmp_path, log=log)
     try:
-        assert get(f"{relay.base}/healthz", **{"X-Request-Id": "plain-req-1"})[0] == 200
+        # Any answer will do: the line, not the health, is under test (a loaded machine's
+        # channel-layer check may time out and answer 503).
+        status, headers = get(f"{relay.base}/healthz", **{"X-Request-Id": "plain-req-1"})
     finally:
         relay.stop()
 
-    access = [line for line in log.read_text().splitlines() if "GET /healthz 200" in line]
-    assert any("[plain-req-1]" in line for line in access)
+    assert headers["X-Request-Id"] == "plain-req-1"
+    access = [line for line in log.read_text().splitlines() if f"GET /healthz {status}" in line]
+    assert any("[plain-req-1]" in line for line in access), access
 
 
 def test_an_origin_refusal_is_a_handshake_refusal(json_relay):
