@@ -43,3 +43,15 @@ def launched_chromium() -> Iterator:
                 browser.close()
     finally:
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@contextmanager
+def opened_page(browser, *, width: int, height: int) -> Iterator:
+    """A page in a context of its own, `width` x `height`, each action given 15 s."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        yield page
+    finally:
+        context.close()

@@ -16,7 +16,7 @@ from django.db import connection
 
 from accounts import services as accounts
 from accounts.models import LoginSession, User
-from tests.browser import NEEDS_CHROMIUM, launched_chromium
+from tests.browser import NEEDS_CHROMIUM, launched_chromium, opened_page
 from tests.conftest import jwt_client
 from tests.factories import (
     CallRecordFactory,
@@ -43,11 +43,8 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
+    with opened_page(browser, width=1400, height=1000) as page:
+        yield page
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.hashers import check_password
 
-from tests.browser import NEEDS_CHROMIUM, launched_chromium
+from tests.browser import NEEDS_CHROMIUM, launched_chromium, opened_page
 from virtual_numbers.models import Number
 
 WIDTHS = {"desktop": 1280, "phone": 390}
@@ -28,11 +28,8 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": WIDTHS["desktop"], "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
+    with opened_page(browser, width=WIDTHS["desktop"], height=900) as page:
+        yield page
 
 
 class Inspector:
