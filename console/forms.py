@@ -112,3 +112,15 @@ class PinChangeForm(ConsoleForm):
         "New PIN", help_text=PIN_HELP, inputmode="numeric", autocomplete="new-password"
     )
     code_fields = {ErrorCode.PIN_MISMATCH: "currentPin", ErrorCode.PIN_LOCKED: "currentPin"}
+
+
+# Blocklist, forwarding and greeting
+
+
+# History
+
+
+# Calls
+
+
+# Account

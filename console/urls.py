@@ -1,17 +1,50 @@
 from django.urls import path
 
-from console import views
+from console.views import account, auth, calls, history, number_settings, numbers
 
 app_name = "console"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("login", views.login, name="login"),
-    path("register", views.register, name="register"),
-    path("logout", views.logout, name="logout"),
-    path("numbers", views.number_list, name="numbers"),
-    path("numbers/new", views.number_create, name="number_create"),
-    path("numbers/<str:number_id>/alias", views.number_alias, name="number_alias"),
-    path("numbers/<str:number_id>/pin", views.number_pin, name="number_pin"),
-    path("numbers/<str:number_id>/delete", views.number_delete, name="number_delete"),
+    path("", auth.home, name="home"),
+    path("login", auth.login, name="login"),
+    path("register", auth.register, name="register"),
+    path("logout", auth.logout, name="logout"),
+    # Numbers
+    path("numbers", numbers.number_list, name="numbers"),
+    path("numbers/new", numbers.number_create, name="number_create"),
+    path("numbers/<str:number_id>/alias", numbers.number_alias, name="number_alias"),
+    path("numbers/<str:number_id>/pin", numbers.number_pin, name="number_pin"),
+    path("numbers/<str:number_id>/delete", numbers.number_delete, name="number_delete"),
+    # Blocklist, forwarding and greeting
+    path("numbers/<str:number_id>/blocked", number_settings.blocklist, name="blocklist"),
+    path(
+        "numbers/<str:number_id>/blocked/remove",
+        number_settings.blocked_remove,
+        name="blocked_remove",
+    ),
+    path("numbers/<str:number_id>/forwarding", number_settings.forwarding, name="forwarding"),
+    path(
+        "numbers/<str:number_id>/forwarding/clear",
+        number_settings.forwarding_clear,
+        name="forwarding_clear",
+    ),
+    path("numbers/<str:number_id>/greeting", number_settings.greeting, name="greeting"),
+    # History
+    path("history", history.history_list, name="history"),
+    path("history/<str:record_id>/recording", history.recording, name="recording"),
+    path("history/<str:record_id>/heard", history.recording_heard, name="recording_heard"),
+    path("history/<str:record_id>/delete", history.recording_delete, name="recording_delete"),
+    # Calls
+    path("calls", calls.call_list, name="calls"),
+    path("calls/socket-token", calls.socket_token, name="socket_token"),
+    path("calls/status", calls.call_statuses, name="call_statuses"),
+    path("calls/<path:call_id>/cancel", calls.call_cancel, name="call_cancel"),
+    # Account
+    path("account", account.account, name="account"),
+    path("account/api-key", account.api_key_regenerate, name="api_key_regenerate"),
+    path("account/matrix", account.matrix_id, name="matrix_id"),
+    path("account/webhook", account.webhook, name="webhook"),
+    path("account/webhook/rotate", account.webhook_rotate, name="webhook_rotate"),
+    path("account/webhook/delete", account.webhook_delete, name="webhook_delete"),
+    path("account/sessions/<str:session_id>/end", account.session_end, name="session_end"),
 ]

@@ -4,6 +4,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,42 @@ def opened_page(browser, *, width: int, height: int) -> Iterator:
         yield page
     finally:
         context.close()
+
+
+WIDTHS = {"desktop": 1280, "phone": 390}
+BLOCKING_IMPACTS = {"serious", "critical"}
+
+
+class Inspector:
+    """Shoots each page at every width into `artifacts` and keeps the serious and critical
+    accessibility violations axe-core finds there."""
+
+    def __init__(self, artifacts: Path):
+        from axe_playwright_python.sync_playwright import Axe
+
+        self.axe, self.artifacts, self.violations = Axe(), artifacts, []
+        artifacts.mkdir(parents=True, exist_ok=True)
+
+    def look(self, page, name: str) -> None:
+        for label, width in WIDTHS.items():
+            page.set_viewport_size({"width": width, "height": 900})
+            page.screenshot(path=str(self.artifacts / f"{name}-{label}.png"), full_page=True)
+            for violation in self.axe.run(page).response["violations"]:
+                if violation["impact"] in BLOCKING_IMPACTS:
+                    self.violations.append(
+                        f"{name} ({label}): {violation['id']}: {violation['help']}"
+                    )
+        page.set_viewport_size({"width": WIDTHS["desktop"], "height": 900})
+
+
+def artifacts_dir(tmp_path: Path, name: str) -> Path:
+    """$TEST_ARTIFACTS_DIR/<name> when that is set, else the test's temporary directory: a test
+    run leaves the checkout as it found it."""
+    root = os.environ.get("TEST_ARTIFACTS_DIR")
+    return Path(root) / name if root else tmp_path / name
+
+
+def submit(page, button: str) -> None:
+    """Click the button labelled `button` and wait for the page it leads to."""
+    with page.expect_navigation():
+        page.click(f"button:text('{button}')")

@@ -3,6 +3,7 @@ from django.test import Client
 
 from accounts.models import LoginSession
 from console.signin import SESSION_KEY
+from tests.browser import WIDTHS, Inspector, artifacts_dir, launched_chromium, opened_page
 from tests.factories import DEFAULT_PASSWORD
 
 
@@ -19,3 +20,22 @@ def browser_client(user) -> Client:
     client = Client()
     client.login_session = sign_in(client, user)
     return client
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a module's browser tests."""
+    with launched_chromium() as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(browser):
+    with opened_page(browser, width=WIDTHS["desktop"], height=900) as page:
+        yield page
+
+
+@pytest.fixture
+def inspector(tmp_path) -> Inspector:
+    """Screenshots of each page looked at go to $TEST_ARTIFACTS_DIR/console/."""
+    return Inspector(artifacts_dir(tmp_path, "console"))

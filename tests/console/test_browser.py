@@ -4,64 +4,15 @@ out. Each page is scanned with axe-core (no serious or critical violation) and s
 desktop and phone width into $TEST_ARTIFACTS_DIR/console/ when that is set, else the test's
 temporary directory: a test run leaves the checkout as it found it."""
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.hashers import check_password
 
-from tests.browser import NEEDS_CHROMIUM, launched_chromium, opened_page
+from tests.browser import NEEDS_CHROMIUM, submit
 from virtual_numbers.models import Number
 
-WIDTHS = {"desktop": 1280, "phone": 390}
-BLOCKING_IMPACTS = {"serious", "critical"}
-
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture
-def page(browser):
-    with opened_page(browser, width=WIDTHS["desktop"], height=900) as page:
-        yield page
-
-
-class Inspector:
-    """Shoots each page at every width and keeps the serious accessibility violations."""
-
-    def __init__(self, artifacts: Path):
-        from axe_playwright_python.sync_playwright import Axe
-
-        self.axe, self.artifacts, self.violations = Axe(), artifacts, []
-        artifacts.mkdir(parents=True, exist_ok=True)
-
-    def look(self, page, name: str) -> None:
-        for label, width in WIDTHS.items():
-            page.set_viewport_size({"width": width, "height": 900})
-            page.screenshot(path=str(self.artifacts / f"{name}-{label}.png"), full_page=True)
-            for violation in self.axe.run(page).response["violations"]:
-                if violation["impact"] in BLOCKING_IMPACTS:
-                    self.violations.append(
-                        f"{name} ({label}): {violation['id']}: {violation['help']}"
-                    )
-        page.set_viewport_size({"width": WIDTHS["desktop"], "height": 900})
-
-
-@pytest.fixture
-def inspector(tmp_path) -> Inspector:
-    root = os.environ.get("TEST_ARTIFACTS_DIR")
-    return Inspector(Path(root) / "console" if root else tmp_path / "console")
-
-
-def submit(page, button: str) -> None:
-    with page.expect_navigation():
-        page.click(f"button:text('{button}')")
 
 
 def answer_the_captcha(page) -> None:

@@ -1,0 +1,41 @@
+"""The shapes every console page shares: a form page, and a refusal shown on its form."""
+
+from collections.abc import Callable
+
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from console.forms import ConsoleForm
+from core.errors import ApplicationError
+
+
+def refused(request, template: str, form: ConsoleForm, error: ApplicationError, **context):
+    """The page again, `error` placed on its form, answered with the API's status."""
+    form.place(error)
+    response = render(request, template, {"form": form, **context}, status=error.status)
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
+
+
+def posted(request):
+    """The submitted form data, or None for a page asked for with GET (an unbound form)."""
+    return request.POST if request.method == "POST" else None
+
+
+def form_page(
+    request,
+    template: str,
+    form: ConsoleForm,
+    act: Callable[[], HttpResponse],
+    **context,
+) -> HttpResponse:
+    """A page with one form: shown on GET; on a POST whose form is valid, `act()` checks the
+    values with the API's input serializer, writes through the service and answers where to go
+    next. An ApplicationError it raises puts the page back with the error on its form."""
+    if request.method == "POST" and form.is_valid():
+        try:
+            return act()
+        except ApplicationError as error:
+            return refused(request, template, form, error, **context)
+    return render(request, template, {"form": form, **context})

@@ -1,0 +1,132 @@
+"""Numbers: the list, taking one through the CAPTCHA, its alias, its PIN and giving it back."""
+
+import uuid
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from captcha import services as captcha
+from captcha.models import CaptchaChallenge
+from console.forms import AliasForm, NumberCreateForm, PinChangeForm
+from console.signin import signed_in
+from console.views.common import form_page, posted
+from core.clientip import client_ip
+from core.errors import ApplicationError
+from core.fields import validated
+from virtual_numbers import selectors as numbers
+from virtual_numbers import services as numbers_services
+from virtual_numbers.serializers import AliasInput, NumberCreateInput, PinChangeInput
+
+
+@signed_in
+def number_list(request):
+    return render(
+        request, "console/numbers.html", {"numbers": numbers.numbers_of(user=request.user)}
+    )
+
+
+def _challenge(request) -> tuple[CaptchaChallenge | None, ApplicationError | None]:
+    """A new CAPTCHA challenge for the create form, counted like GET /api/captcha."""
+    try:
+        captcha.captcha_issue_rate_limit(ip=client_ip(request))
+    except ApplicationError as error:
+        return None, error
+    return captcha.captcha_challenge_issue(), None
+
+
+def _answered_token(request, answer: int) -> str:
+    """Check the answer to the challenge the form carried (POST /api/captcha/verify's
+    service and rate limit): the token number_create spends."""
+    captcha.captcha_verify_rate_limit(ip=client_ip(request))
+    try:
+        a, b = int(request.POST.get("a", "")), int(request.POST.get("b", ""))
+        challenge_id = uuid.UUID(request.POST.get("challengeId", ""))
+        token = captcha.captcha_verify(a=a, b=b, answer=answer, challenge_id=challenge_id)
+    except (ValueError, TypeError) as exc:  # the hidden fields were not the ones we sent
+        raise captcha.CaptchaInvalid() from exc
+    return str(token.pk)
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def number_create(request):
+    """Take a number: the CAPTCHA's question in the form, its answer checked by
+    captcha.services, the token it gives spent by virtual_numbers' number_create."""
+    form = NumberCreateForm(posted(request))
+    error = None
+    if form.is_bound:
+        if form.is_valid():
+            try:
+                token = _answered_token(request, form.cleaned_data["answer"])
+                values = form.values("alias", "pin") | {"captchaToken": token}
+                values = validated(NumberCreateInput, values)
+                number = numbers_services.number_create(
+                    user=request.user,
+                    alias=values["alias"],
+                    pin=values["pin"],
+                    captcha_token=values["captchaToken"],
+                )
+            except ApplicationError as refusal:
+                error = refusal
+            else:
+                messages.success(request, f"{number.number} is yours.")
+                return redirect("console:numbers")
+        form.data = form.data.copy()
+        form.data.pop("answer", None)  # a new question follows: the old answer goes
+    challenge, issue_error = _challenge(request)  # a question for the page, every time
+    refusals = [refusal for refusal in (error, issue_error) if refusal is not None]
+    context = {"form": form, "challenge": challenge, "refusal": None}
+    for refusal in refusals:
+        if form.is_bound:
+            form.place(refusal)
+        else:
+            context["refusal"] = refusal.message
+    status = refusals[0].status if refusals else 400 if form.is_bound else 200
+    response = render(request, "console/number_create.html", context, status=status)
+    for name, value in (refusals[0].headers if refusals else {}).items():
+        response[name] = value
+    return response
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def number_alias(request, number_id):
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    form = AliasForm(posted(request), initial={"alias": number.alias})
+
+    def save():
+        alias = validated(AliasInput, form.values("alias"))["alias"]
+        numbers_services.number_alias_set(number=number, alias=alias)
+        messages.success(request, f"{number.number} is now called {alias}.")
+        return redirect("console:numbers")
+
+    return form_page(request, "console/number_alias.html", form, save, number=number)
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def number_pin(request, number_id):
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    form = PinChangeForm(posted(request))
+
+    def change():
+        values = validated(PinChangeInput, form.values("currentPin", "newPin"))
+        numbers_services.number_pin_change(
+            number=number, current_pin=values["currentPin"], new_pin=values["newPin"]
+        )
+        messages.success(request, f"The PIN of {number.number} is changed.")
+        return redirect("console:numbers")
+
+    return form_page(request, "console/number_pin.html", form, change, number=number)
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def number_delete(request, number_id):
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    if request.method == "POST":
+        numbers_services.number_delete(number=number)
+        messages.success(request, f"{number.number} is given back, with its history.")
+        return redirect("console:numbers")
+    return render(request, "console/number_delete.html", {"number": number})
