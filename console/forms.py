@@ -6,6 +6,7 @@ error the API reports without fields next to the field its code concerns, else a
 from django import forms
 
 from core.errors import ApplicationError, ErrorCode
+from history.models import CallStatus
 
 # The interface document fixes this message in Chinese; people here read the code's meaning.
 SENTENCES = {ErrorCode.CAPTCHA_WRONG_ANSWER: ErrorCode.CAPTCHA_WRONG_ANSWER.meaning}
@@ -118,6 +119,24 @@ class PinChangeForm(ConsoleForm):
 
 
 # History
+
+STATUS_CHOICES = [("all", "All calls"), *CallStatus.choices]
+
+
+def choice(label: str, choices=()) -> forms.CharField:
+    """A select whose value is sent as it came (any string): the API's serializer judges it."""
+    return forms.CharField(label=label, required=False, widget=forms.Select(choices=choices))
+
+
+class HistoryFilterForm(ConsoleForm):
+    status = choice("Status", STATUS_CHOICES)
+    number_id = choice("Number")
+
+    def __init__(self, data=None, *, numbers=(), **kwargs):
+        super().__init__(data, **kwargs)
+        self.fields["number_id"].widget.choices = [("", "All numbers")] + [
+            (str(number.pk), f"{number.alias} ({number.number})") for number in numbers
+        ]
 
 
 # Calls

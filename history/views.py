@@ -3,8 +3,7 @@ from drf_spectacular.types import OpenApiTypes
 from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
 
-from core.errors import ErrorCode, NotFound
-from core.recordings import recordings_storage
+from core.errors import ErrorCode
 from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 from history import selectors, services
@@ -87,12 +86,7 @@ class HistoryViewSet(ResourceViewSet):
     @action(detail=True, methods=["get"], content_negotiation_class=JsonErrorsOnly)
     def recording(self, request, record_id):
         record = self.record()
-        if not record.recording:
-            raise NotFound()
-        try:
-            audio = recordings_storage().open(record.recording, "rb")
-        except FileNotFoundError:
-            raise NotFound() from None
+        audio = selectors.call_record_recording_open(record=record)
         return FileResponse(audio, content_type="audio/wav", filename=f"voicemail-{record.pk}.wav")
 
     @success_operation(

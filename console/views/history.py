@@ -1,19 +1,105 @@
-"""Not written yet: issue 31 (a placeholder each, answering 404)."""
+"""History: the call records of the user's numbers, newest first with the API's filters and
+cursor, each voicemail played through the owner's session, marked heard and deleted."""
 
-from django.http import Http404
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import FileResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console.forms import HistoryFilterForm
+from console.signin import signed_in
+from console.views.common import refused
+from core.errors import ApplicationError, NotFound
+from core.fields import validated
+from history import selectors, services
+from history.serializers import HistoryQuery
+from virtual_numbers.selectors import numbers_of
+
+# The query string the page reads: the API's filters and cursor (its own page size).
+QUERY = ("status", "number_id", "before")
 
 
-def history_list(request, **kwargs):
-    raise Http404
+@signed_in
+@require_GET
+def history_list(request):
+    """GET /api/history's query serializer and selector: a bad filter or cursor is the
+    form's 400, a number that is not the user's the 404 page (NotFound passes through)."""
+    query = {name: request.GET[name] for name in QUERY if request.GET.get(name, "") != ""}
+    form = HistoryFilterForm(query, numbers=numbers_of(user=request.user))
+    form.is_valid()  # its fields take any string: HistoryQuery judges them
+    try:
+        values = dict(validated(HistoryQuery, query))
+        if values["status"] == "all":
+            values["status"] = None
+        page = selectors.history_page(user=request.user, **values)
+    except NotFound:
+        raise
+    except ApplicationError as error:
+        return refused(request, "console/history.html", form, error, page=None)
+    older = None
+    if page.next_cursor:
+        filters = {name: query[name] for name in ("status", "number_id") if name in query}
+        older = f"{reverse('console:history')}?{urlencode(filters | {'before': page.next_cursor})}"
+    return render(
+        request,
+        "console/history.html",
+        {"form": form, "page": page, "older": older, "here": request.get_full_path()},
+    )
 
 
-def recording(request, **kwargs):
-    raise Http404
+def _voicemail(request, record_id):
+    """The user's record with a message; NotFound (the 404 page) for anyone else's, an
+    unknown or malformed id, or a record without one."""
+    record = selectors.call_record_access(user=request.user, record_id=record_id)
+    if not record.recording:
+        raise NotFound()
+    return record
 
 
-def recording_heard(request, **kwargs):
-    raise Http404
+def _back(request) -> str:
+    """The history page the form came from (`next`, a page of this site), else the first."""
+    wanted = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(
+        wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return wanted
+    return reverse("console:history")
 
 
-def recording_delete(request, **kwargs):
-    raise Http404
+@signed_in
+@require_GET
+def recording(request, record_id):
+    """The message as WAV to its owner, through the session: the API's checks
+    (call_record_access, no message or file: 404), never cached, never a public URL."""
+    record = selectors.call_record_access(user=request.user, record_id=record_id)
+    audio = selectors.call_record_recording_open(record=record)
+    response = FileResponse(audio, content_type="audio/wav", filename=f"voicemail-{record.pk}.wav")
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@signed_in
+@require_POST
+def recording_heard(request, record_id):
+    record = _voicemail(request, record_id)
+    services.call_record_mark_heard(record=record)
+    messages.success(request, f"The message from {record.caller_num} is marked heard.")
+    return redirect(_back(request))
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def recording_delete(request, record_id):
+    """A confirmation page, then call_record_recording_delete: the record stays."""
+    record = _voicemail(request, record_id)
+    if request.method == "POST":
+        services.call_record_recording_delete(record=record)
+        messages.success(request, f"The message from {record.caller_num} is deleted.")
+        return redirect(_back(request))
+    return render(
+        request, "console/history_delete.html", {"record": record, "back": _back(request)}
+    )
