@@ -7,6 +7,7 @@ from django import forms
 
 from core.errors import ApplicationError, ErrorCode
 from history.models import CallStatus
+from webhooks.models import EVENT_TYPES
 
 # The interface document fixes this message in Chinese; people here read the code's meaning.
 SENTENCES = {ErrorCode.CAPTCHA_WRONG_ANSWER: ErrorCode.CAPTCHA_WRONG_ANSWER.meaning}
@@ -143,3 +144,71 @@ class HistoryFilterForm(ConsoleForm):
 
 
 # Account
+class MatrixIdForm(ConsoleForm):
+    matrixId = text(  # noqa: N815 - the API's name, so its errors land here
+        "Matrix id",
+        help_text="Like @name:matrix.org. Leave it empty to have no Matrix id.",
+        autocomplete="off",
+        spellcheck="false",
+        autocapitalize="none",
+    )
+    code_fields = {ErrorCode.RATE_LIMITED: "matrixId", ErrorCode.MATRIX_UNAVAILABLE: "matrixId"}
+
+    def values(self, *names: str) -> dict:
+        """An empty field clears the id, as null does in the API."""
+        return {"matrixId": self.cleaned_data.get("matrixId") or None}
+
+
+class NotificationsForm(ConsoleForm):
+    matrixInbound = forms.BooleanField(  # noqa: N815
+        label="Tell me about calls to my numbers", required=False
+    )
+    matrixOutbound = forms.BooleanField(  # noqa: N815
+        label="Tell me when my calls end", required=False
+    )
+
+    def values(self, *names: str) -> dict:
+        return {name: bool(self.cleaned_data.get(name)) for name in names}
+
+
+class AnyChoices(forms.MultipleChoiceField):
+    """Checkboxes whose ticked values go to the API's serializer as sent: it judges them."""
+
+    def valid_value(self, value) -> bool:
+        return True
+
+
+EVENT_WORDS = {
+    "call_status": "each state of your calls",
+    "call_record": "a call recorded in your history",
+    "incoming_call": "a call to one of your numbers",
+}
+
+
+class WebhookForm(ConsoleForm):
+    url = text(
+        "URL",
+        help_text="Where Relay POSTs your events, signed: http or https, a public address.",
+        type="url",
+        inputmode="url",
+        autocomplete="url",
+    )
+    events = AnyChoices(
+        label="Events",
+        required=False,
+        choices=[(kind, f"{kind}: {EVENT_WORDS[kind]}") for kind in EVENT_TYPES],
+        help_text="None ticked: all of them.",
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    def values(self, *names: str) -> dict:
+        return {"url": self.cleaned_data.get("url") or "", "events": self.cleaned_data["events"]}
+
+    def place(self, error: ApplicationError) -> None:
+        # The serializer names a bad event by its place in the list: "events.0".
+        if error.fields:
+            fields: dict[str, list[str]] = {}
+            for name, messages in error.fields.items():
+                fields.setdefault(name.split(".")[0], []).extend(messages)
+            error.fields = fields
+        super().place(error)

@@ -10,6 +10,11 @@ def webhook_secret(endpoint: WebhookEndpoint) -> str:
     return apikeys.decrypt(endpoint.secret_encrypted) or ""
 
 
+def webhook_of(*, user) -> WebhookEndpoint | None:
+    """The user's webhook, or None when they have none (an endpoint without a URL is none)."""
+    return WebhookEndpoint.objects.filter(user=user).exclude(url="").first()
+
+
 def status_callbacks(calls: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """The statusCallback of each (owner id, callId) that has one."""
     if not calls:

@@ -3,7 +3,7 @@ from rest_framework import status
 from core.errors import ErrorCode, NotFound
 from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
-from webhooks import services
+from webhooks import selectors, services
 from webhooks.models import WebhookEndpoint
 from webhooks.serializers import WebhookInput, WebhookOutput, WebhookWithSecretOutput
 
@@ -38,7 +38,7 @@ class WebhookViewSet(ResourceViewSet):
         errors=[ErrorCode.NOT_FOUND],
     )
     def show(self, request):
-        endpoint = WebhookEndpoint.objects.filter(user=request.user).exclude(url="").first()
+        endpoint = selectors.webhook_of(user=request.user)
         if endpoint is None:
             raise NotFound()
         return self._answer(endpoint)

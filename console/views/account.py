@@ -1,31 +1,169 @@
-"""Not written yet: issue 31 (a placeholder each, answering 404)."""
+"""Account: the profile and quotas, the API key, the Matrix id and notices, the webhook and
+its secret, and the login sessions, each through the same services as the API."""
 
-from django.http import Http404
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts import quotas, selectors, services
+from accounts.serializers import MatrixIdInput, NotificationsInput
+from console.forms import MatrixIdForm, NotificationsForm, WebhookForm
+from console.signin import current_session, signed_in
+from console.views.common import form_page, posted
+from core.errors import NotFound
+from core.fields import validated
+from matrix import services as matrix_services
+from webhooks import selectors as webhook_selectors
+from webhooks import services as webhook_services
+from webhooks.serializers import WebhookInput
+
+QUOTA_WORDS = {
+    "calls_per_day": "Calls in the last 24 hours",
+    "call_seconds_per_day": "Seconds of calls in the last 24 hours",
+    "concurrent_calls": "Calls up at once",
+}
+MATRIX_WORDS = {
+    "none": "No Matrix id, or Matrix is off here: nothing is sent.",
+    "invited": "The bot has invited you to a direct room: join it to get notices.",
+    "joined": "You are in the bot's room: it sends you notices and reads your commands.",
+    "left": "You left the bot's room: nothing is sent. Set the id again for a new invite.",
+}
 
 
-def account(request, **kwargs):
-    raise Http404
+@signed_in
+def account(request):
+    user = request.user
+    counted = quotas.quotas_of(user, now=timezone.now())
+    context = {
+        "quotas": [(QUOTA_WORDS[quota.name], quota) for quota in counted],
+        "matrix_words": MATRIX_WORDS.get(user.matrix_status, user.matrix_status),
+        "webhook": webhook_selectors.webhook_of(user=user),
+        "sessions": selectors.sessions_newest(user=user),
+    }
+    return render(request, "console/account.html", context)
 
 
-def api_key_regenerate(request, **kwargs):
-    raise Http404
+@signed_in
+@require_http_methods(["GET", "POST"])
+def api_key_regenerate(request):
+    if request.method == "POST":
+        services.user_api_key_regenerate(user=request.user)
+        # The new key is on the account page; it is never put in the message (the session).
+        messages.success(request, "Your API key is replaced: the new one is below.")
+        return redirect("console:account")
+    return render(request, "console/api_key_regenerate.html")
 
 
-def matrix_id(request, **kwargs):
-    raise Http404
+@signed_in
+@require_http_methods(["GET", "POST"])
+def matrix_id(request):
+    """Two forms on one page, told apart by the button pressed: the Matrix id, and the
+    notices' switches (which never touch the id, so never ask its homeserver)."""
+    user = request.user
+    sent = posted(request)
+    switching = sent is not None and sent.get("save") == "notifications"
+    matrix_form = MatrixIdForm(
+        None if switching else sent, initial={"matrixId": user.matrix_id or ""}
+    )
+    notifications_form = NotificationsForm(
+        sent if switching else None,
+        initial={"matrixInbound": user.matrix_inbound, "matrixOutbound": user.matrix_outbound},
+    )
+    context = {
+        "matrix_form": matrix_form,
+        "notifications_form": notifications_form,
+        "matrix_words": MATRIX_WORDS.get(user.matrix_status, user.matrix_status),
+    }
+
+    def set_id():
+        values = validated(MatrixIdInput, matrix_form.values())
+        changed = matrix_services.matrix_id_set(user=user, matrix_id=values["matrixId"])
+        if changed.matrix_id:
+            messages.success(request, f"Your Matrix id is {changed.matrix_id}.")
+        else:
+            messages.success(request, "You have no Matrix id now.")
+        return redirect("console:account")
+
+    def switch():
+        values = validated(
+            NotificationsInput, notifications_form.values("matrixInbound", "matrixOutbound")
+        )
+        services.user_notifications_set(
+            user=user,
+            matrix_inbound=values.get("matrixInbound"),
+            matrix_outbound=values.get("matrixOutbound"),
+        )
+        messages.success(request, "Your Matrix notices are saved.")
+        return redirect("console:account")
+
+    form, act = (notifications_form, switch) if switching else (matrix_form, set_id)
+    return form_page(request, "console/matrix_id.html", form, act, **context)
 
 
-def webhook(request, **kwargs):
-    raise Http404
+def secret_shown(request, endpoint, secret: str, *, status: int = 200):
+    """The webhook's secret, in this answer only: never stored, never cached."""
+    response = render(
+        request,
+        "console/webhook_secret.html",
+        {"webhook": endpoint, "secret": secret},
+        status=status,
+    )
+    response["Cache-Control"] = "no-store"
+    return response
 
 
-def webhook_rotate(request, **kwargs):
-    raise Http404
+@signed_in
+@require_http_methods(["GET", "POST"])
+def webhook(request):
+    endpoint = webhook_selectors.webhook_of(user=request.user)
+    initial = {"url": endpoint.url, "events": endpoint.events} if endpoint else {}
+    form = WebhookForm(posted(request), initial=initial)
+
+    def save():
+        values = validated(WebhookInput, form.values())
+        saved, secret = webhook_services.webhook_set(
+            user=request.user, url=values["url"], events=values.get("events", [])
+        )
+        if secret is not None:
+            return secret_shown(request, saved, secret, status=201)
+        messages.success(request, f"Your events go to {saved.url}.")
+        return redirect("console:account")
+
+    return form_page(request, "console/webhook.html", form, save, webhook=endpoint)
 
 
-def webhook_delete(request, **kwargs):
-    raise Http404
+@signed_in
+@require_http_methods(["GET", "POST"])
+def webhook_rotate(request):
+    endpoint = webhook_selectors.webhook_of(user=request.user)
+    if endpoint is None:
+        raise NotFound()
+    if request.method == "POST":
+        endpoint, secret = webhook_services.webhook_secret_rotate(user=request.user)
+        return secret_shown(request, endpoint, secret)
+    return render(request, "console/webhook_rotate.html", {"webhook": endpoint})
 
 
-def session_end(request, **kwargs):
-    raise Http404
+@signed_in
+@require_http_methods(["GET", "POST"])
+def webhook_delete(request):
+    endpoint = webhook_selectors.webhook_of(user=request.user)
+    if endpoint is None:
+        raise NotFound()
+    if request.method == "POST":
+        webhook_services.webhook_delete(user=request.user)
+        messages.success(request, "Your webhook is removed, with its secret.")
+        return redirect("console:account")
+    return render(request, "console/webhook_delete.html", {"webhook": endpoint})
+
+
+@signed_in
+@require_POST
+def session_end(request, session_id):
+    services.session_end_for_user(user=request.user, session_id=session_id)
+    if current_session(request) is None:  # it was this browser's own: signed out
+        request.session.flush()
+        return redirect("console:login")
+    messages.success(request, "The session is ended: its sign-in works no more.")
+    return redirect("console:account")
