@@ -12,8 +12,7 @@ from tests.factories import DEFAULT_PASSWORD, LoginSessionFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def csrf_client(user) -> Client:
+def csrf_signed_in(user) -> Client:
     """A browser signed in (with the login form's token) that checks CSRF, sending none."""
     client = Client(enforce_csrf_checks=True)
     client.get("/login")
@@ -23,6 +22,11 @@ def csrf_client(user) -> Client:
     )
     assert signed_in.status_code == 302
     return client
+
+
+@pytest.fixture
+def csrf_client(user) -> Client:
+    return csrf_signed_in(user)
 
 
 def test_the_account_page_shows_the_profile_quotas_key_and_sessions(browser_client, user):
