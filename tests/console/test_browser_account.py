@@ -1,0 +1,71 @@
+"""The account pages in a real browser: each scanned with axe-core (no serious or critical
+violation) and shot at desktop and phone width; the Copy button puts the API key on the
+clipboard."""
+
+import pytest
+
+from tests.browser import NEEDS_CHROMIUM, submit
+from tests.factories import DEFAULT_PASSWORD
+from webhooks.models import WebhookEndpoint
+from webhooks.selectors import webhook_secret
+
+pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
+
+
+def log_in(page, base: str, user) -> None:
+    page.goto(f"{base}/account")  # signed out: sent to log in, then back
+    page.fill("#id_email", user.email)
+    page.fill("#id_password", DEFAULT_PASSWORD)
+    submit(page, "Log in")
+    assert page.url == f"{base}/account"
+
+
+def test_the_account_page_copies_the_key_and_passes_the_scan(live_server, page, inspector, user):
+    base = live_server.url
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+    log_in(page, base, user)
+    inspector.look(page, "account")
+
+    page.click("button:text('Copy the API key')")
+    status = page.locator("#copy-status")
+    status.filter(has_text="Copied the API key.").wait_for()
+    assert page.evaluate("() => navigator.clipboard.readText()") == user.api_key
+
+    page.click("a:text('Regenerate the API key')")
+    inspector.look(page, "api-key-regenerate")
+    submit(page, "Regenerate the API key")
+    user.refresh_from_db()
+    assert page.input_value("#api-key") == user.api_key
+    assert "Your API key is replaced" in page.inner_text("[role=status]")
+    assert inspector.violations == []
+
+
+def test_the_matrix_and_webhook_pages_pass_the_scan(live_server, page, inspector, user):
+    base = live_server.url
+    log_in(page, base, user)
+
+    page.click("a:text('Change the Matrix id and notices')")
+    page.fill("#id_matrixId", "Alice")
+    submit(page, "Save the Matrix id")
+    assert "Not a valid Matrix user ID." in page.inner_text("#id_matrixId_errors")
+    inspector.look(page, "matrix-refused")
+    page.goto(f"{base}/account")
+
+    page.click("a:text('Set a webhook')")
+    page.fill("#id_url", "http://127.0.0.1/hook")
+    submit(page, "Save the webhook")
+    assert "public addresses" in page.inner_text("#id_url_errors")
+    inspector.look(page, "webhook-refused")
+    page.fill("#id_url", "https://8.8.8.8/relay-events")
+    page.check("#id_events_0")
+    submit(page, "Save the webhook")
+    endpoint = WebhookEndpoint.objects.get(user=user)
+    assert page.input_value("#webhook-secret") == webhook_secret(endpoint)
+    inspector.look(page, "webhook-secret")
+
+    page.goto(f"{base}/account")
+    page.click("a:text('Rotate the webhook secret')")
+    inspector.look(page, "webhook-rotate")
+    page.goto(f"{base}/account/webhook")
+    inspector.look(page, "webhook")
+    assert inspector.violations == []
