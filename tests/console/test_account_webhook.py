@@ -19,7 +19,8 @@ def endpoint(user):
     return endpoint
 
 
-def test_making_the_webhook_shows_its_secret_once(browser_client, user):
+def test_making_the_webhook_shows_its_secret_once(browser_client, user, caplog):
+    caplog.set_level("DEBUG")
     response = browser_client.post("/account/webhook", {"url": PUBLIC, "events": ["call_record"]})
 
     endpoint = WebhookEndpoint.objects.get(user=user)
@@ -27,6 +28,7 @@ def test_making_the_webhook_shows_its_secret_once(browser_client, user):
     assert response.status_code == 201
     assert response["Cache-Control"] == "no-store"
     assert secret.startswith("whsec_") and f'value="{secret}"' in response.content.decode()
+    assert secret not in caplog.text
     assert (endpoint.url, endpoint.events) == (PUBLIC, ["call_record"])
     account = browser_client.get("/account").content.decode()
     assert secret not in account and PUBLIC in account and endpoint.secret_id in account
