@@ -117,6 +117,124 @@ class PinChangeForm(ConsoleForm):
 
 
 # Blocklist, forwarding and greeting
+# (imported here, in this area's section of the file)
+import contextlib  # noqa: E402
+import copy  # noqa: E402
+import functools  # noqa: E402
+
+from django.core.validators import ProhibitNullCharactersValidator  # noqa: E402
+
+from virtual_numbers.models import (  # noqa: E402
+    FORWARD_RING_SECONDS,
+    FORWARD_TARGETS_MAX,
+    ForwardCallerId,
+)
+
+
+def any_text(label: str, *, help_text: str = "", widget=None, **attrs) -> forms.CharField:
+    """text(), NUL characters included: the API's serializer refuses them with its own
+    sentence and status (400), as for every other bad value."""
+    field = text(label, help_text=help_text, widget=widget, **attrs)
+    field.validators = [
+        check
+        for check in field.validators
+        if not isinstance(check, ProhibitNullCharactersValidator)
+    ]
+    return field
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """A typed value named in an error: one line, cut short."""
+    value = value.replace("\x00", "\ufffd")
+    return value if len(value) <= limit else value[: limit - 1] + "\u2026"
+
+
+class BlockedCallerForm(ConsoleForm):
+    caller_num = any_text(
+        "Caller's number",
+        help_text="In international form, like +447700900123. Their calls are refused.",
+        inputmode="tel",
+        autocomplete="off",
+    )
+    code_fields = {ErrorCode.BLOCKLIST_FULL: "caller_num"}
+
+
+CALLER_ID_CHOICES = [
+    (ForwardCallerId.CALLER, "The caller's number"),
+    (ForwardCallerId.NUMBER, "This virtual number"),
+]
+
+
+class ForwardingForm(ConsoleForm):
+    targets = any_text(
+        "Your phones",
+        help_text=f"One number per line, up to {FORWARD_TARGETS_MAX}, like +447700900456. "
+        "They all ring at once; the first to answer takes the call.",
+        widget=forms.Textarea,
+        rows=FORWARD_TARGETS_MAX,
+        inputmode="tel",
+        autocomplete="off",
+    )
+    ringSeconds = any_text(  # noqa: N815 - the API's name, so its errors land here
+        "Ring time, in seconds",
+        help_text=f"{FORWARD_RING_SECONDS[0]} to {FORWARD_RING_SECONDS[1]}: how long your "
+        "phones ring before voicemail answers.",
+        inputmode="numeric",
+    )
+    screening = forms.BooleanField(
+        label="Screen calls: whoever picks up hears who is calling and presses 1 to take it",
+        required=False,
+    )
+    callerId = any_text(  # noqa: N815
+        "What your phones show as the caller",
+        help_text="Some phone networks refuse a caller's number that is not yours: choose "
+        "this virtual number then.",
+        widget=functools.partial(forms.Select, choices=CALLER_ID_CHOICES),
+    )
+    code_fields = {ErrorCode.DESTINATION_NOT_ALLOWED: "targets"}
+
+    def target_lines(self) -> list[str]:
+        """The typed targets, one a line, blank lines left out; one more than the API takes
+        at most, so that too many is its refusal without judging a flood of lines."""
+        typed = self.cleaned_data.get("targets") or ""
+        lines = [line.strip() for line in typed.splitlines()]
+        return [line for line in lines if line][: FORWARD_TARGETS_MAX + 1]
+
+    def forwarding_values(self) -> dict:
+        """The form as ForwardingInput takes it: ringSeconds a number when typed as one."""
+        ring = (self.cleaned_data.get("ringSeconds") or "").strip()
+        with contextlib.suppress(ValueError):  # else the serializer says it is no number
+            ring = int(ring)
+        return {
+            "targets": self.target_lines(),
+            "ringSeconds": ring,
+            "screening": bool(self.cleaned_data.get("screening")),
+            "callerId": self.cleaned_data.get("callerId") or "",
+        }
+
+    def place(self, error: ApplicationError) -> None:
+        """A target's error (`targets.N`) goes by the targets, naming the line typed."""
+        fields = {}
+        lines = self.target_lines() if hasattr(self, "cleaned_data") else []
+        for name, messages in (error.fields or {}).items():
+            head, _, index = name.partition(".")
+            if head == "targets" and index.isdecimal() and int(index) < len(lines):
+                messages = [f"{shown(lines[int(index)])}: {message}" for message in messages]
+            fields.setdefault(head if head == "targets" else name, []).extend(messages)
+        if fields:
+            error = copy.copy(error)
+            error.fields = fields
+        super().place(error)
+
+
+class GreetingForm(ConsoleForm):
+    greeting = any_text(
+        "Greeting",
+        help_text="What callers hear before the beep, read out by the phone system: up to "
+        "500 characters. Leave it empty to use the default greeting.",
+        widget=forms.Textarea,
+        rows=5,
+    )
 
 
 # History

@@ -1,23 +1,155 @@
-"""Not written yet: issue 31 (a placeholder each, answering 404)."""
+"""A number's settings: the callers it blocks, where it forwards its calls, and its voicemail
+greeting. Each form goes through the API's input serializer (BlockedCallerInput,
+ForwardingInput, GreetingInput) and the service NumberViewSet calls, so the console holds no
+rule of its own."""
 
-from django.http import Http404
+from django.conf import settings
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from console.forms import (
+    CALLER_ID_CHOICES,
+    BlockedCallerForm,
+    ForwardingForm,
+    GreetingForm,
+)
+from console.signin import signed_in
+from console.views.common import form_page, posted
+from core.errors import ApplicationError, NotFound
+from core.fields import validated
+from virtual_numbers import selectors as numbers
+from virtual_numbers import services as numbers_services
+from virtual_numbers.serializers import BlockedCallerInput, ForwardingInput, GreetingInput
 
 
-def blocklist(request, **kwargs):
-    raise Http404
+def _sentence(error: ApplicationError) -> str:
+    """The error as people read it: its first field's message, else its message."""
+    for field_messages in (error.fields or {}).values():
+        return field_messages[0]
+    return error.message
 
 
-def blocked_remove(request, **kwargs):
-    raise Http404
+def _blocklist_context(number) -> dict:
+    return {"number": number, "blocked": numbers.blocklist_of(number=number)}
 
 
-def forwarding(request, **kwargs):
-    raise Http404
+@signed_in
+@require_http_methods(["GET", "POST"])
+def blocklist(request, number_id):
+    """The callers the number blocks, and a form to block one more. A caller blocked already
+    is a notice, as the API answers it with 200."""
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    form = BlockedCallerForm(posted(request))
+
+    def block():
+        caller = validated(BlockedCallerInput, form.values("caller_num"))["caller_num"]
+        entry, created = numbers_services.blocked_caller_add(number=number, caller_num=caller)
+        if created:
+            messages.success(request, f"{entry.caller_num} is blocked on {number.number}.")
+        else:
+            messages.info(request, f"{entry.caller_num} was blocked already.")
+        return redirect("console:blocklist", number.pk)
+
+    return form_page(request, "console/blocklist.html", form, block, **_blocklist_context(number))
 
 
-def forwarding_clear(request, **kwargs):
-    raise Http404
+@signed_in
+@require_http_methods(["GET", "POST"])
+def blocked_remove(request, number_id):
+    """Unblock the caller a row's button names. A caller the number does not block (the
+    API's 404) is a notice on the blocklist: the number is yours. A GET goes to the list."""
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    if request.method == "GET":
+        return redirect("console:blocklist", number.pk)
+    try:
+        values = {"caller_num": request.POST.get("caller_num", "")}
+        caller = validated(BlockedCallerInput, values)["caller_num"]
+    except ApplicationError as error:
+        context = _blocklist_context(number) | {
+            "form": BlockedCallerForm(),
+            "removal_refusal": f"Nothing was unblocked: {_sentence(error)}",
+        }
+        return render(request, "console/blocklist.html", context, status=error.status)
+    try:
+        numbers_services.blocked_caller_remove(number=number, caller_num=caller)
+    except NotFound:
+        messages.info(request, f"{caller} was not blocked on {number.number}.")
+    else:
+        messages.success(request, f"{caller} is unblocked on {number.number}.")
+    return redirect("console:blocklist", number.pk)
 
 
-def greeting(request, **kwargs):
-    raise Http404
+def _forwarding_initial(current: numbers_services.Forwarding) -> dict:
+    return {
+        "targets": "\n".join(current.targets),
+        "ringSeconds": str(current.ring_seconds),
+        "screening": current.screening,
+        "callerId": current.caller_id,
+    }
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def forwarding(request, number_id):
+    """Where the number forwards its calls: ForwardingInput and number_forwarding_set, as
+    NumberViewSet.forwarding_set does (every target checked before anything is stored)."""
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    current = numbers_services.Forwarding.of(number)
+    form = ForwardingForm(posted(request), initial=_forwarding_initial(current))
+
+    def save():
+        data = validated(ForwardingInput, form.forwarding_values())
+        stored = numbers_services.number_forwarding_set(
+            number=number,
+            forwarding=numbers_services.Forwarding(
+                targets=data["targets"],
+                ring_seconds=data["ringSeconds"],
+                screening=data["screening"],
+                caller_id=data["callerId"],
+            ),
+        )
+        messages.success(request, f"Calls to {number.number} now ring {', '.join(stored.targets)}.")
+        return redirect("console:forwarding", number.pk)
+
+    return form_page(
+        request,
+        "console/forwarding.html",
+        form,
+        save,
+        number=number,
+        current=current,
+        caller_id_shown=dict(CALLER_ID_CHOICES).get(current.caller_id, current.caller_id),
+        forwarded_here=settings.TELEPHONY_PROVIDER == "sip",
+    )
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def forwarding_clear(request, number_id):
+    """Stop forwarding (number_forwarding_clear); the forwarding page, which shows what is
+    set, is this button's confirmation. A GET goes to that page."""
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    if request.method == "POST":
+        numbers_services.number_forwarding_clear(number=number)
+        messages.success(request, f"Calls to {number.number} go to voicemail again.")
+    return redirect("console:forwarding", number.pk)
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def greeting(request, number_id):
+    """What voicemail says to the number's callers (GreetingInput, number_greeting_set)."""
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    form = GreetingForm(posted(request), initial={"greeting": number.greeting})
+
+    def save():
+        text = validated(GreetingInput, form.values("greeting"))["greeting"]
+        numbers_services.number_greeting_set(number=number, greeting=text)
+        if text:
+            messages.success(request, f"Callers to {number.number} hear your greeting.")
+        else:
+            messages.success(request, f"Callers to {number.number} hear the default greeting.")
+        return redirect("console:numbers")
+
+    return form_page(request, "console/greeting.html", form, save, number=number)
