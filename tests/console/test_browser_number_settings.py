@@ -1,0 +1,117 @@
+"""A number's blocklist, forwarding and greeting pages in a real browser (Playwright driving
+Debian's Chromium), worked as a person would, without JavaScript of ours: each page, and each
+refused form, scanned with axe-core (no serious or critical violation) and shot at desktop and
+phone width (tests/browser.py's Inspector)."""
+
+import pytest
+
+from tests.browser import NEEDS_CHROMIUM, submit
+from tests.factories import DEFAULT_PASSWORD, NumberFactory
+from virtual_numbers.models import BlockedCaller, Number
+
+pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
+
+
+@pytest.fixture
+def number(user):
+    return NumberFactory(owner=user, alias="Shop")
+
+
+@pytest.fixture
+def signed_in(live_server, page, user, number):
+    """The page, logged in as `user`, on their numbers (`number` among them)."""
+    page.goto(f"{live_server.url}/login")
+    page.fill("#id_email", user.email)
+    page.fill("#id_password", DEFAULT_PASSWORD)
+    submit(page, "Log in")
+    assert page.url == f"{live_server.url}/numbers"
+    return page
+
+
+def test_blocking_and_unblocking_a_caller(signed_in, inspector, number):
+    page = signed_in
+    page.click(f"a:has-text('Blocked callers of {number.number}')")
+    assert "This number blocks no caller." in page.inner_text("main")
+    inspector.look(page, "blocklist-empty")
+
+    page.fill("#id_caller_num", "07700 900123")
+    submit(page, "Block the caller")
+    assert "Not an E.164 phone number." in page.inner_text("#id_caller_num_errors")
+    inspector.look(page, "blocklist-refused")
+
+    page.fill("#id_caller_num", "+44 7700 900123")
+    submit(page, "Block the caller")
+    assert "+447700900123 is blocked" in page.inner_text("[role=status]")
+    page.fill("#id_caller_num", "+447700900124")
+    submit(page, "Block the caller")
+    inspector.look(page, "blocklist")
+
+    submit(page, "Unblock +447700900123")
+    assert "+447700900123 is unblocked" in page.inner_text("[role=status]")
+    assert list(BlockedCaller.objects.values_list("caller_num", flat=True)) == ["+447700900124"]
+    assert inspector.violations == []
+
+
+def test_setting_refusing_and_stopping_forwarding(signed_in, inspector, number):
+    page = signed_in
+    page.click(f"a:has-text('Forwarding of {number.number}')")
+    assert "Forwarding is off" in page.inner_text("main")
+    inspector.look(page, "forwarding-off")
+
+    page.fill("#id_targets", "+447400123456\nmy mobile")
+    page.fill("#id_ringSeconds", "90")
+    submit(page, "Save the forwarding")
+    assert "my mobile: Must be a valid phone number" in page.inner_text("#id_targets_errors")
+    assert "less than or equal to 60" in page.inner_text("#id_ringSeconds_errors")
+    inspector.look(page, "forwarding-refused")
+
+    page.fill("#id_targets", "+447400123456\n\n+447400123457")
+    page.fill("#id_ringSeconds", "25")
+    page.check("#id_screening")
+    page.select_option("#id_callerId", "number")
+    submit(page, "Save the forwarding")
+    assert "for 25 seconds, screened" in page.inner_text(".current")
+    inspector.look(page, "forwarding")
+    number.refresh_from_db()
+    assert number.forward_targets == ["+447400123456", "+447400123457"]
+
+    submit(page, "Stop forwarding")
+    assert "Forwarding is off" in page.inner_text(".current")
+    assert Number.objects.get(pk=number.pk).forward_targets == []
+    assert inspector.violations == []
+
+
+def test_setting_a_greeting(signed_in, inspector, number):
+    page = signed_in
+    page.click(f"a:has-text('Greeting of {number.number}')")
+    inspector.look(page, "greeting")
+
+    page.fill("#id_greeting", "x" * 501)
+    submit(page, "Save the greeting")
+    assert "at most 500 characters" in page.inner_text("#id_greeting_errors")
+    inspector.look(page, "greeting-refused")
+
+    page.fill("#id_greeting", "You have reached the shop.")
+    submit(page, "Save the greeting")
+    assert "hear your greeting" in page.inner_text("[role=status]")
+    assert Number.objects.get(pk=number.pk).greeting == "You have reached the shop."
+    assert inspector.violations == []
+
+
+def test_the_forwarding_form_is_worked_by_keyboard_with_a_visible_focus(signed_in, number):
+    page = signed_in
+    page.goto(f"{page.url.rsplit('/', 1)[0]}/numbers/{number.pk}/forwarding")
+    page.focus("#id_targets")
+    reached = []
+    for _ in range(4):
+        page.keyboard.press("Tab")
+        reached.append(
+            page.evaluate(
+                "() => [document.activeElement.id || document.activeElement.textContent.trim(),"
+                " getComputedStyle(document.activeElement).outlineStyle]"
+            )
+        )
+
+    assert [name for name, _ in reached][:3] == ["id_ringSeconds", "id_screening", "id_callerId"]
+    assert reached[3][0].startswith("Save the forwarding")
+    assert all(outline != "none" for _, outline in reached)
