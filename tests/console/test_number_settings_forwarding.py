@@ -118,6 +118,18 @@ def test_a_bad_value_is_refused_next_to_its_field(browser_client, number, change
     assert forwarding_of(number) == ([], 20, False, "caller")
 
 
+def test_bytes_that_are_no_utf8_are_a_bad_target_never_a_500(browser_client, number):
+    # A lone surrogate cannot be sent as UTF-8: what arrives is bytes Django decodes replaced.
+    body = "targets=%2B4474001%ED%A0%80&ringSeconds=20&callerId=caller"
+    response = browser_client.post(
+        page_of(number), body, content_type="application/x-www-form-urlencoded"
+    )
+
+    assert response.status_code == 400
+    assert "+4474001\ufffd\ufffd\ufffd: Must be a valid phone" in response.content.decode()
+    assert forwarding_of(number)[0] == []
+
+
 def test_a_loop_is_refused_naming_the_target(browser_client, number):
     InventoryNumberFactory(e164="+442079460999")
 
