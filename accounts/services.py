@@ -45,9 +45,12 @@ def auth_rate_limit(*, scope: str, ip: str, email: str) -> None:
     ratelimit.hit(f"{scope}:email", email, settings.RATE_LIMIT_AUTH_PER_EMAIL)
 
 
-def session_token_issue(*, session: LoginSession) -> str:
-    """A signed access JWT for `session`'s user, carrying the session id as `sid`."""
+def session_token_issue(*, session: LoginSession, lifetime: timedelta | None = None) -> str:
+    """A signed access JWT for `session`'s user, carrying the session id as `sid`; it expires
+    after `lifetime` when given (the console's socket token), else after the JWT setting's."""
     token = AccessToken.for_user(session.user)
+    if lifetime is not None:
+        token.set_exp(from_time=token.current_time, lifetime=lifetime)
     token["sid"] = str(session.id)
     return str(token)
 

@@ -1,5 +1,3 @@
-from django.conf import settings
-from django.http.request import split_domain_port
 from django.utils import timezone
 from rest_framework import status
 from rest_framework.decorators import action
@@ -18,6 +16,7 @@ from accounts.serializers import (
     NotificationsOutput,
     RegisterInput,
 )
+from accounts.wsurl import ws_base_url
 from core.clientip import client_ip
 from core.errors import ErrorCode, InvalidRequest
 from core.schema import operation, success_operation
@@ -207,19 +206,6 @@ class SessionViewSet(ResourceViewSet):
     def destroy(self, request, session_id):
         services.session_end_for_user(user=request.user, session_id=session_id)
         return self.succeeded()
-
-
-def ws_base_url(request) -> str:
-    """PUBLIC_WS_URL when set; else the request's own host, at WS_PORT when the socket server
-    listens on a port of its own (runrelay), else at the request's port (a proxy routes /ws)."""
-    if settings.PUBLIC_WS_URL:
-        return settings.PUBLIC_WS_URL.rstrip("/")
-    scheme = "wss" if request.is_secure() else "ws"
-    host = request.get_host()
-    if settings.WS_PORT:
-        name, _port = split_domain_port(host)  # an IPv6 literal keeps its brackets
-        host = f"{name}:{settings.WS_PORT}"
-    return f"{scheme}://{host}"
 
 
 class DashboardViewSet(ResourceViewSet):

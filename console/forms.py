@@ -3,10 +3,15 @@ values go to the API's input serializer and then its service, and the Applicatio
 raises is placed back on the form: each of its `fields` next to the field of that name, an
 error the API reports without fields next to the field its code concerns, else above."""
 
+import uuid
+
 from django import forms
+from django.conf import settings
+from django.core.exceptions import NON_FIELD_ERRORS
 
 from core.errors import ApplicationError, ErrorCode
 from history.models import CallStatus
+from realtime.languages import LANGUAGES
 from webhooks.models import EVENT_TYPES
 
 # The interface document fixes this message in Chinese; people here read the code's meaning.
@@ -259,6 +264,63 @@ class HistoryFilterForm(ConsoleForm):
 
 
 # Calls
+
+
+class CallForm(ConsoleForm):
+    """Place a call: CallSubmitInput's fields. `callId` is made when the form is first shown
+    (uuid4) and kept through a refusal, so a form posted twice places one call."""
+
+    callId = forms.CharField(  # noqa: N815 - the API's name
+        required=False, strip=False, widget=forms.HiddenInput
+    )
+    to = text(
+        "To",
+        help_text="The number to call, in international format, e.g. +442079460123.",
+        type="tel",
+        autocomplete="tel",
+    )
+    message = text(
+        "Message",
+        help_text="What the call says, up to 1000 characters.",
+        widget=forms.Textarea,
+        rows=3,
+    )
+    language = forms.CharField(
+        label="Language",
+        help_text="The voice the message is spoken in.",
+        required=False,
+        strip=False,
+        widget=forms.Select(choices=[(code, code) for code in sorted(LANGUAGES)]),
+    )
+    from_number = forms.CharField(
+        label="From",
+        help_text="The number the call comes from.",
+        required=False,
+        strip=False,
+        widget=forms.Select,
+    )
+    # A bad callId is the form's own doing, not the person's: shown above the form.
+    api_names = {"from": "from_number", "callId": NON_FIELD_ERRORS}
+    code_fields = {ErrorCode.DESTINATION_NOT_ALLOWED: "to"}
+
+    def __init__(self, data=None, *, numbers=(), **kwargs):
+        kwargs.setdefault(
+            "initial",
+            {"callId": str(uuid.uuid4()), "language": settings.TTS_DEFAULT_LANGUAGE},
+        )
+        super().__init__(data, **kwargs)
+        default = f"Your oldest number ({numbers[0].number})" if numbers else "The service's number"
+        self.fields["from_number"].widget.choices = [("", default)] + [
+            (number.number, f"{number.alias} ({number.number})") for number in numbers
+        ]
+
+    def submitted(self) -> dict:
+        """The values for call_request_submit, as a POST /api/calls body: `from` left out
+        when the default is chosen."""
+        data = self.values("callId", "to", "message", "language")
+        if self.cleaned_data.get("from_number"):
+            data["from"] = self.cleaned_data["from_number"]
+        return data
 
 
 # Account
