@@ -5,11 +5,25 @@ user's call, CSRF and a signed-out browser."""
 import re
 
 import pytest
+from django.test import Client
 
 from realtime.models import CallRequest
-from tests.factories import NumberFactory
+from tests.factories import DEFAULT_PASSWORD, CallRequestFactory, NumberFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def csrf_client(user) -> Client:
+    """A browser signed in (with the login form's token) that checks CSRF, sending none."""
+    client = Client(enforce_csrf_checks=True)
+    client.get("/login")
+    token = client.cookies["csrftoken"].value
+    signed_in = client.post(
+        "/login", {"email": user.email, "password": DEFAULT_PASSWORD, "csrfmiddlewaretoken": token}
+    )
+    assert signed_in.status_code == 302
+    return client
 
 
 def call_id_of(form_html: str) -> str:
@@ -64,14 +78,16 @@ def test_the_same_form_posted_twice_places_one_call(browser_client, user):
 @pytest.mark.parametrize(
     ("values", "field", "sentence"),
     [
-        ({"to": "12"}, "to", "E.164"),
-        ({"to": ""}, "to", ""),
-        ({"message": ""}, "message", ""),
-        ({"message": "x" * 1001}, "message", "1000"),
-        ({"message": "a\x00b"}, "message", ""),
-        ({"language": "klingon"}, "language", ""),
+        ({"to": "12"}, "to", "Must be a valid phone number in E.164 form"),
+        ({"to": ""}, "to", "This field may not be blank."),
+        ({"message": ""}, "message", "Must be 1 to 1000 characters."),
+        ({"message": "x" * 1001}, "message", "Must be 1 to 1000 characters."),
+        ({"message": "a\x00b"}, "message", "Null characters are not allowed."),
+        ({"language": "klingon"}, "language", "Not a language Relay speaks"),
+        ({"language": ""}, "language", "This field may not be blank."),
         ({"from_number": "+442079460999"}, "from_number", "Not one of your numbers."),
-        ({"to": "+19005550123"}, "to", ""),  # premium rate: destination_not_allowed
+        # destination_not_allowed: the dialing policy's sentence, by the number
+        ({"to": "+19005550123"}, "to", "this service dials only numbers in GB"),
     ],
 )
 def test_a_refused_call_is_a_sentence_next_to_its_field(browser_client, values, field, sentence):
@@ -124,3 +140,89 @@ def test_the_daily_quota_is_said_above_the_form_with_retry_after(browser_client,
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
     assert 'class="errors-above"' in response.content.decode()
     assert CallRequest.objects.count() == 1
+
+
+def test_the_list_is_newest_first_with_an_older_page(browser_client, user):
+    for i in range(22):
+        CallRequestFactory(owner=user, call_id=f"old/{i:02}", to=f"+4420794601{i:02}")
+
+    first = browser_client.get("/calls").content.decode()
+
+    ids = re.findall(r'data-call-id="([^"]+)"', first)
+    assert len(ids) == 20 and ids[0] == "old/21"
+    cursor = re.search(r'href="/calls\?before=([^"]+)">Older calls', first).group(1)
+    older = browser_client.get(f"/calls?before={cursor}").content.decode()
+    assert re.findall(r'data-call-id="([^"]+)"', older) == ["old/01", "old/00"]
+
+
+@pytest.mark.parametrize("cursor", ["nonsense", "A" * 31, "A" * 33, "%00", "%ED%A0%80", ""])
+def test_a_malformed_cursor_is_the_404_page(browser_client, cursor):
+    response = browser_client.get(f"/calls?before={cursor}")
+
+    assert response.status_code == 404
+    assert "console/not_found.html" in [t.name for t in response.templates]
+
+
+def test_an_ended_call_has_no_cancel_button(browser_client, user):
+    CallRequestFactory(owner=user, call_id="done", status="completed")
+
+    html = browser_client.get("/calls").content.decode()
+
+    assert 'data-status="completed"' in html and "Completed" in html
+    assert "/calls/done/cancel" not in html
+
+
+def test_cancelling_a_call_ends_it(browser_client, user):
+    call = CallRequestFactory(owner=user, call_id="order/7", status="ringing")
+
+    response = browser_client.post("/calls/order/7/cancel")
+
+    assert response.status_code == 302 and response.url == "/calls"
+    call.refresh_from_db()
+    assert call.status == "canceled"
+    assert "is canceled" in browser_client.get("/calls").content.decode()
+
+
+def test_cancelling_an_ended_call_is_a_sentence_on_the_calls_page(browser_client, user):
+    CallRequestFactory(owner=user, call_id="done", status="busy")
+
+    response = browser_client.post("/calls/done/cancel")
+
+    assert response.status_code == 409
+    assert "The call has already ended (busy)." in response.content.decode()
+
+
+@pytest.mark.parametrize("call_id", ["theirs", "unknown", "bad%00id", "x" * 65])
+def test_another_users_or_an_unknown_call_is_the_404_page(browser_client, call_id):
+    theirs = CallRequestFactory(owner=UserFactory(), call_id="theirs", status="ringing")
+
+    response = browser_client.post(f"/calls/{call_id}/cancel")
+
+    assert response.status_code == 404
+    assert "console/not_found.html" in [t.name for t in response.templates]
+    theirs.refresh_from_db()
+    assert theirs.status == "ringing"
+
+
+def test_cancel_is_a_post(browser_client, user):
+    CallRequestFactory(owner=user, call_id="c", status="ringing")
+
+    assert browser_client.get("/calls/c/cancel").status_code == 405
+
+
+def test_the_forms_enforce_csrf(csrf_client, user):
+    call = CallRequestFactory(owner=user, call_id="c", status="ringing")
+
+    placed = csrf_client.post("/calls", {"callId": "x", "to": "+442079460123", "message": "Hi"})
+    canceled = csrf_client.post("/calls/c/cancel")
+
+    assert placed.status_code == canceled.status_code == 403
+    call.refresh_from_db()
+    assert call.status == "ringing" and CallRequest.objects.count() == 1
+
+
+@pytest.mark.parametrize("path", ["/calls", "/calls?before=x"])
+def test_a_signed_out_browser_is_sent_to_log_in(path):
+    response = Client().get(path)
+
+    assert response.status_code == 302 and response.url.startswith("/login?next=")
