@@ -1,0 +1,77 @@
+"""The calls page in Chromium against a real `manage.py runrelay` (its worker, socket server
+and simulated provider, on the test database): place a call from the form and watch its row
+reach `completed` without a reload, pushed live over the socket; cancel another. Each state of
+the page is scanned with axe-core (tests/browser.py)."""
+
+import pytest
+
+from realtime.models import CallRequest
+from tests.browser import NEEDS_CHROMIUM, submit
+from tests.factories import DEFAULT_PASSWORD, NumberFactory
+from tests.live import RelayProcess
+
+pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
+
+DEADLINE_MS = 30_000
+# Every status the page's status cells are given after it loads (by the script alone).
+RECORD_STATUSES = """
+window.seenStatuses = [];
+new MutationObserver((changes) => {
+  for (const change of changes) window.seenStatuses.push(change.target.dataset.status);
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ["data-status"]});
+"""
+
+
+@pytest.fixture
+def relay(tmp_path):
+    # Steps 2 s apart: a call can be seen dialing and ringing, and canceled before it ends.
+    process = RelayProcess(tmp_path, SIMULATED_STEP_SECONDS="2")
+    yield process
+    process.stop()
+
+
+def status_of(page, call: CallRequest) -> str:
+    return page.get_attribute(f'[data-call-id="{call.call_id}"] .call-status', "data-status")
+
+
+def test_a_call_placed_from_the_form_is_followed_live_and_another_canceled(
+    real_hashers, relay, page, inspector, user
+):  # real_hashers first: the server checks the user's password with Relay's own hashers
+    NumberFactory(owner=user, alias="Shop")
+    page.add_init_script(RECORD_STATUSES)
+    page.goto(f"{relay.base}/login")
+    page.fill("#id_email", user.email)
+    page.fill("#id_password", DEFAULT_PASSWORD)
+    submit(page, "Log in")
+    page.goto(f"{relay.base}/calls")
+    inspector.look(page, "calls-empty")
+
+    page.fill("#id_to", "12")
+    page.fill("#id_message", "Your table is ready")
+    submit(page, "Place the call")
+    assert "E.164" in page.inner_text("#id_to_errors")
+    inspector.look(page, "calls-refused")
+    page.fill("#id_to", "+442079460123")
+    submit(page, "Place the call")
+    first = CallRequest.objects.get(owner=user)
+    assert "Calling +442079460123." in page.inner_text("[role=status]")
+    page.wait_for_function(
+        f"document.querySelector('[data-call-id=\"{first.call_id}\"] .call-status')"
+        ".dataset.status === 'completed'",
+        timeout=DEADLINE_MS,
+    )
+    seen = page.evaluate("window.seenStatuses")
+    assert {"ringing", "in_progress"} & set(seen), seen  # pushed while the page was open
+    assert page.inner_text(f'[data-call-id="{first.call_id}"] .call-status') == "Completed"
+    inspector.look(page, "calls")
+
+    page.fill("#id_to", "+442079460124")
+    page.fill("#id_message", "Never mind")
+    submit(page, "Place the call")
+    second = CallRequest.objects.exclude(pk=first.pk).get(owner=user)
+    submit(page, "Cancel")
+    assert "is canceled" in page.inner_text("[role=status]")
+    assert status_of(page, second) == "canceled"
+    second.refresh_from_db()
+    assert second.status == "canceled"
+    assert inspector.violations == []
