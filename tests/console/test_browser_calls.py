@@ -7,7 +7,7 @@ import pytest
 
 from realtime.models import CallRequest
 from tests.browser import NEEDS_CHROMIUM, submit
-from tests.factories import DEFAULT_PASSWORD, NumberFactory
+from tests.factories import DEFAULT_PASSWORD, CallRequestFactory, NumberFactory
 from tests.live import RelayProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
@@ -63,13 +63,16 @@ def test_a_call_placed_from_the_form_is_followed_live_and_another_canceled(
     seen = page.evaluate("window.seenStatuses")
     assert {"ringing", "in_progress"} & set(seen), seen  # pushed while the page was open
     assert page.inner_text(f'[data-call-id="{first.call_id}"] .call-status') == "Completed"
-    inspector.look(page, "calls")
+    CallRequestFactory(owner=user, call_id="still/ringing", status="ringing")  # never advances
+    page.reload()
+    inspector.look(page, "calls")  # a call with its Cancel button, one ended without
 
     page.fill("#id_to", "+442079460124")
     page.fill("#id_message", "Never mind")
     submit(page, "Place the call")
-    second = CallRequest.objects.exclude(pk=first.pk).get(owner=user)
-    submit(page, "Cancel")
+    second = CallRequest.objects.get(owner=user, to="+442079460124")
+    with page.expect_navigation():
+        page.click(f'[data-call-id="{second.call_id}"] button:text("Cancel")')
     assert "is canceled" in page.inner_text("[role=status]")
     assert status_of(page, second) == "canceled"
     second.refresh_from_db()
