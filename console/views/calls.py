@@ -2,6 +2,7 @@
 cancel it while it runs. The page works without JavaScript but for the live status."""
 
 from datetime import timedelta
+from functools import wraps
 
 from django.contrib import messages
 from django.http import JsonResponse
@@ -14,7 +15,7 @@ from accounts.wsurl import ws_base_url
 from console.forms import CallForm
 from console.signin import current_session, signed_in
 from console.views.common import posted
-from core.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, ErrorCode, NotFound
 from core.fields import validated
 from realtime import selectors, services
 from realtime.models import TERMINAL_STATES, CallState
@@ -109,10 +110,12 @@ def _signed_in_json(view):
     """signed_in for what the page's script fetches: a signed-out browser gets a 401 JSON
     (the script stops), not a redirect to the login page."""
 
+    @wraps(view)
     def wrapper(request, *args, **kwargs):
         session = current_session(request)
         if session is None:
-            return JsonResponse({"error": "Sign in again."}, status=401)
+            refusal = ApplicationError("Sign in again.", code=ErrorCode.NOT_AUTHENTICATED)
+            return refusal.as_response()  # the API's error body
         request.user = session.user
         request.login_session = session
         return view(request, *args, **kwargs)

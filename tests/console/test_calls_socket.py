@@ -41,8 +41,8 @@ def test_the_socket_url_is_the_dashboards(browser_client, settings):
 def test_a_signed_out_fetch_of_a_token_gets_401_json():
     response = Client().post("/calls/socket-token")
 
-    assert response.status_code == 401
-    assert response["Content-Type"] == "application/json"
+    assert response.status_code == 401 and response["Content-Type"] == "application/json"
+    assert response.json()["code"] == "not_authenticated"
 
 
 def test_the_token_is_a_post_that_checks_csrf(user, browser_client):
@@ -85,4 +85,5 @@ def test_the_statuses_are_the_recent_calls_own(browser_client, user):
 def test_signed_out_statuses_are_401_json():
     response = Client().get("/calls/status")
 
-    assert response.status_code == 401 and response.json() == {"error": "Sign in again."}
+    assert response.status_code == 401
+    assert response.json() == {"error": "Sign in again.", "code": "not_authenticated"}
