@@ -22,12 +22,19 @@ new MutationObserver((changes) => {
 """
 
 
-@pytest.fixture
-def relay(tmp_path):
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory, django_db_setup):
     # Steps 2 s apart: a call can be seen dialing and ringing, and canceled before it ends.
-    process = RelayProcess(tmp_path, SIMULATED_STEP_SECONDS="2")
+    process = RelayProcess(tmp_path_factory.mktemp("relay"), SIMULATED_STEP_SECONDS="2")
     yield process
     process.stop()
+
+
+def log_in(page, relay, user) -> None:
+    page.goto(f"{relay.base}/login")
+    page.fill("#id_email", user.email)
+    page.fill("#id_password", DEFAULT_PASSWORD)
+    submit(page, "Log in")
 
 
 def status_of(page, call: CallRequest) -> str:
@@ -39,10 +46,7 @@ def test_a_call_placed_from_the_form_is_followed_live_and_another_canceled(
 ):  # real_hashers first: the server checks the user's password with Relay's own hashers
     NumberFactory(owner=user, alias="Shop")
     page.add_init_script(RECORD_STATUSES)
-    page.goto(f"{relay.base}/login")
-    page.fill("#id_email", user.email)
-    page.fill("#id_password", DEFAULT_PASSWORD)
-    submit(page, "Log in")
+    log_in(page, relay, user)
     page.goto(f"{relay.base}/calls")
     inspector.look(page, "calls-empty")
 
@@ -78,3 +82,16 @@ def test_a_call_placed_from_the_form_is_followed_live_and_another_canceled(
     second.refresh_from_db()
     assert second.status == "canceled"
     assert inspector.violations == []
+
+
+def test_the_script_reconnects_with_a_fresh_token_until_signed_out(real_hashers, relay, page, user):
+    log_in(page, relay, user)
+    with page.expect_response(lambda r: r.url.endswith("/calls/status")):  # the socket opened
+        page.goto(f"{relay.base}/calls")
+    csrf = page.input_value("input[name=csrfmiddlewaretoken]")
+
+    # Signed out elsewhere (a request of the same browser, the page left open): the server
+    # closes the socket (4401); the script asks for a fresh token and is told 401.
+    with page.expect_response(lambda r: r.url.endswith("/calls/socket-token")) as refused:
+        page.request.post(f"{relay.base}/logout", form={"csrfmiddlewaretoken": csrf})
+    assert refused.value.status == 401
