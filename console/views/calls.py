@@ -64,8 +64,9 @@ def _calls_page(request, form: CallForm, *, status: int = 200, error=None, cance
         "cancel_error": cancel_error.message if cancel_error else None,
     }
     response = render(request, "console/calls.html", context, status=status)
-    for name, value in ((error or cancel_error).headers if (error or cancel_error) else {}).items():
-        response[name] = value
+    shown = error or cancel_error
+    for name, value in (shown.headers if shown else {}).items():
+        response[name] = value  # Retry-After
     return response
 
 

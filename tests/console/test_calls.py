@@ -80,6 +80,7 @@ def test_the_same_form_posted_twice_places_one_call(browser_client, user):
     [
         ({"to": "12"}, "to", "Must be a valid phone number in E.164 form"),
         ({"to": ""}, "to", "This field may not be blank."),
+        ({"to": "+44" + "9" * 5000}, "to", "Must be a valid phone number in E.164 form"),
         ({"message": ""}, "message", "Must be 1 to 1000 characters."),
         ({"message": "x" * 1001}, "message", "Must be 1 to 1000 characters."),
         ({"message": "a\x00b"}, "message", "Null characters are not allowed."),
@@ -111,8 +112,9 @@ def test_a_lone_surrogate_is_refused_not_a_500(browser_client):
     assert CallRequest.objects.get().message.encode("utf-8").startswith(b"a\xef\xbf\xbd")
 
 
-def test_a_bad_call_id_is_said_above_the_form(browser_client):
-    response = place(browser_client, callId="")
+@pytest.mark.parametrize("call_id", ["", "x" * 65, "a\x07b"])
+def test_a_bad_call_id_is_said_above_the_form(browser_client, call_id):
+    response = place(browser_client, callId=call_id)
 
     assert response.status_code == 400
     assert 'class="errors-above"' in response.content.decode()
