@@ -3,15 +3,19 @@ values go to the API's input serializer and then its service, and the Applicatio
 raises is placed back on the form: each of its `fields` next to the field of that name, an
 error the API reports without fields next to the field its code concerns, else above."""
 
+import contextlib
+import copy
 import uuid
 
 from django import forms
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.validators import ProhibitNullCharactersValidator
 
 from core.errors import ApplicationError, ErrorCode
 from history.models import CallStatus
 from realtime.languages import LANGUAGES
+from virtual_numbers.models import FORWARD_RING_SECONDS, FORWARD_TARGETS_MAX, ForwardCallerId
 from webhooks.models import EVENT_TYPES
 
 # The interface document fixes this message in Chinese; people here read the code's meaning.
@@ -35,15 +39,29 @@ class DescribedField(forms.BoundField):
 
 
 def text(label: str, *, help_text: str = "", widget=None, **attrs) -> forms.CharField:
-    """A text input that takes any string as typed: the API's serializer judges it."""
+    """A text input that takes any string as typed, NUL included: the API's serializer judges
+    it, with its own sentence and status (400)."""
     widget = widget or forms.TextInput
-    return forms.CharField(
+    field = forms.CharField(
         label=label,
         help_text=help_text,
         required=False,
         strip=False,
         widget=widget(attrs=attrs),
     )
+    field.validators = [
+        check
+        for check in field.validators
+        if not isinstance(check, ProhibitNullCharactersValidator)
+    ]
+    return field
+
+
+def choice(label: str, choices=(), *, help_text: str = "") -> forms.CharField:
+    """A select whose value is sent on as it came (any string): the API's serializer judges it."""
+    field = text(label, help_text=help_text)
+    field.widget = forms.Select(choices=choices)
+    return field
 
 
 def secret(label: str, *, help_text: str = "", **attrs) -> forms.CharField:
@@ -63,7 +81,8 @@ class ConsoleForm(forms.Form):
     def place(self, error: ApplicationError) -> None:
         """Show `error` where it belongs (module docstring)."""
         for name, messages in (error.fields or {}).items():
-            field = self.api_names.get(name, name)
+            # An item of a list is named by its place in it ("events.0"): shown by the list.
+            field = self.api_names.get(name, name.split(".")[0])
             for message in messages:
                 self.add_error(field if field in self.fields else None, message)
         if not error.fields:
@@ -122,32 +141,6 @@ class PinChangeForm(ConsoleForm):
 
 
 # Blocklist, forwarding and greeting
-# (imported here, in this area's section of the file)
-import contextlib  # noqa: E402
-import copy  # noqa: E402
-import functools  # noqa: E402
-
-from django.core.validators import ProhibitNullCharactersValidator  # noqa: E402
-
-from virtual_numbers.models import (  # noqa: E402
-    FORWARD_RING_SECONDS,
-    FORWARD_TARGETS_MAX,
-    ForwardCallerId,
-)
-
-
-def any_text(label: str, *, help_text: str = "", widget=None, **attrs) -> forms.CharField:
-    """text(), NUL characters included: the API's serializer refuses them with its own
-    sentence and status (400), as for every other bad value."""
-    field = text(label, help_text=help_text, widget=widget, **attrs)
-    field.validators = [
-        check
-        for check in field.validators
-        if not isinstance(check, ProhibitNullCharactersValidator)
-    ]
-    return field
-
-
 def shown(value: str, limit: int = 40) -> str:
     """A typed value named in an error: one line, cut short."""
     value = value.replace("\x00", "\ufffd")
@@ -155,7 +148,7 @@ def shown(value: str, limit: int = 40) -> str:
 
 
 class BlockedCallerForm(ConsoleForm):
-    caller_num = any_text(
+    caller_num = text(
         "Caller's number",
         help_text="In international form, like +447700900123. Their calls are refused.",
         inputmode="tel",
@@ -171,7 +164,7 @@ CALLER_ID_CHOICES = [
 
 
 class ForwardingForm(ConsoleForm):
-    targets = any_text(
+    targets = text(
         "Your phones",
         help_text=f"One number per line, up to {FORWARD_TARGETS_MAX}, like +447700900456. "
         "They all ring at once; the first to answer takes the call.",
@@ -180,7 +173,7 @@ class ForwardingForm(ConsoleForm):
         inputmode="tel",
         autocomplete="off",
     )
-    ringSeconds = any_text(  # noqa: N815 - the API's name, so its errors land here
+    ringSeconds = text(  # noqa: N815 - the API's name, so its errors land here
         "Ring time, in seconds",
         help_text=f"{FORWARD_RING_SECONDS[0]} to {FORWARD_RING_SECONDS[1]}: how long your "
         "phones ring before voicemail answers.",
@@ -190,11 +183,11 @@ class ForwardingForm(ConsoleForm):
         label="Screen calls: whoever picks up hears who is calling and presses 1 to take it",
         required=False,
     )
-    callerId = any_text(  # noqa: N815
+    callerId = choice(  # noqa: N815
         "What your phones show as the caller",
+        CALLER_ID_CHOICES,
         help_text="Some phone networks refuse a caller's number that is not yours: choose "
         "this virtual number then.",
-        widget=functools.partial(forms.Select, choices=CALLER_ID_CHOICES),
     )
     code_fields = {ErrorCode.DESTINATION_NOT_ALLOWED: "targets"}
 
@@ -218,14 +211,14 @@ class ForwardingForm(ConsoleForm):
         }
 
     def place(self, error: ApplicationError) -> None:
-        """A target's error (`targets.N`) goes by the targets, naming the line typed."""
-        fields = {}
+        """A target's error (`targets.N`, shown by the targets) names the line typed."""
         lines = self.target_lines() if hasattr(self, "cleaned_data") else []
+        fields = {}
         for name, messages in (error.fields or {}).items():
             head, _, index = name.partition(".")
             if head == "targets" and index.isdecimal() and int(index) < len(lines):
                 messages = [f"{shown(lines[int(index)])}: {message}" for message in messages]
-            fields.setdefault(head if head == "targets" else name, []).extend(messages)
+            fields[name] = messages
         if fields:
             error = copy.copy(error)
             error.fields = fields
@@ -233,7 +226,7 @@ class ForwardingForm(ConsoleForm):
 
 
 class GreetingForm(ConsoleForm):
-    greeting = any_text(
+    greeting = text(
         "Greeting",
         help_text="What callers hear before the beep, read out by the phone system: up to "
         "500 characters. Leave it empty to use the default greeting.",
@@ -245,11 +238,6 @@ class GreetingForm(ConsoleForm):
 # History
 
 STATUS_CHOICES = [("all", "All calls"), *CallStatus.choices]
-
-
-def choice(label: str, choices=()) -> forms.CharField:
-    """A select whose value is sent as it came (any string): the API's serializer judges it."""
-    return forms.CharField(label=label, required=False, widget=forms.Select(choices=choices))
 
 
 class HistoryFilterForm(ConsoleForm):
@@ -285,20 +273,12 @@ class CallForm(ConsoleForm):
         widget=forms.Textarea,
         rows=3,
     )
-    language = forms.CharField(
-        label="Language",
+    language = choice(
+        "Language",
+        [(code, code) for code in sorted(LANGUAGES)],
         help_text="The voice the message is spoken in.",
-        required=False,
-        strip=False,
-        widget=forms.Select(choices=[(code, code) for code in sorted(LANGUAGES)]),
     )
-    from_number = forms.CharField(
-        label="From",
-        help_text="The number the call comes from.",
-        required=False,
-        strip=False,
-        widget=forms.Select,
-    )
+    from_number = choice("From", help_text="The number the call comes from.")
     # A bad callId is the form's own doing, not the person's: shown above the form.
     api_names = {"from": "from_number", "callId": NON_FIELD_ERRORS}
     code_fields = {ErrorCode.DESTINATION_NOT_ALLOWED: "to"}
@@ -383,12 +363,3 @@ class WebhookForm(ConsoleForm):
 
     def values(self, *names: str) -> dict:
         return {"url": self.cleaned_data.get("url") or "", "events": self.cleaned_data["events"]}
-
-    def place(self, error: ApplicationError) -> None:
-        # The serializer names a bad event by its place in the list: "events.0".
-        if error.fields:
-            fields: dict[str, list[str]] = {}
-            for name, messages in error.fields.items():
-                fields.setdefault(name.split(".")[0], []).extend(messages)
-            error.fields = fields
-        super().place(error)

@@ -38,4 +38,7 @@ def form_page(
             return act()
         except ApplicationError as error:
             return refused(request, template, form, error, **context)
-    return render(request, template, {"form": form, **context})
+    # A form the browser sent that is not even well formed (say, NUL in a field) is as bad a
+    # request as one the serializer refuses.
+    status = 400 if form.is_bound else 200
+    return render(request, template, {"form": form, **context}, status=status)

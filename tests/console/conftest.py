@@ -14,6 +14,24 @@ def sign_in(client: Client, user) -> LoginSession:
     return LoginSession.objects.get(pk=client.session[SESSION_KEY])
 
 
+def csrf_signed_in(user) -> Client:
+    """A browser signed in as `user` (with the login form's token) that checks CSRF."""
+    client = Client(enforce_csrf_checks=True)
+    client.get("/login")
+    token = client.cookies["csrftoken"].value
+    signed_in = client.post(
+        "/login", {"email": user.email, "password": DEFAULT_PASSWORD, "csrfmiddlewaretoken": token}
+    )
+    assert signed_in.status_code == 302
+    return client
+
+
+@pytest.fixture
+def csrf_client(user) -> Client:
+    """`user`'s browser that checks CSRF, sending no token unless a test adds one."""
+    return csrf_signed_in(user)
+
+
 @pytest.fixture
 def browser_client(user) -> Client:
     """Django's test client signed in to the console as `user`."""

@@ -7,26 +7,9 @@ from accounts import services
 from accounts.models import LoginSession
 from tests.conftest import api_key_client, jwt_client
 from tests.console.conftest import sign_in
-from tests.factories import DEFAULT_PASSWORD, LoginSessionFactory
+from tests.factories import LoginSessionFactory
 
 pytestmark = pytest.mark.django_db
-
-
-def csrf_signed_in(user) -> Client:
-    """A browser signed in (with the login form's token) that checks CSRF, sending none."""
-    client = Client(enforce_csrf_checks=True)
-    client.get("/login")
-    token = client.cookies["csrftoken"].value
-    signed_in = client.post(
-        "/login", {"email": user.email, "password": DEFAULT_PASSWORD, "csrfmiddlewaretoken": token}
-    )
-    assert signed_in.status_code == 302
-    return client
-
-
-@pytest.fixture
-def csrf_client(user) -> Client:
-    return csrf_signed_in(user)
 
 
 def test_the_account_page_shows_the_profile_quotas_key_and_sessions(browser_client, user):

@@ -13,7 +13,7 @@ from django.utils import timezone
 from core.recordings import recordings_storage
 from history.models import CallRecord
 from history.services import record_inbound_call
-from tests.factories import DEFAULT_PASSWORD, NumberFactory, UserFactory
+from tests.factories import NumberFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -53,19 +53,6 @@ def number(user):
 @pytest.fixture
 def voicemail(number):
     return voicemail_on(number)
-
-
-@pytest.fixture
-def csrf_client(user) -> Client:
-    """A browser signed in (with the login form's token) that checks CSRF, sending none."""
-    client = Client(enforce_csrf_checks=True)
-    client.get("/login")
-    token = client.cookies["csrftoken"].value
-    signed_in = client.post(
-        "/login", {"email": user.email, "password": DEFAULT_PASSWORD, "csrfmiddlewaretoken": token}
-    )
-    assert signed_in.status_code == 302
-    return client
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth.hashers import check_password
 from django.test import Client
 
-from tests.factories import DEFAULT_PASSWORD, NumberFactory
+from tests.factories import NumberFactory
 from virtual_numbers.models import Number
 
 pytestmark = pytest.mark.django_db
@@ -13,19 +13,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def number(user):
     return NumberFactory(owner=user, alias="Shop")
-
-
-@pytest.fixture
-def csrf_client(user) -> Client:
-    """A browser signed in (with the login form's token) that checks CSRF, sending none."""
-    client = Client(enforce_csrf_checks=True)
-    client.get("/login")
-    token = client.cookies["csrftoken"].value
-    signed_in = client.post(
-        "/login", {"email": user.email, "password": DEFAULT_PASSWORD, "csrfmiddlewaretoken": token}
-    )
-    assert signed_in.status_code == 302
-    return client
 
 
 def test_renaming_a_number_saves_the_alias(browser_client, number):

@@ -3,13 +3,10 @@
 import pytest
 from django.test import Client
 
-from tests.console import test_number_settings
 from tests.factories import BlockedCallerFactory, NumberFactory
 from virtual_numbers.models import BlockedCaller
 
 pytestmark = pytest.mark.django_db
-
-csrf_client = test_number_settings.csrf_client  # a browser signed in that checks CSRF
 
 
 @pytest.fixture

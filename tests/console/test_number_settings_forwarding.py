@@ -4,13 +4,11 @@ number_forwarding_set; each refusal by its field, outsider, CSRF, signed out."""
 import pytest
 from django.test import Client
 
-from tests.console import test_number_settings
 from tests.factories import InventoryNumberFactory, NumberFactory
 from virtual_numbers.models import Number
 
 pytestmark = pytest.mark.django_db
 
-csrf_client = test_number_settings.csrf_client  # a browser signed in that checks CSRF
 
 SET = {"targets": "+447400123456", "ringSeconds": "20", "callerId": "caller"}
 

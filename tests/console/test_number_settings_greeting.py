@@ -4,13 +4,10 @@ number_greeting_set; each refusal by the field, outsider, CSRF, signed out."""
 import pytest
 from django.test import Client
 
-from tests.console import test_number_settings
 from tests.factories import NumberFactory
 from virtual_numbers.models import Number
 
 pytestmark = pytest.mark.django_db
-
-csrf_client = test_number_settings.csrf_client  # a browser signed in that checks CSRF
 
 
 @pytest.fixture
