@@ -37,9 +37,9 @@ FORWARDING_EXAMPLE = {
 }
 FORWARDING_DESCRIPTION = (
     "Where calls to the number are to ring: every target at once, the first to answer "
-    "taking the call, voicemail answering if none does within `ringSeconds`. Stored and "
-    "checked now; the SIP agent does not ring the targets yet (docs/telephony.md, "
-    "Forwarding), and the simulated provider never will."
+    "taking the call, voicemail answering if none does within `ringSeconds`. The SIP agent "
+    "rings the targets (docs/telephony.md, Forwarding); the simulated provider stores and "
+    "checks the settings but never forwards."
 )
 
 

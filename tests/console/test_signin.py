@@ -1,6 +1,8 @@
 """Register, log in and log out in the console: the API's accounts, rules and limits, and a
 sign-in that is a LoginSession like any other."""
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -190,3 +192,21 @@ def test_signing_in_again_ends_the_old_session_under_a_new_key(client, user):
     assert client.session.session_key != before
     first.refresh_from_db()
     assert first.active is False and second.active is True
+
+
+@pytest.mark.parametrize(
+    ("path", "section", "current"),
+    [
+        ("/numbers", "Numbers", "page"),
+        ("/numbers/new", "Numbers", "true"),
+        ("/calls", "Calls", "page"),
+        ("/history", "History", "page"),
+        ("/account", "Account", "page"),
+        ("/account/webhook", "Account", "true"),
+    ],
+)
+def test_the_nav_marks_the_section_of_the_page_shown(browser_client, path, section, current):
+    page = browser_client.get(path).content.decode()
+
+    marked = re.findall(r'<a href="[^"]*" aria-current="(\w+)">(\w+)</a>', page)
+    assert marked == [(current, section)]
