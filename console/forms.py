@@ -9,6 +9,7 @@ import uuid
 
 from django import forms
 from django.conf import settings
+from django.conf.locale import LANG_INFO
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.validators import ProhibitNullCharactersValidator
 
@@ -254,6 +255,13 @@ class HistoryFilterForm(ConsoleForm):
 # Calls
 
 
+def language_label(code: str) -> str:
+    """An espeak-ng voice as people read it: "German (de)", "English (en-gb-scotland)"; a
+    code Django has no name for is shown as it is ("cmn")."""
+    info = LANG_INFO.get(code.lower()) or LANG_INFO.get(code.split("-")[0].lower())
+    return f"{info['name']} ({code})" if info and "name" in info else code
+
+
 class CallForm(ConsoleForm):
     """Place a call: CallSubmitInput's fields. `callId` is made when the form is first shown
     (uuid4) and kept through a refusal, so a form posted twice places one call."""
@@ -275,7 +283,7 @@ class CallForm(ConsoleForm):
     )
     language = choice(
         "Language",
-        [(code, code) for code in sorted(LANGUAGES)],
+        sorted(((code, language_label(code)) for code in LANGUAGES), key=lambda c: c[1]),
         help_text="The voice the message is spoken in.",
     )
     from_number = choice("From", help_text="The number the call comes from.")

@@ -28,7 +28,8 @@ def test_the_form_offers_the_languages_and_your_numbers(browser_client, user, se
     html = browser_client.get("/calls").content.decode()
 
     assert f'<option value="{settings.TTS_DEFAULT_LANGUAGE}" selected>' in html
-    assert '<option value="cmn">' in html
+    assert '<option value="cmn">cmn</option>' in html  # a voice Django has no name for
+    assert '<option value="de">German (de)</option>' in html
     assert '<option value="+442079460042">Shop (+442079460042)</option>' in html
     assert "You have placed no call yet." in html
     assert len(call_id_of(html)) == 36  # a uuid4 made for this form
