@@ -1,3 +1,6 @@
+import io
+import wave
+
 import factory
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
@@ -122,3 +125,14 @@ class CallRequestFactory(factory.django.DjangoModelFactory):
             call = super()._create(model_class, *args, **kwargs)
             call_counters_move(owner_id=call.owner_id, old=None, new=call.status)
         return call
+
+
+def wav_bytes(seconds: float = 1.0) -> bytes:
+    """A voicemail message as the agent stores it: 8 kHz, 16-bit, mono PCM."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"\x10\x00" * int(8000 * seconds))
+    return buffer.getvalue()

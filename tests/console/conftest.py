@@ -4,6 +4,7 @@ from django.test import Client
 from accounts.models import LoginSession
 from console.signin import SESSION_KEY
 from tests.browser import WIDTHS, Inspector, artifacts_dir, launched_chromium, opened_page
+from tests.console.pages import csrf_signed_in
 from tests.factories import DEFAULT_PASSWORD
 
 
@@ -12,18 +13,6 @@ def sign_in(client: Client, user) -> LoginSession:
     response = client.post("/login", {"email": user.email, "password": DEFAULT_PASSWORD})
     assert response.status_code == 302, response.content
     return LoginSession.objects.get(pk=client.session[SESSION_KEY])
-
-
-def csrf_signed_in(user) -> Client:
-    """A browser signed in as `user` (with the login form's token) that checks CSRF."""
-    client = Client(enforce_csrf_checks=True)
-    client.get("/login")
-    token = client.cookies["csrftoken"].value
-    signed_in = client.post(
-        "/login", {"email": user.email, "password": DEFAULT_PASSWORD, "csrfmiddlewaretoken": token}
-    )
-    assert signed_in.status_code == 302
-    return client
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from matrix.client import MatrixClient
 from matrix.models import MatrixRoom
 from tests import live
-from tests.console.conftest import csrf_signed_in
+from tests.console.pages import csrf_signed_in
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@ next to its field, the not-found page without a webhook, CSRF on every POST."""
 
 import pytest
 
-from tests.console.conftest import csrf_signed_in
+from tests.console.pages import csrf_signed_in
 from webhooks import selectors
 from webhooks.models import EVENT_TYPES, WebhookEndpoint
 from webhooks.services import webhook_set

@@ -4,20 +4,14 @@ out. Each page is scanned with axe-core (no serious or critical violation) and s
 desktop and phone width into $TEST_ARTIFACTS_DIR/console/ when that is set, else the test's
 temporary directory: a test run leaves the checkout as it found it."""
 
-import re
-
 import pytest
 from django.contrib.auth.hashers import check_password
 
 from tests.browser import NEEDS_CHROMIUM, submit
+from tests.console.pages import answer_the_captcha
 from virtual_numbers.models import Number
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
-
-
-def answer_the_captcha(page) -> None:
-    a, b = re.search(r"what is (\d+) \+ (\d+)\?", page.inner_text("legend")).groups()
-    page.fill("#id_answer", str(int(a) + int(b)))
 
 
 def test_a_new_user_takes_a_number_and_gives_it_back(live_server, page, inspector, inventory):

@@ -5,25 +5,17 @@ clipboard."""
 import pytest
 
 from tests.browser import NEEDS_CHROMIUM, submit
-from tests.factories import DEFAULT_PASSWORD
+from tests.console.pages import log_in
 from webhooks.models import WebhookEndpoint
 from webhooks.selectors import webhook_secret
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 
 
-def log_in(page, base: str, user) -> None:
-    page.goto(f"{base}/account")  # signed out: sent to log in, then back
-    page.fill("#id_email", user.email)
-    page.fill("#id_password", DEFAULT_PASSWORD)
-    submit(page, "Log in")
-    assert page.url == f"{base}/account"
-
-
 def test_the_account_page_copies_the_key_and_passes_the_scan(live_server, page, inspector, user):
     base = live_server.url
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
-    log_in(page, base, user)
+    log_in(page, base, user, then="/account")
     inspector.look(page, "account")
 
     page.click("button:text('Copy the API key')")
@@ -42,7 +34,7 @@ def test_the_account_page_copies_the_key_and_passes_the_scan(live_server, page, 
 
 def test_the_matrix_and_webhook_pages_pass_the_scan(live_server, page, inspector, user):
     base = live_server.url
-    log_in(page, base, user)
+    log_in(page, base, user, then="/account")
 
     page.click("a:text('Change the Matrix id and notices')")
     page.fill("#id_matrixId", "Alice")

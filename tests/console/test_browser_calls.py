@@ -7,7 +7,8 @@ import pytest
 
 from realtime.models import CallRequest
 from tests.browser import NEEDS_CHROMIUM, submit
-from tests.factories import DEFAULT_PASSWORD, CallRequestFactory, NumberFactory
+from tests.console.pages import log_in
+from tests.factories import CallRequestFactory, NumberFactory
 from tests.live import RelayProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
@@ -30,13 +31,6 @@ def relay(tmp_path_factory, django_db_setup):
     process.stop()
 
 
-def log_in(page, relay, user) -> None:
-    page.goto(f"{relay.base}/login")
-    page.fill("#id_email", user.email)
-    page.fill("#id_password", DEFAULT_PASSWORD)
-    submit(page, "Log in")
-
-
 def status_of(page, call: CallRequest) -> str:
     return page.get_attribute(f'[data-call-id="{call.call_id}"] .call-status', "data-status")
 
@@ -46,7 +40,7 @@ def test_a_call_placed_from_the_form_is_followed_live_and_another_canceled(
 ):  # real_hashers first: the server checks the user's password with Relay's own hashers
     NumberFactory(owner=user, alias="Shop")
     page.add_init_script(RECORD_STATUSES)
-    log_in(page, relay, user)
+    log_in(page, relay.base, user)
     page.goto(f"{relay.base}/calls")
     inspector.look(page, "calls-empty")
 
@@ -85,7 +79,7 @@ def test_a_call_placed_from_the_form_is_followed_live_and_another_canceled(
 
 
 def test_the_script_reconnects_with_a_fresh_token_until_signed_out(real_hashers, relay, page, user):
-    log_in(page, relay, user)
+    log_in(page, relay.base, user)
     with page.expect_response(lambda r: r.url.endswith("/calls/status")):  # the socket opened
         page.goto(f"{relay.base}/calls")
     csrf = page.input_value("input[name=csrfmiddlewaretoken]")

@@ -2,40 +2,17 @@
 voicemail playing in its <audio> element through the session (and to no one signed out),
 marking it heard, deleting it after the confirmation. Each page is scanned with axe-core."""
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 from history.models import CallRecord
 from history.services import record_inbound_call
 from tests.browser import NEEDS_CHROMIUM, submit
-from tests.console.test_history import voicemail_on
-from tests.factories import DEFAULT_PASSWORD, NumberFactory, UserFactory
+from tests.console.pages import PLAYABLE, log_in, off_the_loop, voicemail_on
+from tests.factories import NumberFactory, UserFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 
 SECONDS = 2.5  # the message's length, which the player must report
-
-PLAYABLE = """(seconds) => {
-    const audio = document.querySelector("audio");
-    if (!audio.dataset.loading) { audio.dataset.loading = "1"; audio.load(); }
-    return audio.readyState >= 1 && Math.abs(audio.duration - seconds) < 0.05;
-}"""
-
-
-def off_the_loop(write, **kwargs):
-    """`write(**kwargs)` in a thread of its own: it pushes a `call_record` event on commit
-    (async_to_sync), which cannot run beside the Playwright event loop of this thread."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(write, **kwargs).result()
-
-
-def log_in(page, base, user) -> None:
-    page.goto(f"{base}/login?next=/history")
-    page.fill("#id_email", user.email)
-    page.fill("#id_password", DEFAULT_PASSWORD)
-    submit(page, "Log in")
-    assert page.url == f"{base}/history"
 
 
 def test_the_owner_plays_marks_and_deletes_a_message(live_server, browser, page, inspector, user):
@@ -45,7 +22,7 @@ def test_the_owner_plays_marks_and_deletes_a_message(live_server, browser, page,
         record_inbound_call, number=number, caller_num="+447700900001", status="missed", duration=0
     )
     message = off_the_loop(voicemail_on, number=number, seconds=SECONDS)
-    log_in(page, base, user)
+    log_in(page, base, user, then="/history")
     assert "+447700900001" in page.inner_text("main")
     inspector.look(page, "history")
 

@@ -6,7 +6,8 @@ phone width (tests/browser.py's Inspector)."""
 import pytest
 
 from tests.browser import NEEDS_CHROMIUM, submit
-from tests.factories import DEFAULT_PASSWORD, NumberFactory
+from tests.console.pages import log_in
+from tests.factories import NumberFactory
 from virtual_numbers.models import BlockedCaller, Number
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
@@ -20,11 +21,7 @@ def number(user):
 @pytest.fixture
 def signed_in(live_server, page, user, number):
     """The page, logged in as `user`, on their numbers (`number` among them)."""
-    page.goto(f"{live_server.url}/login")
-    page.fill("#id_email", user.email)
-    page.fill("#id_password", DEFAULT_PASSWORD)
-    submit(page, "Log in")
-    assert page.url == f"{live_server.url}/numbers"
+    log_in(page, live_server.url, user)
     return page
 
 

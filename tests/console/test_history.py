@@ -6,43 +6,18 @@ import wave
 from datetime import timedelta
 
 import pytest
-from django.core.files.base import ContentFile
 from django.test import Client
 from django.utils import timezone
 
 from core.recordings import recordings_storage
 from history.models import CallRecord
 from history.services import record_inbound_call
+from tests.console.pages import voicemail_on
 from tests.factories import NumberFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
-
-
-def wav_bytes(seconds: float = 1.0) -> bytes:
-    """A message as the agent stores it: 8 kHz, 16-bit, mono PCM."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(b"\x10\x00" * int(8000 * seconds))
-    return buffer.getvalue()
-
-
-def voicemail_on(number, *, seconds: float = 1.0, caller="+447700900123", **extra):
-    name = recordings_storage().save("console-message.wav", ContentFile(wav_bytes(seconds)))
-    return record_inbound_call(
-        number=number,
-        caller_num=caller,
-        status="answered",
-        duration=9,
-        recording=name,
-        recording_seconds=seconds,
-        answered_by="voicemail",
-        **extra,
-    )
 
 
 @pytest.fixture

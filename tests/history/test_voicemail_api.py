@@ -14,19 +14,9 @@ from django.utils import timezone
 from core.recordings import recordings_storage
 from history.models import CallRecord
 from history.services import record_inbound_call
-from tests.factories import NumberFactory
+from tests.factories import NumberFactory, wav_bytes
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def wav_bytes(seconds: float = 1.0) -> bytes:
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(b"\x10\x00" * int(8000 * seconds))
-    return buffer.getvalue()
 
 
 @pytest.fixture
