@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from accounts import selectors, services
 from accounts.models import LoginSession
-from core.errors import NotFound
+from core.errors import ApplicationError, ErrorCode, NotFound
 
 SESSION_KEY = "console_login_session"
 
@@ -49,23 +49,46 @@ def sign_out(request) -> None:
     request.session.flush()
 
 
+def _bound(request) -> bool:
+    """Whether the browser is signed in; if so request.user and request.login_session are
+    its user and LoginSession. A session ended elsewhere is forgotten here too."""
+    session = current_session(request)
+    if session is None:
+        if SESSION_KEY in request.session:
+            request.session.flush()
+        return False
+    request.user = session.user
+    request.login_session = session
+    return True
+
+
 def signed_in(view):
-    """A console view for a signed-in person: request.user and request.login_session are
+    """A console page for a signed-in person: request.user and request.login_session are
     theirs; anyone else is sent to log in. A NotFound (an id that is unknown or another
     user's) is the console's 404 page."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        session = current_session(request)
-        if session is None:
-            if SESSION_KEY in request.session:
-                request.session.flush()  # ended elsewhere: forget it here too
+        if not _bound(request):
             return redirect_to_login(request.get_full_path(), reverse("console:login"))
-        request.user = session.user
-        request.login_session = session
         try:
             return view(request, *args, **kwargs)
         except NotFound:
             return render(request, "console/not_found.html", status=404)
+
+    return wrapper
+
+
+def signed_in_json(view):
+    """signed_in for what a page's script fetches: a signed-out browser gets the API's 401
+    body (`not_authenticated`), on which the script stops, not a redirect to log in."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not _bound(request):
+            return ApplicationError(
+                "Sign in again.", code=ErrorCode.NOT_AUTHENTICATED
+            ).as_response()
+        return view(request, *args, **kwargs)
 
     return wrapper

@@ -3,14 +3,14 @@
 
 from django.contrib import messages
 from django.shortcuts import redirect
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import services as accounts
 from accounts.serializers import CredentialsInput, RegisterInput
 from console import signin
 from console.forms import LoginForm, RegisterForm
-from console.views.common import form_page, posted
+from console.views.common import form_page, next_page, posted
 from core.clientip import client_ip
 from core.fields import validated
 
@@ -19,21 +19,12 @@ def home(request):
     return redirect("console:numbers")
 
 
-def _next_page(request) -> str:
-    wanted = request.POST.get("next") or request.GET.get("next") or ""
-    if url_has_allowed_host_and_scheme(
-        wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return wanted
-    return "console:numbers"
-
-
 @require_http_methods(["GET", "POST"])
 def login(request):
     """Log in: the API's rate limits (per IP and e-mail, shared with POST /api/auth/login),
     then accounts.services.user_login, which opens the LoginSession the browser is bound to."""
     if request.method == "GET" and signin.current_session(request) is not None:
-        return redirect(_next_page(request))
+        return redirect(next_page(request, reverse("console:numbers")))
     form = LoginForm(posted(request))
 
     def log_in():
@@ -44,10 +35,10 @@ def login(request):
             **validated(CredentialsInput, form.values("email", "password"))
         )
         signin.sign_in(request, result.session)
-        return redirect(_next_page(request))
+        return redirect(next_page(request, reverse("console:numbers")))
 
-    next_page = request.POST.get("next") or request.GET.get("next", "")
-    return form_page(request, "console/login.html", form, log_in, next=next_page)
+    wanted = request.POST.get("next") or request.GET.get("next", "")  # kept through a refusal
+    return form_page(request, "console/login.html", form, log_in, next=wanted)
 
 
 @require_http_methods(["GET", "POST"])

@@ -2,7 +2,6 @@
 cancel it while it runs. The page works without JavaScript but for the live status."""
 
 from datetime import timedelta
-from functools import wraps
 
 from django.contrib import messages
 from django.http import JsonResponse
@@ -13,9 +12,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts import services as accounts_services
 from accounts.wsurl import ws_base_url
 from console.forms import CallForm
-from console.signin import current_session, signed_in
+from console.signin import signed_in, signed_in_json
 from console.views.common import posted
-from core.errors import ApplicationError, ErrorCode, NotFound
+from core.errors import ApplicationError, NotFound
 from core.fields import validated
 from realtime import selectors, services
 from realtime.models import TERMINAL_STATES, CallState
@@ -107,26 +106,9 @@ def call_cancel(request, call_id):
     return redirect("console:calls")
 
 
-def _signed_in_json(view):
-    """signed_in for what the page's script fetches: a signed-out browser gets a 401 JSON
-    (the script stops), not a redirect to the login page."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        session = current_session(request)
-        if session is None:
-            refusal = ApplicationError("Sign in again.", code=ErrorCode.NOT_AUTHENTICATED)
-            return refusal.as_response()  # the API's error body
-        request.user = session.user
-        request.login_session = session
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
 @never_cache
 @require_POST
-@_signed_in_json
+@signed_in_json
 def socket_token(request):
     """The socket's URL with a JWT of this browser's own LoginSession, valid for a minute:
     ending the session (Log out, the dashboard) closes the socket with 4401. A POST, CSRF
@@ -141,7 +123,7 @@ def socket_token(request):
 
 @never_cache
 @require_GET
-@_signed_in_json
+@signed_in_json
 def call_statuses(request):
     """`{callId: status}` of the newest calls, for the script to catch up on the frames sent
     before its socket opened."""

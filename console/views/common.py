@@ -4,6 +4,7 @@ from collections.abc import Callable
 
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from console.forms import ConsoleForm
 from core.errors import ApplicationError
@@ -42,3 +43,14 @@ def form_page(
     # request as one the serializer refuses.
     status = 400 if form.is_bound else 200
     return render(request, template, {"form": form, **context}, status=status)
+
+
+def next_page(request, default: str) -> str:
+    """Where a form goes back to: its `next` (posted, or in the query) when that is a page of
+    this site, else `default`. Never another site: no open redirect."""
+    wanted = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(
+        wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return wanted
+    return default

@@ -7,12 +7,11 @@ from django.contrib import messages
 from django.http import FileResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.forms import HistoryFilterForm
 from console.signin import signed_in
-from console.views.common import refused
+from console.views.common import next_page, refused
 from core.errors import ApplicationError, NotFound
 from core.fields import validated
 from history import selectors, services
@@ -61,13 +60,8 @@ def _voicemail(request, record_id):
 
 
 def _back(request) -> str:
-    """The history page the form came from (`next`, a page of this site), else the first."""
-    wanted = request.POST.get("next") or request.GET.get("next") or ""
-    if url_has_allowed_host_and_scheme(
-        wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return wanted
-    return reverse("console:history")
+    """The history page the form came from, else the first."""
+    return next_page(request, reverse("console:history"))
 
 
 @signed_in
