@@ -304,6 +304,16 @@ class Forwarding:
             caller_id=number.forward_caller_id,
         )
 
+    @classmethod
+    def from_input(cls, data: dict) -> Forwarding:
+        """The settings as ForwardingInput validated them (the API's names)."""
+        return cls(
+            targets=data["targets"],
+            ring_seconds=data["ringSeconds"],
+            screening=data["screening"],
+            caller_id=data["callerId"],
+        )
+
 
 def _forwarding_target_check(*, owner: User, target: str) -> None:
     """Refuse a target Relay may not ring on the owner's behalf, with destination_not_allowed:

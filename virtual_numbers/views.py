@@ -241,15 +241,8 @@ class NumberViewSet(ResourceViewSet):
     @forwarding.mapping.put
     def forwarding_set(self, request, number_id):
         number = self.number()  # 404 before 400
-        data = self.validated()
         forwarding = services.number_forwarding_set(
-            number=number,
-            forwarding=services.Forwarding(
-                targets=data["targets"],
-                ring_seconds=data["ringSeconds"],
-                screening=data["screening"],
-                caller_id=data["callerId"],
-            ),
+            number=number, forwarding=services.Forwarding.from_input(self.validated())
         )
         return self.answer(ForwardingOutput, forwarding)
 

@@ -101,13 +101,7 @@ def forwarding(request, number_id):
     def save():
         data = validated(ForwardingInput, form.forwarding_values())
         stored = numbers_services.number_forwarding_set(
-            number=number,
-            forwarding=numbers_services.Forwarding(
-                targets=data["targets"],
-                ring_seconds=data["ringSeconds"],
-                screening=data["screening"],
-                caller_id=data["callerId"],
-            ),
+            number=number, forwarding=numbers_services.Forwarding.from_input(data)
         )
         messages.success(request, f"Calls to {number.number} now ring {', '.join(stored.targets)}.")
         return redirect("console:forwarding", number.pk)
