@@ -60,4 +60,6 @@ def test_the_matrix_and_webhook_pages_pass_the_scan(live_server, page, inspector
     inspector.look(page, "webhook-rotate")
     page.goto(f"{base}/account/webhook")
     inspector.look(page, "webhook")
+    page.goto(f"{base}/account/webhook/delete")
+    inspector.look(page, "webhook-delete")
     assert inspector.violations == []
