@@ -1,6 +1,7 @@
 """The reads of webhooks that are more than a filter."""
 
 from accounts import apikeys
+from core.errors import NotFound
 from realtime.models import CallRequest
 from webhooks.models import WebhookEndpoint
 
@@ -13,6 +14,14 @@ def webhook_secret(endpoint: WebhookEndpoint) -> str:
 def webhook_of(*, user) -> WebhookEndpoint | None:
     """The user's webhook, or None when they have none (an endpoint without a URL is none)."""
     return WebhookEndpoint.objects.filter(user=user).exclude(url="").first()
+
+
+def webhook_access(*, user) -> WebhookEndpoint:
+    """The user's webhook; NotFound when they have none."""
+    endpoint = webhook_of(user=user)
+    if endpoint is None:
+        raise NotFound()
+    return endpoint
 
 
 def status_callbacks(calls: list[tuple[str, str]]) -> dict[tuple[str, str], str]:

@@ -1,6 +1,6 @@
 from rest_framework import status
 
-from core.errors import ErrorCode, NotFound
+from core.errors import ErrorCode
 from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 from webhooks import selectors, services
@@ -38,9 +38,7 @@ class WebhookViewSet(ResourceViewSet):
         errors=[ErrorCode.NOT_FOUND],
     )
     def show(self, request):
-        endpoint = selectors.webhook_of(user=request.user)
-        if endpoint is None:
-            raise NotFound()
+        endpoint = selectors.webhook_access(user=request.user)
         return self._answer(endpoint)
 
     @operation(

@@ -11,7 +11,6 @@ from accounts.serializers import MatrixIdInput, NotificationsInput
 from console.forms import MatrixIdForm, NotificationsForm, WebhookForm
 from console.signin import current_session, signed_in
 from console.views.common import form_page, posted
-from core.errors import NotFound
 from core.fields import validated
 from matrix import services as matrix_services
 from webhooks import selectors as webhook_selectors
@@ -136,9 +135,7 @@ def webhook(request):
 @signed_in
 @require_http_methods(["GET", "POST"])
 def webhook_rotate(request):
-    endpoint = webhook_selectors.webhook_of(user=request.user)
-    if endpoint is None:
-        raise NotFound()
+    endpoint = webhook_selectors.webhook_access(user=request.user)
     if request.method == "POST":
         endpoint, secret = webhook_services.webhook_secret_rotate(user=request.user)
         return secret_shown(request, endpoint, secret)
@@ -148,9 +145,7 @@ def webhook_rotate(request):
 @signed_in
 @require_http_methods(["GET", "POST"])
 def webhook_delete(request):
-    endpoint = webhook_selectors.webhook_of(user=request.user)
-    if endpoint is None:
-        raise NotFound()
+    endpoint = webhook_selectors.webhook_access(user=request.user)
     if request.method == "POST":
         webhook_services.webhook_delete(user=request.user)
         messages.success(request, "Your webhook is removed, with its secret.")
