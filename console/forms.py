@@ -65,6 +65,11 @@ def choice(label: str, choices=(), *, help_text: str = "") -> forms.CharField:
     return field
 
 
+def number_label(number) -> str:
+    """One of the user's numbers in a select: "Shop (+442079460042)"."""
+    return f"{number.alias} ({number.number})"
+
+
 def secret(label: str, *, help_text: str = "", **attrs) -> forms.CharField:
     return text(label, help_text=help_text, widget=forms.PasswordInput, **attrs)
 
@@ -237,7 +242,6 @@ class GreetingForm(ConsoleForm):
 
 
 # History
-
 STATUS_CHOICES = [("all", "All calls"), *CallStatus.choices]
 
 
@@ -248,7 +252,7 @@ class HistoryFilterForm(ConsoleForm):
     def __init__(self, data=None, *, numbers=(), **kwargs):
         super().__init__(data, **kwargs)
         self.fields["number_id"].widget.choices = [("", "All numbers")] + [
-            (str(number.pk), f"{number.alias} ({number.number})") for number in numbers
+            (str(number.pk), number_label(number)) for number in numbers
         ]
 
 
@@ -299,7 +303,7 @@ class CallForm(ConsoleForm):
         super().__init__(data, **kwargs)
         default = f"Your oldest number ({numbers[0].number})" if numbers else "The service's number"
         self.fields["from_number"].widget.choices = [("", default)] + [
-            (number.number, f"{number.alias} ({number.number})") for number in numbers
+            (number.number, number_label(number)) for number in numbers
         ]
 
     def submitted(self) -> dict:
