@@ -116,9 +116,7 @@ def socket_token(request):
     token = accounts_services.session_token_issue(
         session=request.login_session, lifetime=SOCKET_TOKEN_LIFETIME
     )
-    response = JsonResponse({"wsUrl": f"{ws_base_url(request)}/ws?token={token}"})
-    response["Cache-Control"] = "no-store"
-    return response
+    return JsonResponse({"wsUrl": f"{ws_base_url(request)}/ws?token={token}"})
 
 
 @never_cache
