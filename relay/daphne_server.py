@@ -45,6 +45,17 @@ class WebSocketProtocol(ws_protocol.WebSocketProtocol):
         if message.get("type") == "websocket.accept":
             self.serverAccept(message.get("subprotocol"), message.get("headers") or ())
             return
+        if message.get("type") == "websocket.send" and self.state in (
+            self.STATE_CLOSING,
+            self.STATE_CLOSED,
+        ):
+            # Between a close frame (either side's) and the end of TCP, autobahn refuses to
+            # send: "Attempt to send on a closed protocol", raised into the application. A
+            # frame for a socket that is going cannot reach it anyway; Daphne drops what is
+            # sent once the socket is gone, and this drops it a moment earlier, so the
+            # consumer lives to take its websocket.disconnect.
+            logger.debug("dropped a frame for a closing socket")
+            return
         super().handle_reply(message)
 
 

@@ -3,22 +3,29 @@
 never a dropped connection or an HTML page; what Django and the consumer refuse is a 4xx or an
 error frame, never a 500 or a 1011."""
 
+import base64
 import json
+import os
 import socket
+import struct
+import urllib.request
 
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from accounts import services as accounts
-from tests.live import RelayProcess
+from tests.live import RelayProcess, http, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 
+METRICS_TOKEN = "daphne-server-metrics-token-0123456789"
+
+
 @pytest.fixture
 def relay(tmp_path):
-    process = RelayProcess(tmp_path, "--no-worker")
+    process = RelayProcess(tmp_path, "--no-worker", METRICS_TOKEN=METRICS_TOKEN)
     yield process
     process.stop()
 
@@ -146,3 +153,99 @@ def test_a_websocket_handshake_to_an_unknown_path_is_closed_with_4404(relay, use
         ws.recv(timeout=10)
 
     assert closed.value.rcvd.code == 4404
+
+
+def open_socket(port: int, token: str) -> socket.socket:
+    """A WebSocket client of the bare minimum: it does the handshake and then only what the
+    test says, so it can leave the server's close frame unanswered (every library answers)."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    conn.sendall(
+        (
+            f"GET /ws?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += conn.recv(1)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return conn
+
+
+def read_frame(conn: socket.socket) -> tuple[int, bytes]:
+    """(opcode, payload) of the server's next frame (servers never mask)."""
+
+    def exactly(size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = conn.recv(size - len(data))
+            assert chunk, "the server closed the connection"
+            data += chunk
+        return data
+
+    first, second = exactly(2)
+    size = second & 0x7F
+    if size == 126:
+        (size,) = struct.unpack("!H", exactly(2))
+    elif size == 127:
+        (size,) = struct.unpack("!Q", exactly(8))
+    return first & 0x0F, exactly(size)
+
+
+def open_sockets(base: str) -> float:
+    request = urllib.request.Request(f"{base}/metrics")  # noqa: S310 - our server
+    request.add_header("Authorization", f"Bearer {METRICS_TOKEN}")
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        text = response.read().decode()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("relay_websocket_connections ")]
+    return float(line.split()[1])
+
+
+def test_events_for_a_socket_that_is_closing_are_dropped_and_its_consumer_still_ends(
+    tmp_path, user
+):
+    """Between the close frame and the end of TCP, autobahn refuses to send ("Attempt to send
+    on a closed protocol"). An event for the user in that moment crashed the consumer: its
+    disconnect never ran, so the socket stayed counted open and in its groups. Here the server
+    closes (the socket's login session ended) and the client leaves the close frame unanswered
+    while a call's `queued` event is pushed to it."""
+    log = tmp_path / "relay.log"
+    relay = RelayProcess(tmp_path, "--no-worker", METRICS_TOKEN=METRICS_TOKEN, log=log)
+    try:
+        closing_socket_gets_an_event(relay, user)
+    finally:
+        relay.stop()
+    assert "ws connect" in log.read_text()
+    assert "Exception inside application" not in log.read_text()
+
+
+def closing_socket_gets_an_event(relay: RelayProcess, user) -> None:
+    login = accounts.session_open(user=user)
+    conn = open_socket(relay.ws_port, login.token)
+    wait_until(lambda: open_sockets(relay.base) == 1, deadline=30, what="the socket counted")
+
+    status, _ = http(
+        "DELETE", f"{relay.base}/api/user/sessions/{login.session.pk}", token=login.token
+    )
+    assert status == 200
+    opcode, payload = read_frame(conn)
+    assert (opcode, struct.unpack("!H", payload[:2])[0]) == (0x8, 4401)
+    # Still unanswered: the server is closing, and an event for the user arrives.
+    key = {"X-API-Key": user.api_key}
+    request = urllib.request.Request(  # noqa: S310 - our server
+        f"{relay.base}/api/calls",
+        data=json.dumps({"callId": "closing-1", "to": "+442079460123", "message": "Hi"}).encode(),
+        headers={"Content-Type": "application/json", **key},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        assert response.status == 202
+    # The server gives up on the close handshake after autobahn's closeHandshakeTimeout (a
+    # second) and aborts the connection; the event went out well within it.
+    with pytest.raises(ConnectionResetError):
+        conn.recv(1)
+    conn.close()
+
+    wait_until(lambda: open_sockets(relay.base) == 0, deadline=30, what="the socket counted closed")
