@@ -145,6 +145,10 @@ class RelayConsumer(AsyncWebsocketConsumer):
         except (RedisError, OSError) as exc:
             await self.close_unavailable(exc)
             await self.disconnect(CLOSE_UNAVAILABLE)
+        finally:
+            # However the consumer ends, an exception or a cancellation included, its socket
+            # is no longer counted open.
+            self.uncount()
 
     async def dispatch(self, message):
         # Channels' own dispatch first hops to its database thread to close old connections,
@@ -190,10 +194,13 @@ class RelayConsumer(AsyncWebsocketConsumer):
         metrics.websocket_connections.inc()
         logger.info("ws connect user=%s auth=%s", user.pk, "jwt" if session else "api_key")
 
-    async def disconnect(self, code):
+    def uncount(self) -> None:
         if self.counted_open:
             self.counted_open = False
             metrics.websocket_connections.dec()
+
+    async def disconnect(self, code):
+        self.uncount()
         for group in self.groups_joined:
             with contextlib.suppress(RedisError, OSError):  # the layer may be what failed
                 await self.channel_layer.group_discard(group, self.channel_name)
