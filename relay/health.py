@@ -1,5 +1,6 @@
 import asyncio
 import logging
+import uuid
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -24,17 +25,19 @@ def _database_ok() -> bool:
 async def _channel_layer_ok() -> bool:
     """A real round trip: send to a fresh channel and read it back.
 
-    The channel has the layer's default prefix, the one every socket's channel has: with
-    channels-redis one receiver at a time pops for all process-local channels of a prefix,
-    so an idle socket's receive delivers this message too. Under a prefix of its own the
-    check waited behind that idle receive and reported 503 while Redis was fine.
+    The channel is a plain one (no "!"), read by a pop of its own. A process-specific
+    channel, a socket's kind, is read by the process's one receiving task
+    (relay.channel_layer), which lives on one event loop: under gunicorn each request's
+    check runs on a loop of its own thread, and two checks at once said "Two event loops
+    are trying to receive() on one channel layer" and 503. A plain channel also never
+    waits behind an idle socket's receive.
     asyncio.timeout, not wait_for, which on Python 3.11 can swallow a cancellation.
     """
     layer = get_channel_layer()
     if layer is None:
         return False
     try:
-        channel = await layer.new_channel()
+        channel = f"healthz.{uuid.uuid4().hex}"
         async with asyncio.timeout(CHECK_TIMEOUT):
             await layer.send(channel, {"type": "healthz"})
         async with asyncio.timeout(CHECK_TIMEOUT):

@@ -2,6 +2,7 @@ import asyncio
 import json
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -74,3 +75,19 @@ async def test_healthz_is_ok_while_sockets_are_open_and_idle(user, tmp_path):
     finally:
         await sync_to_async(relay.stop)()
         await sync_to_async(redis.stop)()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(120)
+def test_healthz_is_ok_for_checks_that_arrive_together(tmp_path):
+    """gunicorn runs each request's check on an event loop of its own thread: two at once
+    both receiving on the process's socket channels said "Two event loops are trying to
+    receive() on one channel layer" and 503, while everything was up."""
+    relay = RelayProcess(tmp_path, "--no-worker")
+    try:
+        for base in (relay.base, f"http://127.0.0.1:{relay.ws_port}"):
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                statuses = list(pool.map(healthz_status, [base] * 32))
+            assert statuses == [200] * 32, base
+    finally:
+        relay.stop()
