@@ -72,6 +72,11 @@ class ErrorCode(StrEnum):
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413, "The body is larger than API_MAX_BODY_BYTES.")
     URI_TOO_LONG = ("uri_too_long", 414, "The request line is over 16 KiB.")
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415, "The body is not JSON.")
+    RANGE_NOT_SATISFIABLE = (
+        "range_not_satisfiable",
+        416,
+        "A download's Range starts past the end of the file; Content-Range gives its size.",
+    )
     RATE_LIMITED = ("rate_limited", 429, "Too many attempts; see Retry-After.")
     PIN_LOCKED = (
         "pin_locked",

@@ -1,5 +1,5 @@
-from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
 
@@ -7,10 +7,18 @@ from core.errors import ErrorCode
 from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 from history import selectors, services
+from history.responses import recording_download
 from history.serializers import (
     HistoryListParameters,
     HistoryOutput,
     HistoryQuery,
+)
+
+RANGE_PARAMETER = OpenApiParameter(
+    "Range",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="One byte range, e.g. `bytes=0-` or `bytes=1000-1999` (RFC 9110 §14.2).",
 )
 
 HISTORY_EXAMPLE = {
@@ -78,16 +86,19 @@ class HistoryViewSet(ResourceViewSet):
         "history_recording_get",
         summary="Download a call's voicemail message",
         description="The message as WAV (16-bit PCM, 8 kHz, mono), to the number's owner; "
-        "404 for anyone else's record and for a record without a message. Errors are JSON "
-        "whatever the Accept header asks for.",
-        responses={(200, "audio/wav"): (OpenApiTypes.BINARY, None)},
-        errors=[ErrorCode.NOT_FOUND],
+        "404 for anyone else's record and for a record without a message. A `Range` of one "
+        "byte range is answered with 206 and `Content-Range` (`Accept-Ranges: bytes`), one "
+        "starting past the end with 416. Errors are JSON whatever the Accept header asks for.",
+        responses={
+            (200, "audio/wav"): (OpenApiTypes.BINARY, None),
+            (206, "audio/wav"): (OpenApiTypes.BINARY, None),
+        },
+        parameters=[RANGE_PARAMETER],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE],
     )
     @action(detail=True, methods=["get"], content_negotiation_class=JsonErrorsOnly)
     def recording(self, request, record_id):
-        record = self.record()
-        audio = selectors.call_record_recording_open(record=record)
-        return FileResponse(audio, content_type="audio/wav", filename=f"voicemail-{record.pk}.wav")
+        return recording_download(request, self.record())
 
     @success_operation(
         "history_recording_delete",

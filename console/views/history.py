@@ -4,7 +4,6 @@ cursor, each voicemail played through the owner's session, marked heard and dele
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import FileResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -15,6 +14,7 @@ from console.views.common import next_page, refused
 from core.errors import ApplicationError, NotFound
 from core.fields import validated
 from history import selectors, services
+from history.responses import recording_download
 from history.serializers import HistoryQuery
 from virtual_numbers.selectors import numbers_of
 
@@ -70,8 +70,7 @@ def recording(request, record_id):
     """The message as WAV to its owner, through the session: the API's checks
     (call_record_access, no message or file: 404), never cached, never a public URL."""
     record = selectors.call_record_access(user=request.user, record_id=record_id)
-    audio = selectors.call_record_recording_open(record=record)
-    response = FileResponse(audio, content_type="audio/wav", filename=f"voicemail-{record.pk}.wav")
+    response = recording_download(request, record)
     response["Cache-Control"] = "private, no-store"
     return response
 

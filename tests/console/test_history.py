@@ -144,6 +144,20 @@ def test_the_owner_hears_the_message_through_the_session(browser_client, voicema
         assert (wav.getframerate(), wav.getnframes()) == (8000, 8000)
 
 
+def test_the_player_seeks_by_byte_range(browser_client, voicemail):
+    """Chromium asks `bytes=0-`, then ranges to seek; Safari plays only what answers them."""
+    whole = b"".join(browser_client.get(f"/history/{voicemail.pk}/recording").streaming_content)
+
+    response = browser_client.get(f"/history/{voicemail.pk}/recording", HTTP_RANGE="bytes=44-")
+
+    assert response.status_code == 206
+    assert response["Content-Range"] == f"bytes 44-{len(whole) - 1}/{len(whole)}"
+    assert response["Cache-Control"] == "private, no-store"
+    assert b"".join(response.streaming_content) == whole[44:]
+    past = browser_client.get(f"/history/{voicemail.pk}/recording", HTTP_RANGE="bytes=99999-")
+    assert (past.status_code, past["Content-Range"]) == (416, f"bytes */{len(whole)}")
+
+
 def test_a_signed_out_browser_gets_no_audio(voicemail):
     for path in (
         "/history",

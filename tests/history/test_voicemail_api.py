@@ -53,6 +53,86 @@ def test_the_owner_gets_the_audio(client_jwt, client_key, voicemail):
             assert (wav.getframerate(), wav.getnframes()) == (8000, 8000)
 
 
+def recording_bytes(voicemail) -> bytes:
+    with recordings_storage().open(voicemail.recording, "rb") as stored:
+        return stored.read()
+
+
+@pytest.mark.parametrize(
+    ("header", "first", "last"),
+    [
+        ("bytes=0-", 0, None),
+        ("bytes=100-199", 100, 199),
+        ("bytes=16000-", 16000, None),
+        ("bytes=-44", -44, None),
+        ("bytes=10-99999999", 10, None),  # the last byte past the end: up to the end
+        ("bytes=-99999999999999999999999999999", 0, None),  # more than the file: all of it
+    ],
+)
+def test_a_byte_range_is_answered_with_206(client_jwt, voicemail, header, first, last):
+    """What a browser's <audio> asks for to seek (Safari plays nothing without it)."""
+    whole = recording_bytes(voicemail)
+    start = first if first >= 0 else len(whole) + first
+    end = len(whole) - 1 if last is None else last
+
+    response = client_jwt.get(f"/api/history/{voicemail.pk}/recording", HTTP_RANGE=header)
+
+    assert response.status_code == 206
+    assert response["Content-Range"] == f"bytes {start}-{end}/{len(whole)}"
+    assert response["Content-Length"] == str(end - start + 1)
+    assert (response["Accept-Ranges"], response["Content-Type"]) == ("bytes", "audio/wav")
+    assert b"".join(response.streaming_content) == whole[start : end + 1]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        None,
+        "bytes=0-1,5-6",  # several ranges: the whole file
+        "bytes=9-3",  # last before first: not a range
+        "bytes=-",
+        "items=0-10",
+        "bytes=\u0661-",  # an Arabic-Indic digit is not a digit here
+        "bytes=0-" + "1" * 5000 + "x",
+    ],
+)
+def test_no_range_or_one_that_is_not_a_single_byte_range_gets_the_whole_file(
+    client_jwt, voicemail, header
+):
+    extra = {} if header is None else {"HTTP_RANGE": header}
+
+    response = client_jwt.get(f"/api/history/{voicemail.pk}/recording", **extra)
+
+    assert response.status_code == 200
+    assert response["Accept-Ranges"] == "bytes"
+    assert b"".join(response.streaming_content) == recording_bytes(voicemail)
+
+
+def test_if_range_gets_the_whole_file(client_jwt, voicemail):
+    """A download carries no validator: If-Range cannot match, so the Range is ignored."""
+    response = client_jwt.get(
+        f"/api/history/{voicemail.pk}/recording",
+        HTTP_RANGE="bytes=0-9",
+        HTTP_IF_RANGE='"an-old-etag"',
+    )
+
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == recording_bytes(voicemail)
+
+
+@pytest.mark.parametrize(
+    "header", ["bytes=16044-", "bytes=99999999-", "bytes=" + "9" * 5000 + "-", "bytes=-0"]
+)
+def test_a_range_past_the_end_is_416_with_the_size(client_jwt, voicemail, header):
+    size = len(recording_bytes(voicemail))
+
+    response = client_jwt.get(f"/api/history/{voicemail.pk}/recording", HTTP_RANGE=header)
+
+    assert response.status_code == 416
+    assert response["Content-Range"] == f"bytes */{size}"
+    assert response.json()["code"] == "range_not_satisfiable"
+
+
 def test_another_users_recording_is_not_found(outsider, voicemail):
     response = outsider.get(f"/api/history/{voicemail.pk}/recording", HTTP_ACCEPT="audio/wav")
 
