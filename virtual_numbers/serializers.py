@@ -71,6 +71,10 @@ class ForwardingInput(serializers.Serializer):
         child=DialableNumberField(),
         min_length=1,
         max_length=FORWARD_TARGETS_MAX,
+        error_messages={
+            "min_length": "Give at least one number to ring.",
+            "max_length": f"Give at most {FORWARD_TARGETS_MAX} numbers to ring.",
+        },
         help_text=f"1 to {FORWARD_TARGETS_MAX} E.164 numbers, rung at once; the first to "
         "answer takes the call.",
     )

@@ -85,15 +85,15 @@ def test_with_the_sip_agent_the_page_says_calls_are_forwarded(browser_client, nu
 @pytest.mark.parametrize(
     ("changes", "field", "sentence"),
     [
-        ({"targets": ""}, "targets", "Ensure this field has at least 1 elements."),
-        ({"targets": "\n \n"}, "targets", "Ensure this field has at least 1 elements."),
+        ({"targets": ""}, "targets", "Give at least one number to ring."),
+        ({"targets": "\n \n"}, "targets", "Give at least one number to ring."),
         ({"targets": "+447400123456\nnonsense"}, "targets", "nonsense: Must be a valid phone"),
         ({"targets": "+447400123456\n+447400123456"}, "targets", "may be named once"),
         ({"targets": "a\x00b"}, "targets", "a\ufffdb: Must be a valid phone"),
         (
             {"targets": "\n".join(f"+4474001234{n}" for n in range(10, 30))},
             "targets",
-            "no more than 3",
+            "Give at most 3 numbers to ring.",
         ),
         ({"targets": "9" * 300}, "targets", "9999\u2026: Must be a valid phone"),
         ({"ringSeconds": "4"}, "ringSeconds", "greater than or equal to 5"),

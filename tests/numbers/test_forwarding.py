@@ -186,3 +186,17 @@ def test_setting_forwarding_is_rate_limited_per_user(settings, client_jwt, numbe
 
 def test_the_api_key_works_too(client_key, number):
     assert put(client_key, number, targets=["+447400123456"]).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("targets", "sentence"),
+    [
+        ([], "Give at least one number to ring."),
+        ([f"+44740012345{i}" for i in range(4)], "Give at most 3 numbers to ring."),
+    ],
+)
+def test_too_few_or_too_many_targets_say_so_in_a_sentence(client_jwt, number, targets, sentence):
+    response = client_jwt.put(url(number), {"targets": targets}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"targets": [sentence]}
