@@ -72,9 +72,12 @@ def place_a_call_and_watch_it_end(page, inspector) -> CallRequest:
 
 def hear_a_voicemail(page, number: Number, inspector) -> None:
     message = off_the_loop(voicemail_on, number=number, seconds=2.0, caller="+447700900555")
+    answers = []
+    page.on("response", lambda r: answers.append(r.status) if "/recording" in r.url else None)
     page.click("nav a:text('History')")
     assert "+447700900555" in page.inner_text("main")
     page.wait_for_function(PLAYABLE, arg=2.0)  # the <audio> element loaded the message
+    assert 206 in answers  # Chromium asked for a byte range, through gunicorn
     submit(page, "Mark heard")
     message.refresh_from_db()
     assert message.heard
