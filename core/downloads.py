@@ -59,10 +59,8 @@ def requested_range(header: str | None, size: int) -> tuple[int, int] | None:
         end = _position(last) if last else size - 1
         if last and end < start:
             return None  # not a valid range: ignored
-    elif last:  # the last N bytes
+    elif last:  # the last N bytes ("bytes=-0" starts at the end: unsatisfiable below)
         start, end = max(size - _position(last), 0), size - 1
-        if _position(last) == 0:
-            raise RangeNotSatisfiable(headers={"Content-Range": f"bytes */{size}"})
     else:
         return None  # "bytes=-"
     if start >= size:
