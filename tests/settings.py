@@ -3,15 +3,36 @@
 A developer may have `make run` up while the suite runs; the suite must not push its events
 into that Relay's Redis. Without REDIS_URL it uses the in-process cache and channel layer;
 with it (CI's second pass), that Redis.
+
+Under pytest-xdist every worker is a separate run: its own test database (pytest-django adds
+the worker's suffix to the name) and its own Redis database, so one worker's `cache.clear()`
+or a group named after a user id never reaches another's. The worker's URL goes back into the
+environment, which the live-server tests' child processes inherit (tests/live.py).
 """
 
+import os
 import tempfile
+from urllib.parse import urlsplit, urlunsplit
 
 from relay.settings import *  # noqa: F403
 from relay.settings.database import redis_settings
 from relay.settings.readers import text
 
-REDIS_URL = text("REDIS_URL")
+
+def worker_redis_url(url: str, worker: str) -> str:
+    """`url` with its database number moved up by the xdist worker's index ("gw2": +2), so
+    the workers of one run use neighbouring Redis databases; `url` itself outside xdist."""
+    if not url or not worker.startswith("gw"):
+        return url
+    parts = urlsplit(url)
+    database = parts.path.strip("/")
+    number = int(database) if database.isdigit() else 0
+    return urlunsplit(parts._replace(path=f"/{(number + int(worker[2:])) % 16}"))
+
+
+REDIS_URL = worker_redis_url(text("REDIS_URL"), os.environ.get("PYTEST_XDIST_WORKER", ""))
+if REDIS_URL:
+    os.environ["REDIS_URL"] = REDIS_URL
 CACHES, CHANNEL_LAYERS = redis_settings(REDIS_URL)
 
 # In-process tests close each thread's connection after its work, as a server would after
