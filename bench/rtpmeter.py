@@ -1,7 +1,7 @@
 """The bench's RTP instrument: for sip_forward_100 (bench/forward.py starts it) both ends'
 media of bridged calls, timing every packet's one pass through the telephony agent; for
-sip_200_calls (bench/scenarios.py) the far end's media of played calls, timing every packet
-of the agent's against its stream's 20 ms schedule.
+sip_200_calls (bench/scenarios/sip_legs.py) the far end's media of played calls, timing every
+packet of the agent's against its stream's 20 ms schedule.
 
     rtpmeter.py bridge --messages LOG --a-port A --b-port B --legs N --seconds S --out OUT
     rtpmeter.py direct --a-port A --b-port B --legs N --seconds S --out OUT

@@ -1,0 +1,81 @@
+"""What every family of scenarios shares: the Bench that carries the servers and collects the
+rows, the CPU meter, and the two helpers that more than one family needs (the bench users'
+WebSocket URLs, the embedded default's own var directory). They live here rather than in one
+family's module so that no family imports another's."""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import procs, wrk
+from bench.profiles import Profile
+from bench.report import Row
+from tests.live import manage
+
+
+@dataclass
+class Bench:
+    """What run.py started and prepared for the scenarios, and the rows they report; a scenario
+    also leaves here the figures a later one compares against (http_bare_asgi's req/s,
+    ws_ping's round trips)."""
+
+    profile: Profile
+    env: dict
+    embedded_env: dict  # embedded_me's: no DATABASE_URL, REDIS_URL or SECRET_KEY, Relay's defaults
+    bare: procs.Server
+    plain: procs.Server  # bench/plain_urls.py under gunicorn, configured as Relay's is
+    relay: procs.Relay  # runrelay: gunicorn on relay.http, Daphne on relay.ws
+    http_token: str = ""
+    api_key: str = ""
+    history_account: object = None
+    history_token: str = ""
+    ws: list = field(default_factory=list)  # (JWT, user id) of distinct users
+    rows: list = field(default_factory=list)
+    http_bare_asgi_rps: float = math.nan
+    plain_alone: wrk.WrkResult | None = (
+        None  # the plain view on one connection (http_history, http_logins)
+    )
+    ws_ping_relay: dict = field(default_factory=dict)  # (connections, rate or "sat") -> figures
+    keep_logs: bool = False  # a scenario lost calls: run.py keeps the servers' logs
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+
+
+class CpuMeter:
+    """A server's CPU seconds per wall second across a `with` block."""
+
+    def __init__(self, server):
+        self.server = server
+        self.value = math.nan
+
+    def __enter__(self):
+        self._cpu, self._t = self.server.cpu_seconds(), time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        self.value = (self.server.cpu_seconds() - self._cpu) / (time.monotonic() - self._t)
+
+
+def relay_urls(b: Bench, count: int) -> list[str]:
+    """One user per socket up to len(b.ws); past that (ws_idle only) users hold several sockets."""
+    return [f"{b.relay.ws.ws_base}/ws?token={b.ws[i % len(b.ws)][0]}" for i in range(count)]
+
+
+def embedded_var_dir(b: Bench, name: str) -> dict:
+    """A RELAY_VAR_DIR of its own with `make run`'s secret and /metrics token files, migrated
+    as `make run` migrates it; the environment that points at it."""
+    var_dir = Path(b.env["RELAY_VAR_DIR"]) / name
+    var_dir.mkdir()
+    for secret, size in (("secret_key", 50), ("metrics_token", 32)):
+        (var_dir / secret).write_text(secrets.token_urlsafe(size) + "\n")
+        (var_dir / secret).chmod(0o600)
+    env = {**b.embedded_env, "RELAY_VAR_DIR": str(var_dir)}
+    done = manage("migrate", "--noinput", "--verbosity", "0", env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"migrate on the embedded default failed: {done.stderr[-2000:]}")
+    return env
