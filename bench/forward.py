@@ -23,7 +23,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from bench import sip
+from bench import sip, sipp_log
 from history.models import AnsweredBy, CallRecord, CallStatus
 from telephony.models import ForwardLeg, InboundCall
 from tests.live import wait_until
@@ -237,8 +237,8 @@ def _tally(run: Bridges, number, t0: datetime, agents, target) -> None:
     run.polled = max((s.in_progress for s in run.samples), default=0)
     if spans:
         run.last_bridge = max(s.answered_at for s in spans) - t0.timestamp()
-    invites = sip.invites(target.messages)
-    run.resent = sip.invites_received(target.messages) - len(invites)
+    invites = sipp_log.invites(target.messages)
+    run.resent = sipp_log.invites_received(target.messages) - len(invites)
     run.all_up = all_up_window(number, t0)
 
 

@@ -1,5 +1,5 @@
-"""sip_50_calls's machinery: telephony agents against SIPp, SIPp's message log, the calls as the
-database has them, and Speech timed in-process.
+"""The SIP scenarios' machinery: telephony agents against SIPp, the calls as the database has
+them, and Speech timed in-process. SIPp's message log is read by bench/sipp_log.py.
 
 Imported after Django is set up: the telephony test helpers it reuses import the models.
 """
@@ -15,13 +15,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import psutil
 from django.db.models import Count
 
 from bench.kamailio import Kamailio
+from bench.sipp_log import Dialog
 from realtime.models import TERMINAL_STATES, CallRequest, CallState
 from telephony.speech import Speech
 from tests.live import ChildProcess, child_environ, wait_until
@@ -36,7 +36,6 @@ SENTENCES = (
     "It measures how many calls with speech the agents can hold at once, and what each of "
     "them costs.",
 )
-SIPP_STAMP = re.compile(r"^-{20,} (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\s*$", re.MULTILINE)
 CALL_ENDED = re.compile(
     r"call (?P<pk>\S+) ended: .*; audio sent (?P<sent>\d+) packets, received (?P<received>\d+) "
     r"packets \((?P<seconds>[\d.]+) s, (?P<speech>[\d.]+) s of it speech\)"
@@ -258,83 +257,9 @@ class FarEnd:
         return json.loads(self.meter_out.read_text())["streams"]
 
 
-@dataclass(frozen=True)
-class Invite:
-    at: float  # when SIPp received it, epoch seconds
-    sender: str  # the Via's host:port, which tells the agents apart
-
-
 def cpu_seconds(pid: int) -> float:
     times = psutil.Process(pid).cpu_times()
     return times.user + times.system
-
-
-def _messages(message_log: Path):
-    """(when, received, text) of each message in SIPp's log, in order: `when` in epoch
-    seconds, from SIPp's stamp of the machine's local wall clock, which datetime reads back
-    as local time; `received` False for what SIPp sent."""
-    if not message_log.exists():
-        return
-    parts = SIPP_STAMP.split(message_log.read_text(errors="replace"))
-    for stamp, block in zip(parts[1::2], parts[2::2], strict=True):
-        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").astimezone().timestamp()
-        yield at, "message received" in block, block
-
-
-def _header(name: str, block: str) -> str | None:
-    found = re.search(rf"^{name}:\s*(.+?)\s*$", block, re.MULTILINE | re.IGNORECASE)
-    return found.group(1) if found else None
-
-
-def invites(message_log: Path) -> dict[str, Invite]:
-    """Call-ID -> the first INVITE of that call SIPp received."""
-    found: dict[str, Invite] = {}
-    for at, received, block in _messages(message_log):
-        if not received or "\nINVITE sip:" not in block:
-            continue
-        call_id = _header("Call-ID", block)
-        via = re.search(r"^Via:\s*SIP/2\.0/\w+\s+([^;\s]+)", block, re.MULTILINE | re.IGNORECASE)
-        if call_id and call_id not in found:
-            found[call_id] = Invite(at, via.group(1) if via else "?")
-    return found
-
-
-def invites_received(message_log: Path) -> int:
-    """Every INVITE SIPp received, retransmissions included."""
-    return sum(1 for _, received, block in _messages(message_log)
-               if received and "\nINVITE sip:" in block)  # fmt: skip
-
-
-@dataclass
-class Dialog:
-    """One call as SIPp, the callee, saw it (epoch seconds)."""
-
-    media_port: int | None = None  # the agent's RTP port, from its INVITE's SDP
-    answered: float | None = None  # SIPp's first 200 OK to the INVITE
-    bye: float | None = None  # the agent's BYE
-
-
-def _answers_invite(block: str) -> bool:
-    cseq = re.search(r"^CSeq:\s*\d+\s+INVITE", block, re.MULTILINE | re.IGNORECASE)
-    return "\nSIP/2.0 200" in block and cseq is not None
-
-
-def dialogs(message_log: Path) -> dict[str, Dialog]:
-    """Call-ID -> when SIPp answered it and received its BYE, and the agent's RTP port."""
-    out: dict[str, Dialog] = {}
-    for at, received, block in _messages(message_log):
-        call_id = _header("Call-ID", block)
-        if call_id is None:
-            continue
-        dialog = out.setdefault(call_id, Dialog())
-        if received and "\nINVITE sip:" in block and dialog.media_port is None:
-            media = re.search(r"^m=audio (\d+) ", block, re.MULTILINE)
-            dialog.media_port = int(media.group(1)) if media else None
-        elif received and "\nBYE sip:" in block and dialog.bye is None:
-            dialog.bye = at
-        elif not received and dialog.answered is None and _answers_invite(block):
-            dialog.answered = at
-    return out
 
 
 def udp_drops(ports) -> int:

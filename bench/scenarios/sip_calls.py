@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import fixtures, sip
+from bench import fixtures, sip, sipp_log
 from bench.report import Row
 from bench.scenarios.common import Bench, relay_urls
 from bench.wsload import ClientGroup, percentile
@@ -62,7 +62,7 @@ def sip_50_calls(b: Bench) -> None:
             agents.stop()
         far_end.stop()
     calls = sip.placed(prefix)
-    invites = sip.invites(far_end.messages)
+    invites = sipp_log.invites(far_end.messages)
     peak = _sip_50_concurrency_rows(b, load, calls, invites, audio, sipp_status)
     _sip_50_cost_rows(b, load, peak)
     _sip_50_latency_rows(b, load, acks, calls, invites)

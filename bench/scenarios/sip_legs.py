@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import fixtures, sip
+from bench import fixtures, sip, sipp_log
 from bench.report import Row
 from bench.scenarios.common import Bench, relay_urls
 from bench.wsload import ClientGroup, percentile
@@ -91,8 +91,8 @@ def sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, s
         far_end.stop()
     leg.warnings = agents.warnings()
     placed = list(sip.placed(f"{prefix}load-").values())
-    invites = sip.invites(far_end.sipp.messages)
-    leg.resent = sip.invites_received(far_end.sipp.messages) - len(invites)
+    invites = sipp_log.invites(far_end.sipp.messages)
+    leg.resent = sipp_log.invites_received(far_end.sipp.messages) - len(invites)
     done = [c for c in placed if c.status == "completed"]
     leg.completed = len(done)
     leg.lost = calls - sum(1 for c in done if c.provider_call_id in invites)
@@ -104,7 +104,7 @@ def sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, s
     leg.last_answer = max(answers) - submitted if answers else math.nan
     if metered:
         message_s = sip.message_seconds(Path(agents.env["TTS_CACHE_DIR"]), text)
-        leg.steady = sip.steady(placed, sip.dialogs(far_end.sipp.messages), far_end.streams(),
+        leg.steady = sip.steady(placed, sipp_log.dialogs(far_end.sipp.messages), far_end.streams(),
                                 message_s)  # fmt: skip
     return leg
 
