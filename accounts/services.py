@@ -157,7 +157,7 @@ def session_touch(*, session: LoginSession) -> None:
     session.last_seen = now
 
 
-def matrix_id_check(matrix_id: str | None) -> None:
+def matrix_id_check(*, matrix_id: str | None) -> None:
     """InvalidRequest unless `matrix_id` is None or a Matrix user ID, `@localpart:server`
     (the rule of accounts.serializers.MatrixIdField, for callers that did not go through
     it)."""
@@ -172,7 +172,7 @@ def matrix_id_check(matrix_id: str | None) -> None:
 def user_matrix_id_set(*, user: User, matrix_id: str | None) -> User:
     """Store the Matrix user ID (`@localpart:server[:port]`), or clear it with None. What the
     Matrix bot does with it is matrix.services.matrix_id_set's, which calls this."""
-    matrix_id_check(matrix_id)
+    matrix_id_check(matrix_id=matrix_id)
     user.matrix_id = matrix_id
     user.save(update_fields=["matrix_id"])
     return user

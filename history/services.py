@@ -22,7 +22,7 @@ from virtual_numbers.selectors import caller_blocked
 DURATION_MAX_SECONDS = 7 * 24 * 3600
 
 
-def call_record_event(record: CallRecord) -> dict:
+def call_record_event(*, record: CallRecord) -> dict:
     """The `call_record` frame pushed to the owner's sockets: the record as the history API
     answers it (CallRecordOutput)."""
     return {"type": "call_record", **represent(CallRecordOutput, record)}
@@ -99,7 +99,9 @@ def record_inbound_call(
             forwarded_to=forwarded_to,
         )
         call_record_counters_add(records=[record])
-        events.send_to_user_on_commit(user_id=number.owner_id, event=call_record_event(record))
+        events.send_to_user_on_commit(
+            user_id=number.owner_id, event=call_record_event(record=record)
+        )
         metrics.count_on_commit(metrics.inbound_calls, status)
     return record
 

@@ -48,7 +48,7 @@ def matrix_id_set(*, user: User, matrix_id: str | None) -> User:
     RateLimited past RATE_LIMIT_MATRIX_ID_PER_USER new ids. Setting the id the user already
     has, while its room is invited or joined, changes nothing.
     """
-    account_services.matrix_id_check(matrix_id)
+    account_services.matrix_id_check(matrix_id=matrix_id)
     current = selectors.matrix_room_in_use(user=user)
     if (
         matrix_id is not None

@@ -45,7 +45,7 @@ def _submit_batch(submits: list[services.Submit]) -> list[services.Outcome]:
     database_sync_to_async does around a call."""
     close_old_connections()
     try:
-        return services.call_requests_submit(submits)
+        return services.call_requests_submit(submits=submits)
     finally:
         close_old_connections()
 

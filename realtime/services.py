@@ -87,13 +87,13 @@ def call_request_submit(
 ) -> tuple[CallRequest, bool]:
     """Submit a call from a `call` frame, a POST /api/calls body or a Matrix `!call`; return
     (call, created), or raise why it was refused. call_requests_submit with one submit."""
-    outcome = call_requests_submit([Submit(user=user, data=data, also=also)])[0]
+    outcome = call_requests_submit(submits=[Submit(user=user, data=data, also=also)])[0]
     if isinstance(outcome, ApplicationError):
         raise outcome
     return outcome
 
 
-def call_requests_submit(submits: list[Submit]) -> list[Outcome]:
+def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
     """Submit calls that arrived together, in one transaction; return each one's Outcome, in
     order. Each submit is judged as if it were alone, and the guarantees are the same:
 
@@ -151,7 +151,7 @@ def call_requests_submit(submits: list[Submit]) -> list[Outcome]:
                     call = CallRequest.objects.get(owner=submit.user, call_id=submit.key[1])
                     outcomes[one.index] = (call, False)
     for index in again:
-        outcomes[index] = call_requests_submit([submits[index]])[0]
+        outcomes[index] = call_requests_submit(submits=[submits[index]])[0]
     return outcomes
 
 

@@ -23,7 +23,7 @@ from virtual_numbers.models import Number
 from virtual_numbers.selectors import forwarding_targets_dialable
 
 
-def incoming_call_event(call: InboundCall, number: Number) -> dict:
+def incoming_call_event(*, call: InboundCall, number: Number) -> dict:
     """The `incoming_call` frame: a call is ringing on one of the owner's numbers."""
     return {
         "type": "incoming_call",
@@ -50,7 +50,7 @@ def inbound_call_open(*, sip_call_id: str, number: Number, caller_num: str, ring
             return None
         if ringing:
             events.send_to_user_on_commit(
-                user_id=number.owner_id, event=incoming_call_event(call, number)
+                user_id=number.owner_id, event=incoming_call_event(call=call, number=number)
             )
     return call
 
