@@ -17,7 +17,15 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from core.errors import invalid_fields
-from core.phone import e164_possible, e164_valid
+from core.phone import (
+    E164_FORM_PROBLEM,
+    E164_MAX_DIGITS,
+    E164_MIN_DIGITS,
+    E164_UNASSIGNED_PROBLEM,
+    e164_digits,
+    e164_possible,
+    e164_valid,
+)
 from core.urls import url_problem
 
 
@@ -111,7 +119,7 @@ NO_CONTROL = r"\u0000-\u001f\u007f-\u009f\u2028\u2029\ud800-\udfff"
 TEXT_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
 ALIAS_PATTERN = rf"^[^{NO_CONTROL}]*[^\s{NO_CONTROL}][^{NO_CONTROL}]*$"
 PIN_PATTERN = r"^[0-9]{4,8}$"
-E164_PATTERN = r"^\+[1-9][0-9]{6,14}$"
+E164_PATTERN = rf"^\+[1-9][0-9]{{{E164_MIN_DIGITS - 1},{E164_MAX_DIGITS - 1}}}$"
 ALIAS_MAX_LENGTH = 64
 
 
@@ -218,30 +226,41 @@ class E164Field(StrictCharField):
     The subclasses check and normalise the number."""
 
 
-class CallerNumberField(E164Field):
+class CheckedNumberField(E164Field):
+    """A phone number checked by core.phone and returned normalised, taken grouped for reading
+    too (e164_digits); the schema shows the form it answers with.
+
+    A refusal says which of two things is wrong (core.phone.e164_problem), so a person knows
+    what to fix: the value is not in E.164 form at all (`phone`), or it is, but no range in
+    use holds it (`unassigned`), like Ofcom's drama mobiles +44 7700 900xxx where a valid
+    number is needed."""
+
+    default_error_messages = {"phone": E164_FORM_PROBLEM, "unassigned": E164_UNASSIGNED_PROBLEM}
+    assigned = True  # e164_valid's rule; False: e164_possible's
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        number = e164_valid(value) if self.assigned else e164_possible(value)
+        if number is None:
+            self.fail("phone" if e164_digits(value) is None else "unassigned")
+        return number
+
+
+class CallerNumberField(CheckedNumberField):
     """A caller's number: any possible number, normalised to E.164 (core.phone.e164_possible)."""
 
-    default_error_messages = {"phone": "Not an E.164 phone number."}
-
-    def to_internal_value(self, data):
-        number = e164_possible(super().to_internal_value(data))
-        if number is None:
-            self.fail("phone")
-        return number
+    assigned = False
 
 
-class DialableNumberField(E164Field):
+class DialableNumberField(CheckedNumberField):
     """A number Relay may dial: a valid, assigned-range number (core.phone.e164_valid).
-    Missing, null, wrong-typed and invalid values all get the one message of the rule."""
+    Missing, null and wrong-typed values get the message of the form, which states the rule."""
 
-    RULE = "Must be a valid phone number in E.164 form, like +442079460123."
-    default_error_messages = {"phone": RULE, "invalid": RULE, "required": RULE, "null": RULE}
-
-    def to_internal_value(self, data):
-        number = e164_valid(super().to_internal_value(data))
-        if number is None:
-            self.fail("phone")
-        return number
+    default_error_messages = {
+        "invalid": E164_FORM_PROBLEM,
+        "required": E164_FORM_PROBLEM,
+        "null": E164_FORM_PROBLEM,
+    }
 
 
 @extend_schema_field({"type": "string", "pattern": TEXT_PATTERN})

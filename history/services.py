@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from core import events, metrics
 from core.counters import Drift, counters_add, counters_recount
-from core.errors import InvalidRequest, NotFound
+from core.errors import InvalidRequest, NotFound, invalid_fields
 from core.fields import represent
-from core.phone import e164_possible
+from core.phone import e164_possible, e164_problem
 from core.recordings import recordings_delete_on_commit, recordings_storage
 from history.models import ANONYMOUS_CALLER, AnsweredBy, CallRecord, CallRecordCounter, CallStatus
 from history.serializers import CallRecordOutput
@@ -59,10 +59,8 @@ def record_inbound_call(
             return existing
     caller = ANONYMOUS_CALLER if caller_num == ANONYMOUS_CALLER else e164_possible(caller_num)
     if caller is None:
-        raise InvalidRequest(
-            "caller_num must be a phone number in E.164 form, like +447700900123.",
-            fields={"caller_num": ["Not an E.164 phone number."]},
-        )
+        # The sentence the blocklist's caller_num field says (core.fields.CallerNumberField).
+        raise invalid_fields({"caller_num": [e164_problem(caller_num, assigned=False)]})
     if status not in CallStatus.values:
         raise InvalidRequest(
             "status must be answered, missed or blocked.",

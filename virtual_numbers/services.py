@@ -20,7 +20,7 @@ from core import dialing, ratelimit
 from core.db import create_unless_taken
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound, RateLimited
 from core.passwords import password_hashing_slot
-from core.phone import e164_valid
+from core.phone import e164_problem, e164_valid
 from core.recordings import recordings_delete_on_commit
 from virtual_numbers.models import (
     FORWARD_RING_SECONDS_DEFAULT,
@@ -61,11 +61,12 @@ def inventory_provision(*, start: str, count: int) -> ProvisionResult:
     """Add `count` consecutive numbers from `start` to the inventory.
 
     Each is validated with phonenumbers (invalid ones are skipped and counted); numbers that
-    exist already are skipped. Raises InvalidRequest when `start` itself is not valid E.164.
+    exist already are skipped. Raises InvalidRequest when `start` itself is not a valid number,
+    saying why (core.phone.e164_problem).
     """
     first = e164_valid(start)
     if first is None:
-        raise InvalidRequest(f"{start!r} is not a valid E.164 number.")
+        raise InvalidRequest(f"{start!r}: {e164_problem(start, assigned=True)}")
     if count < 1:
         raise InvalidRequest("count must be at least 1.")
     parsed = phonenumbers.parse(first, None)

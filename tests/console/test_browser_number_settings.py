@@ -33,7 +33,7 @@ def test_blocking_and_unblocking_a_caller(signed_in, inspector, number):
 
     page.fill("#id_caller_num", "07700 900123")
     submit(page, "Block the caller")
-    assert "Not an E.164 phone number." in page.inner_text("#id_caller_num_errors")
+    assert "Must be a phone number in E.164 form" in page.inner_text("#id_caller_num_errors")
     inspector.look(page, "blocklist-refused")
 
     page.fill("#id_caller_num", "+44 7700 900123")
@@ -58,7 +58,8 @@ def test_setting_refusing_and_stopping_forwarding(signed_in, inspector, number):
     page.fill("#id_targets", "+447400123456\nmy mobile")
     page.fill("#id_ringSeconds", "90")
     submit(page, "Save the forwarding")
-    assert "my mobile: Must be a valid phone number" in page.inner_text("#id_targets_errors")
+    refused = page.inner_text("#id_targets_errors")
+    assert "my mobile: Must be a phone number in E.164 form" in refused
     assert "less than or equal to 60" in page.inner_text("#id_ringSeconds_errors")
     inspector.look(page, "forwarding-refused")
 

@@ -62,10 +62,10 @@ def test_a_caller_blocked_already_is_a_notice_not_an_error(browser_client, numbe
     ("caller", "sentence"),
     [
         ("", "This field may not be blank."),
-        ("not a number", "Not an E.164 phone number."),
-        ("+44", "Not an E.164 phone number."),
-        ("1" * 100, "Not an E.164 phone number."),
-        ("+4477009\x00123", "Not an E.164 phone number."),
+        ("not a number", "Must be a phone number in E.164 form"),
+        ("+44", "Must be a phone number in E.164 form"),
+        ("1" * 100, "Must be a phone number in E.164 form"),
+        ("+4477009\x00123", "Must be a phone number in E.164 form"),
     ],
 )
 def test_a_bad_caller_number_is_refused_next_to_the_field(browser_client, number, caller, sentence):
@@ -84,7 +84,7 @@ def test_a_lone_surrogate_is_refused_as_a_bad_number(browser_client, number):
     )
 
     assert response.status_code == 400
-    assert "Not an E.164 phone number." in response.content.decode()
+    assert "Must be a phone number in E.164 form" in response.content.decode()
 
 
 def test_a_full_blocklist_is_refused_next_to_the_field(browser_client, number, monkeypatch):
@@ -130,7 +130,8 @@ def test_unblocking_a_malformed_caller_is_refused_on_the_list(browser_client, nu
     response = browser_client.post(f"/numbers/{number.pk}/blocked/remove", {"caller_num": caller})
 
     assert response.status_code == 400
-    assert "Nothing was unblocked: Not an E.164 phone number." in response.content.decode()
+    page = response.content.decode()
+    assert "Nothing was unblocked: Must be a phone number in E.164 form" in page
     assert blocked_on(number) == ["+447700900123"]
 
 

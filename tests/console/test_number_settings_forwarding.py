@@ -87,15 +87,15 @@ def test_with_the_sip_agent_the_page_says_calls_are_forwarded(browser_client, nu
     [
         ({"targets": ""}, "targets", "Give at least one number to ring."),
         ({"targets": "\n \n"}, "targets", "Give at least one number to ring."),
-        ({"targets": "+447400123456\nnonsense"}, "targets", "nonsense: Must be a valid phone"),
+        ({"targets": "+447400123456\nnonsense"}, "targets", "nonsense: Must be a phone number"),
         ({"targets": "+447400123456\n+447400123456"}, "targets", "may be named once"),
-        ({"targets": "a\x00b"}, "targets", "a\ufffdb: Must be a valid phone"),
+        ({"targets": "a\x00b"}, "targets", "a\ufffdb: Must be a phone number in E.164"),
         (
             {"targets": "\n".join(f"+4474001234{n}" for n in range(10, 30))},
             "targets",
             "Give at most 3 numbers to ring.",
         ),
-        ({"targets": "9" * 300}, "targets", "9999\u2026: Must be a valid phone"),
+        ({"targets": "9" * 300}, "targets", "9999\u2026: Must be a phone number in E.164"),
         ({"ringSeconds": "4"}, "ringSeconds", "greater than or equal to 5"),
         ({"ringSeconds": "61"}, "ringSeconds", "less than or equal to 60"),
         ({"ringSeconds": "9" * 5000}, "ringSeconds", "Must be an integer."),
@@ -124,7 +124,7 @@ def test_bytes_that_are_no_utf8_are_a_bad_target_never_a_500(browser_client, num
     )
 
     assert response.status_code == 400
-    assert "+4474001\ufffd\ufffd\ufffd: Must be a valid phone" in response.content.decode()
+    assert "+4474001\ufffd\ufffd\ufffd: Must be a phone number" in response.content.decode()
     assert forwarding_of(number)[0] == []
 
 
