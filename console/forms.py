@@ -172,7 +172,7 @@ CALLER_ID_CHOICES = [
 class ForwardingForm(ConsoleForm):
     targets = text(
         "Your phones",
-        help_text=f"One number per line, up to {FORWARD_TARGETS_MAX}, like +447700900456. "
+        help_text=f"One number per line, up to {FORWARD_TARGETS_MAX}, like +441134960456. "
         "They all ring at once; the first to answer takes the call.",
         widget=forms.Textarea,
         rows=FORWARD_TARGETS_MAX,

@@ -30,7 +30,7 @@ NUMBER_EXAMPLE = {
 CALLER_EXAMPLE = {"caller_num": "+447700900123"}
 BLOCKED_EXAMPLE = {"caller_num": "+447700900123", "created_at": 1795320000000}
 FORWARDING_EXAMPLE = {
-    "targets": ["+447700900456"],
+    "targets": ["+441134960456"],
     "ringSeconds": 20,
     "screening": False,
     "callerId": "caller",
