@@ -34,7 +34,8 @@ PCMA, PCMU = ("8", "PCMA"), ("0", "PCMU")
 CALLER = "+447700900123"
 ANSWER_MS = 300  # the target rings this long before it answers
 BRIDGED = re.compile(
-    r"inbound call (?P<call_id>\S+): bridged (?P<seconds>\d+) s; relayed (?P<to_target>\d+) "
+    r"inbound call (?P<call_id>\S+): bridged (?P<seconds>\d+) s \(caller [^,]*, target [^)]*\); "
+    r"relayed (?P<to_target>\d+) "
     r"packets to the target, (?P<to_caller>\d+) to the caller"
 )
 

@@ -24,7 +24,8 @@ ANONYMOUS_CALLER = "anonymous"
 
 
 class CallRecord(models.Model):
-    """An inbound call on one of a user's numbers. Written only by record_inbound_call."""
+    """An inbound call on one of a user's numbers. Written by record_inbound_call, and in bulk
+    by seed_history (manage.py), each counting what it writes (call_record_counters_add)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     number = models.ForeignKey("numbers.Number", on_delete=models.CASCADE, related_name="calls")
