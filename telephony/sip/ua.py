@@ -1,12 +1,13 @@
 """Relay's SIP user agent: one transport, the transactions on it, and the dialogs of the calls
 it carries, in both directions.
 
-The parts of RFC 3261 a trunk-facing user agent needs, on asyncio: the non-INVITE client
-transaction (timers E and F), digest authentication (401/407) for INVITE and REGISTER, the
-dispatch of every request to its dialog (`uac.OutboundCall` for calls Relay places,
-`uas.InboundDialog` for calls it takes), and the answers to requests outside any dialog. It
-knows nothing of Django: the telephony agent (telephony/agent.py) maps what it reports to the
-call pipeline.
+The parts of RFC 3261 a trunk-facing user agent needs, on asyncio: the loop that drives every
+transaction (`TransactionDriver` runs the state machines of transaction.py, and matches
+messages to them), the non-INVITE transactions it sends and answers, digest authentication
+(401/407) for INVITE and REGISTER, the dispatch of every request to its dialog
+(`uac.OutboundCall` for calls Relay places, `uas.InboundDialog` for calls it takes), and the
+answers to requests outside any dialog. It knows nothing of Django: the telephony agent
+(telephony/agent.py) maps what it reports to the call pipeline.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from telephony.sip import auth, checks
 from telephony.sip.dialog import ALLOW, Dialog, options_answer
@@ -30,6 +31,26 @@ from telephony.sip.message import (
     response_to,
 )
 from telephony.sip.rtp import RtpStream
+from telephony.sip.transaction import (
+    Action,
+    Deliver,
+    Event,
+    FromTu,
+    NonInviteClient,
+    Received,
+    StartTimer,
+    StopTimer,
+    Terminated,
+    Timer,
+    TimerFired,
+    Timers,
+    Transaction,
+    Transmit,
+    TransportFailed,
+    client_key,
+    linger,
+    server_key,
+)
 from telephony.sip.transport import TcpTransport, TlsTransport, UdpTransport, tls_contexts
 from telephony.sip.uac import OutboundCall, Outcome
 from telephony.sip.uas import InboundDialog
@@ -49,7 +70,7 @@ class UaConfig:
     username: str = ""
     password: str = ""
     rtp_ports: tuple[int, int] = (20000, 20999)
-    t1: float = 0.5
+    timers: Timers = field(default_factory=Timers)  # for the transactions (transaction.py)
     user_agent: str = "Relay"
     media_latching: bool = True  # symmetric RTP (rtp.RtpStream.expect)
     tls_ca_file: str = ""  # with transport "tls": the CAs the peer is verified against
@@ -87,9 +108,11 @@ class UserAgent:
         else:
             self.transport = UdpTransport(self._on_message)
         self.local: tuple[str, int] = (config.bind_host, config.bind_port)
-        self.transactions: dict[str, asyncio.Queue] = {}
-        # Every call's dialog by SIP Call-ID, both directions (kept 64*T1 after its end, to
-        # absorb retransmissions).
+        # The transactions under way, by what matches a message to them (§17.1.3, §17.2.3).
+        self.client_transactions: dict[str, TransactionDriver] = {}
+        self.server_transactions: dict[str, TransactionDriver] = {}
+        # Every call's dialog by SIP Call-ID, both directions (kept a while after its end, to
+        # absorb retransmissions: transaction.linger).
         self.dialogs_by_call_id: dict[str, Dialog] = {}
         # Who takes a new INVITE (the telephony agent); without one, INVITEs get 404. An
         # INVITE from a source `accepts_source` refuses gets 403 and no state at all.
@@ -146,12 +169,16 @@ class UserAgent:
         return {target.address for target in self.known_targets} | {self.trunk[0]}
 
     async def close(self) -> None:
+        for table in (self.client_transactions, self.server_transactions):
+            for transaction in list(table.values()):
+                transaction.close()
         for task in list(self.tasks):
             task.cancel()
         await self.transport.close()
 
     def background(self, work: Coroutine) -> None:
-        """Run `work` (a retransmission timer, say) until it ends or the agent closes."""
+        """Run `work` (a message a transaction transmits, say) until it ends or the agent
+        closes."""
         task = asyncio.ensure_future(work)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -164,7 +191,7 @@ class UserAgent:
             if self.dialogs_by_call_id.get(call_id) is dialog:
                 del self.dialogs_by_call_id[call_id]
 
-        asyncio.get_running_loop().call_later(64 * self.config.t1, forget)
+        asyncio.get_running_loop().call_later(linger(self.config.timers), forget)
 
     # --- messages in ---------------------------------------------------------------------------
     def _on_message(self, message: Message, source: tuple[str, int]) -> None:
@@ -172,10 +199,9 @@ class UserAgent:
             if not checks.response_acceptable(message):
                 logger.debug("dropped a malformed response from %s", source[0])
                 return
-            number, method = message.cseq
-            queue = self.transactions.get(f"{message.branch}:{method}")
-            if queue is not None:
-                queue.put_nowait(message)
+            transaction = self.client_transactions.get(client_key(message))
+            if transaction is not None:
+                transaction.feed(Received(message))
             elif (dialog := self.dialogs_by_call_id.get(message.call_id)) is not None:
                 dialog.on_response(message)
             return
@@ -188,6 +214,11 @@ class UserAgent:
             logger.debug("refused %s from %s: %s", request.method, source[0], refusal)
             if refusal.status:
                 await self.transport.send(checks.refusal_response(request, refusal), source)
+            return
+        key = server_key(request)
+        if key is not None and (transaction := self.server_transactions.get(key)) is not None:
+            # A request resent, or the ACK of a refusal: its transaction's (§17.2.3).
+            transaction.feed(Received(request))
             return
         dialog = self.dialogs_by_call_id.get(request.call_id)
         if dialog is not None:
@@ -205,18 +236,29 @@ class UserAgent:
                 await self.respond(request, 403, "Forbidden", source)
                 return
             dialog = self.dialogs_by_call_id[request.call_id] = InboundDialog(self, request, source)
-            await dialog.trying()
+            dialog.trying()
             await self.on_invite(dialog)
         elif method == "INVITE":
             await self.respond(request, 404, "Not Found", source)
         elif method == "OPTIONS":
-            await self.transport.send(options_answer(request), source)
+            await self.reply(request, options_answer(request), source)
         elif method in ("BYE", "CANCEL"):
             await self.respond(request, 481, "Call/Transaction Does Not Exist", source)
         # Any other method was answered 405 or 501 by checks.check_request above.
 
     async def respond(self, request: Message, status: int, reason: str, destination) -> None:
-        await self.transport.send(response_to(request, status, reason), destination)
+        await self.reply(request, response_to(request, status, reason), destination)
+
+    async def reply(self, request: Message, response: Message, destination) -> None:
+        """Send `response` to `request` through the request's server transaction, which
+        sends it again whenever the request comes again; without one, statelessly to
+        `destination`."""
+        key = server_key(request)
+        transaction = self.server_transactions.get(key) if key is not None else None
+        if transaction is None:
+            await self.transport.send(response, destination)
+        else:
+            transaction.feed(FromTu(response))
 
     # --- messages out --------------------------------------------------------------------------
     def via(self, branch: str) -> str:
@@ -232,13 +274,38 @@ class UserAgent:
     async def send(self, message: Message, destination: tuple[str, int] | None = None) -> None:
         await self.transport.send(message, destination or self.trunk)
 
-    def open_transaction(self, branch: str, method: str) -> asyncio.Queue:
-        queue: asyncio.Queue = asyncio.Queue()
-        self.transactions[f"{branch}:{method}"] = queue
-        return queue
+    def client_transaction(
+        self,
+        kind: type[Transaction],
+        request: Message,
+        destination: tuple[str, int] | None,
+        *,
+        tell: Callable[[Action], None],
+    ) -> TransactionDriver:
+        """Send `request` in a new client transaction of `kind` (transaction.InviteClient
+        or NonInviteClient) to `destination`, the trunk by default; what the transaction
+        tells its TU goes to `tell`."""
+        machine = kind(request, self.config.timers, reliable=self.transport.reliable)
+        driver = TransactionDriver(
+            self, machine, destination or self.trunk, self.client_transactions, tell
+        )
+        driver.start(client_key(request))
+        return driver
 
-    def close_transaction(self, branch: str, method: str) -> None:
-        self.transactions.pop(f"{branch}:{method}", None)
+    def server_transaction(
+        self,
+        kind: type[Transaction],
+        request: Message,
+        source: tuple[str, int],
+        *,
+        tell: Callable[[Action], None],
+    ) -> TransactionDriver:
+        """A server transaction of `kind` (transaction.InviteServer or NonInviteServer) for
+        `request`, which came from `source`; its responses go back there."""
+        machine = kind(request, self.config.timers, reliable=self.transport.reliable)
+        driver = TransactionDriver(self, machine, source, self.server_transactions, tell)
+        driver.start(server_key(request))
+        return driver
 
     def credentials(self, challenge: Message, method: str, uri: str) -> tuple[str, str] | None:
         """The (Proxy-)Authorization header answering a 401 or 407 `challenge` to a `method`
@@ -261,31 +328,23 @@ class UserAgent:
     async def request(
         self, message: Message, destination: tuple[str, int] | None = None
     ) -> Message | None:
-        """A non-INVITE client transaction (BYE, CANCEL) to the trunk, or to `destination`:
-        the final response, or None after timer F (64*T1). Over UDP the request is resent at
-        T1, 2*T1... up to 4 s apart."""
-        method, t1 = message.method, self.config.t1
-        queue = self.open_transaction(message.branch, method)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 64 * t1
-        interval = t1
+        """A non-INVITE client transaction (BYE, CANCEL, REGISTER: transaction.NonInviteClient)
+        to the trunk, or to `destination`: the final response, or None when none came before
+        timer F or the transport failed. Over UDP the transaction resends the request (timer
+        E)."""
+        told: asyncio.Queue[Action] = asyncio.Queue()
+        transaction = self.client_transaction(
+            NonInviteClient, message, destination, tell=told.put_nowait
+        )
         try:
-            await self.send(message, destination)
-            while (remaining := deadline - loop.time()) > 0:
-                wait = remaining if self.transport.reliable else min(interval, remaining)
-                try:
-                    response = await asyncio.wait_for(queue.get(), wait)
-                except TimeoutError:
-                    if not self.transport.reliable:
-                        await self.send(message, destination)
-                        interval = min(interval * 2, 4.0)
-                    continue
-                if response.status >= 200:
-                    return response
-                interval = 4.0  # a provisional: keep resending, at T2
-            return None
+            while True:
+                report = await told.get()
+                if not isinstance(report, Deliver):
+                    return None  # timer F, or a transport error
+                if report.message.status >= 200:
+                    return report.message
         finally:
-            self.close_transaction(message.branch, method)
+            transaction.abandon()
 
     def rtp_port(self) -> int:
         if not self.free_rtp_ports:
@@ -357,6 +416,80 @@ class UserAgent:
 
 class RegistrationError(RuntimeError):
     pass
+
+
+class TransactionDriver:
+    """One transaction of transaction.py, run on the agent's loop: what it transmits goes to
+    `destination` through the transport, each timer it starts is a `call_later` handle that
+    feeds it TimerFired, and what it tells its TU (Deliver, TimedOut, Failed) goes to `tell`.
+    While it lives it is in `table` (the agent's client or server transactions), where
+    messages are matched to it; once Terminated it is dropped from there."""
+
+    def __init__(
+        self,
+        ua: UserAgent,
+        machine: Transaction,
+        destination: tuple[str, int],
+        table: dict[str, TransactionDriver],
+        tell: Callable[[Action], None],
+    ) -> None:
+        self.ua, self.machine, self.destination = ua, machine, destination
+        self.table, self.tell = table, tell
+        self.key: str | None = None
+        self.handles: dict[Timer, asyncio.TimerHandle] = {}
+
+    def start(self, key: str | None) -> None:
+        """Match messages by `key` (None: match none), and take the machine's first steps."""
+        self.key = key
+        if key is not None:
+            self.table[key] = self
+        self._apply(self.machine.start())
+
+    def feed(self, event: Event) -> None:
+        self._apply(self.machine.handle(event))
+
+    def abandon(self) -> None:
+        """The TU stops waiting for a final response: a transaction still without one ends
+        here; one with it goes on absorbing what the peer resends."""
+        if self.machine.pending:
+            self.close()
+
+    def close(self) -> None:
+        """Stop every timer and match nothing more."""
+        for handle in self.handles.values():
+            handle.cancel()
+        self.handles.clear()
+        if self.key is not None and self.table.get(self.key) is self:
+            del self.table[self.key]
+
+    def _apply(self, actions: list[Action]) -> None:
+        loop = asyncio.get_running_loop()
+        for action in actions:
+            if isinstance(action, Transmit):
+                # A task per message, in order: a TCP or TLS send may wait for its connection,
+                # and the machine goes on at once.
+                self.ua.background(self._transmit(action.message))
+            elif isinstance(action, StartTimer):
+                self._stop(action.timer)
+                self.handles[action.timer] = loop.call_later(
+                    action.seconds, self.feed, TimerFired(action.timer)
+                )
+            elif isinstance(action, StopTimer):
+                self._stop(action.timer)
+            elif isinstance(action, Terminated):
+                self.close()
+            else:
+                self.tell(action)
+
+    def _stop(self, timer: Timer) -> None:
+        if (handle := self.handles.pop(timer, None)) is not None:
+            handle.cancel()
+
+    async def _transmit(self, message: Message) -> None:
+        try:
+            await self.ua.transport.send(message, self.destination)
+        except OSError as exc:
+            self.feed(TransportFailed(str(exc) or type(exc).__name__))
 
 
 def mark_received(request: Message, source: tuple[str, int]) -> None:

@@ -1,17 +1,17 @@
 """The calling side of a SIP call (RFC 3261 §13.2, §17.1.1): Relay dials through the trunk,
 plays the message once the callee answers, and hangs up.
 
-The INVITE client transaction: resent over UDP at timer A (T1, doubling) until a response,
-given up at timer B (64*T1) or the ring timeout; a non-2xx final response ACKed inside the
-transaction (same branch), a 2xx ACKed as a request of the dialog (§13.2.2.4), and ACKed again
-whenever it is resent. CANCEL only after a provisional response (§9.1). A 401/407 challenge
-is answered once, with the next CSeq.
+The INVITE client transaction is transaction.InviteClient, on the user agent's loop: it
+resends the INVITE over UDP (timer A) until a response, gives up at timer B, and ACKs a
+non-2xx final response itself (same branch). The call gives up sooner at its ring timeout. A
+2xx is ACKed here, as a request of the dialog (§13.2.2.4), and ACKed again whenever it is
+resent. CANCEL only after a provisional response (§9.1). A 401/407 challenge is answered
+once, with the next CSeq.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +21,14 @@ from telephony.sip import sdp
 from telephony.sip.dialog import ALLOW, Dialog, contact_uri
 from telephony.sip.message import Message, host_port_of, new_branch, new_call_id, new_tag
 from telephony.sip.rtp import ReceivedAudio, RtpStream
+from telephony.sip.transaction import (
+    Action,
+    CancelSent,
+    Deliver,
+    Failed,
+    InviteClient,
+    TimedOut,
+)
 from telephony.sip.transport import TransportError
 
 logger = logging.getLogger(__name__)
@@ -100,6 +108,7 @@ class OutboundCall(Dialog):
         # provisional response came from it: then the call is never tried elsewhere.
         self.destination: tuple[str, int] | None = None
         self.provisional_seen = False
+        self.confirmed = False  # by a 2xx (_confirm): any 2xx after it is one resent
 
     def hang_up(self) -> None:
         self.hangup_requested.set()
@@ -112,9 +121,22 @@ class OutboundCall(Dialog):
             # A 2xx resent after its transaction ended: ACK it again (§13.2.2.4).
             asyncio.ensure_future(self.send_ack(response))
 
+    def _teller(self, told: asyncio.Queue[Action]) -> Callable[[Action], None]:
+        """What the INVITE transaction tells its TU, for the call to read from `told`; a 2xx
+        that comes again once the call has its answer (RFC 6026's Accepted state passes each
+        one up) is ACKed again, as one after the transaction is."""
+
+        def tell(report: Action) -> None:
+            if isinstance(report, Deliver) and self.confirmed:
+                self.on_response(report.message)
+            else:
+                told.put_nowait(report)
+
+        return tell
+
     # --- the INVITE transaction's requests -------------------------------------------------------
     def _transaction_request(self, method: str, branch: str, cseq: int, to: str) -> Message:
-        """INVITE, CANCEL and a non-2xx ACK: sent to the trunk before any dialog exists."""
+        """INVITE and CANCEL: sent to the trunk before any dialog exists."""
         message = Message(method=method, uri=self.request_uri)
         message.headers = [
             ("Via", self.ua.via(branch)),
@@ -143,13 +165,6 @@ class OutboundCall(Dialog):
         """ACK a 2xx: a request of the dialog, with the INVITE's CSeq number (§13.2.2.4)."""
         ack = self.request("ACK", cseq=response.cseq[0])
         await self.ua.send(ack, self.next_hop())
-
-    async def _ack_failure(self, invite: Message, response: Message) -> None:
-        """ACK a non-2xx final response: part of the INVITE transaction (§17.1.1.3): the
-        INVITE's branch, Request-URI and CSeq number, and the response's To."""
-        to = response.get("To") or self.remote_header
-        ack = self._transaction_request("ACK", invite.branch, invite.cseq[0], to)
-        await self.ua.send(ack, self.destination)
 
     # --- the call -----------------------------------------------------------------------------
     async def run(self) -> Outcome:
@@ -225,18 +240,11 @@ class OutboundCall(Dialog):
     async def _dial_target(self) -> Outcome:
         """The call through one trunk target: INVITE, and once more with credentials when
         the target challenges it (401/407)."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        ring_deadline = started + self.ring_timeout
+        ring_deadline = asyncio.get_running_loop().time() + self.ring_timeout
         authorization = None
         while True:
-            branch = new_branch()
-            invite = self._invite(branch, authorization)
-            queue = self.ua.open_transaction(branch, "INVITE")
-            try:
-                outcome = await self._invite_transaction(invite, queue, started, ring_deadline)
-            finally:
-                self.ua.close_transaction(branch, "INVITE")
+            invite = self._invite(new_branch(), authorization)
+            outcome = await self._invite_transaction(invite, ring_deadline)
             if isinstance(outcome, Outcome):
                 return outcome
             # A 401/407 challenge: answered once, with the next CSeq.
@@ -246,29 +254,25 @@ class OutboundCall(Dialog):
             authorization = answer
             self.local_cseq += 1
 
-    async def _invite_transaction(self, invite, queue, started, ring_deadline):
-        """Run one INVITE transaction to its end: an Outcome, or the 401/407 response to
-        answer with credentials."""
+    async def _invite_transaction(self, invite: Message, ring_deadline: float):
+        """Run one INVITE client transaction to its end: an Outcome, or the 401/407 response
+        to answer with credentials. The transaction gives up at timer B when nothing answers;
+        the call at its ring timeout, if sooner."""
         loop = asyncio.get_running_loop()
-        t1 = self.ua.config.t1
-        # Without any response, give up at timer B (64*T1) or the ring timeout, if sooner.
-        no_response_deadline = min(started + 64 * t1, ring_deadline)
-        await self.ua.send(invite, self.destination)
-        interval, resend_at = t1, loop.time() + t1
+        told: asyncio.Queue[Action] = asyncio.Queue()
+        transaction = self.ua.client_transaction(
+            InviteClient, invite, self.destination, tell=self._teller(told)
+        )
         proceeding = ringing = False
         hangup = asyncio.ensure_future(self.hangup_requested.wait())
         try:
             while True:
-                now = loop.time()
-                deadline = ring_deadline if proceeding else no_response_deadline
-                if now >= deadline:
+                wait = ring_deadline - loop.time()
+                if wait <= 0:
                     if not proceeding:
                         return Outcome(kind="timeout", code=408, phrase="Request Timeout")
-                    return await self._cancel(invite, queue, kind="no_answer")
-                wait = deadline - now
-                if not proceeding and not self.ua.transport.reliable:
-                    wait = min(wait, max(0.0, resend_at - now))
-                getter = asyncio.ensure_future(queue.get())
+                    return await self._cancel(invite, transaction, told, kind="no_answer")
+                getter = asyncio.ensure_future(told.get())
                 done, _ = await asyncio.wait(
                     {getter, hangup}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -276,76 +280,74 @@ class OutboundCall(Dialog):
                     getter.cancel()
                 if hangup in done and getter not in done:
                     if proceeding:
-                        return await self._cancel(invite, queue, kind="canceled")
+                        return await self._cancel(invite, transaction, told, kind="canceled")
                     # No provisional response yet: a CANCEL may not be sent (RFC 3261
                     # §9.1); wait for one, or for the transaction to time out.
                     hangup = asyncio.ensure_future(asyncio.Event().wait())
                     self.cancel_pending = True
                     continue
                 if getter not in done:
-                    if (
-                        not proceeding
-                        and not self.ua.transport.reliable
-                        and loop.time() >= resend_at
-                    ):
-                        await self.ua.send(invite, self.destination)
-                        interval = min(interval * 2, 4.0)
-                        resend_at = loop.time() + interval
                     continue
-                response = getter.result()
+                report = getter.result()
+                if isinstance(report, TimedOut):  # timer B: no response at all
+                    return Outcome(kind="timeout", code=408, phrase="Request Timeout")
+                if isinstance(report, Failed):
+                    return Outcome(kind="error", phrase=report.reason[:120])
+                response = report.message
                 if response.status < 200:
                     proceeding = self.provisional_seen = True
                     if response.status in (180, 183) and not ringing:
                         ringing = True
                         self.ringing_report = asyncio.ensure_future(self.on_ringing())
                     if self.cancel_pending:
-                        return await self._cancel(invite, queue, kind="canceled")
+                        return await self._cancel(invite, transaction, told, kind="canceled")
                     continue
                 if response.status < 300:
-                    return await self._answered(response, queue)
-                await self._ack_failure(invite, response)
+                    return await self._answered(response)
+                # A 3xx-6xx, which the transaction has ACKed (§17.1.1.3).
                 if response.status in (401, 407):
                     return response
                 return Outcome(kind="rejected", code=response.status, phrase=response.reason)
         finally:
             hangup.cancel()
+            # A call that stops waiting before the final response (its ring timeout before
+            # any provisional one) leaves the transaction no TU: it ends, and resends no more.
+            transaction.abandon()
 
-    async def _cancel(self, invite: Message, queue: asyncio.Queue, *, kind: str) -> Outcome:
-        """CANCEL a ringing INVITE and see its transaction out (487, ACKed). If the callee
-        answered in the meantime, the call is ACKed and hung up at once with BYE."""
+    async def _cancel(
+        self, invite: Message, transaction, told: asyncio.Queue[Action], *, kind: str
+    ) -> Outcome:
+        """CANCEL a ringing INVITE and see its transaction out (487, which it ACKs). If the
+        callee answered in the meantime, the call is ACKed and hung up at once with BYE."""
         # §9.1: the CANCEL's Request-URI, Call-ID, To, CSeq number and From match the INVITE's
         # (the To without the callee's tag), and its Via has the INVITE's branch.
         cancel = self._transaction_request(
             "CANCEL", invite.branch, invite.cseq[0], invite.get("To")
         )
         await self.ua.request(cancel, self.destination)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 64 * self.ua.config.t1
-        while (remaining := deadline - loop.time()) > 0:
-            try:
-                response = await asyncio.wait_for(queue.get(), remaining)
-            except TimeoutError:
-                break
+        # §9.1: the final response is waited for a while, and no longer (transaction.py).
+        transaction.feed(CancelSent())
+        while isinstance(report := await told.get(), Deliver):
+            response = report.message
             if response.status < 200:
                 continue
             if response.status < 300:
                 self._confirm(response)
                 await self.send_ack(response)
                 await self.send_bye()
-            else:
-                await self._ack_failure(invite, response)
             break
         return Outcome(kind=kind)
 
     def _confirm(self, response: Message) -> None:
         """The dialog, from the 2xx that set it up (§12.1.2): the callee's tag, its Contact as
         the remote target, and the Record-Route in reverse order as the route set."""
+        self.confirmed = True
         self.remote_header = response.get("To") or self.remote_header
         if target := contact_uri(response.get("Contact")):
             self.remote_target = target
         self.route_set = list(reversed(response.get_all("Record-Route")))
 
-    async def _answered(self, response: Message, queue: asyncio.Queue) -> Outcome:
+    async def _answered(self, response: Message) -> Outcome:
         self._confirm(response)
         await self.send_ack(response)
         answered_at = time.monotonic()
@@ -374,35 +376,31 @@ class OutboundCall(Dialog):
             player = asyncio.ensure_future(stream.play(self.audio.get(media.payload_type, b"")))
         remote = asyncio.ensure_future(self.remote_hangup.wait())
         local = asyncio.ensure_future(self.hangup_requested.wait())
-        acks = asyncio.ensure_future(self._ack_retransmissions(queue))
         # The reports (ringing's, if still under way, then the answer's) are written while
         # the call goes on, so neither stretches it; the outcome waits for both.
         reports = asyncio.ensure_future(self._report_answer())
         ending = {player, remote, local}
         try:
-            try:
-                while True:
-                    finished, _ = await asyncio.wait(
-                        ending if reports.done() else {*ending, reports},
-                        timeout=max(0.0, self.max_seconds - (time.monotonic() - answered_at)),
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                    done = finished - {reports}
-                    if done or reports not in finished:
-                        break
-                    # Reported: max_seconds may be shorter now (a quota's grant).
-                    reports.result()
-            finally:
-                for task in (player, remote, local):
-                    task.cancel()
-            by_remote = remote in done
-            hung_up_by = "remote" if by_remote else "local" if done else "limit"
-            duration = time.monotonic() - answered_at
-            if not by_remote:
-                await self.send_bye()
-            await reports
+            while True:
+                finished, _ = await asyncio.wait(
+                    ending if reports.done() else {*ending, reports},
+                    timeout=max(0.0, self.max_seconds - (time.monotonic() - answered_at)),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                done = finished - {reports}
+                if done or reports not in finished:
+                    break
+                # Reported: max_seconds may be shorter now (a quota's grant).
+                reports.result()
         finally:
-            acks.cancel()
+            for task in (player, remote, local):
+                task.cancel()
+        by_remote = remote in done
+        hung_up_by = "remote" if by_remote else "local" if done else "limit"
+        duration = time.monotonic() - answered_at
+        if not by_remote:
+            await self.send_bye()
+        await reports
         return Outcome(
             kind="answered",
             code=response.status,
@@ -422,10 +420,3 @@ class OutboundCall(Dialog):
         report, the outcome) overtakes it."""
         if self.ringing_report is not None:
             await self.ringing_report
-
-    async def _ack_retransmissions(self, queue: asyncio.Queue) -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            while True:
-                response = await queue.get()
-                if 200 <= response.status < 300:
-                    await self.send_ack(response)

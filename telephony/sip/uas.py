@@ -2,17 +2,17 @@
 by Relay. It knows nothing of Django: the telephony agent (telephony/inbound/) decides what to
 answer, and plays and records the audio through `stream`.
 
-The INVITE server transaction: 100 Trying at once; every response re-sent when the INVITE is
-re-sent; a final response re-sent over UDP from T1, doubling to T2, until its ACK arrives or
-64*T1 has passed (timers G and H for a refusal; §13.3.1.4 for the 2xx), even after the call
-itself is over. CANCEL while no final response has left ends the INVITE with 487. Every
-response that can set up the dialog (101-299) copies the INVITE's Record-Route (§12.1.1).
+The INVITE server transaction is transaction.InviteServer, on the user agent's loop: 100
+Trying at once, the last response again when the INVITE comes again, and a final response
+resent over UDP until its ACK arrives or the transaction gives up (timers G and H for a
+refusal, §13.3.1.4 and timer L for the 2xx), even after the call itself is over. CANCEL while
+no final response has left ends the INVITE with 487. Every response that can set up the dialog
+(101-299) copies the INVITE's Record-Route (§12.1.1).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from functools import cached_property
 
@@ -20,10 +20,17 @@ from telephony.sip import sdp
 from telephony.sip.dialog import ALLOW, Dialog, contact_uri
 from telephony.sip.message import Message, new_tag, response_to, uri_of
 from telephony.sip.rtp import RtpStream
+from telephony.sip.transaction import (
+    Action,
+    Failed,
+    FromTu,
+    InviteServer,
+    Received,
+    TimedOut,
+    Timer,
+)
 
 logger = logging.getLogger(__name__)
-
-T2 = 4.0
 
 
 class InboundDialog(Dialog):
@@ -44,9 +51,8 @@ class InboundDialog(Dialog):
         )
         self.invite, self.source = invite, source
         self.remote_cseq = invite.cseq[0]
-        self.last_response: Message | None = None
+        self.transaction = None  # the INVITE server transaction's driver, from trying()
         self.final_status = 0
-        self.acked = asyncio.Event()
         self.canceled = asyncio.Event()  # the caller gave up before an answer (CANCEL)
         self.remote_hangup = asyncio.Event()  # the caller's BYE, once answered
         self.ended = asyncio.Event()  # any of the above, or a final refusal
@@ -75,23 +81,32 @@ class InboundDialog(Dialog):
             response.set("Contact", self.ua.contact())
         return response
 
-    async def _send(self, response: Message) -> None:
-        self.last_response = response
-        await self.ua.transport.send(response, self.source)
+    def trying(self) -> None:
+        """Start the INVITE server transaction, whose first act is 100 Trying (§17.2.1)."""
+        self.transaction = self.ua.server_transaction(
+            InviteServer, self.invite, self.source, tell=self._on_transaction
+        )
 
-    async def trying(self) -> None:
-        await self._send(self._response(100, "Trying"))
+    def _send(self, response: Message) -> None:
+        self.transaction.feed(FromTu(response))
+
+    def _on_transaction(self, report: Action) -> None:
+        if isinstance(report, TimedOut) and report.timer is Timer.L:
+            logger.warning("call %s: the caller never ACKed the answer", self.call_id)
+        elif isinstance(report, Failed):
+            logger.warning("call %s: a response could not be sent: %s", self.call_id, report.reason)
+        # The ACK of the 2xx, or timer H (a refusal never ACKed): nothing waits for either.
 
     async def ringing(self) -> None:
         if not self.final_status:
-            await self._send(self._response(180, "Ringing"))
+            self._send(self._response(180, "Ringing"))
 
     async def refuse(self, status: int, reason: str) -> None:
         """A final refusal (404, 603, 486...), re-sent until ACKed (timer G)."""
         if self.final_status:
             return
         self.final_status = status
-        await self._final(self._response(status, reason))
+        self._send(self._response(status, reason))
         self.ended.set()
 
     @cached_property
@@ -134,54 +149,31 @@ class InboundDialog(Dialog):
         response.set("Content-Type", "application/sdp")
         response.body = self.local_sdp
         self.final_status = 200
-        await self._final(response)
+        self._send(response)
         return media
-
-    async def _final(self, response: Message) -> None:
-        await self._send(response)
-        if not self.ua.transport.reliable:
-            self.ua.background(self._resend_until_acked(response))
-
-    async def _resend_until_acked(self, response: Message) -> None:
-        """Timers G and H (§17.2.1), and §13.3.1.4 for a 2xx: resent at T1, 2*T1... up to T2,
-        until the ACK or 64*T1."""
-        loop = asyncio.get_running_loop()
-        t1 = self.ua.config.t1
-        deadline, interval = loop.time() + 64 * t1, t1
-        while (remaining := deadline - loop.time()) > 0:
-            try:
-                await asyncio.wait_for(self.acked.wait(), min(interval, remaining))
-                return
-            except TimeoutError:
-                await self.ua.transport.send(response, self.source)
-                interval = min(interval * 2, T2)
-        if response.status == 200:
-            logger.warning("call %s: the caller never ACKed the answer", self.call_id)
-
-    async def wait_for_ack(self, timeout: float) -> bool:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.acked.wait(), timeout)
-        return self.acked.is_set()
 
     # --- requests of the INVITE transaction, then of the dialog ------------------------------
     async def on_request(self, request: Message, source: tuple[str, int]) -> None:
         method = request.method
         if method == "INVITE" and request.branch == self.invite.branch:
-            if self.last_response is not None:  # the INVITE again: the last answer again
-                await self.ua.transport.send(self.last_response, source)
-        elif method == "INVITE" and self.final_status != 200:
+            # The INVITE again, once its transaction is over (while it lives, the user agent
+            # hands it the INVITE resent): absorbed.
+            return
+        if method == "INVITE" and self.final_status != 200:
             # The same Call-ID in a new INVITE, not of this dialog: a second call it is not
             # (§8.2.2.2).
             await self.ua.respond(request, 482, "Loop Detected", source)
         elif method == "ACK" and request.cseq[0] == self.invite.cseq[0]:
-            self.acked.set()  # of the final response (a 2xx's ACK is in the dialog)
+            # The 2xx's ACK, a request of the dialog with a branch of its own: the INVITE
+            # transaction takes it (RFC 6026's Accepted state), and resends the 2xx no more.
+            self.transaction.feed(Received(request))
         elif method == "CANCEL" and request.branch == self.invite.branch:
             # §9.2: the CANCEL is answered 200 itself; the INVITE, if still unanswered, 487.
             await self.ua.respond(request, 200, "OK", source)
             if not self.final_status:
                 self.final_status = 487
                 self.canceled.set()
-                await self._final(self._response(487, "Request Terminated"))
+                self._send(self._response(487, "Request Terminated"))
                 self.ended.set()
         else:
             await super().on_request(request, source)
@@ -198,8 +190,9 @@ class InboundDialog(Dialog):
         await self.send_bye()
 
     def close(self) -> None:
-        """Release the media; keep absorbing retransmissions for a little while (64*T1). A
-        refusal goes on being re-sent until its ACK (timer G), whatever happens to the call."""
+        """Release the media; keep absorbing retransmissions for a little while
+        (transaction.linger). A refusal goes on being re-sent until its ACK (timer G),
+        whatever happens to the call."""
         self.ended.set()
         if self.stream is not None:
             self.stream.close()
