@@ -149,7 +149,7 @@ class Dialog:
         elif request.method == "INVITE":
             await self._reinvite(request, source)
         elif request.method == "OPTIONS":
-            await self.ua.transport.send(options_answer(request), source)
+            await self.ua.reply(request, options_answer(request), source)
         elif request.method == "CANCEL":
             # A CANCEL matching no pending INVITE transaction (§9.2).
             await self.ua.respond(request, 481, "Call/Transaction Does Not Exist", source)

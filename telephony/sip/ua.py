@@ -35,8 +35,10 @@ from telephony.sip.transaction import (
     Action,
     Deliver,
     Event,
+    Failed,
     FromTu,
     NonInviteClient,
+    NonInviteServer,
     Received,
     StartTimer,
     StopTimer,
@@ -220,6 +222,10 @@ class UserAgent:
             # A request resent, or the ACK of a refusal: its transaction's (§17.2.3).
             transaction.feed(Received(request))
             return
+        if request.method not in ("INVITE", "ACK"):
+            # §17.2.2: answered through a transaction of its own, which answers it again
+            # when it comes again. (An INVITE's is the InboundDialog's; an ACK has none.)
+            self.server_transaction(NonInviteServer, request, source, tell=_told_nothing)
         dialog = self.dialogs_by_call_id.get(request.call_id)
         if dialog is not None:
             await dialog.on_request(request, source)
@@ -251,8 +257,8 @@ class UserAgent:
 
     async def reply(self, request: Message, response: Message, destination) -> None:
         """Send `response` to `request` through the request's server transaction, which
-        sends it again whenever the request comes again; without one, statelessly to
-        `destination`."""
+        sends it again whenever the request comes again; without one (an INVITE turned
+        away before any dialog, a re-INVITE), statelessly to `destination`."""
         key = server_key(request)
         transaction = self.server_transactions.get(key) if key is not None else None
         if transaction is None:
@@ -490,6 +496,13 @@ class TransactionDriver:
             await self.ua.transport.send(message, self.destination)
         except OSError as exc:
             self.feed(TransportFailed(str(exc) or type(exc).__name__))
+
+
+def _told_nothing(report: Action) -> None:
+    """A non-INVITE server transaction's TU, the user agent, already has the request; the
+    transaction can only report a transport failure, which leaves nothing to do."""
+    if isinstance(report, Failed):
+        logger.debug("a response could not be sent: %s", report.reason)
 
 
 def mark_received(request: Message, source: tuple[str, int]) -> None:

@@ -14,8 +14,9 @@ from telephony.sip import auth, sdp
 from telephony.sip.dialog import Dialog
 from telephony.sip.message import Message, SipParseError, params, parse, response_to, uri_of
 from telephony.sip.rtp import LATCH_SECONDS, Latch, RtpStream
+from telephony.sip.transaction import Timers
 from telephony.sip.transport import RECEIVE_BUFFER_BYTES, UdpTransport
-from telephony.sip.ua import mark_received
+from telephony.sip.ua import UaConfig, UserAgent, mark_received
 
 INVITE = (
     b"INVITE sip:+442079460123@trunk.example.com SIP/2.0\r\n"
@@ -380,3 +381,89 @@ async def test_the_sip_socket_asks_for_a_receive_buffer_fit_for_a_burst_of_answe
         await transport.close()
 
     assert granted >= 2 * min(RECEIVE_BUFFER_BYTES, allowed)
+
+
+# --- the transactions on the agent's loop (ua.TransactionDriver) ---------------------------------
+class _WireTap:
+    """A transport that keeps what it is given to send, and sends nothing."""
+
+    name, reliable = "UDP", False
+
+    def __init__(self) -> None:
+        self.sent: list[Message] = []
+
+    async def send(self, message: Message, destination) -> None:
+        self.sent.append(message)
+
+    async def close(self) -> None:
+        pass
+
+
+def _tapped_agent(**timers) -> tuple[UserAgent, _WireTap]:
+    ua = UserAgent(UaConfig(trunk_uri="sip:127.0.0.1:5060", timers=Timers(**timers)))
+    ua.transport = tap = _WireTap()
+    return ua, tap
+
+
+async def _settle() -> None:
+    """Let the tasks a message started run (the request's handling, then the sends)."""
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+STRAY_BYE = (
+    b"BYE sip:relay@127.0.0.1 SIP/2.0\r\n"
+    b"Via: SIP/2.0/UDP 192.0.2.7:5060;branch=z9hG4bKstray\r\n"
+    b"From: <sip:caller@192.0.2.7>;tag=theirs\r\n"
+    b"To: <sip:relay@127.0.0.1>;tag=gone\r\n"
+    b"Call-ID: over@192.0.2.7\r\n"
+    b"CSeq: 2 BYE\r\n"
+    b"Max-Forwards: 70\r\n\r\n"
+)
+
+
+async def test_a_request_sent_again_gets_the_same_response_again_from_its_transaction():
+    ua, tap = _tapped_agent()
+
+    ua._on_message(parse(STRAY_BYE), ("192.0.2.7", 5060))
+    await _settle()
+    ua._on_message(parse(STRAY_BYE), ("192.0.2.7", 5060))
+    await _settle()
+    await ua.close()
+
+    assert [response.status for response in tap.sent] == [481, 481]
+    assert tap.sent[0] is tap.sent[1]  # resent by the transaction, not answered anew
+
+
+async def test_a_request_nobody_answers_is_resent_then_given_up_at_timer_f():
+    ua, tap = _tapped_agent(t1=0.005, t2=0.04)  # timer F: 0.32 s
+    bye = Message(method="BYE", uri="sip:callee@127.0.0.1")
+    bye.headers = parse(STRAY_BYE).headers
+
+    async with asyncio.timeout(5):
+        response = await ua.request(bye, ("127.0.0.1", 5060))
+
+    assert response is None
+    assert len(tap.sent) >= 6 and all(message is bye for message in tap.sent)
+    assert ua.client_transactions == {}
+
+
+async def test_a_final_response_ends_the_request_and_its_repeats_are_absorbed_until_timer_k():
+    ua, tap = _tapped_agent(t4=0.05)
+    bye = Message(method="BYE", uri="sip:callee@127.0.0.1")
+    bye.headers = parse(STRAY_BYE).headers
+    ok = response_to(bye, 200, "OK")
+    asked = asyncio.ensure_future(ua.request(bye, ("127.0.0.1", 5060)))
+    await _settle()
+
+    ua._on_message(parse(ok.encode()), ("127.0.0.1", 5060))
+    response = await asked
+    ua._on_message(parse(ok.encode()), ("127.0.0.1", 5060))  # absorbed
+    held = list(ua.client_transactions)
+    async with asyncio.timeout(5):
+        while ua.client_transactions:
+            await asyncio.sleep(0.01)
+
+    assert response.status == 200
+    assert held == ["z9hG4bKstray:BYE"]  # kept for timer K, then dropped
+    assert tap.sent == [bye]
