@@ -29,6 +29,14 @@ def queue(settings, tmp_path):
     return settings
 
 
+def well_within_the_wait(settings) -> float:
+    """A bound for "at once", relative to the wait: a request that waits for a turn that never
+    comes is refused only after PASSWORD_HASH_WAIT_SECONDS, so half of that tells the two
+    apart with room to spare on a machine that other tests keep busy (pytest-xdist), where a
+    fixed bound of a few hundred milliseconds measured the machine instead."""
+    return settings.PASSWORD_HASH_WAIT_SECONDS / 2
+
+
 def waiting(settings) -> int:
     """How many tickets the queue holds."""
     queue = settings.PASSWORD_HASHING_SLOTS_DIR / passwords.QUEUE
@@ -97,7 +105,7 @@ def test_a_full_queue_refuses_at_once_with_retry_after(queue):
     late = late_behind(queue, queued)
 
     assert isinstance(late.outcome, PasswordHashingBusy), late.outcome
-    assert late.elapsed < 0.2, late.elapsed
+    assert late.elapsed < well_within_the_wait(queue), late.elapsed  # it never waited
     assert int(late.outcome.headers["Retry-After"]) >= 1
     assert [r.outcome for r in queued] == ["served", "served"]
 
@@ -157,7 +165,7 @@ def test_a_waiter_that_dies_in_the_queue_holds_nobody_up(queue, tmp_path):
     with password_hashing_slot():  # not held up by the dead waiter's ticket
         pass
 
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < well_within_the_wait(queue)
     assert waiting(queue) == 0
 
 
