@@ -323,19 +323,43 @@ class PrivateRedis:
             self.proc.wait()
 
 
+def _runuser() -> str | None:
+    """runuser's path, or None: it lives in /usr/sbin, which not every user's PATH holds."""
+    import shutil
+
+    return shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin")
+
+
+def _postgres_bindirs() -> list[str]:
+    """Debian's PostgreSQL server binaries (initdb, pg_ctl), one folder a version, oldest
+    first."""
+    import glob
+
+    return sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+
+
 class PrivatePostgres:
     """A PostgreSQL cluster of the test's own (Debian's initdb, run as the postgres user) that
     it may stop and start, so the machine's shared server is never touched."""
 
+    @staticmethod
+    def missing() -> str | None:
+        """None when this machine has the tools to run a private cluster, else what it lacks
+        (for a skip, or in CI a failure)."""
+        if _runuser() is None:
+            return "needs runuser to start PostgreSQL as its own user (Debian: util-linux)"
+        if not _postgres_bindirs():
+            return "needs PostgreSQL's initdb and pg_ctl (Debian: apt-get install postgresql)"
+        return None
+
     def __init__(self):
-        import glob
         import shutil
         import tempfile
 
         # Not under pytest's tmp_path: that tree is private to root, and postgres must own it.
         workdir = Path(tempfile.mkdtemp(prefix="relay-pg-"))
         self.workdir = workdir
-        bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+        bindir = _postgres_bindirs()[-1]
         self.pg_ctl = f"{bindir}/pg_ctl"
         self.datadir = workdir / "data"
         self.socketdir = workdir / "socket"
@@ -350,9 +374,8 @@ class PrivatePostgres:
         self.start()
 
     def _as_postgres(self, *argv: str, check: bool = True) -> None:
-        import shutil
-
-        runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+        runuser = _runuser()
+        assert runuser, self.missing()
         subprocess.run(  # noqa: S603
             [runuser, "-u", "postgres", "--", *argv],
             check=check,
