@@ -13,6 +13,10 @@ from relay import settings as relay_settings
 from relay.asgi import application
 from tests.factories import UserFactory
 
+# The session's real Synapse (`synapse`, `synapse_admin`, `matrix_user_factory`), for the
+# Matrix tests and the console's alike.
+pytest_plugins = ["tests.matrix.fixtures"]
+
 # Hypothesis keeps caches in ./.hypothesis even with no example database; a test run leaves
 # the checkout as it found it, so they go to the temporary directory.
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "relay-hypothesis")

@@ -1,3 +1,10 @@
+"""The real Synapse as fixtures, for every test that asks, wherever it lives: the Matrix tests
+here, and the console's (tests/console), whose Matrix id check asks the homeserver too. A
+conftest in tests/matrix would hide them from tests/console, so tests/conftest.py registers
+this module as a plugin (`pytest_plugins`). The server is session-scoped and lazy: it starts
+when the first test that needs it runs, and never in a run that has none.
+"""
+
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -10,7 +17,7 @@ from tests.matrix.synapse import MatrixUser, Synapse, synapse_available
 @pytest.fixture(scope="session")
 def synapse(tmp_path_factory) -> Iterator[Synapse]:
     """One real Synapse for the session (`make synapse` installs it). Missing, it skips the
-    Matrix tests on a developer's machine and fails them in CI."""
+    tests that need it on a developer's machine and fails them in CI."""
     if reason := synapse_available():
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
