@@ -1,24 +1,37 @@
-"""The Matrix id and the notices' switches: set, cleared, each error next to the field."""
+"""The Matrix id and the notices' switches: set, cleared, each error next to the field. Whether
+an id exists is asked of the session's real Synapse, as the API's Matrix tests ask it."""
 
 from urllib.parse import quote
 
 import pytest
 
-from matrix.client import MatrixClient
 from matrix.models import MatrixRoom
 from tests import live
 from tests.console.pages import csrf_signed_in
+from tests.matrix.synapse import SERVER_NAME, MatrixUser
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def matrix_on(settings):
-    """Matrix on, its homeserver a port where nothing listens (unless a test answers)."""
+    """Matrix on, its homeserver a port where nothing listens."""
     settings.MATRIX_ENABLED = True
     settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{live.free_port()}"
     settings.MATRIX_BOT_ACCESS_TOKEN = "syt_unused"
     settings.MATRIX_BOT_USER_ID = "@relay:localhost"
+
+
+@pytest.fixture
+def matrix_on_synapse(settings, synapse, matrix_user_factory) -> MatrixUser:
+    """Matrix on, its homeserver the session's Synapse, and a bot account of this test's own
+    (the bot asks the homeserver whether an id exists, with its own token)."""
+    bot = matrix_user_factory("relay-bot-console")
+    settings.MATRIX_ENABLED = True
+    settings.MATRIX_HOMESERVER_URL = synapse.url
+    settings.MATRIX_BOT_ACCESS_TOKEN = bot.access_token
+    settings.MATRIX_BOT_USER_ID = bot.user_id
+    return bot
 
 
 def test_the_matrix_page_shows_the_id_and_its_status(browser_client, user):
@@ -34,17 +47,19 @@ def test_the_matrix_page_shows_the_id_and_its_status(browser_client, user):
     assert html.count("checked") == 2
 
 
-def test_setting_the_matrix_id_invites_it(browser_client, user, matrix_on, monkeypatch):
-    monkeypatch.setattr(MatrixClient, "profile_exists", lambda self, user_id: True)
+def test_setting_the_matrix_id_invites_it(
+    browser_client, user, matrix_on_synapse, matrix_user_factory
+):
+    alice = matrix_user_factory("alice")
 
-    response = browser_client.post("/account/matrix", {"matrixId": "@alice:localhost"})
+    response = browser_client.post("/account/matrix", {"matrixId": alice.user_id})
 
     assert response.status_code == 302 and response.url == "/account"
     user.refresh_from_db()
-    assert (user.matrix_id, user.matrix_status) == ("@alice:localhost", "invited")
-    assert MatrixRoom.objects.filter(user=user, matrix_id="@alice:localhost").exists()
+    assert (user.matrix_id, user.matrix_status) == (alice.user_id, "invited")
+    assert MatrixRoom.objects.filter(user=user, matrix_id=alice.user_id).exists()
     html = browser_client.get("/account").content.decode()
-    assert "Your Matrix id is @alice:localhost." in html and "invited" in html
+    assert f"Your Matrix id is {alice.user_id}." in html and "invited" in html
 
 
 def test_an_empty_field_clears_the_matrix_id(browser_client, user):
@@ -82,14 +97,17 @@ def test_a_bad_matrix_id_is_refused_next_to_it(browser_client, user, matrix_id, 
     assert user.matrix_id is None
 
 
-def test_an_unknown_matrix_user_is_refused_next_to_it(browser_client, matrix_on, monkeypatch):
-    monkeypatch.setattr(MatrixClient, "profile_exists", lambda self, user_id: False)
+def test_an_unknown_matrix_user_is_refused_next_to_it(browser_client, user, matrix_on_synapse):
+    nobody = f"@nobody-here:{SERVER_NAME}"  # never registered: the factory's ids have a suffix
 
-    response = browser_client.post("/account/matrix", {"matrixId": "@nobody:localhost"})
+    response = browser_client.post("/account/matrix", {"matrixId": nobody})
 
     assert response.status_code == 400
     assert "No such user on its homeserver." in response.content.decode()
     assert 'id="id_matrixId_errors"' in response.content.decode()
+    user.refresh_from_db()
+    assert user.matrix_id is None
+    assert not MatrixRoom.objects.exists()
 
 
 def test_an_unreachable_homeserver_is_a_503_next_to_the_field(browser_client, user, matrix_on):
