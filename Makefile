@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-repeat lint format bench bench-smoke install-bench synapse
+.PHONY: install run test test-repeat test-durations lint format bench bench-smoke install-bench synapse
 
 $(STAMP): pyproject.toml
 	@echo "== Installing Relay and its dependencies into $(VENV) (about a minute the first time)"
@@ -63,18 +63,31 @@ run: install $(VAR_DIR)/secret_key $(VAR_DIR)/metrics_token
 	echo "== Starting Relay" && \
 	exec $(PY) manage.py runrelay --host $(HOST) --port $(PORT)
 
+# The suite runs on TEST_WORKERS pytest-xdist workers, each with its own test database, Redis
+# database, port band and temporary directory. Most of a test's time is spent waiting on the
+# processes it starts (a live Relay, SIPp, a browser, Synapse), so there are two workers a
+# core. tests/scheduling.py keeps the tests of one start-up together and sends the longest
+# work out first; `make test-durations` measures what it orders by (tests/durations.json).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
+XDIST := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+TEST_ENV := SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}"
+
 test: install
-	SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}" \
-		$(PY) -m pytest $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) --durations=25 $(PYTEST_ARGS)
 
 # The whole suite N times in a row, stopping at the first failing run: a flaky test is a bug.
 N ?= 10
 test-repeat: install
 	@for i in $$(seq 1 $(N)); do \
 		echo "== run $$i of $(N)"; \
-		SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}" \
-			$(PY) -m pytest -q -rfE $(PYTEST_ARGS) || { echo "== run $$i of $(N) failed"; exit 1; }; \
+		$(TEST_ENV) $(PY) -m pytest $(XDIST) -q -rfE $(PYTEST_ARGS) \
+			|| { echo "== run $$i of $(N) failed"; exit 1; }; \
 	done; echo "== $(N) runs in a row passed"
+
+# Measure the suite again and rewrite tests/durations.json, the seconds of each slow test that
+# tests/scheduling.py sends out longest first (a stale file only costs wall time).
+test-durations: install
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) -q --record-durations $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -14,8 +14,9 @@ from relay.asgi import application
 from tests.factories import UserFactory
 
 # The session's real Synapse (`synapse`, `synapse_admin`, `matrix_user_factory`), for the
-# Matrix tests and the console's alike.
-pytest_plugins = ["tests.matrix.fixtures"]
+# Matrix tests and the console's alike; and how the suite spreads over xdist workers (shared
+# start-ups together, the longest work first).
+pytest_plugins = ["tests.matrix.fixtures", "tests.scheduling"]
 
 # Hypothesis keeps caches in ./.hypothesis even with no example database; a test run leaves
 # the checkout as it found it, so they go to the temporary directory.

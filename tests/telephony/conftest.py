@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import socket
 import struct
@@ -27,7 +26,14 @@ from realtime import services
 from realtime.models import CallRequest
 from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
-from tests.live import ChildProcess, RelayProcess, relay_env, wait_until
+from tests.live import (
+    ChildProcess,
+    RelayProcess,
+    free_port,
+    free_rtp_range,
+    relay_env,
+    wait_until,
+)
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 TOOLS = ("sipp", "espeak-ng", "sox")
@@ -48,39 +54,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
-# Every port this process has handed out. A port is only free until someone binds it, and a
-# test often picks several before starting anything: without this, two picks (a SIPp's SIP
-# port and another's media port, say) could be the same port, and one SIPp would not start.
-_handed_out: set[int] = set()
-
-
 def free_udp_port(width: int = 1) -> int:
-    """A UDP port on 127.0.0.1, with the `width - 1` ports above it, free now and never
-    handed out before by this process."""
-    for _ in range(200):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        span = range(port, port + width)
-        free = port + width <= 65536 and not _handed_out.intersection(span)
-        if free and not any(udp_port_taken(p) for p in span[1:]):
-            _handed_out.update(span)
-            return port
-    raise AssertionError(f"no {width} UDP ports in a row free")
+    """A UDP port on 127.0.0.1, with the `width - 1` ports above it, free now and handed out
+    to no other test (tests/live.py's port bands)."""
+    return free_port(width)
 
 
 def free_udp_and_tcp_port() -> int:
     """A port free on 127.0.0.1 for both UDP and TCP, for a server that binds both (dnsmasq:
     a port free only for UDP once stopped it at start with "Address already in use")."""
-    for _ in range(50):
-        port = free_udp_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no port free for both UDP and TCP")
+    return free_port()
 
 
 def udp_port_taken(port: int) -> bool:
@@ -293,9 +276,10 @@ def presses(keys: str, *, after_ms: int = 0) -> str:
 
 
 def rtp_range(width: int = 400) -> str:
-    """A range of RTP ports of this test's own, away from the ephemeral ports."""
-    first = 30000 + 2 * secrets.randbelow(12000)
-    return f"{first}-{first + width - 1}"
+    """A range of RTP ports of this test's own, away from the ephemeral ports and from every
+    port handed out to another test (tests/live.py's port bands)."""
+    ports = free_rtp_range(width)
+    return f"{ports.start}-{ports.stop - 1}"
 
 
 def sip_env(workdir: Path, trunk_port: int, **extra) -> dict:

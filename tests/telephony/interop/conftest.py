@@ -33,7 +33,6 @@ import pytest
 from tests.live import ChildProcess, RelayProcess, free_port, wait_until
 from tests.telephony.certs import Issued, TestCA
 from tests.telephony.conftest import (
-    free_udp_port,
     rtp_range,
     sip_env,
     tcp_listening,
@@ -98,20 +97,9 @@ def item_transport(item) -> str | None:
 
 
 def free_dual_port() -> int:
-    """A port free for both UDP and TCP on 127.0.0.1, with the next one free for TCP: baresip
+    """A port free for both UDP and TCP on 127.0.0.1, with the next one free too: baresip
     listens on both at `sip_listen`'s port, and for TLS on the port after it."""
-    for _ in range(50):
-        port = free_udp_port()
-        if port >= 65535:
-            continue
-        with socket.socket() as first, socket.socket() as second:
-            try:
-                first.bind(("127.0.0.1", port))
-                second.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no port free for both UDP and TCP, with the next one free for TCP")
+    return free_port(2)
 
 
 KAMAILIO_CFG = r"""#!KAMAILIO
