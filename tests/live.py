@@ -167,7 +167,9 @@ def relay_env(var_dir: Path, **extra) -> dict:
         SIMULATED_STEP_SECONDS="0.02",
         SIMULATED_TALK_SCALE="0",
         WORKER_POLL_INTERVAL="0.02",
-        HTTP_WORKERS="2",  # each test's server starts quickly and leaves the cores to the test
+        # One gunicorn worker, with its threads: a process less to import Django at each start
+        # of a test's server, so the suite's CPU goes to tests. Tests of several set it.
+        HTTP_WORKERS="1",
         # Tests that register users in parallel wait for their hashes instead of racing for
         # the host's one slot (the cap's own tests set it).
         PASSWORD_HASH_CONCURRENCY="100",
