@@ -12,6 +12,7 @@ from accounts import services
 from relay import settings as relay_settings
 from relay.asgi import application
 from tests.factories import UserFactory
+from tests.live import HANDSHAKE_DEADLINE
 
 # The session's real Synapse (`synapse`, `synapse_admin`, `matrix_user_factory`), for the
 # Matrix tests and the console's alike; and how the suite spreads over xdist workers (shared
@@ -160,7 +161,7 @@ async def communicator():
         path = "/ws" if token is None else f"/ws?token={token}"
         socket = WebsocketCommunicator(application, path, headers=headers or [])
         opened.append(socket)
-        connected, _ = await socket.connect()
+        connected, _ = await socket.connect(timeout=HANDSHAKE_DEADLINE)
         return socket, connected
 
     yield connect

@@ -29,6 +29,10 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE = 60
+# How long an in-process WebSocket handshake (Channels' WebsocketCommunicator) may take: its
+# own default, 1 s, is less than a busy machine running the suite's workers side by side can
+# take to authenticate a socket. A deadline, not a wait: a handshake that is answered returns.
+HANDSHAKE_DEADLINE = 30
 
 
 def cmdline(process: psutil.Process) -> list[str]:

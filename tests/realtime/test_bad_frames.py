@@ -10,6 +10,7 @@ from core.parsing import MAX_JSON_DEPTH
 from realtime.consumers import CLOSE_NOT_FOUND
 from realtime.models import CallRequest
 from relay.asgi import application
+from tests.live import HANDSHAKE_DEADLINE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,7 +23,7 @@ def auth(user):
 @pytest.fixture
 async def ws(auth):
     communicator = WebsocketCommunicator(application, f"/ws?token={auth.token}")
-    connected, _ = await communicator.connect()
+    connected, _ = await communicator.connect(timeout=HANDSHAKE_DEADLINE)
     assert connected
     yield communicator
     await communicator.disconnect()
@@ -98,7 +99,7 @@ async def test_a_binary_frame_that_is_not_utf8_gets_an_error(ws):
 async def test_a_handshake_to_an_unknown_path_is_accepted_and_closed_with_4404(path):
     communicator = WebsocketCommunicator(application, path)
 
-    connected, code = await communicator.connect()
+    connected, code = await communicator.connect(timeout=HANDSHAKE_DEADLINE)
 
     assert connected
     assert await communicator.receive_output(timeout=5) == {

@@ -24,6 +24,7 @@ from tests.hostile import (
     hostile_text,
     json_object,
 )
+from tests.live import HANDSHAKE_DEADLINE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,7 +55,7 @@ async def exchange(token: str, raw: str | bytes) -> tuple[dict, dict]:
     """Open a socket, send `raw` then a ping; return (the answer to raw, the answer to the
     ping). call_status frames pushed for an accepted call are skipped."""
     ws = WebsocketCommunicator(application, f"/ws?token={token}")
-    connected, _ = await ws.connect()
+    connected, _ = await ws.connect(timeout=HANDSHAKE_DEADLINE)
     assert connected
     try:
         if isinstance(raw, bytes):

@@ -9,6 +9,7 @@ from django.db import connections
 
 from core import events, metrics
 from relay.asgi import application
+from tests.live import HANDSHAKE_DEADLINE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,7 +22,7 @@ async def connected(login) -> WebsocketCommunicator:
     """A socket whose consumer has finished connecting: the accept comes before it joins its
     groups and counts itself, the pong after."""
     socket = WebsocketCommunicator(application, f"/ws?token={login.token}")
-    accepted, _ = await socket.connect()
+    accepted, _ = await socket.connect(timeout=HANDSHAKE_DEADLINE)
     assert accepted
     await socket.send_json_to({"type": "ping"})
     assert (await socket.receive_json_from(timeout=5))["type"] == "pong"
