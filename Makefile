@@ -66,10 +66,11 @@ run: install $(VAR_DIR)/secret_key $(VAR_DIR)/metrics_token
 # The suite runs on TEST_WORKERS pytest-xdist workers, each with its own test database, Redis
 # database, port band and temporary directory. Most of a test's time is spent waiting on the
 # processes it starts (a live Relay, SIPp, a browser, Synapse), so there are two workers a
-# core. tests/scheduling.py keeps the tests of one start-up together and sends the longest
-# work out first; `make test-durations` measures what it orders by (tests/durations.json).
+# core. A module goes to one worker whole, so its start-ups happen once; tests/scheduling.py
+# sends the longest modules out first, by what `make test-durations` measured
+# (tests/durations.json).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
-XDIST := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+XDIST := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 TEST_ENV := SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}"
 
 test: install

@@ -1,23 +1,21 @@
 """How the suite spreads over pytest-xdist's workers (`make test` runs it with
-`--dist loadgroup`; the Makefile says how many workers).
+`--dist loadscope --no-loadscope-reorder`; the Makefile says how many workers).
 
-- Tests that share a start-up go to one worker together, so it starts once: every test that
-  uses a fixture of the suite's own wider than a function (a module's live Relay or browser,
-  Synapse for the session) joins an xdist_group, one per module, or one per session-wide
-  fixture.
-- The longest work goes out first, so that no worker is left running a long test alone at the
-  end while the others idle. `tests/durations.json` holds the seconds each slow test last took
-  (setup, call and teardown), and the work is ordered by it, a group by the sum of its tests.
-  It only orders: a stale or missing entry costs a little wall time, never a result.
-  `make test-durations` measures the suite again and rewrites it.
+- A module is one worker's (xdist's loadscope), so a module's shared start-up (a live Relay,
+  an agent, a browser, a carrier edge) happens once. loadgroup would group finer (Synapse's
+  users across modules, say), but under pytest 9 xdist 3.8 cannot mark a group: it renames
+  `item._nodeid`, which pytest 9 no longer reads, so every test would go out alone.
+- The longest modules go out first, so that no worker is left running a long one alone at
+  the end while the others idle: `tests/durations.json` holds the seconds each slow test last
+  took (setup, call and teardown), and the modules are ordered by their sum. It only orders:
+  a stale or missing entry costs a little wall time, never a result. `make test-durations`
+  measures the suite again and rewrites it.
 
-Outside xdist (a plain `pytest` run) nothing is regrouped or reordered.
+Outside xdist (a plain `pytest` run) nothing is reordered.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import os
 from collections import defaultdict
@@ -25,11 +23,9 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-DURATIONS = TESTS / "durations.json"
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
 # Shorter tests are left out of the file: between them, order hardly matters.
 RECORDED_FROM_SECONDS = 1.0
-WIDE_SCOPES = ("class", "module", "package")
 
 
 def pytest_addoption(parser):
@@ -40,78 +36,36 @@ def pytest_addoption(parser):
     )
 
 
-@functools.cache
-def suite_fixture(function) -> bool:
-    """The fixture is written under tests/ (a conftest or a plugin of the suite's own)."""
-    source = inspect.getsourcefile(function)
-    return source is not None and Path(source).resolve().is_relative_to(TESTS)
+def scope(nodeid: str) -> str:
+    """The unit xdist's loadscope hands out: a test's module, or its class (as xdist's own
+    LoadScopeScheduling._split_scope cuts it)."""
+    return nodeid.rsplit("::", 1)[0]
 
 
-def shared_start_ups(item) -> set[str]:
-    """What `item` shares with other tests: each session-wide fixture of the suite's own it
-    uses (by name), and its module when it uses a class- or module-wide one."""
-    shared = set()
-    for definitions in item._fixtureinfo.name2fixturedefs.values():
-        fixture = definitions[-1]
-        if not suite_fixture(fixture.func):
-            continue  # a plugin's (pytest-django's database, pytest's tmp_path_factory)
-        if fixture.scope == "session":
-            shared.add(f"session:{fixture.argname}")
-        elif fixture.scope in WIDE_SCOPES:
-            shared.add(item.nodeid.split("::", 1)[0])
-    return shared
-
-
-def start_up_groups(items) -> dict:
-    """Each test that shares a start-up, mapped to its group: tests that share one, directly
-    or through another test (Synapse's users, and a module whose fixture wants Synapse too),
-    are one group, named by one of its start-ups."""
-    parent: dict[str, str] = {}
-
-    def root(key: str) -> str:
-        while parent.setdefault(key, key) != key:
-            key = parent[key]
-        return key
-
-    shared = {item: sorted(shared_start_ups(item)) for item in items}
-    for keys in shared.values():
-        for key in keys[1:]:
-            first, other = root(keys[0]), root(key)
-            if first != other:
-                parent[other] = first
-    return {item: root(keys[0]) for item, keys in shared.items() if keys}
-
-
-def test_id(nodeid: str) -> str:
-    """A test's id without the "@group" that xdist's loadgroup appends to it."""
-    head, at, tail = nodeid.rpartition("@")
-    return head if at and "]" not in tail and "::" not in tail else nodeid
+def longest_first(items: list, seconds: dict[str, float]) -> list:
+    """`items` with their scopes ordered by the seconds they took last (the longest first),
+    each scope's tests in their own order."""
+    scopes: dict[str, list] = defaultdict(list)
+    for item in items:
+        scopes[scope(item.nodeid)].append(item)
+    weight = {
+        name: sum(seconds.get(item.nodeid, 0) for item in members)
+        for name, members in scopes.items()
+    }
+    # Every worker must collect the same order (xdist checks): sorted() is stable, and the
+    # weights come from one file.
+    ordered = sorted(scopes.items(), key=lambda entry: -weight[entry[0]])
+    return [item for _, members in ordered for item in members]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
-    """Groups marked before every other hook (xdist's turns the marks into ids), the order
-    set after them all (pytest's own groups the tests of a module-wide fixture's params)."""
-    under_xdist = bool(os.environ.get("PYTEST_XDIST_WORKER"))
-    groups: dict[str, list] = defaultdict(list)
-    if under_xdist:
-        for item, group in start_up_groups(items).items():
-            item.add_marker(pytest.mark.xdist_group(group))
+    """The order set after every other hook (pytest's own groups the tests of a module-wide
+    fixture's params)."""
     result = yield
-    if not under_xdist:
-        return result
-    for item in items:
-        marks = [mark.args[0] for mark in item.iter_markers("xdist_group")]
-        groups[marks[0] if marks else item.nodeid].append(item)
-    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-    weight = {
-        group: sum(seconds.get(test_id(item.nodeid), 0) for item in members)
-        for group, members in groups.items()
-    }
-    # Every worker must collect the same order (xdist checks): sorted() is stable, and the
-    # weights come from one file.
-    ordered = sorted(groups.items(), key=lambda entry: -weight[entry[0]])
-    items[:] = [item for _, members in ordered for item in members]
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        items[:] = longest_first(items, seconds)
     return result
 
 
@@ -123,7 +77,7 @@ class DurationRecorder:
         self.seconds: dict[str, float] = defaultdict(float)
 
     def pytest_runtest_logreport(self, report):
-        self.seconds[test_id(report.nodeid)] += report.duration
+        self.seconds[report.nodeid] += report.duration
 
     def pytest_sessionfinish(self, session):
         slow = {

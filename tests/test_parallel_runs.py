@@ -2,7 +2,6 @@
 and how the work is grouped and ordered (tests/scheduling.py)."""
 
 import socket
-from types import SimpleNamespace
 
 import pytest
 
@@ -55,54 +54,46 @@ def test_a_picker_hands_out_each_port_once_and_skips_a_port_in_use():
     assert rtp.take(10, align=2) >= first + 10
 
 
-def item(nodeid: str, **fixtures: str):
-    """A stand-in for a collected test using `fixtures` (name: scope), each written in
-    tests/ (this module's own function stands for their code)."""
-    definitions = {
-        name: [SimpleNamespace(func=item, scope=scope, argname=name)]
-        for name, scope in fixtures.items()
-    }
-    return Item(nodeid, definitions)
-
-
 class Item:
-    """Collected tests are told apart by identity, as pytest's are."""
-
-    def __init__(self, nodeid: str, definitions: dict) -> None:
+    def __init__(self, nodeid: str) -> None:
         self.nodeid = nodeid
-        self._fixtureinfo = SimpleNamespace(name2fixturedefs=definitions)
 
 
-def test_tests_that_share_a_start_up_form_one_group():
-    alone = item("tests/a.py::test_alone", db="function")
-    module_1 = item("tests/b.py::test_one", relay="module")
-    module_2 = item("tests/b.py::test_two", relay="module", synapse="session")
-    synapse_user = item("tests/c.py::test_chat", synapse="session")
-    other_module = item("tests/d.py::test_browser", browser="module")
+def test_the_longest_modules_go_out_first_each_whole_and_in_its_own_order():
+    items = [
+        Item("tests/a.py::test_quick"),
+        Item("tests/b.py::test_one"),
+        Item("tests/b.py::test_two[udp]"),
+        Item("tests/c.py::Case::test_slow"),
+        Item("tests/c.py::Case::test_other"),
+        Item("tests/d.py::test_unmeasured"),
+    ]
+    seconds = {
+        "tests/a.py::test_quick": 2.0,
+        "tests/b.py::test_one": 30.0,
+        "tests/b.py::test_two[udp]": 45.0,
+        "tests/c.py::Case::test_slow": 60.0,
+    }
 
-    groups = scheduling.start_up_groups([alone, module_1, module_2, synapse_user, other_module])
+    ordered = [item.nodeid for item in scheduling.longest_first(items, seconds)]
 
-    assert alone not in groups  # handed out on its own
-    # b.py's module-wide Relay and the session's Synapse tie three tests together.
-    assert groups[module_1] == groups[module_2] == groups[synapse_user]
-    assert groups[other_module] != groups[module_1]
-
-
-def test_a_plugins_fixture_shares_nothing():
-    # pytest's tmp_path_factory is session-wide, but it is not a start-up of the suite's.
-    tmp = item("tests/a.py::test_x", tmp_path_factory="session")
-    tmp._fixtureinfo.name2fixturedefs["tmp_path_factory"][0].func = pytest.fixture
-    assert scheduling.start_up_groups([tmp]) == {}
+    assert ordered == [
+        "tests/b.py::test_one",  # 75 s in all
+        "tests/b.py::test_two[udp]",
+        "tests/c.py::Case::test_slow",  # 60 s, a class is a unit of its own
+        "tests/c.py::Case::test_other",
+        "tests/a.py::test_quick",
+        "tests/d.py::test_unmeasured",  # not in the file: last
+    ]
 
 
 @pytest.mark.parametrize(
     ("nodeid", "expected"),
     [
-        ("tests/a.py::test_x@tests/a.py", "tests/a.py::test_x"),
-        ("tests/a.py::test_x[u@host]", "tests/a.py::test_x[u@host]"),
-        ("tests/a.py::test_x[u@host]@session:synapse", "tests/a.py::test_x[u@host]"),
-        ("tests/a.py::test_x", "tests/a.py::test_x"),
+        ("tests/a.py::test_x", "tests/a.py"),
+        ("tests/a.py::test_x[udp-open]", "tests/a.py"),
+        ("tests/a.py::Case::test_x", "tests/a.py::Case"),
     ],
 )
-def test_a_groups_suffix_is_not_part_of_the_tests_id(nodeid, expected):
-    assert scheduling.test_id(nodeid) == expected
+def test_a_tests_unit_is_its_module_or_its_class(nodeid, expected):
+    assert scheduling.scope(nodeid) == expected
