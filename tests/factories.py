@@ -17,12 +17,20 @@ DEFAULT_PASSWORD = "correct-horse-battery-staple"
 LONDON_7_NUMBERS = 10_000_000  # +44 20 7000 0000 to +44 20 7999 9999, all valid numbers
 
 
+# Where the factory's numbers start: past every number the tests write themselves (inventory
+# provisioned from +44 20 7946 0000, numbers such as +44 20 7946 0777 and 9999). The sequence
+# is one per process and walks on through the run, so a factory number that began in that
+# range met a test's own number whenever the tests before it had made just so many: an
+# IntegrityError that came and went with the order xdist ran them in.
+FACTORY_FIRST = 9_500_000
+
+
 def inventory_e164(n: int) -> str:
-    """The `n`th factory number, distinct for n below 10 million: +44 20 7946 0000 + n (the
-    drama range first, as before), wrapping round to +44 20 7000 0000 after 7999 9999."""
+    """The `n`th factory number, distinct for n below 10 million: +44 20 7950 0000 + n,
+    wrapping round to +44 20 7000 0000 after 7999 9999."""
     if not 0 <= n < LONDON_7_NUMBERS:
         raise ValueError(f"no distinct factory number left for sequence {n}")
-    return f"+44207{(9_460_000 + n) % LONDON_7_NUMBERS:07d}"
+    return f"+44207{(FACTORY_FIRST + n) % LONDON_7_NUMBERS:07d}"
 
 
 class UserFactory(factory.django.DjangoModelFactory):
