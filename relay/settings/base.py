@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "channels",
     "django_tasks",
     "django_tasks_db",
+    "mail",  # the outbox of mail to users, sent by the worker
     "accounts",
     "virtual_numbers",
     "captcha",

@@ -23,9 +23,10 @@ TASKS = {
     }
 }
 # What every worker runs every CALL_RECOVERY_INTERVAL besides its tasks: each pass finds work
-# whose task was lost (a dead worker's calls, undelivered webhooks) and queues it again.
+# whose task was lost (a dead worker's calls, undelivered webhooks and mail) and queues it again.
 WORKER_PERIODIC_PASSES = [
     "realtime.tasks.calls_recover",
     "webhooks.services.deliveries_sweep",
     "matrix.services.messages_sweep",
+    "mail.services.mails_sweep",
 ]

@@ -4,7 +4,7 @@ them at, and the largest body the API reads."""
 import os
 
 from relay.settings.base import VAR_DIR
-from relay.settings.readers import text, whole_number
+from relay.settings.readers import text, url, whole_number
 
 # HTTP is served by gunicorn's threaded workers (relay/wsgi.py), WebSocket by Daphne
 # (relay/asgi.py).
@@ -29,6 +29,9 @@ HTTP_THREADS = whole_number("HTTP_THREADS", 8, maximum=64)
 WS_PROCESSES = whole_number("WS_PROCESSES", 1, maximum=64)
 
 PUBLIC_WS_URL = text("PUBLIC_WS_URL")
+# Where people reach the console (https://relay.example.com): the base of every link a mail
+# carries. Unset, the host of the request that caused the mail, which ALLOWED_HOSTS vouches for.
+PUBLIC_URL = url("PUBLIC_URL", schemes=("http", "https")).rstrip("/")
 # The socket server's own port when it listens beside the HTTP server rather than behind the
 # same address (runrelay sets it for its children): wsUrl is then the request's host at this
 # port. Unset, wsUrl is the request's own host and port (a proxy that routes /ws to Daphne).

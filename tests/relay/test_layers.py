@@ -4,6 +4,7 @@ Read from the source, so an import inside a function (a lazy import) counts like
 moving an import into a function hides a dependency, it does not remove it.
 Layers, lowest first (docs/architecture.md):
   core                      the kernel: imports no app
+  mail                      the outbox of mail to users, and its sending
   accounts
   captcha, virtual_numbers
   history
@@ -23,6 +24,7 @@ from django.conf import settings
 ROOT = Path(settings.BASE_DIR)
 LAYERS = [
     {"core"},
+    {"mail"},
     {"accounts"},
     {"captcha", "virtual_numbers"},
     {"history"},

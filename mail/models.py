@@ -1,0 +1,37 @@
+from django.db import models
+
+from core.outbox import PENDING, OutboxRow
+
+
+class MailStatus(models.TextChoices):
+    PENDING = PENDING, "Pending"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Given up"
+
+
+class OutboundMail(OutboxRow):
+    """One mail to one address, rendered when it was queued (mail.services.mail_queue) and
+    sent by the worker. Once sent or given up its parts are blanked: they may carry a link
+    that is a secret (a password reset), and nothing needs them after."""
+
+    to = models.EmailField(max_length=254)
+    template = models.CharField(max_length=60, help_text="which mail: its templates' name")
+    subject = models.CharField(max_length=200)
+    text_body = models.TextField()
+    html_body = models.TextField()
+    status = models.CharField(max_length=10, choices=MailStatus.choices, default=PENDING)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(status=PENDING),
+                name="mail_pending_due",
+            ),
+            models.Index(fields=["-created_at"], name="mail_newest"),
+            models.Index(fields=["to", "-created_at"], name="mail_to_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.template} to {self.to} ({self.status})"
