@@ -80,18 +80,41 @@ class CredentialsInput(serializers.Serializer):
     password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
 
 
-class RegisterInput(CredentialsInput):
-    email = serializers.EmailField(max_length=254)
-    password = PasswordField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+class EmailAddressField(serializers.EmailField):
+    """An e-mail address, lower-cased; only a string (EmailField would take a number)."""
 
-    def validate_email(self, value: str) -> str:
-        return value.strip().lower()
+    def __init__(self, **kwargs):
+        super().__init__(max_length=254, **kwargs)
 
     def to_internal_value(self, data):
-        # EmailField coerces numbers to strings; the API takes only strings.
-        if isinstance(data, dict) and "email" in data and not isinstance(data["email"], str):
-            raise serializers.ValidationError({"email": ["Must be a string."]})
-        return super().to_internal_value(data)
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.")
+        return super().to_internal_value(data).strip().lower()
+
+
+class RegisterInput(CredentialsInput):
+    email = EmailAddressField()
+    password = PasswordField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+
+
+class PasswordChangeInput(serializers.Serializer):
+    currentPassword = TextField(  # noqa: N815
+        max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False
+    )
+    newPassword = PasswordField(  # noqa: N815
+        max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False
+    )
+
+
+class PasswordResetInput(serializers.Serializer):
+    email = EmailAddressField()
+
+
+class PasswordResetConfirmInput(serializers.Serializer):
+    token = TextField(max_length=200, help_text="The token of the mailed link, as it stands.")
+    newPassword = PasswordField(  # noqa: N815
+        max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False
+    )
 
 
 class MatrixIdInput(serializers.Serializer):

@@ -139,9 +139,14 @@ def session_end_for_user(*, user: User, session_id: UUID | str) -> None:
     session_end(session=session)
 
 
-def sessions_end_all(*, user: User) -> int:
-    """End every active session of `user` (admin action). Returns how many were ended."""
-    ids = list(LoginSession.objects.filter(user=user, active=True).values_list("pk", flat=True))
+def sessions_end_all(*, user: User, keep: LoginSession | None = None) -> int:
+    """End every active session of `user` but `keep` (the one that changed the password),
+    their JWTs and sockets with them (admin action, password changed or reset). Returns how
+    many were ended."""
+    sessions = LoginSession.objects.filter(user=user, active=True)
+    if keep is not None:
+        sessions = sessions.exclude(pk=keep.pk)
+    ids = list(sessions.values_list("pk", flat=True))
     for session_id in ids:
         session_end(session=LoginSession(pk=session_id, user=user))
     return len(ids)

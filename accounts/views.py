@@ -4,7 +4,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from accounts import quotas, selectors, services
+from accounts import credentials, quotas, selectors, services
 from accounts.models import LoginSession
 from accounts.serializers import (
     ApiKeyOutput,
@@ -14,13 +14,17 @@ from accounts.serializers import (
     MeOutput,
     NotificationsInput,
     NotificationsOutput,
+    PasswordChangeInput,
+    PasswordResetConfirmInput,
+    PasswordResetInput,
     RegisterInput,
 )
 from accounts.wsurl import ws_base_url
 from core.clientip import client_ip
 from core.errors import ErrorCode, InvalidRequest
-from core.schema import operation, success_operation
+from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation, success_operation
 from core.viewsets import ResourceViewSet
+from mail.links import public_base_url
 
 USER_ID = "9b2f6c1e-3d4a-4b8e-9f10-2a3b4c5d6e7f"
 SESSION_ID = "5f0c2d9a-8b7e-4c61-a3d2-1e0f9a8b7c6d"
@@ -66,7 +70,12 @@ def session_opening(
 class AuthViewSet(ResourceViewSet):
     # `/api/auth/*`: register and log in (open to everyone), log out (the current session).
 
-    input_serializers = {"register": RegisterInput, "login": CredentialsInput}
+    input_serializers = {
+        "register": RegisterInput,
+        "login": CredentialsInput,
+        "password_reset": PasswordResetInput,
+        "password_reset_confirm": PasswordResetConfirmInput,
+    }
 
     def _open_session(self, scope: str, service, status_code: int) -> Response:
         """Rate-limit by IP and e-mail before anything else, then validate and call `service`
@@ -118,11 +127,104 @@ class AuthViewSet(ResourceViewSet):
         services.session_end(session=request.auth)
         return self.succeeded()
 
+    @operation(
+        "auth_password_reset",
+        summary="Ask for a password reset link",
+        description="Mails a single-use link, valid for 30 minutes, to the account with this "
+        "address, if there is one. The answer, and about its time, are the same whether or not "
+        "an account has the address. Rate limited per client IP "
+        "(`RATE_LIMIT_PASSWORD_RESET_PER_IP`) and per address "
+        "(`RATE_LIMIT_PASSWORD_RESET_PER_EMAIL`): 429 with `Retry-After`.",
+        request=(PasswordResetInput, {"email": "me@example.com"}),
+        responses={202: (SuccessOutput, SUCCESS_EXAMPLE)},
+        errors=[ErrorCode.RATE_LIMITED],
+        authenticated=False,
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="password-reset",
+        authentication_classes=[],
+        permission_classes=[AllowAny],
+    )
+    def password_reset(self, request):
+        data = request.data if isinstance(request.data, dict) else {}
+        credentials.password_reset_rate_limit(
+            ip=client_ip(request), email=str(data.get("email", "")).strip().lower()
+        )
+        values = self.validated()
+        credentials.password_reset_request(email=values["email"], base_url=public_base_url(request))
+        return self.answer(SuccessOutput, None, status=status.HTTP_202_ACCEPTED)
+
+    @operation(
+        "auth_password_reset_confirm",
+        summary="Set a new password with a reset link's token",
+        description="The token is the last part of the mailed link's path. It works once, "
+        "for 30 minutes, and dies with any change of the password. Every session of the "
+        "account ends. Rate limited per client IP (`RATE_LIMIT_AUTH_PER_IP`): 429 with "
+        "`Retry-After`.",
+        request=(
+            PasswordResetConfirmInput,
+            {
+                "token": "9b2f6c1e3d4a4b8e9f102a3b4c5d6e7f.cz7k1h-4f0e9d8c7b6a5f4e3d2c1b0a",
+                "newPassword": "another-long-passphrase",
+            },
+        ),
+        responses={204: (None, None)},
+        errors=[ErrorCode.RESET_TOKEN_INVALID, ErrorCode.RATE_LIMITED],
+        authenticated=False,
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="password-reset/confirm",
+        authentication_classes=[],
+        permission_classes=[AllowAny],
+    )
+    def password_reset_confirm(self, request):
+        credentials.password_reset_confirm_rate_limit(ip=client_ip(request))
+        values = self.validated()
+        credentials.password_reset_confirm(
+            token=values["token"],
+            new_password=values["newPassword"],
+            base_url=public_base_url(request),
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
 
 class UserViewSet(ResourceViewSet):
-    # `/api/user/*`: the caller's profile, Matrix id and API key.
+    # `/api/user/*`: the caller's profile, password, Matrix id and API key.
 
-    input_serializers = {"notifications": NotificationsInput}
+    input_serializers = {"notifications": NotificationsInput, "password": PasswordChangeInput}
+
+    @operation(
+        "user_password_change",
+        summary="Change your password",
+        description="Needs the current password; a wrong one counts toward the login rate "
+        "limit (`RATE_LIMIT_AUTH_PER_IP`, `RATE_LIMIT_AUTH_PER_EMAIL`: 429 with "
+        "`Retry-After`). Every other login session ends: its JWT is refused from then on and "
+        "its sockets close (4401). Called with an API key, every session ends. The API key "
+        "stays. A mail tells you of the change.",
+        request=(
+            PasswordChangeInput,
+            {"currentPassword": "a-long-passphrase", "newPassword": "another-long-passphrase"},
+        ),
+        responses={204: (None, None)},
+        errors=[ErrorCode.PASSWORD_MISMATCH, ErrorCode.RATE_LIMITED],
+    )
+    @action(detail=False, methods=["post"])
+    def password(self, request):
+        user = request.user
+        services.auth_rate_limit(scope="login", ip=client_ip(request), email=user.email)
+        values = self.validated()
+        credentials.user_password_change(
+            user=user,
+            current_password=values["currentPassword"],
+            new_password=values["newPassword"],
+            keep=request.auth if isinstance(request.auth, LoginSession) else None,
+            base_url=public_base_url(request),
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @operation(
         "user_me",

@@ -96,6 +96,9 @@ class ConsoleForm(forms.Form):
             self.add_error(field, SENTENCES.get(error.code, error.message))
 
 
+PASSWORD_HELP = "At least 8 characters, not a common password, not like your e-mail."
+
+
 class LoginForm(ConsoleForm):
     email = text("E-mail address", type="email", autocomplete="username")
     password = secret("Password", autocomplete="current-password")
@@ -103,12 +106,28 @@ class LoginForm(ConsoleForm):
 
 class RegisterForm(ConsoleForm):
     email = text("E-mail address", type="email", autocomplete="email")
-    password = secret(
-        "Password",
-        help_text="At least 8 characters, not a common password, not like your e-mail.",
-        autocomplete="new-password",
-    )
+    password = secret("Password", help_text=PASSWORD_HELP, autocomplete="new-password")
     code_fields = {ErrorCode.EMAIL_TAKEN: "email"}
+
+
+class PasswordChangeForm(ConsoleForm):
+    currentPassword = secret(  # noqa: N815 - the API's name, so its errors land here
+        "Current password", autocomplete="current-password"
+    )
+    newPassword = secret(  # noqa: N815
+        "New password", help_text=PASSWORD_HELP, autocomplete="new-password"
+    )
+    code_fields = {ErrorCode.PASSWORD_MISMATCH: "currentPassword"}
+
+
+class PasswordResetForm(ConsoleForm):
+    email = text("E-mail address", type="email", autocomplete="email")
+
+
+class PasswordResetConfirmForm(ConsoleForm):
+    newPassword = secret(  # noqa: N815
+        "New password", help_text=PASSWORD_HELP, autocomplete="new-password"
+    )
 
 
 PIN_HELP = "4 to 8 digits. You type it on the phone to hear your voicemail."

@@ -9,6 +9,14 @@ urlpatterns = [
     path("login", auth.login, name="login"),
     path("register", auth.register, name="register"),
     path("logout", auth.logout, name="logout"),
+    path("password-reset", auth.password_reset, name="password_reset"),
+    path("password-reset/sent", auth.password_reset_sent, name="password_reset_sent"),
+    # The token is a secret: the access log redacts a path argument named `token`.
+    path(
+        "password-reset/<str:token>",
+        auth.password_reset_confirm,
+        name="password_reset_confirm",
+    ),
     # Numbers
     path("numbers", numbers.number_list, name="numbers"),
     path("numbers/new", numbers.number_create, name="number_create"),
@@ -41,6 +49,7 @@ urlpatterns = [
     path("calls/<path:call_id>/cancel", calls.call_cancel, name="call_cancel"),
     # Account
     path("account", account.account, name="account"),
+    path("account/password", account.password_change, name="password_change"),
     path("account/api-key", account.api_key_regenerate, name="api_key_regenerate"),
     path("account/matrix", account.matrix_id, name="matrix_id"),
     path("account/webhook", account.webhook, name="webhook"),

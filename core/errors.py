@@ -43,6 +43,12 @@ class ErrorCode(StrEnum):
         "The CAPTCHA challenge or token is unknown, used or expired.",
     )
     BLOCKLIST_FULL = ("blocklist_full", 400, "The number already blocks as many callers as it may.")
+    RESET_TOKEN_INVALID = (
+        "reset_token_invalid",
+        400,
+        "The password reset link is unknown, used, older than 30 minutes, or outdated by a "
+        "change of password.",
+    )
     DESTINATION_NOT_ALLOWED = (
         "destination_not_allowed",
         400,
@@ -57,6 +63,7 @@ class ErrorCode(StrEnum):
     )
     INVALID_CREDENTIALS = ("invalid_credentials", 401, "Wrong e-mail or password.")
     PIN_MISMATCH = ("pin_mismatch", 403, "The current PIN is wrong.")
+    PASSWORD_MISMATCH = ("password_mismatch", 403, "The current password is wrong.")
     PERMISSION_DENIED = ("permission_denied", 403, "Not allowed.")
     REGISTRATION_CLOSED = (
         "registration_closed",

@@ -34,8 +34,10 @@ class AccessLogMiddleware:
     """One line per request: method, path (never the query string), status, ms, user id; and
     the request counted and timed for /metrics under its route's name (core.metrics).
 
-    The query string is left out because the WebSocket URL carries a JWT there, and headers
-    are never logged, so no token, key or password can reach the log through this line.
+    The query string is left out because the WebSocket URL carries a JWT there, headers are
+    never logged, and a path argument named `token` (a mailed link's secret, such as a
+    password reset's) is logged as `[token]`, so no token, key or password can reach the log
+    through this line.
     """
 
     def __init__(self, get_response):
@@ -55,10 +57,14 @@ class AccessLogMiddleware:
         )
         user = getattr(request, "user", None)
         user_id = user.pk if user is not None and user.is_authenticated else "-"
+        path = request.path
+        secret = match.kwargs.get("token") if match is not None else None
+        if secret:
+            path = path.replace(secret, "[token]")
         logger.info(
             "%s %s %s %.1fms user=%s",
             request.method,
-            request.path,
+            path,
             response.status_code,
             elapsed_ms,
             user_id,

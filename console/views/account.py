@@ -6,12 +6,14 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import quotas, selectors, services
-from accounts.serializers import MatrixIdInput, NotificationsInput
-from console.forms import MatrixIdForm, NotificationsForm, WebhookForm
+from accounts import credentials, quotas, selectors, services
+from accounts.serializers import MatrixIdInput, NotificationsInput, PasswordChangeInput
+from console.forms import MatrixIdForm, NotificationsForm, PasswordChangeForm, WebhookForm
 from console.signin import current_session, signed_in
 from console.views.common import form_page, posted
+from core.clientip import client_ip
 from core.fields import validated
+from mail.links import public_base_url
 from matrix import services as matrix_services
 from webhooks import selectors as webhook_selectors
 from webhooks import services as webhook_services
@@ -41,6 +43,30 @@ def account(request):
         "sessions": selectors.sessions_newest(user=user),
     }
     return render(request, "console/account.html", context)
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def password_change(request):
+    """The API's password change: the login rate limit, then the service, which ends every
+    other sign-in (this browser's stays) and mails the owner."""
+    form = PasswordChangeForm(posted(request))
+
+    def change():
+        user = request.user
+        services.auth_rate_limit(scope="login", ip=client_ip(request), email=user.email)
+        values = validated(PasswordChangeInput, form.values("currentPassword", "newPassword"))
+        credentials.user_password_change(
+            user=user,
+            current_password=values["currentPassword"],
+            new_password=values["newPassword"],
+            keep=request.login_session,
+            base_url=public_base_url(request),
+        )
+        messages.success(request, "Your password is changed. Every other sign-in has ended.")
+        return redirect("console:account")
+
+    return form_page(request, "console/password_change.html", form, change)
 
 
 @signed_in

@@ -1,18 +1,26 @@
-"""Sign-in pages: register, log in, log out. The same accounts, rate limits and services as
-`POST /api/auth/*`; the browser is bound to the LoginSession they open (console.signin)."""
+"""Sign-in pages: register, log in, log out, and a forgotten password. The same accounts, rate
+limits and services as `POST /api/auth/*`; the browser is bound to the LoginSession they open
+(console.signin)."""
 
 from django.contrib import messages
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import credentials
 from accounts import services as accounts
-from accounts.serializers import CredentialsInput, RegisterInput
+from accounts.serializers import (
+    CredentialsInput,
+    PasswordResetConfirmInput,
+    PasswordResetInput,
+    RegisterInput,
+)
 from console import signin
-from console.forms import LoginForm, RegisterForm
+from console.forms import LoginForm, PasswordResetConfirmForm, PasswordResetForm, RegisterForm
 from console.views.common import form_page, next_page, posted
 from core.clientip import client_ip
 from core.fields import validated
+from mail.links import public_base_url
 
 
 def home(request):
@@ -68,3 +76,47 @@ def register(request):
 def logout(request):
     signin.sign_out(request)
     return redirect("console:login")
+
+
+@require_http_methods(["GET", "POST"])
+def password_reset(request):
+    """ "Forgot your password?": the API's rate limits, then the same request for a link, and
+    the same page after it whether or not an account has the address."""
+    form = PasswordResetForm(posted(request))
+
+    def ask():
+        email = form.values("email")["email"].strip().lower()
+        credentials.password_reset_rate_limit(ip=client_ip(request), email=email)
+        values = validated(PasswordResetInput, {"email": email})
+        credentials.password_reset_request(email=values["email"], base_url=public_base_url(request))
+        return redirect("console:password_reset_sent")
+
+    return form_page(request, "console/password_reset.html", form, ask)
+
+
+def password_reset_sent(request):
+    return render(request, "console/password_reset_sent.html")
+
+
+@require_http_methods(["GET", "POST"])
+def password_reset_confirm(request, token: str):
+    """The mailed link: a form for the new password while the token is valid, else a page
+    that says so and offers a new link. The token is in the path, which the access log
+    redacts (relay.middleware)."""
+    if credentials.reset_token_user(token=token) is None:
+        return render(request, "console/password_reset_invalid.html", status=400)
+    form = PasswordResetConfirmForm(posted(request))
+
+    def confirm():
+        credentials.password_reset_confirm_rate_limit(ip=client_ip(request))
+        values = validated(
+            PasswordResetConfirmInput, {"token": token, **form.values("newPassword")}
+        )
+        credentials.password_reset_confirm(
+            token=token, new_password=values["newPassword"], base_url=public_base_url(request)
+        )
+        signin.sign_out(request)  # whoever was signed in here, their session just ended
+        messages.success(request, "Your password is changed. Log in with it.")
+        return redirect("console:login")
+
+    return form_page(request, "console/password_reset_confirm.html", form, confirm)

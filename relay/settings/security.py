@@ -138,5 +138,11 @@ DASHBOARD_SESSION_COUNT = 20
 # --- Rate limits of sign-up, login and the CAPTCHA, "<count>/<s|m|h>" -------------------------
 RATE_LIMIT_AUTH_PER_IP = rate("RATE_LIMIT_AUTH_PER_IP", "30/m")
 RATE_LIMIT_AUTH_PER_EMAIL = rate("RATE_LIMIT_AUTH_PER_EMAIL", "10/m")
+# Password resets asked for: per client IP, and per address whether an account has it or not
+# (so the limit says nothing of which addresses are known).
+RATE_LIMIT_PASSWORD_RESET_PER_IP = rate("RATE_LIMIT_PASSWORD_RESET_PER_IP", "10/h")
+RATE_LIMIT_PASSWORD_RESET_PER_EMAIL = rate("RATE_LIMIT_PASSWORD_RESET_PER_EMAIL", "3/h")
+# A reset link works once, for this long, and dies with any change of the password.
+PASSWORD_RESET_TIMEOUT = 30 * 60
 RATE_LIMIT_CAPTCHA_PER_IP = rate("RATE_LIMIT_CAPTCHA_PER_IP", "60/m")
 RATE_LIMIT_CAPTCHA_VERIFY_PER_IP = rate("RATE_LIMIT_CAPTCHA_VERIFY_PER_IP", "20/m")

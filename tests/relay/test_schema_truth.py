@@ -27,6 +27,9 @@ NON_UUID_PATH_IDS = {"call_id"}
 RATE_LIMITED = {
     "auth_register": {"rate_limited"},
     "auth_login": {"rate_limited"},
+    "auth_password_reset": {"rate_limited"},
+    "auth_password_reset_confirm": {"rate_limited"},
+    "user_password_change": {"rate_limited"},
     "captcha_issue": {"rate_limited"},
     "captcha_verify": {"rate_limited"},
     "calls_submit": {"rate_limited", "quota_exceeded"},

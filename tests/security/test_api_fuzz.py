@@ -21,6 +21,8 @@ OPEN_LIMITS = {
         "CAPTCHA_PER_IP",
         "CAPTCHA_VERIFY_PER_IP",
         "CALLS_PER_USER",
+        "PASSWORD_RESET_PER_IP",
+        "PASSWORD_RESET_PER_EMAIL",
     )
 }
 # Operations that end the credentials the run uses; they get a run of their own at the end.
