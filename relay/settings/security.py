@@ -3,6 +3,8 @@ cap on hashing them, tokens and API keys, and the limits on logins and CAPTCHAs.
 
 from datetime import timedelta
 
+from csp.constants import NONE, SELF, UNSAFE_INLINE
+
 from relay.settings.base import DEBUG, VAR_DIR
 from relay.settings.database import EMBEDDED_DATABASE
 from relay.settings.http import HTTP_THREADS, HTTP_WORKERS, usable_cpus
@@ -51,6 +53,34 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_HTTPONLY = True
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT > 0 else None
+
+# --- Content-Security-Policy (django-csp; docs/console.md) ---------------------------------
+# Every response but the admin's and Swagger UI's: the console's pages run only the scripts and
+# style sheets served from here (no inline script, no eval, no style attribute), connect only
+# here and to the socket (relay.content_security_policy adds its origin per request), and are
+# framed, re-based and posted elsewhere by nobody. JSON answers carry it too: harmless there,
+# and one rule for the whole site is easier to keep than a list of paths.
+CONTENT_SECURITY_POLICY = {
+    # drf-spectacular's Swagger UI page carries an inline script and style block of its own.
+    "EXCLUDE_URL_PREFIXES": ("/api/docs",),
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
+# The admin's pages (under the admin site's own URL): scripts as strict, but style attributes
+# allowed: Relay's dashboard and list columns write them, as Django's vendored widgets may.
+CONTENT_SECURITY_POLICY_ADMIN = {
+    **CONTENT_SECURITY_POLICY["DIRECTIVES"],
+    "style-src": [SELF, UNSAFE_INLINE],
+}
 
 # --- Passwords ------------------------------------------------------------------------------
 AUTH_USER_MODEL = "accounts.User"
