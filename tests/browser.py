@@ -46,14 +46,67 @@ def launched_chromium() -> Iterator:
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
+# Run in every document before its own scripts: each `securitypolicyviolation` event the
+# document fires (a blocked inline script, eval, style attribute, fetch elsewhere...) is passed
+# to Python, and the promise of its delivery kept so a check can wait until all have arrived.
+RECORD_POLICY_VIOLATIONS = """(() => {
+    const delivered = [];
+    Object.defineProperty(window, "__relayPolicyDeliveries", { value: delivered });
+    document.addEventListener("securitypolicyviolation", (event) => {
+        delivered.push(window.__relayPolicyViolation({
+            directive: event.effectiveDirective,
+            blocked: event.blockedURI,
+            source: event.sourceFile,
+            line: event.lineNumber,
+            sample: event.sample,
+        }));
+    }, true);
+})();"""
+
+# Resolves once every violation reported so far has reached Python. The event is dispatched
+# in a task of its own after the violation: a turn of the page's event loop lets one that is
+# already queued be dispatched first.
+POLICY_REPORTS_DELIVERED = """() => new Promise((turned) => setTimeout(turned, 0))
+    .then(() => Promise.all(window.__relayPolicyDeliveries || []))"""
+
+
+class PolicyViolations:
+    """The Content-Security-Policy violations every page of a browser `context` reports."""
+
+    def __init__(self, context):
+        self.reports: list[str] = []
+        context.expose_binding("__relayPolicyViolation", self._record)
+        context.add_init_script(RECORD_POLICY_VIOLATIONS)
+        self.context = context
+
+    def _record(self, source, violation: dict) -> None:
+        self.reports.append(
+            f"{source['frame'].url}: {violation['directive']} blocked "
+            f"{violation['blocked'] or '(nothing named)'} at "
+            f"{violation['source'] or '(the page)'}:{violation['line']} {violation['sample']!r}"
+        )
+
+    def delivered(self) -> list[str]:
+        """The reports, once each open page has delivered every one it has fired."""
+        for page in self.context.pages:
+            if not page.is_closed():
+                page.evaluate(POLICY_REPORTS_DELIVERED)
+        return self.reports
+
+
 @contextmanager
 def opened_page(browser, *, width: int, height: int) -> Iterator:
-    """A page in a context of its own, `width` x `height`, each action given 15 s."""
+    """A page in a context of its own, `width` x `height`, each action given 15 s. The test
+    fails if any page of the context reported a Content-Security-Policy violation: every
+    browser test runs under the policy the site sends (docs/console.md)."""
     context = browser.new_context(viewport={"width": width, "height": height})
     try:
+        violations = PolicyViolations(context)
         page = context.new_page()
         page.set_default_timeout(15_000)
         yield page
+        reports = violations.delivered()
+        assert reports == [], "the page broke its Content-Security-Policy:\n" + "\n".join(reports)
     finally:
         context.close()
 
