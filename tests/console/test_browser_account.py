@@ -6,6 +6,7 @@ import pytest
 
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import log_in
+from tests.factories import DEFAULT_PASSWORD
 from webhooks.models import WebhookEndpoint
 from webhooks.selectors import webhook_secret
 
@@ -62,4 +63,41 @@ def test_the_matrix_and_webhook_pages_pass_the_scan(live_server, page, inspector
     inspector.look(page, "webhook")
     page.goto(f"{base}/account/webhook/delete")
     inspector.look(page, "webhook-delete")
+    assert inspector.violations == []
+
+
+def test_changing_and_recovering_the_password_pass_the_scan(
+    live_server, page, inspector, user, mailbox
+):
+    base = live_server.url
+    log_in(page, base, user, then="/account")
+    page.click("a:text('Change your password')")
+    inspector.look(page, "password-change")
+    page.fill("#id_currentPassword", "not-the-password")
+    page.fill("#id_newPassword", "a-brand-new-passphrase")
+    submit(page, "Change the password")
+    assert "The current password is wrong." in page.inner_text("#id_currentPassword_errors")
+    inspector.look(page, "password-change-refused")
+    page.fill("#id_currentPassword", DEFAULT_PASSWORD)
+    page.fill("#id_newPassword", "a-brand-new-passphrase")
+    submit(page, "Change the password")
+    assert "Your password is changed" in page.inner_text("[role=status]")
+
+    submit(page, "Log out")
+    page.click("a:text('Forgot your password?')")
+    inspector.look(page, "password-reset")
+    page.fill("#id_email", user.email)
+    submit(page, "Mail me a link")
+    inspector.look(page, "password-reset-sent")
+    (link,) = [m for m in mailbox.delivered() if "Reset" in m.message["Subject"]][0].links()
+    page.goto(link.replace("http://testserver", base))
+    inspector.look(page, "password-reset-confirm")
+    page.fill("#id_newPassword", "recovered-passphrase-1")
+    submit(page, "Set the password")
+    assert "Log in with it." in page.inner_text("[role=status]")
+    page.goto(link.replace("http://testserver", base))
+    assert "This link does not work" in page.inner_text("h1")
+    inspector.look(page, "password-reset-invalid")
+    user.refresh_from_db()
+    assert user.check_password("recovered-passphrase-1")
     assert inspector.violations == []
