@@ -2,6 +2,7 @@
 and all of them gone after SIGTERM."""
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -38,12 +39,13 @@ def relay_server(tmp_path):
         env=env,
         check=True,
     )
-    relay = RelayProcess(tmp_path, environ=env)
+    env.pop("EMAIL_URL", None)  # the embedded default: mail printed to runrelay's output
+    relay = RelayProcess(tmp_path, environ=env, log=tmp_path / "runrelay.log")
     yield relay.proc, relay.base, relay.ws_port
     relay.stop()  # SIGTERM: runrelay stops its children; a kill would orphan them
 
 
-def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server):
+def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server, tmp_path):
     proc, base, ws_port = relay_server
     children = psutil.Process(proc.pid).children(recursive=True)
     names = " ".join(" ".join(cmdline(c)) for c in children)
@@ -65,6 +67,18 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
     with connect(dashboard["wsUrl"], open_timeout=10) as ws:
         ws.send(json.dumps({"type": "ping"}))
         assert json.loads(ws.recv(timeout=10))["type"] == "pong"
+
+    # Mail on the embedded default: the worker prints it, link and all, to runrelay's output.
+    status, _ = http("POST", f"{base}/api/auth/password-reset", {"email": "run@example.com"})
+    assert status == 202
+    printed = tmp_path / "runrelay.log"
+    link = re.compile(r"http://127\.0\.0\.1:\d+/password-reset/[0-9a-f]{32}\.[0-9a-z]+-[0-9a-f]+")
+    wait_until(
+        lambda: link.search(printed.read_text(errors="replace")),
+        deadline=DEADLINE,
+        what="the reset mail in runrelay's output",
+    )
+    assert "Subject: Reset your Relay password" in printed.read_text(errors="replace")
 
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
