@@ -147,6 +147,26 @@ class DialRefusal(models.Model):
         return f"{self.user_id}: {self.kind} ({self.reason})"
 
 
+class FraudRecord(models.Model):
+    """What the deletion of an account keeps, and only for an account that staff flagged for
+    fraud review or whose calls were refused (accounts.services.user_delete): who it was as
+    a keyed digest of the e-mail address, never the address, so that staff can recognise an
+    address that signs up again (the admin searches by address), and what the account tried.
+    Kept FRAUD_RECORDS_KEPT (purge_expired); docs/operations.md says why."""
+
+    email_digest = models.CharField(max_length=64, db_index=True, editable=False)
+    flagged_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The refusals kept then (REFUSALS_KEPT): {"destination:premium_rate": 12, ...}.
+    refusals = models.JSONField(default=dict, editable=False)
+    deleted_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["deleted_at"], name="fraudrecord_age")]
+
+    def __str__(self) -> str:
+        return f"account deleted {self.deleted_at:%Y-%m-%d}"
+
+
 class LoginSession(models.Model):
     """A login (register or login call). Its JWTs carry its id as `sid` and die with it."""
 

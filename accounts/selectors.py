@@ -1,7 +1,9 @@
 from django.conf import settings
 
-from accounts.models import LoginSession, User
+from accounts.models import DialRefusal, LoginSession, User
+from accounts.serializers import SessionOutput
 from core.compiled import CompiledQuery
+from core.fields import represent, to_ms
 
 _SESSION_FIELDS = tuple(field.attname for field in LoginSession._meta.concrete_fields)
 _USER_FIELDS = tuple(field.attname for field in User._meta.concrete_fields)
@@ -47,3 +49,31 @@ def sessions_newest(*, user: User) -> list[LoginSession]:
             : settings.DASHBOARD_SESSION_COUNT
         ]
     )
+
+
+def account_export(*, user: User) -> dict:
+    """accounts' part of the user's export (core.userdata): the profile (never the password
+    hash nor the API key), the login sessions, and the calls the dialing policy or a quota
+    refused."""
+    return {
+        "profile": {
+            "id": str(user.pk),
+            "email": user.email,
+            "plan": user.plan,
+            "matrixId": user.matrix_id,
+            "matrixStatus": user.matrix_status,
+            "matrixInbound": user.matrix_inbound,
+            "matrixOutbound": user.matrix_outbound,
+            "createdAt": to_ms(user.created_at),
+        },
+        "sessions": [
+            represent(SessionOutput, session)
+            for session in LoginSession.objects.filter(user=user).order_by("-created_at", "-id")
+        ],
+        "dialRefusals": [
+            {"kind": kind, "reason": reason, "at": to_ms(at)}
+            for kind, reason, at in DialRefusal.objects.filter(user=user)
+            .order_by("-at")
+            .values_list("kind", "reason", "at")
+        ],
+    }

@@ -117,6 +117,21 @@ class PasswordResetConfirmInput(serializers.Serializer):
     )
 
 
+class AccountDeleteInput(serializers.Serializer):
+    password = TextField(
+        max_length=settings.PASSWORD_MAX_LENGTH,
+        trim_whitespace=False,
+        help_text="your password, typed again",
+    )
+    otp = TextField(
+        max_length=64,
+        required=False,
+        allow_null=True,
+        trim_whitespace=True,
+        help_text="a code of your second factor, where you enrolled one",
+    )
+
+
 class MatrixIdInput(serializers.Serializer):
     matrixId = MatrixIdField(allow_null=True, max_length=1024, trim_whitespace=False)  # noqa: N815
 

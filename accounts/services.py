@@ -1,10 +1,13 @@
-"""Every write on accounts: registration, login, sessions, profile, API key."""
+"""Every write on accounts: registration, login, sessions, profile, API key, and the user's
+data: its export and the deletion of the account."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import IO
 from uuid import UUID
 
 from django.conf import settings
@@ -15,14 +18,16 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import apikeys
-from accounts.models import FREE_PLAN, DialRefusal, LoginSession, User, UserManager
+from accounts.models import FREE_PLAN, DialRefusal, FraudRecord, LoginSession, User, UserManager
 from accounts.serializers import matrix_id_problem
-from core import events, metrics, ratelimit
+from core import events, metrics, ratelimit, userdata
 from core.db import create_unless_taken
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
+from core.fields import to_ms
 from core.passwords import password_hashing_slot
 
 logger = logging.getLogger(__name__)
@@ -37,6 +42,10 @@ class AuthResult:
 
 class InvalidCredentials(ApplicationError):
     code, message = ErrorCode.INVALID_CREDENTIALS, "Wrong e-mail or password."
+
+
+class PasswordIncorrect(ApplicationError):
+    code, message = ErrorCode.PASSWORD_INCORRECT, "The password is wrong."
 
 
 def auth_rate_limit(*, scope: str, ip: str, email: str) -> None:
@@ -251,4 +260,103 @@ def refusals_purge(*, now=None) -> int:
     """Delete refusals older than REFUSALS_KEPT; how many went."""
     now = now or timezone.now()
     deleted, _ = DialRefusal.objects.filter(at__lt=now - REFUSALS_KEPT).delete()
+    return deleted
+
+
+# --- the user's data: export and deletion ----------------------------------------------------
+EXPORT_FORMAT = "relay-account-export"
+EXPORT_VERSION = 1
+FRAUD_RECORDS_KEPT = timedelta(days=365)
+
+
+def password_confirm(*, user: User, password: str, ip: str) -> None:
+    """The signed-in `user` types their password again before something that cannot be
+    undone. Each attempt counts toward the login rate limits (per client IP and per
+    e-mail, RateLimited past either), so this is no way round them to guess a password;
+    PasswordIncorrect (403: the caller is authenticated, the confirmation is wrong) when it
+    does not match; PasswordHashingBusy (503) when every hashing slot is taken."""
+    auth_rate_limit(scope="login", ip=ip, email=user.email)
+    with password_hashing_slot():
+        matches = user.check_password(password)
+    if not matches:
+        raise PasswordIncorrect()
+
+
+def second_factor_check(*, user: User, otp: str | None) -> None:
+    """The second factor's confirmation of what cannot be undone (account deletion), after
+    password_confirm. The one hook for it: the TOTP work makes it raise its own errors
+    (a code missing or wrong) for a user who enrolled a factor. Until then no user has a
+    second factor, and nothing is checked."""
+    return None
+
+
+def user_export_archive(*, user: User) -> IO[bytes]:
+    """The zip of everything Relay holds of `user` (core.userdata: account.json and every
+    voicemail WAV), in a temporary file rewound to its start, for the caller to stream and
+    close. RateLimited past RATE_LIMIT_EXPORT_PER_USER: it reads and zips it all."""
+    ratelimit.hit("export:user", str(user.pk), settings.RATE_LIMIT_EXPORT_PER_USER)
+    header = {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exportedAt": to_ms(timezone.now()),
+    }
+    return userdata.user_data_archive(user=user, header=header)
+
+
+def email_digest(email: str) -> str:
+    """A keyed digest of an e-mail address (SECRET_KEY's HMAC-SHA256): the same address gives
+    the same digest on this server, and the digest does not give the address back."""
+    normalized = UserManager.normalize_email_address(email)
+    return salted_hmac("relay.accounts.FraudRecord", normalized, algorithm="sha256").hexdigest()
+
+
+def _fraud_record_keep(user: User) -> None:
+    """Keep what fraud review needs of a deleted account, if anything: only for an account
+    flagged for review or with refused calls on record (accounts.models.FraudRecord)."""
+    refusals = Counter(
+        f"{kind}:{reason}"
+        for kind, reason in DialRefusal.objects.filter(user=user).values_list("kind", "reason")
+    )
+    if user.fraud_flagged_at is None and not refusals:
+        return
+    FraudRecord.objects.create(
+        email_digest=email_digest(user.email),
+        flagged_at=user.fraud_flagged_at,
+        refusals=dict(sorted(refusals.items())),
+    )
+
+
+def user_delete(*, user: User, password: str, otp: str | None, ip: str) -> None:
+    """Delete `user`'s account, confirmed by their password (password_confirm: its rate
+    limits and errors) and their second factor (second_factor_check), all in one
+    transaction with the user's row locked, so no call starts and no number is taken
+    meanwhile:
+    - calls in progress end first (`canceled`, hung up), then every app erases what is the
+      user's (core.userdata): numbers back to the inventory as number_delete gives one back,
+      history, voicemail files (once this commits), calls, the webhook, the Matrix link;
+    - every session ends and every socket closes (4401), API-key sockets too;
+    - the user row goes, with whatever still points at it.
+    Only a FraudRecord is kept, for an account with refused calls or a fraud flag.
+    A user deleted a moment ago by another request: nothing more to do."""
+    password_confirm(user=user, password=password, ip=ip)
+    second_factor_check(user=user, otp=otp)
+    with transaction.atomic():
+        # FOR NO KEY UPDATE, as submits and answers lock it (accounts.quotas.user_lock): it
+        # waits for them and they for it, but rows that merely point at the user are not
+        # held up until the user row itself is deleted, last.
+        locked = User.objects.select_for_update(no_key=True).filter(pk=user.pk).first()
+        if locked is None:
+            return
+        userdata.user_data_end_and_erase(user=locked)
+        _fraud_record_keep(locked)
+        sessions_end_all(user=locked)
+        events.api_key_replaced_on_commit(user_id=locked.pk)
+        locked.delete()
+    logger.info("user %s deleted their account", user.pk)
+
+
+def fraud_records_purge(*, now=None) -> int:
+    """Delete fraud records older than FRAUD_RECORDS_KEPT; how many went."""
+    now = now or timezone.now()
+    deleted, _ = FraudRecord.objects.filter(deleted_at__lt=now - FRAUD_RECORDS_KEPT).delete()
     return deleted

@@ -1,4 +1,6 @@
+from django.http import FileResponse
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
@@ -7,6 +9,7 @@ from rest_framework.response import Response
 from accounts import credentials, quotas, selectors, services
 from accounts.models import LoginSession
 from accounts.serializers import (
+    AccountDeleteInput,
     ApiKeyOutput,
     AuthOutput,
     CredentialsInput,
@@ -23,7 +26,7 @@ from accounts.wsurl import ws_base_url
 from core.clientip import client_ip
 from core.errors import ErrorCode, InvalidRequest
 from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation, success_operation
-from core.viewsets import ResourceViewSet
+from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from mail.links import public_base_url
 
 USER_ID = "9b2f6c1e-3d4a-4b8e-9f10-2a3b4c5d6e7f"
@@ -195,7 +198,11 @@ class AuthViewSet(ResourceViewSet):
 class UserViewSet(ResourceViewSet):
     # `/api/user/*`: the caller's profile, password, Matrix id and API key.
 
-    input_serializers = {"notifications": NotificationsInput, "password": PasswordChangeInput}
+    input_serializers = {
+        "notifications": NotificationsInput,
+        "password": PasswordChangeInput,
+        "me_delete": AccountDeleteInput,
+    }
 
     @operation(
         "user_password_change",
@@ -259,6 +266,57 @@ class UserViewSet(ResourceViewSet):
         counted = quotas.quotas_of(request.user, now=timezone.now())
         profile = {"user": request.user, "quotas": {quota.name: quota for quota in counted}}
         return self.answer(MeOutput, profile)
+
+    @operation(
+        "user_delete",
+        summary="Delete your account",
+        description="Confirmed with your password (and `otp`, a code of your second factor, "
+        "where you enrolled one). In one go: your calls in progress end (`canceled`), your "
+        "numbers go back to the inventory as deleted numbers do, your history, voicemail, "
+        "calls, webhook and Matrix link are deleted, and every session ends (their sockets "
+        "close with 4401, API-key sockets too). Only what fraud review must keep is kept "
+        "(docs/operations.md). A wrong password is 403 `password_incorrect`; every attempt "
+        f"counts toward the login rate limits. {AUTH_RATE_LIMIT_DESCRIPTION}",
+        request=(AccountDeleteInput, {"password": "a-long-passphrase"}),
+        responses={204: (None, None)},
+        errors=[
+            ErrorCode.PASSWORD_INCORRECT,
+            ErrorCode.RATE_LIMITED,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
+    )
+    @me.mapping.delete
+    def me_delete(self, request):
+        values = self.validated()
+        services.user_delete(
+            user=request.user,
+            password=values["password"],
+            otp=values.get("otp"),
+            ip=client_ip(request),
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @operation(
+        "user_export",
+        summary="Download all your data",
+        description="A zip: `account.json` (your profile, sessions, refused calls, numbers "
+        "with their forwarding and blocklist, history, calls and webhook, never a secret) "
+        "and every voicemail message as `voicemail/<record id>.wav`. Rate limited "
+        "(`RATE_LIMIT_EXPORT_PER_USER`): 429 with `Retry-After`. Errors are JSON whatever "
+        "the Accept header asks for.",
+        responses={(200, "application/zip"): (OpenApiTypes.BINARY, None)},
+        errors=[ErrorCode.RATE_LIMITED],
+    )
+    @action(detail=False, methods=["get"], content_negotiation_class=JsonErrorsOnly)
+    def export(self, request):
+        archive = services.user_export_archive(user=request.user)
+        day = timezone.now().strftime("%Y-%m-%d")
+        return FileResponse(
+            archive,
+            as_attachment=True,
+            filename=f"relay-export-{day}.zip",
+            content_type="application/zip",
+        )
 
     @operation(
         "user_notifications_set",

@@ -1,6 +1,7 @@
 """The base of every resource's ViewSet: one input serializer per action, read in one place."""
 
 from rest_framework import metadata, routers, viewsets
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.response import Response
 
 from core import fields
@@ -13,6 +14,18 @@ class ResourceMetadata(metadata.SimpleMetadata):
 
     def determine_actions(self, request, view):
         return {}
+
+
+class JsonErrorsOnly(BaseContentNegotiation):
+    """For an action that answers a file (a file response, past the renderers) and its errors
+    in JSON, whatever the client's Accept header asks for (a player sends audio/*, a
+    download application/zip)."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
 
 
 class Router(routers.SimpleRouter):

@@ -8,9 +8,11 @@ from django.db.models import CharField, QuerySet, Sum, UUIDField
 from accounts.models import User
 from core.compiled import CompiledQuery
 from core.errors import NotFound
+from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
 from core.recordings import recordings_storage
 from history.models import CallRecord, CallRecordCounter
+from history.serializers import CallRecordOutput
 from virtual_numbers.models import Number
 
 
@@ -101,3 +103,45 @@ def mailbox_messages(*, number: Number) -> list[CallRecord]:
         .exclude(recording="")
         .order_by("-created_at", "-id")
     )
+
+
+def voicemail_file_name(record_id) -> str:
+    """Where a record's voicemail sits in the user's export archive."""
+    return f"voicemail/{record_id}.wav"
+
+
+def history_export(*, user: User) -> dict:
+    """The user's call history for their export (core.userdata): every record as the history
+    API answers it, newest first, with `recording_file`, the name of its voicemail in the
+    archive (null: none)."""
+
+    def each():
+        records = CallRecord.objects.filter(owner=user).select_related("number")
+        for record in records.order_by("-created_at", "-id").iterator(chunk_size=500):
+            yield {
+                **represent(CallRecordOutput, record),
+                "recording_file": voicemail_file_name(record.pk) if record.recording else None,
+            }
+
+    return {"history": each()}
+
+
+def voicemail_files(*, user: User) -> list:
+    """The user's voicemail messages for their export: (name in the archive, opener) pairs;
+    an opener answers None for a file that is gone (purged a moment ago)."""
+    storage = recordings_storage()
+
+    def opener(name: str):
+        def open_it():
+            try:
+                return storage.open(name, "rb")
+            except FileNotFoundError:
+                return None
+
+        return open_it
+
+    kept = CallRecord.objects.filter(owner=user).exclude(recording="").order_by("-created_at")
+    return [
+        (voicemail_file_name(pk), opener(name))
+        for pk, name in kept.values_list("pk", "recording").iterator(chunk_size=500)
+    ]

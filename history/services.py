@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import User
 from core import events, metrics
 from core.counters import Drift, counters_add, counters_recount
 from core.errors import InvalidRequest, NotFound, invalid_fields
@@ -206,3 +207,13 @@ def _orphans_purge(*, now: datetime) -> int:
                 orphans.append(name)
     recordings_delete_on_commit(orphans)
     return len(orphans)
+
+
+def history_erase(*, user: User) -> None:
+    """Account deletion (core.userdata): every call record of `user` and their counters, and
+    their voicemail files once the deletion commits. Inside the deletion's transaction."""
+    records = CallRecord.objects.filter(owner=user)
+    names = list(records.exclude(recording="").values_list("recording", flat=True))
+    records.delete()
+    CallRecordCounter.objects.filter(owner=user).delete()
+    recordings_delete_on_commit(names)

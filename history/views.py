@@ -1,11 +1,10 @@
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.decorators import action
-from rest_framework.negotiation import BaseContentNegotiation
 
 from core.errors import ErrorCode
 from core.schema import operation, success_operation
-from core.viewsets import ResourceViewSet
+from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from history import selectors, services
 from history.responses import recording_download
 from history.serializers import (
@@ -44,17 +43,6 @@ HISTORY_EXAMPLE = {
     "offset": 0,
     "nextCursor": None,
 }
-
-
-class JsonErrorsOnly(BaseContentNegotiation):
-    """The recording answers audio/wav (a file response, past the renderers) and its errors
-    in JSON, whatever the client's Accept header asks for (a player sends audio/*)."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-    def select_parser(self, request, parsers):
-        return parsers[0]
 
 
 class HistoryViewSet(ResourceViewSet):

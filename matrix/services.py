@@ -211,3 +211,12 @@ def messages_sweep() -> int:
     if not token_recheck():
         return 0
     return outbox.sweep(MatrixMessage.objects, schedule_message)
+
+
+# --- account deletion ------------------------------------------------------------------------
+def matrix_erase(*, user: User) -> None:
+    """Account deletion (core.userdata): the Matrix link goes. The room in use ends (the bot
+    leaves it, by the worker: the task carries the room id, not the row), and every room of
+    the user is deleted with its messages. Inside the deletion's transaction."""
+    room_end(user=user, reason="the account was deleted")
+    MatrixRoom.objects.filter(user=user).delete()

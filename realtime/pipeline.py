@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import quotas
+from accounts.models import User
 from core import events, metrics
 from core.counters import counters_add
 from core.fields import represent
@@ -117,8 +118,12 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
         if step.status == CallState.IN_PROGRESS:
             # Answered: granted its talk out of the day's answered seconds, under the owner's
             # lock, which submits take too (accounts.quotas).
+            try:
+                owner = quotas.user_lock(call.owner_id)
+            except User.DoesNotExist:
+                return False  # the owner deleted their account: the call went with it
             fields["talk_limit"] = quotas.talk_grant(
-                user=quotas.user_lock(call.owner_id), call_pk=call.pk, planned=step.talk, now=now
+                user=owner, call_pk=call.pk, planned=step.talk, now=now
             )
         moved = CallRequest.objects.filter(pk=call.pk, status=expected_status).update(**fields)
         if not moved:

@@ -4,8 +4,10 @@ from accounts.models import User
 from core import parsing
 from core.counters import counters_sum
 from core.errors import NotFound
+from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
 from realtime.models import TERMINAL_STATES, CallRequest, CallRequestCounter
+from realtime.serializers import CallDetailOutput
 
 
 def call_find(*, user: User, call_id) -> CallRequest | None:
@@ -34,13 +36,16 @@ def call_find_possible(call_id) -> bool:
 
 
 def calls_ended(*, pks: list) -> list:
-    """Which of these calls have ended (a terminal state): for the telephony agent, which
-    hangs up a call that ended elsewhere (the user's cancel, recovery)."""
-    return list(
-        CallRequest.objects.filter(pk__in=pks, status__in=TERMINAL_STATES).values_list(
-            "pk", flat=True
-        )
-    )
+    """Which of these calls have ended (a terminal state) or are gone (their owner deleted
+    their account): for the telephony agent, which hangs up a call that ended elsewhere (the
+    user's cancel, recovery, a deletion)."""
+    up = {
+        str(pk)
+        for pk in CallRequest.objects.filter(pk__in=pks)
+        .exclude(status__in=TERMINAL_STATES)
+        .values_list("pk", flat=True)
+    }
+    return [pk for pk in pks if str(pk) not in up]
 
 
 def call_access(*, user: User, call_id: str) -> CallRequest:
@@ -66,3 +71,15 @@ def calls_page(
     if offset < total:  # past the end there is nothing to read, however large the offset
         page, next_cursor = page_rows(calls, limit=limit, offset=offset, before=before)
     return Page(records=page, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
+
+
+def calls_export(*, user: User) -> dict:
+    """The user's outbound calls for their export (core.userdata): each as `GET
+    /api/calls/:callId` answers it, timeline included, newest first."""
+
+    def each():
+        calls = CallRequest.objects.filter(owner=user).prefetch_related("events")
+        for call in calls.order_by("-created_at", "-id").iterator(chunk_size=200):
+            yield represent(CallDetailOutput, call)
+
+    return {"calls": each()}

@@ -245,6 +245,26 @@ def call_request_cancel(*, call: CallRequest) -> CallRequest:
     )
 
 
+def calls_end(*, user: User) -> None:
+    """Account deletion (core.userdata): every call of `user` not yet ended ends `canceled`,
+    hung up by the provider, before anything is erased. A call that ends otherwise at that
+    moment (answered and hung up, failed) keeps that end: each call ends once. Inside the
+    deletion's transaction, which holds the user's row, so no new call starts meanwhile."""
+    for call in CallRequest.objects.filter(owner=user, status__in=ACTIVE_STATES).order_by("pk"):
+        try:
+            call_request_cancel(call=call)
+        except ApplicationError as error:
+            if error.code != ErrorCode.CALL_NOT_CANCELABLE:
+                raise
+
+
+def calls_erase(*, user: User) -> None:
+    """Account deletion (core.userdata): every call of `user`, with its timeline and
+    counters. Inside the deletion's transaction, after calls_end."""
+    CallRequest.objects.filter(owner=user).delete()
+    CallRequestCounter.objects.filter(owner=user).delete()
+
+
 # --- the telephony agent's calls -----------------------------------------------------------
 def calls_claim(*, limit: int, provider_call_id: Callable[[], str]) -> list[CallRequest]:
     """The due calls a telephony agent won, at most `limit`, oldest first: each moved

@@ -8,3 +8,12 @@ class NumbersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "virtual_numbers"
     label = "numbers"
+
+    def ready(self) -> None:
+        from core import userdata
+        from virtual_numbers.selectors import numbers_export
+        from virtual_numbers.services import numbers_erase
+
+        userdata.register(
+            userdata.UserDataPart("numbers", export=numbers_export, erase=numbers_erase)
+        )

@@ -5,7 +5,10 @@ import uuid
 from accounts.models import User
 from core import dialing
 from core.errors import NotFound
+from core.fields import represent
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
+from virtual_numbers.serializers import BlockedCallerOutput, ForwardingOutput, NumberOutput
+from virtual_numbers.services import Forwarding
 
 
 def number_access(*, user: User, number_id: str | uuid.UUID, lock: bool = False) -> Number:
@@ -75,3 +78,22 @@ def forwarding_targets_dialable(*, number: Number, owner: User) -> list[str]:
             continue
         allowed.append(target)
     return allowed
+
+
+def numbers_export(*, user: User) -> dict:
+    """The user's numbers for their export (core.userdata): each as the API answers it, with
+    its forwarding and its blocklist, oldest first."""
+
+    def each():
+        held = Number.objects.filter(owner=user).prefetch_related("blocked_callers")
+        for number in held.order_by("created_at", "pk"):
+            yield {
+                **represent(NumberOutput, number),
+                "forwarding": represent(ForwardingOutput, Forwarding.of(number)),
+                "blocked": [
+                    represent(BlockedCallerOutput, entry)
+                    for entry in sorted(number.blocked_callers.all(), key=lambda e: e.created_at)
+                ],
+            }
+
+    return {"numbers": each()}

@@ -420,3 +420,12 @@ def blocked_caller_remove(*, number: Number, caller_num: str) -> None:
     deleted, _ = BlockedCaller.objects.filter(number=number, caller_num=caller_num).delete()
     if not deleted:
         raise NotFound()
+
+
+def numbers_erase(*, user: User) -> None:
+    """Account deletion (core.userdata): every number of `user` goes back to the inventory
+    exactly as number_delete gives one back (locked first, its history and voicemail with
+    it), so a number leaving with its owner waits for whatever a deleted number waits for.
+    Inside the deletion's transaction."""
+    for number in Number.objects.select_for_update().filter(owner=user).order_by("pk"):
+        _delete_with_recordings(number)

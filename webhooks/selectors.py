@@ -2,8 +2,10 @@
 
 from accounts import apikeys
 from core.errors import NotFound
+from core.fields import represent
 from realtime.models import CallRequest
 from webhooks.models import WebhookEndpoint
+from webhooks.serializers import WebhookOutput
 
 
 def webhook_secret(endpoint: WebhookEndpoint) -> str:
@@ -36,3 +38,10 @@ def status_callbacks(calls: list[tuple[str, str]]) -> dict[tuple[str, str], str]
         .values_list("owner_id", "call_id", "status_callback")
     )
     return {(str(owner), call_id): callback for owner, call_id, callback in rows}
+
+
+def webhook_export(*, user) -> dict:
+    """The user's webhook for their export (core.userdata), as the API answers it: never its
+    secret. Null when they have none."""
+    endpoint = webhook_of(user=user)
+    return {"webhook": None if endpoint is None else represent(WebhookOutput, endpoint)}

@@ -158,3 +158,11 @@ def deliveries_sweep() -> int:
     """Re-queue pending deliveries that are due (by more than a minute) and not held: their
     task was lost. Returns how many were re-queued. A duplicate task does nothing."""
     return outbox.sweep(WebhookDelivery.objects, schedule_delivery)
+
+
+def webhook_erase(*, user: User) -> None:
+    """Account deletion (core.userdata): the user's webhook, its secret and every delivery
+    (sent or not: none leaves once the deletion commits). Inside the deletion's
+    transaction."""
+    WebhookEndpoint.objects.filter(user=user).delete()
+    WebhookDelivery.objects.filter(user=user).delete()
