@@ -23,7 +23,7 @@ from django.utils import timezone
 from django_tasks import task
 
 from accounts.models import LoginSession, User, UserManager
-from accounts.services import sessions_end_all
+from accounts.services import PasswordMismatch, sessions_end_all
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.passwords import password_hashing_slot
@@ -32,10 +32,6 @@ from mail.services import mail_queue
 logger = logging.getLogger(__name__)
 
 RESET_PATH = "/password-reset"  # the console's page (console.urls)
-
-
-class PasswordMismatch(ApplicationError):
-    code, message = ErrorCode.PASSWORD_MISMATCH, "The current password is wrong."
 
 
 class ResetTokenInvalid(ApplicationError):

@@ -44,8 +44,11 @@ class InvalidCredentials(ApplicationError):
     code, message = ErrorCode.INVALID_CREDENTIALS, "Wrong e-mail or password."
 
 
-class PasswordIncorrect(ApplicationError):
-    code, message = ErrorCode.PASSWORD_INCORRECT, "The password is wrong."
+class PasswordMismatch(ApplicationError):
+    """The account's password, asked again to confirm a change (a new password, deletion), is
+    wrong: 403, as the caller is authenticated (401 would say their token is bad)."""
+
+    code, message = ErrorCode.PASSWORD_MISMATCH, "The current password is wrong."
 
 
 def auth_rate_limit(*, scope: str, ip: str, email: str) -> None:
@@ -273,13 +276,13 @@ def password_confirm(*, user: User, password: str, ip: str) -> None:
     """The signed-in `user` types their password again before something that cannot be
     undone. Each attempt counts toward the login rate limits (per client IP and per
     e-mail, RateLimited past either), so this is no way round them to guess a password;
-    PasswordIncorrect (403: the caller is authenticated, the confirmation is wrong) when it
+    PasswordMismatch (403: the caller is authenticated, the confirmation is wrong) when it
     does not match; PasswordHashingBusy (503) when every hashing slot is taken."""
     auth_rate_limit(scope="login", ip=ip, email=user.email)
     with password_hashing_slot():
         matches = user.check_password(password)
     if not matches:
-        raise PasswordIncorrect()
+        raise PasswordMismatch()
 
 
 def second_factor_check(*, user: User, otp: str | None) -> None:

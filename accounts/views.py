@@ -275,12 +275,12 @@ class UserViewSet(ResourceViewSet):
         "numbers go back to the inventory as deleted numbers do, your history, voicemail, "
         "calls, webhook and Matrix link are deleted, and every session ends (their sockets "
         "close with 4401, API-key sockets too). Only what fraud review must keep is kept "
-        "(docs/operations.md). A wrong password is 403 `password_incorrect`; every attempt "
+        "(docs/operations.md). A wrong password is 403 `password_mismatch`; every attempt "
         f"counts toward the login rate limits. {AUTH_RATE_LIMIT_DESCRIPTION}",
         request=(AccountDeleteInput, {"password": "a-long-passphrase"}),
         responses={204: (None, None)},
         errors=[
-            ErrorCode.PASSWORD_INCORRECT,
+            ErrorCode.PASSWORD_MISMATCH,
             ErrorCode.RATE_LIMITED,
             ErrorCode.SERVICE_UNAVAILABLE,
         ],

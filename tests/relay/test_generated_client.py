@@ -30,6 +30,7 @@ project_name_override: relay-generated-client
 post_hooks: []
 content_type_overrides:
   audio/wav: application/octet-stream
+  application/zip: application/octet-stream
 """
 
 

@@ -36,6 +36,8 @@ RATE_LIMITED = {
     "numbers_pin_change": {"pin_locked"},
     "numbers_forwarding_set": {"rate_limited"},
     "user_matrix_set": {"rate_limited"},
+    "user_delete": {"rate_limited"},
+    "user_export": {"rate_limited"},
 }
 
 

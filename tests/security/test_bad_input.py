@@ -60,6 +60,7 @@ JSON_ENDPOINTS = [
     ("post", "/api/auth/register"),
     ("post", "/api/auth/login"),
     ("put", "/api/user/matrix"),
+    ("delete", "/api/user/me"),
     ("post", "/api/captcha/verify"),
     ("post", "/api/numbers"),
     ("put", "/api/numbers/{number}/alias"),

@@ -37,6 +37,12 @@ ENDPOINTS = {
         {"email": '"fuzz@example.com"', "password": '"a-long-passphrase"'},
     ),
     "matrix": ("put", "/api/user/matrix", {"matrixId": '"@fuzz:example.org"'}),
+    # A wrong password: each example is answered 403 or 400, and the user stays for the next.
+    "account delete": (
+        "delete",
+        "/api/user/me",
+        {"password": '"not-the-password"', "otp": '"123456"'},
+    ),
     "numbers create": (
         "post",
         "/api/numbers",
