@@ -285,6 +285,12 @@ def password_confirm(*, user: User, password: str, ip: str) -> None:
         raise PasswordMismatch()
 
 
+def second_factor_enrolled(*, user: User) -> bool:
+    """Whether `user` has a second factor, so that the console asks for its code (beside
+    second_factor_check, which the TOTP work fills in with it). Until then: never."""
+    return False
+
+
 def second_factor_check(*, user: User, otp: str | None) -> None:
     """The second factor's confirmation of what cannot be undone (account deletion), after
     password_confirm. The one hook for it: the TOTP work makes it raise its own errors
@@ -304,6 +310,11 @@ def user_export_archive(*, user: User) -> IO[bytes]:
         "exportedAt": to_ms(timezone.now()),
     }
     return userdata.user_data_archive(user=user, header=header)
+
+
+def user_export_filename() -> str:
+    """The export's name as a download: relay-export-<today>.zip."""
+    return f"relay-export-{timezone.now():%Y-%m-%d}.zip"
 
 
 def email_digest(email: str) -> str:

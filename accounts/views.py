@@ -310,11 +310,10 @@ class UserViewSet(ResourceViewSet):
     @action(detail=False, methods=["get"], content_negotiation_class=JsonErrorsOnly)
     def export(self, request):
         archive = services.user_export_archive(user=request.user)
-        day = timezone.now().strftime("%Y-%m-%d")
         return FileResponse(
             archive,
             as_attachment=True,
-            filename=f"relay-export-{day}.zip",
+            filename=services.user_export_filename(),
             content_type="application/zip",
         )
 

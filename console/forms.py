@@ -104,6 +104,22 @@ class LoginForm(ConsoleForm):
     password = secret("Password", autocomplete="current-password")
 
 
+class AccountDeleteForm(ConsoleForm):
+    password = secret("Your password", autocomplete="current-password")
+    otp = text(
+        "Code from your authenticator app",
+        help_text="The 6 digits it shows now, or one of your recovery codes.",
+        autocomplete="one-time-code",
+        inputmode="numeric",
+    )
+    code_fields = {ErrorCode.PASSWORD_INCORRECT: "password"}
+
+    def __init__(self, data=None, *, second_factor: bool = False, **kwargs):
+        super().__init__(data, **kwargs)
+        if not second_factor:
+            del self.fields["otp"]
+
+
 class RegisterForm(ConsoleForm):
     email = text("E-mail address", type="email", autocomplete="email")
     password = secret("Password", help_text=PASSWORD_HELP, autocomplete="new-password")

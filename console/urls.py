@@ -56,4 +56,6 @@ urlpatterns = [
     path("account/webhook/rotate", account.webhook_rotate, name="webhook_rotate"),
     path("account/webhook/delete", account.webhook_delete, name="webhook_delete"),
     path("account/sessions/<str:session_id>/end", account.session_end, name="session_end"),
+    path("account/export", account.account_export, name="account_export"),
+    path("account/delete", account.account_delete, name="account_delete"),
 ]

@@ -1,17 +1,31 @@
 """Account: the profile and quotas, the API key, the Matrix id and notices, the webhook and
-its secret, and the login sessions, each through the same services as the API."""
+its secret, the login sessions, and the user's data (its export, the account's deletion),
+each through the same services as the API."""
 
 from django.contrib import messages
+from django.http import FileResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import credentials, quotas, selectors, services
-from accounts.serializers import MatrixIdInput, NotificationsInput, PasswordChangeInput
-from console.forms import MatrixIdForm, NotificationsForm, PasswordChangeForm, WebhookForm
+from accounts.serializers import (
+    AccountDeleteInput,
+    MatrixIdInput,
+    NotificationsInput,
+    PasswordChangeInput,
+)
+from console.forms import (
+    AccountDeleteForm,
+    MatrixIdForm,
+    NotificationsForm,
+    PasswordChangeForm,
+    WebhookForm,
+)
 from console.signin import current_session, signed_in
 from console.views.common import form_page, posted
 from core.clientip import client_ip
+from core.errors import RateLimited
 from core.fields import validated
 from mail.links import public_base_url
 from matrix import services as matrix_services
@@ -188,3 +202,50 @@ def session_end(request, session_id):
         return redirect("console:login")
     messages.success(request, "The session is ended: its sign-in works no more.")
     return redirect("console:account")
+
+
+@signed_in
+@require_POST
+def account_export(request):
+    """The zip of everything Relay keeps of the user, as `GET /api/user/export` answers it: a
+    POST (a form's button, CSRF-checked), since each export is costly and rate limited."""
+    try:
+        archive = services.user_export_archive(user=request.user)
+    except RateLimited as error:
+        minutes = -(-error.retry_after // 60)
+        messages.error(
+            request,
+            "You downloaded your data a moment ago. "
+            f"Try again in {minutes} minute{'' if minutes == 1 else 's'}.",
+        )
+        return redirect("console:account")
+    return FileResponse(
+        archive,
+        as_attachment=True,
+        filename=services.user_export_filename(),
+        content_type="application/zip",
+    )
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def account_delete(request):
+    """Delete the account, as `DELETE /api/user/me` does, confirmed with the password (and
+    the second factor's code where one is enrolled); the browser is signed out."""
+    second_factor = services.second_factor_enrolled(user=request.user)
+    form = AccountDeleteForm(posted(request), second_factor=second_factor)
+
+    def delete():
+        names = ("password", "otp") if second_factor else ("password",)
+        values = validated(AccountDeleteInput, form.values(*names))
+        services.user_delete(
+            user=request.user,
+            password=values["password"],
+            otp=values.get("otp"),
+            ip=client_ip(request),
+        )
+        request.session.flush()
+        messages.success(request, "Your account is deleted, with everything Relay kept of it.")
+        return redirect("console:login")
+
+    return form_page(request, "console/account_delete.html", form, delete)
