@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from accounts import services
-from accounts.models import DialRefusal, LoginSession, User
+from accounts.models import DialRefusal, FraudRecord, LoginSession, User
 from core.admin_links import ReadOnlyAdmin, change_link, changelist_link
 from core.passwords import hashes_passwords_on_post
 from core.phone import country_codes_problem, parse_country_codes
@@ -245,3 +245,19 @@ class DialRefusalAdmin(ReadOnlyAdmin):
     @admin.display(description="user", ordering="user__email")
     def user_link(self, obj):
         return change_link(obj.user)
+
+
+@admin.register(FraudRecord)
+class FraudRecordAdmin(ReadOnlyAdmin):
+    # What deletion kept of accounts under fraud review: read-only, kept a year. The search
+    # box takes an e-mail address and finds its digest; the address itself is not kept.
+    list_display = ("deleted_at", "flagged_at", "refusals")
+    list_filter = ("deleted_at",)
+    search_fields = ("email_digest",)
+    search_help_text = "An e-mail address: the records of accounts deleted with it."
+    ordering = ("-deleted_at",)
+
+    def get_search_results(self, request, queryset, search_term):
+        if not search_term.strip():
+            return queryset, False
+        return queryset.filter(email_digest=services.email_digest(search_term)), False

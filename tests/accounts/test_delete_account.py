@@ -237,3 +237,15 @@ def test_another_users_id_or_address_in_the_body_deletes_only_the_caller(
 
     assert not User.objects.filter(pk=user.pk).exists()
     assert User.objects.filter(pk=other_user.pk).exists()
+
+
+def test_staff_find_a_deleted_accounts_fraud_record_by_its_address(client_jwt, user, staff_client):
+    holdings_of(user)
+    assert delete_me(client_jwt).status_code == 204
+
+    found = staff_client.get("/admin/accounts/fraudrecord/", {"q": user.email.upper()})
+    missed = staff_client.get("/admin/accounts/fraudrecord/", {"q": "someone@example.com"})
+
+    assert found.status_code == missed.status_code == 200
+    assert "destination:premium_rate" in found.content.decode()
+    assert "destination:premium_rate" not in missed.content.decode()
