@@ -112,7 +112,7 @@ class AccountDeleteForm(ConsoleForm):
         autocomplete="one-time-code",
         inputmode="numeric",
     )
-    code_fields = {ErrorCode.PASSWORD_INCORRECT: "password"}
+    code_fields = {ErrorCode.PASSWORD_MISMATCH: "password"}
 
     def __init__(self, data=None, *, second_factor: bool = False, **kwargs):
         super().__init__(data, **kwargs)

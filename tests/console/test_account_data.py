@@ -79,7 +79,7 @@ def test_a_wrong_password_is_shown_on_its_field_and_deletes_nothing(browser_clie
 
     assert response.status_code == 403
     page = response.content.decode()
-    assert 'id="id_password_errors"' in page and "The password is wrong." in page
+    assert 'id="id_password_errors"' in page and "The current password is wrong." in page
     assert User.objects.filter(pk=user.pk).exists()
 
 
