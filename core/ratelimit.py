@@ -30,6 +30,18 @@ class Rate:
         return cls(int(count), _UNITS[unit])
 
 
+def _window_key(scope: str, ident: str, rate: Rate, now: float) -> tuple[str, int]:
+    window = int(now // rate.seconds)
+    # surrogatepass: an identifier is hashed whatever it holds, never refused here.
+    digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"rl:{scope}:{digest}:{window}", window
+
+
+def _refused(rate: Rate, window: int, now: float) -> RateLimited:
+    retry_after = int((window + 1) * rate.seconds - now) + 1
+    return RateLimited(retry_after, limit=rate.count)
+
+
 def hit(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -> None:
     """Count one attempt of `ident` under `scope`; raise RateLimited past the rate.
 
@@ -39,18 +51,31 @@ def hit(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -
     """
     rate = rate if isinstance(rate, Rate) else Rate.parse(rate)
     now = time.time() if now is None else now
-    window = int(now // rate.seconds)
-    # surrogatepass: an identifier is hashed whatever it holds, never refused here.
-    digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    key = f"rl:{scope}:{digest}:{window}"
+    key, window = _window_key(scope, ident, rate, now)
     try:
         count = _count(key, rate.seconds + 1)
     except Exception:  # the cache backend's own connection errors
         logger.warning("rate limit store unavailable; allowing %s", scope, exc_info=True)
         return
     if count > rate.count:
-        retry_after = int((window + 1) * rate.seconds - now) + 1
-        raise RateLimited(retry_after, limit=rate.count)
+        raise _refused(rate, window, now)
+
+
+def check(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -> None:
+    """Raise RateLimited when `hit` has already counted the rate's whole allowance for `ident`
+    in this window; count nothing. For limits on failures (wrong codes): check before trying,
+    `hit` after each failure, so that once the limit is reached even a right guess is refused
+    and guessing learns nothing. Fails open like `hit`."""
+    rate = rate if isinstance(rate, Rate) else Rate.parse(rate)
+    now = time.time() if now is None else now
+    key, window = _window_key(scope, ident, rate, now)
+    try:
+        count = cache.get(key) or 0
+    except Exception:  # the cache backend's own connection errors
+        logger.warning("rate limit store unavailable; allowing %s", scope, exc_info=True)
+        return
+    if int(count) >= rate.count:
+        raise _refused(rate, window, now)
 
 
 # One redis-py client per Redis cache backend: Django's backend builds a new client for every
