@@ -184,3 +184,41 @@ class LoginSession(models.Model):
 
     def __str__(self) -> str:
         return f"session {self.id} of {self.user_id}"
+
+
+class TotpDevice(models.Model):
+    """A user's TOTP second factor (RFC 6238; accounts.twofactor). Pending until a right code
+    confirms it (`confirmed_at`); only a confirmed one is asked for at login."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="totp_device")
+    # The shared secret (base32), Fernet-encrypted like the API key: Relay must read it back
+    # to compute codes, and the database alone must not give it away.
+    secret_ciphertext = models.TextField(editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    confirmed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The time step (Unix time // 30) of the last code accepted: a code of that step or an
+    # earlier one is refused, so no code is accepted twice (RFC 6238 §5.2).
+    last_used_step = models.BigIntegerField(default=0, editable=False)
+
+    def __str__(self) -> str:
+        state = "on" if self.confirmed_at else "pending"
+        return f"TOTP of {self.user_id} ({state})"
+
+
+class RecoveryCode(models.Model):
+    """One single-use code that stands in for a TOTP code, given out when the factor is turned
+    on. Only its SHA-256 digest is kept: a code is 80 random bits, so a salted slow hash
+    would add nothing but ten Argon2 runs to a login."""
+
+    device = models.ForeignKey(TotpDevice, on_delete=models.CASCADE, related_name="recovery_codes")
+    digest = models.CharField(max_length=64, editable=False)
+    used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        constraints = [
+            # The lookup of a code presented at login, and no code twice for one device.
+            models.UniqueConstraint(fields=["device", "digest"], name="recoverycode_device_digest")
+        ]
+
+    def __str__(self) -> str:
+        return f"recovery code of device {self.device_id}"

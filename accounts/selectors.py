@@ -1,7 +1,9 @@
 from django.conf import settings
 
-from accounts.models import DialRefusal, LoginSession, User
+from accounts import apikeys
+from accounts.models import DialRefusal, LoginSession, TotpDevice, User
 from accounts.serializers import SessionOutput
+from accounts.twofactor import Enrolment, enrolment
 from core.compiled import CompiledQuery
 from core.fields import represent, to_ms
 
@@ -77,3 +79,16 @@ def account_export(*, user: User) -> dict:
             .values_list("kind", "reason", "at")
         ],
     }
+
+
+def two_factor_enabled(*, user: User) -> bool:
+    """Whether `user` has a confirmed second factor (login asks for its code)."""
+    return TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).exists()
+
+
+def two_factor_pending(*, user: User) -> Enrolment | None:
+    """The enrolment `user` started and has not confirmed yet (its secret, URI and QR code,
+    to show again), or None."""
+    device = TotpDevice.objects.filter(user=user, confirmed_at__isnull=True).first()
+    secret = apikeys.decrypt(device.secret_ciphertext) if device is not None else None
+    return None if secret is None else enrolment(user=user, secret=secret)

@@ -62,6 +62,17 @@ class ErrorCode(StrEnum):
         "A bad or expired JWT, an ended session, or an unknown or replaced API key.",
     )
     INVALID_CREDENTIALS = ("invalid_credentials", 401, "Wrong e-mail or password.")
+    OTP_REQUIRED = (
+        "otp_required",
+        401,
+        "The account has a second factor: send `otp`, a code of its authenticator app or a "
+        "recovery code.",
+    )
+    OTP_INVALID = (
+        "otp_invalid",
+        401,
+        "The second factor's code is wrong or already used, or the recovery code is used.",
+    )
     PIN_MISMATCH = ("pin_mismatch", 403, "The current PIN is wrong.")
     PASSWORD_MISMATCH = ("password_mismatch", 403, "The current password is wrong.")
     PERMISSION_DENIED = ("permission_denied", 403, "Not allowed.")
@@ -76,6 +87,16 @@ class ErrorCode(StrEnum):
     EMAIL_TAKEN = ("email_taken", 409, "The e-mail address is already registered.")
     NUMBER_LIMIT_REACHED = ("number_limit_reached", 409, "The plan's numbers are all held.")
     CALL_NOT_CANCELABLE = ("call_not_cancelable", 409, "The call has already ended.")
+    TWO_FACTOR_ON = (
+        "two_factor_on",
+        409,
+        "A second factor is already on: turn it off first.",
+    )
+    TWO_FACTOR_OFF = (
+        "two_factor_off",
+        409,
+        "No second factor is on (to confirm: none was started).",
+    )
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413, "The body is larger than API_MAX_BODY_BYTES.")
     URI_TOO_LONG = ("uri_too_long", 414, "The request line is over 16 KiB.")
     UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415, "The body is not JSON.")

@@ -178,3 +178,11 @@ RATE_LIMIT_CAPTCHA_PER_IP = rate("RATE_LIMIT_CAPTCHA_PER_IP", "60/m")
 RATE_LIMIT_CAPTCHA_VERIFY_PER_IP = rate("RATE_LIMIT_CAPTCHA_VERIFY_PER_IP", "20/m")
 # A user's exports of their data (GET /api/user/export): each reads and zips all of it.
 RATE_LIMIT_EXPORT_PER_USER = rate("RATE_LIMIT_EXPORT_PER_USER", "5/h")
+
+# --- The second factor (TOTP, accounts/twofactor.py) -----------------------------------------
+# Wrong codes (TOTP or recovery) a user may send, at login or to confirm or turn off the
+# factor; past it every code is refused, a right one too, until the window ends. 10 an hour
+# leaves a guesser, who must know the password already, years from a 6-digit code.
+RATE_LIMIT_OTP_PER_USER = rate("RATE_LIMIT_OTP_PER_USER", "10/h")
+# The issuer authenticator apps show beside the account (the otpauth:// URI's `issuer`).
+TOTP_ISSUER = text("TOTP_ISSUER", "Relay")
