@@ -74,10 +74,34 @@ class MatrixIdField(StrictCharField):
         return value
 
 
+OTP_MAX_LENGTH = 64
+
+
+@extend_schema_field(
+    {"type": "string", "minLength": 1, "maxLength": OTP_MAX_LENGTH, "pattern": TEXT_PATTERN}
+)
+class OtpField(StrictCharField):
+    """A second-factor code: six digits from the authenticator app, or a recovery code
+    (xxxx-xxxx-xxxx-xxxx, any case, dashes and spaces optional). Only its type and length are
+    checked here: any other string is simply a wrong code (otp_invalid, counted as one)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault(
+            "help_text",
+            "The 6-digit code of your authenticator app, or one of your recovery codes.",
+        )
+        super().__init__(max_length=OTP_MAX_LENGTH, trim_whitespace=False, **kwargs)
+
+
 # --- input ---------------------------------------------------------------------------------
 class CredentialsInput(serializers.Serializer):
     email = TextField(max_length=254, trim_whitespace=True)
     password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    otp = OtpField(
+        required=False,
+        help_text="Only for an account with a second factor: the 6-digit code of its "
+        "authenticator app, or one of its recovery codes (each works once).",
+    )
 
 
 class EmailAddressField(serializers.EmailField):
@@ -95,6 +119,7 @@ class EmailAddressField(serializers.EmailField):
 class RegisterInput(CredentialsInput):
     email = EmailAddressField()
     password = PasswordField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    otp = None  # a new account has no second factor
 
 
 class PasswordChangeInput(serializers.Serializer):
@@ -130,6 +155,15 @@ class AccountDeleteInput(serializers.Serializer):
         trim_whitespace=True,
         help_text="a code of your second factor, where you enrolled one",
     )
+
+
+class TwoFactorConfirmInput(serializers.Serializer):
+    code = OtpField(help_text="The 6-digit code the authenticator app shows for the secret.")
+
+
+class TwoFactorDisableInput(serializers.Serializer):
+    password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    code = OtpField()
 
 
 class MatrixIdInput(serializers.Serializer):
@@ -196,6 +230,9 @@ class MeOutput(serializers.Serializer):
     matrixOutbound = serializers.BooleanField(source="user.matrix_outbound")  # noqa: N815
     createdAt = MillisecondsField(source="user.created_at")  # noqa: N815
     quotas = QuotasOutput(read_only=True, help_text="The plan's quotas and their use.")
+    twoFactor = serializers.BooleanField(  # noqa: N815
+        source="two_factor", help_text="Whether login asks for a second factor's code."
+    )
 
 
 class NotificationsOutput(serializers.Serializer):
@@ -203,6 +240,24 @@ class NotificationsOutput(serializers.Serializer):
     success = SuccessField()
     matrixInbound = serializers.BooleanField(source="matrix_inbound")  # noqa: N815
     matrixOutbound = serializers.BooleanField(source="matrix_outbound")  # noqa: N815
+
+
+class TwoFactorEnrolmentOutput(serializers.Serializer):
+    # Renders accounts.twofactor.Enrolment.
+    secret = serializers.CharField(help_text="The shared secret, base32, to type in by hand.")
+    otpauthUri = serializers.CharField(  # noqa: N815
+        source="otpauth_uri", help_text="The secret as an otpauth://totp/ URI."
+    )
+    qrSvg = serializers.CharField(  # noqa: N815
+        source="qr_svg", help_text="The URI as a QR code, an SVG document."
+    )
+
+
+class RecoveryCodesOutput(serializers.Serializer):
+    recoveryCodes = serializers.ListField(  # noqa: N815
+        child=serializers.CharField(),
+        help_text="Ten single-use codes that stand in for the app's code; shown this once.",
+    )
 
 
 class ApiKeyOutput(serializers.Serializer):

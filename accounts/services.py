@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from rest_framework_simplejwt.tokens import AccessToken
 
-from accounts import apikeys
+from accounts import apikeys, twofactor
 from accounts.models import FREE_PLAN, DialRefusal, FraudRecord, LoginSession, User, UserManager
 from accounts.serializers import matrix_id_problem
 from core import events, metrics, ratelimit, userdata
@@ -120,16 +120,30 @@ def user_register(*, email: str, password: str) -> AuthResult:
     return session_open(user=user_create(email=email, password=password))
 
 
-def user_login(*, email: str, password: str) -> AuthResult:
-    """Check the password and open a session. Unknown e-mail and wrong password give the same
-    InvalidCredentials, and take the same time (Django hashes a dummy password for unknown
-    users). A right password whose stored hash has other parameters than the hasher's is
-    re-hashed and saved (User.check_password's setter); a wrong one changes nothing.
-    PasswordHashingBusy (503) when every hashing slot of the process is taken."""
+def user_login(*, email: str, password: str, otp: str | None = None) -> AuthResult:
+    """Check the password, then the second factor, and open a session. Unknown e-mail and
+    wrong password give the same InvalidCredentials, and take the same time (Django hashes a
+    dummy password for unknown users). A right password whose stored hash has other
+    parameters than the hasher's is re-hashed and saved (User.check_password's setter); a
+    wrong one changes nothing. Only after a right password: for a user with a second factor,
+    OtpRequired (401) without `otp`, OtpInvalid (401) for a wrong or used code, RateLimited
+    (429) past RATE_LIMIT_OTP_PER_USER wrong codes (twofactor.otp_check), so those answers
+    tell nothing to someone without the password. PasswordHashingBusy (503) when every
+    hashing slot of the process is taken."""
     with password_hashing_slot():
         user = authenticate(username=UserManager.normalize_email_address(email), password=password)
     if user is None:
         raise InvalidCredentials()
+    twofactor.otp_check(user=user, otp=otp)
+    return session_open(user=user)
+
+
+def user_login_second_step(*, user: User, otp: str | None) -> AuthResult:
+    """The second step of a login taken in two (the console asks for the code on a page of
+    its own): `user` is the one whose password the caller found right a moment ago, through
+    user_login's OtpRequired, and keeps no password for. The code is checked as user_login
+    checks it (twofactor.otp_check: its errors and rate limit), then the session opens."""
+    twofactor.otp_check(user=user, otp=otp)
     return session_open(user=user)
 
 

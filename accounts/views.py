@@ -6,7 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from accounts import credentials, quotas, selectors, services
+from accounts import credentials, quotas, selectors, services, twofactor
 from accounts.models import LoginSession
 from accounts.serializers import (
     AccountDeleteInput,
@@ -20,7 +20,11 @@ from accounts.serializers import (
     PasswordChangeInput,
     PasswordResetConfirmInput,
     PasswordResetInput,
+    RecoveryCodesOutput,
     RegisterInput,
+    TwoFactorConfirmInput,
+    TwoFactorDisableInput,
+    TwoFactorEnrolmentOutput,
 )
 from accounts.wsurl import ws_base_url
 from core.clientip import client_ip
@@ -35,6 +39,31 @@ API_KEY = "vr_Xq3nV8kP2mL7sR4tY9wB1cF6hJ0dG5aZ2eN8uQ4i"
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzaWQiOiI1ZjBjIn0.c2lnbmF0dXJl"
 AUTH_EXAMPLE = {"token": JWT, "user": {"id": USER_ID, "email": "me@example.com", "apiKey": API_KEY}}
 CREDENTIALS_EXAMPLE = {"email": "me@example.com", "password": "a-long-passphrase"}
+TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+ENROLMENT_EXAMPLE = {
+    "secret": TOTP_SECRET,
+    "otpauthUri": f"otpauth://totp/Relay:me%40example.com?secret={TOTP_SECRET}&issuer=Relay",
+    "qrSvg": '<svg xmlns="http://www.w3.org/2000/svg" width="196" height="196" class="segno">'
+    '<title>QR code of the second factor\'s secret</title><path d="M4 4.5h7"/></svg>',
+}
+RECOVERY_CODES_EXAMPLE = {
+    "recoveryCodes": [
+        "7kq2-mx4p-a9dr-t3wz",
+        "h6cn-2vby-p8ks-x4qe",
+        "r3tf-9mza-w5hc-k2nu",
+        "b8xd-4pqv-m6ry-e9ta",
+        "s2wk-7fhn-c3zb-u5mp",
+        "n9ea-3rtx-q7dv-y4kc",
+        "f5mu-8kcz-t2pw-h6rb",
+        "x4vq-6ybe-k9sn-a3fd",
+        "c7pt-5hwr-z2ma-n8ux",
+        "w3yd-9eqk-r4fc-t6bv",
+    ]
+}
+OTP_RATE_LIMIT_DESCRIPTION = (
+    "Wrong codes are rate limited per user (`RATE_LIMIT_OTP_PER_USER`, wrong codes at login "
+    "count too): past it, 429 with `Retry-After`, even for a right code."
+)
 AUTH_RATE_LIMIT_DESCRIPTION = (
     "Rate limited per client IP (`RATE_LIMIT_AUTH_PER_IP`) and per e-mail "
     "(`RATE_LIMIT_AUTH_PER_EMAIL`): 429 with `Retry-After`."
@@ -106,10 +135,14 @@ class AuthViewSet(ResourceViewSet):
     @session_opening(
         "auth_login",
         summary="Log in",
-        description="Opens a new login session.",
+        description="Opens a new login session. An account with a second factor also needs "
+        "`otp`, a code of its authenticator app (each accepted once) or one of its recovery "
+        "codes (each works once); it is asked for only once the password is found right: "
+        "401 `otp_required` without it, 401 `otp_invalid` for a wrong or used one. "
+        "Wrong codes are also rate limited per user (`RATE_LIMIT_OTP_PER_USER`).",
         input_serializer=CredentialsInput,
         status_code=status.HTTP_200_OK,
-        errors=[ErrorCode.INVALID_CREDENTIALS],
+        errors=[ErrorCode.INVALID_CREDENTIALS, ErrorCode.OTP_REQUIRED, ErrorCode.OTP_INVALID],
     )
     def login(self, request):
         return self._open_session("login", services.user_login, status.HTTP_200_OK)
@@ -202,6 +235,8 @@ class UserViewSet(ResourceViewSet):
         "notifications": NotificationsInput,
         "password": PasswordChangeInput,
         "me_delete": AccountDeleteInput,
+        "two_factor_confirm": TwoFactorConfirmInput,
+        "two_factor_disable": TwoFactorDisableInput,
     }
 
     @operation(
@@ -257,6 +292,7 @@ class UserViewSet(ResourceViewSet):
                         },
                         "concurrentCalls": {"limit": 3, "used": 1, "resetsAt": None},
                     },
+                    "twoFactor": False,
                 },
             )
         },
@@ -264,7 +300,11 @@ class UserViewSet(ResourceViewSet):
     @action(detail=False, methods=["get"])
     def me(self, request):
         counted = quotas.quotas_of(request.user, now=timezone.now())
-        profile = {"user": request.user, "quotas": {quota.name: quota for quota in counted}}
+        profile = {
+            "user": request.user,
+            "two_factor": selectors.two_factor_enabled(user=request.user),
+            "quotas": {quota.name: quota for quota in counted},
+        }
         return self.answer(MeOutput, profile)
 
     @operation(
@@ -349,6 +389,67 @@ class UserViewSet(ResourceViewSet):
     def regenerate_api_key(self, request):
         api_key = services.user_api_key_regenerate(user=request.user)
         return self.answer(ApiKeyOutput, {"apiKey": api_key})
+
+    @operation(
+        "user_two_factor_start",
+        summary="Start turning on a second factor (TOTP)",
+        description="Answers a fresh secret, as text, as an `otpauth://` URI and as a QR code "
+        "(SVG), for an authenticator app. The factor is not on until "
+        "`POST /api/user/2fa/confirm`; starting again before that replaces the secret. "
+        "409 `two_factor_on` while a factor is on.",
+        responses={200: (TwoFactorEnrolmentOutput, ENROLMENT_EXAMPLE)},
+        errors=[ErrorCode.TWO_FACTOR_ON],
+    )
+    @action(detail=False, methods=["post"], url_path="2fa")
+    def two_factor(self, request):
+        enrolment = twofactor.two_factor_start(user=request.user)
+        return self.answer(TwoFactorEnrolmentOutput, enrolment)
+
+    @success_operation(
+        "user_two_factor_disable",
+        summary="Turn the second factor off",
+        description="Needs the password and a code: one of the authenticator app, or a "
+        "recovery code (which a lost phone leaves). The secret and the recovery codes are "
+        "deleted. 409 `two_factor_off` when no factor is on. A wrong password (401 "
+        f"`invalid_credentials`) counts as a wrong code. {OTP_RATE_LIMIT_DESCRIPTION}",
+        request=(TwoFactorDisableInput, {"password": "a-long-passphrase", "code": "123456"}),
+        errors=[
+            ErrorCode.INVALID_CREDENTIALS,
+            ErrorCode.OTP_INVALID,
+            ErrorCode.TWO_FACTOR_OFF,
+            ErrorCode.RATE_LIMITED,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
+    )
+    @two_factor.mapping.delete
+    def two_factor_disable(self, request):
+        values = self.validated()
+        twofactor.two_factor_disable(
+            user=request.user, password=values["password"], code=values["code"]
+        )
+        return self.succeeded()
+
+    @operation(
+        "user_two_factor_confirm",
+        summary="Turn the second factor on",
+        description="With a code the authenticator app shows for the secret of "
+        "`POST /api/user/2fa`. Answers ten single-use recovery codes, shown this once: each "
+        "stands in for the app's code, at login or to turn the factor off. 409 "
+        "`two_factor_off` when no enrolment was started, `two_factor_on` when the factor is "
+        f"already on. {OTP_RATE_LIMIT_DESCRIPTION}",
+        request=(TwoFactorConfirmInput, {"code": "123456"}),
+        responses={200: (RecoveryCodesOutput, RECOVERY_CODES_EXAMPLE)},
+        errors=[
+            ErrorCode.OTP_INVALID,
+            ErrorCode.TWO_FACTOR_ON,
+            ErrorCode.TWO_FACTOR_OFF,
+            ErrorCode.RATE_LIMITED,
+        ],
+    )
+    @action(detail=False, methods=["post"], url_path="2fa/confirm")
+    def two_factor_confirm(self, request):
+        codes = twofactor.two_factor_confirm(user=request.user, code=self.validated()["code"])
+        return self.answer(RecoveryCodesOutput, {"recoveryCodes": codes})
 
 
 class SessionViewSet(ResourceViewSet):

@@ -10,6 +10,7 @@ ME_FIELDS = {
     "matrixInbound",
     "matrixOutbound",
     "createdAt",
+    "twoFactor",
     "quotas",
 }
 DASHBOARD_FIELDS = {"email", "plan", "matrixId", "matrixStatus", "apiKey", "wsUrl", "sessions"}

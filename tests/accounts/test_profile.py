@@ -166,5 +166,5 @@ def test_me_answers_exactly_these_bytes(settings):
         b'"matrixId":"@me:matrix.example.com","matrixStatus":"none","matrixInbound":true,'
         b'"matrixOutbound":true,"createdAt":1795176000123,"quotas":{"callsPerDay":{"limit":50,'
         b'"used":0,"resetsAt":null},"callSecondsPerDay":{"limit":null,"used":0,"resetsAt":null},'
-        b'"concurrentCalls":{"limit":3,"used":0,"resetsAt":null}}}'
+        b'"concurrentCalls":{"limit":3,"used":0,"resetsAt":null}},"twoFactor":false}'
     )

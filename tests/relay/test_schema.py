@@ -11,6 +11,8 @@ ACCOUNT_PATHS = {
     "/api/user/matrix": {"put"},
     "/api/user/notifications": {"put"},
     "/api/user/regenerate-api-key": {"post"},
+    "/api/user/2fa": {"post", "delete"},
+    "/api/user/2fa/confirm": {"post"},
     "/api/user/sessions/{session_id}": {"delete"},
     "/api/dashboard": {"get"},
     "/api/captcha": {"get"},

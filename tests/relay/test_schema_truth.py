@@ -38,6 +38,8 @@ RATE_LIMITED = {
     "user_matrix_set": {"rate_limited"},
     "user_delete": {"rate_limited"},
     "user_export": {"rate_limited"},
+    "user_two_factor_confirm": {"rate_limited"},
+    "user_two_factor_disable": {"rate_limited"},
 }
 
 

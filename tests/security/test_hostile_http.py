@@ -34,7 +34,13 @@ ENDPOINTS = {
     "login": (
         "post",
         "/api/auth/login",
-        {"email": '"fuzz@example.com"', "password": '"a-long-passphrase"'},
+        {"email": '"fuzz@example.com"', "password": '"a-long-passphrase"', "otp": '"123456"'},
+    ),
+    "2fa confirm": ("post", "/api/user/2fa/confirm", {"code": '"123456"'}),
+    "2fa disable": (
+        "delete",
+        "/api/user/2fa",
+        {"password": '"correct-horse-battery-staple"', "code": '"123456"'},
     ),
     "matrix": ("put", "/api/user/matrix", {"matrixId": '"@fuzz:example.org"'}),
     # A wrong password: each example is answered 403 or 400, and the user stays for the next.
