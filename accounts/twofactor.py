@@ -18,6 +18,7 @@ import logging
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import UTC
 
 import pyotp
 import segno
@@ -30,6 +31,7 @@ from accounts.models import RecoveryCode, TotpDevice, User
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode
 from core.passwords import password_hashing_slot
+from mail.services import mail_queue
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +144,7 @@ def two_factor_confirm(*, user: User, code: str) -> list[str]:
             device.last_used_step = step
             device.save(update_fields=["confirmed_at", "last_used_step"])
             codes = _recovery_codes_issue(device=device)
+            _mail(user=user, template="two_factor_on", at=device.confirmed_at)
     if not confirmed:
         _failed(user=user, error=OtpInvalid())
     logger.info("second factor turned on for user %s", user.pk)
@@ -168,14 +171,20 @@ def two_factor_disable(*, user: User, password: str, code: str) -> None:
         )
     if not _code_accepted(device=device, code=code):
         _failed(user=user, error=OtpInvalid())
-    TotpDevice.objects.filter(pk=device.pk).delete()
+    with transaction.atomic():
+        if TotpDevice.objects.filter(pk=device.pk).delete()[0]:
+            _mail(user=user, template="two_factor_off", at=timezone.now())
     logger.info("second factor turned off for user %s", user.pk)
 
 
 def two_factor_reset(*, user: User, staff: User | None = None) -> bool:
     """Staff's reset: delete the user's factor, on or pending, with its recovery codes, so
     the password alone logs in again. Whether there was one."""
-    deleted, _ = TotpDevice.objects.filter(user=user).delete()
+    with transaction.atomic():
+        confirmed = TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).exists()
+        deleted, _ = TotpDevice.objects.filter(user=user).delete()
+        if confirmed:  # a pending enrolment was never on: nothing to tell
+            _mail(user=user, template="two_factor_off", at=timezone.now(), by_staff=True)
     if deleted:
         logger.warning(
             "second factor of user %s reset by staff %s", user.pk, getattr(staff, "pk", None)
@@ -203,6 +212,19 @@ def recovery_codes_left(*, user: User) -> int:
     return RecoveryCode.objects.filter(
         device__user=user, device__confirmed_at__isnull=False, used_at__isnull=True
     ).count()
+
+
+def _mail(*, user: User, template: str, at, by_staff: bool = False) -> None:
+    """Tell the user their factor went on or off, in the caller's transaction (the outbox)."""
+    mail_queue(
+        to=user.email,
+        template=template,
+        context={
+            "email": user.email,
+            "changed_at": at.astimezone(UTC).strftime("%d %B %Y, %H:%M"),
+            "by_staff": by_staff,
+        },
+    )
 
 
 # --- checking codes ---------------------------------------------------------------------------

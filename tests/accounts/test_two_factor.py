@@ -417,3 +417,35 @@ def test_hostile_passwords_are_invalid_requests(client_jwt, user, enrolled, valu
     assert response.status_code == 400, (response.status_code, response.content[:200])
     assert response.json()["code"] == "invalid_request"
     assert TotpDevice.objects.get(user=user).confirmed_at is not None
+
+
+# --- mail -------------------------------------------------------------------------------------
+def test_a_mail_tells_the_user_the_factor_is_on_then_off(mailbox, client_jwt, user):
+    secret = start(client_jwt)
+    assert mailbox.delivered() == []  # a pending enrolment is nothing to tell
+
+    codes = client_jwt.post(
+        "/api/user/2fa/confirm", {"code": code_now(secret)}, format="json"
+    ).json()["recoveryCodes"]
+    on = mailbox.only(user.email)
+
+    assert on.message["Subject"] == "Two-step login is on for your Relay account"
+    assert "turned on" in on.text and "turned on" in on.html
+    assert "<html" in on.html and "<html" not in on.text
+    for value in [secret, *codes]:
+        assert value not in on.text and value not in on.html
+
+    assert disable(client_jwt, password=DEFAULT_PASSWORD, code=codes[0]).status_code == 200
+    off = mailbox.delivered()[1:]
+    assert [m.message["Subject"] for m in off] == ["Two-step login is off for your Relay account"]
+    assert "turned off" in off[0].text and "by the staff" not in off[0].text
+    assert codes[0] not in off[0].text
+
+
+def test_a_refused_attempt_sends_no_mail(mailbox, client_jwt, enrolled):
+    mailbox.delivered()
+    before = len(mailbox.messages)
+
+    disable(client_jwt, password=DEFAULT_PASSWORD, code="000000")
+
+    assert len(mailbox.delivered()) == before
