@@ -8,7 +8,7 @@ from django.contrib.auth.forms import BaseUserCreationForm, UserChangeForm
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from accounts import services
+from accounts import services, twofactor
 from accounts.models import DialRefusal, FraudRecord, LoginSession, User
 from core.admin_links import ReadOnlyAdmin, change_link, changelist_link
 from core.passwords import hashes_passwords_on_post
@@ -116,9 +116,10 @@ class UserAdmin(DjangoUserAdmin):
         "related",
         "fraud_flagged_at",
         "refusals_last_hour",
+        "second_factor",
     )
     fieldsets = (
-        (None, {"fields": ("id", "email", "password_state")}),
+        (None, {"fields": ("id", "email", "password_state", "second_factor")}),
         ("Profile", {"fields": ("plan", "matrix_id", "created_at", "last_login", "related")}),
         (
             "Dialing and quotas",
@@ -140,7 +141,12 @@ class UserAdmin(DjangoUserAdmin):
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
     filter_horizontal = ("groups",)
     inlines = [LoginSessionInline]
-    actions = ["end_all_sessions", "regenerate_api_keys", "clear_fraud_flags"]
+    actions = [
+        "end_all_sessions",
+        "regenerate_api_keys",
+        "clear_fraud_flags",
+        "reset_second_factors",
+    ]
 
     @admin.display(description="fraud review", ordering="fraud_flagged_at")
     def fraud_flag(self, obj):
@@ -166,6 +172,20 @@ class UserAdmin(DjangoUserAdmin):
         # Never the hash, not even Django's masked summary of it: only whether one is set.
         state = "set" if obj.has_usable_password() else "not set"
         return format_html('{} (<a href="../password/">change</a>)', state)
+
+    @admin.display(description="second factor")
+    def second_factor(self, obj):
+        # Only whether there is one, never its secret or codes.
+        device = getattr(obj, "totp_device", None)
+        if device is None:
+            return "off"
+        if device.confirmed_at is None:
+            return "enrolment started, not confirmed"
+        left = twofactor.recovery_codes_left(user=obj)
+        return (
+            f"on since {device.confirmed_at:%Y-%m-%d %H:%M} UTC, {left} recovery code(s) left "
+            "(the action “Reset the second factor” turns it off)"
+        )
 
     @admin.display(description="related")
     def related(self, obj):
@@ -204,6 +224,17 @@ class UserAdmin(DjangoUserAdmin):
         for user in queryset:
             services.user_api_key_regenerate(user=user)
         self.message_user(request, f"Regenerated {queryset.count()} API key(s).", messages.SUCCESS)
+
+    @admin.action(description="Reset the second factor of the selected users")
+    def reset_second_factors(self, request, queryset):
+        # For a user who lost both the phone and the recovery codes: the password alone logs
+        # in again, and the user is mailed. The admin's history records who did it.
+        reset = 0
+        for user in queryset:
+            if twofactor.two_factor_reset(user=user, staff=request.user):
+                self.log_change(request, user, "Reset the second factor.")
+                reset += 1
+        self.message_user(request, f"Reset {reset} second factor(s).", messages.SUCCESS)
 
 
 @admin.register(LoginSession)
