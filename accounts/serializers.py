@@ -157,6 +157,11 @@ class AccountDeleteInput(serializers.Serializer):
     )
 
 
+class LoginCodeInput(serializers.Serializer):
+    # The second step of a login taken in two (the console's code page).
+    otp = OtpField()
+
+
 class TwoFactorConfirmInput(serializers.Serializer):
     code = OtpField(help_text="The 6-digit code the authenticator app shows for the secret.")
 

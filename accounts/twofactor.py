@@ -56,8 +56,15 @@ TOTP_CODE = re.compile(rf"[0-9]{{{DIGITS}}}")
 
 
 class OtpRequired(ApplicationError):
+    """`user` is the one whose password was right, for a caller that asks for the code on a
+    page of its own (the console); the API's answer says nothing of it."""
+
     code = ErrorCode.OTP_REQUIRED
     message = "This account has a second factor: send the code of your authenticator app."
+
+    def __init__(self, *, user: User | None = None) -> None:
+        super().__init__()
+        self.user = user
 
 
 class OtpInvalid(ApplicationError):
@@ -201,7 +208,7 @@ def otp_check(*, user: User, otp: str | None) -> None:
     if device is None:
         return
     if not otp:
-        raise OtpRequired()
+        raise OtpRequired(user=user)
     failures_check(user=user)
     if not _code_accepted(device=device, code=otp):
         _failed(user=user, error=OtpInvalid())

@@ -120,6 +120,35 @@ class AccountDeleteForm(ConsoleForm):
             del self.fields["otp"]
 
 
+OTP_HELP = "The 6-digit code your authenticator app shows, or one of your recovery codes."
+
+
+def otp(label: str = "Code", *, help_text: str = OTP_HELP) -> forms.CharField:
+    return text(
+        label,
+        help_text=help_text,
+        autocomplete="one-time-code",
+        spellcheck="false",
+        autocapitalize="none",
+    )
+
+
+class LoginCodeForm(ConsoleForm):
+    otp = otp()
+    code_fields = {ErrorCode.OTP_INVALID: "otp", ErrorCode.OTP_REQUIRED: "otp"}
+
+
+class TwoFactorConfirmForm(ConsoleForm):
+    code = otp(help_text="The 6-digit code your authenticator app shows for this account.")
+    code_fields = {ErrorCode.OTP_INVALID: "code"}
+
+
+class TwoFactorDisableForm(ConsoleForm):
+    password = secret("Password", autocomplete="current-password")
+    code = otp()
+    code_fields = {ErrorCode.OTP_INVALID: "code", ErrorCode.INVALID_CREDENTIALS: "password"}
+
+
 class RegisterForm(ConsoleForm):
     email = text("E-mail address", type="email", autocomplete="email")
     password = secret("Password", help_text=PASSWORD_HELP, autocomplete="new-password")

@@ -1,12 +1,13 @@
 from django.urls import path
 
-from console.views import account, auth, calls, history, number_settings, numbers
+from console.views import account, auth, calls, history, number_settings, numbers, two_factor
 
 app_name = "console"
 
 urlpatterns = [
     path("", auth.home, name="home"),
     path("login", auth.login, name="login"),
+    path("login/code", auth.login_code, name="login_code"),
     path("register", auth.register, name="register"),
     path("logout", auth.logout, name="logout"),
     path("password-reset", auth.password_reset, name="password_reset"),
@@ -55,6 +56,9 @@ urlpatterns = [
     path("account/webhook", account.webhook, name="webhook"),
     path("account/webhook/rotate", account.webhook_rotate, name="webhook_rotate"),
     path("account/webhook/delete", account.webhook_delete, name="webhook_delete"),
+    path("account/2fa", two_factor.two_factor, name="two_factor"),
+    path("account/2fa/start", two_factor.two_factor_start, name="two_factor_start"),
+    path("account/2fa/disable", two_factor.two_factor_disable, name="two_factor_disable"),
     path("account/sessions/<str:session_id>/end", account.session_end, name="session_end"),
     path("account/export", account.account_export, name="account_export"),
     path("account/delete", account.account_delete, name="account_delete"),

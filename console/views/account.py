@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import credentials, quotas, selectors, services
+from accounts import credentials, quotas, selectors, services, twofactor
 from accounts.serializers import (
     AccountDeleteInput,
     MatrixIdInput,
@@ -55,6 +55,9 @@ def account(request):
         "matrix_words": MATRIX_WORDS.get(user.matrix_status, user.matrix_status),
         "webhook": webhook_selectors.webhook_of(user=user),
         "sessions": selectors.sessions_newest(user=user),
+        "two_factor": selectors.two_factor_enabled(user=user),
+        "two_factor_pending": selectors.two_factor_pending(user=user) is not None,
+        "recovery_codes_left": twofactor.recovery_codes_left(user=user),
     }
     return render(request, "console/account.html", context)
 

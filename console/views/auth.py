@@ -11,12 +11,20 @@ from accounts import credentials
 from accounts import services as accounts
 from accounts.serializers import (
     CredentialsInput,
+    LoginCodeInput,
     PasswordResetConfirmInput,
     PasswordResetInput,
     RegisterInput,
 )
+from accounts.twofactor import OtpRequired
 from console import signin
-from console.forms import LoginForm, PasswordResetConfirmForm, PasswordResetForm, RegisterForm
+from console.forms import (
+    LoginCodeForm,
+    LoginForm,
+    PasswordResetConfirmForm,
+    PasswordResetForm,
+    RegisterForm,
+)
 from console.views.common import form_page, next_page, posted
 from core.clientip import client_ip
 from core.fields import validated
@@ -39,14 +47,45 @@ def login(request):
         accounts.auth_rate_limit(
             scope="login", ip=client_ip(request), email=form.values("email")["email"].lower()
         )
-        result = accounts.user_login(
-            **validated(CredentialsInput, form.values("email", "password"))
-        )
+        try:
+            result = accounts.user_login(
+                **validated(CredentialsInput, form.values("email", "password"))
+            )
+        except OtpRequired as asked:
+            # The password was right: the code is asked for on a page of its own, and the
+            # password is never sent again (nor kept anywhere).
+            signin.code_awaited(
+                request, asked.user, next_url=next_page(request, reverse("console:numbers"))
+            )
+            return redirect("console:login_code")
         signin.sign_in(request, result.session)
         return redirect(next_page(request, reverse("console:numbers")))
 
     wanted = request.POST.get("next") or request.GET.get("next", "")  # kept through a refusal
     return form_page(request, "console/login.html", form, log_in, next=wanted)
+
+
+@require_http_methods(["GET", "POST"])
+def login_code(request):
+    """The second step of logging in to an account with a second factor: the code of the
+    authenticator app or a recovery code, for the login whose password was right a moment
+    ago (signin.code_awaited); its errors and rate limit are the API's."""
+    pending = signin.code_pending(request)
+    if pending is None:
+        if request.method == "POST":
+            messages.error(request, "That took too long: log in again.")
+        return redirect("console:login")
+    user, wanted = pending
+    form = LoginCodeForm(posted(request))
+
+    def finish():
+        values = validated(LoginCodeInput, form.values("otp"))
+        result = accounts.user_login_second_step(user=user, otp=values["otp"])
+        signin.code_forget(request)
+        signin.sign_in(request, result.session)
+        return redirect(wanted or reverse("console:numbers"))
+
+    return form_page(request, "console/login_code.html", form, finish)
 
 
 @require_http_methods(["GET", "POST"])

@@ -1,0 +1,69 @@
+"""Two-step login on the account page: start enrolment (the secret and its QR code, inline
+SVG markup: no script, no image from elsewhere), confirm it with a code (the recovery codes
+shown once), and turn it off with the password and a code; through accounts.twofactor, as the
+API does."""
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts import selectors, twofactor
+from accounts.serializers import TwoFactorConfirmInput, TwoFactorDisableInput
+from console.forms import TwoFactorConfirmForm, TwoFactorDisableForm
+from console.signin import signed_in
+from console.views.common import form_page, posted
+from core.fields import validated
+
+
+def unstored(response):
+    """A page with a secret or recovery codes: never cached by the browser or a proxy."""
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@signed_in
+@require_POST
+def two_factor_start(request):
+    try:
+        twofactor.two_factor_start(user=request.user)
+    except twofactor.TwoFactorOn as refusal:
+        messages.error(request, refusal.message)
+        return redirect("console:account")
+    return redirect("console:two_factor")
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def two_factor(request):
+    """The enrolment started (two_factor_start): its secret, QR code and the confirm form.
+    A right code turns the factor on and shows the recovery codes, this once."""
+    user = request.user
+    enrolment = selectors.two_factor_pending(user=user)
+    if enrolment is None:
+        return redirect("console:account")
+    form = TwoFactorConfirmForm(posted(request))
+
+    def confirm():
+        values = validated(TwoFactorConfirmInput, form.values("code"))
+        codes = twofactor.two_factor_confirm(user=user, code=values["code"])
+        return render(request, "console/two_factor_codes.html", {"codes": codes})
+
+    page = form_page(request, "console/two_factor.html", form, confirm, enrolment=enrolment)
+    return unstored(page)
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def two_factor_disable(request):
+    user = request.user
+    if not selectors.two_factor_enabled(user=user):
+        return redirect("console:account")
+    form = TwoFactorDisableForm(posted(request))
+
+    def turn_off():
+        values = validated(TwoFactorDisableInput, form.values("password", "code"))
+        twofactor.two_factor_disable(user=user, password=values["password"], code=values["code"])
+        messages.success(request, "Two-step login is off: your password alone logs you in.")
+        return redirect("console:account")
+
+    return form_page(request, "console/two_factor_disable.html", form, turn_off)
