@@ -8,7 +8,7 @@ from django.contrib.auth.forms import BaseUserCreationForm, UserChangeForm
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from accounts import services, twofactor
+from accounts import selectors, services, twofactor
 from accounts.models import DialRefusal, FraudRecord, LoginSession, User
 from core.admin_links import ReadOnlyAdmin, change_link, changelist_link
 from core.passwords import hashes_passwords_on_post
@@ -181,7 +181,7 @@ class UserAdmin(DjangoUserAdmin):
             return "off"
         if device.confirmed_at is None:
             return "enrolment started, not confirmed"
-        left = twofactor.recovery_codes_left(user=obj)
+        left = selectors.recovery_codes_left(user=obj)
         return (
             f"on since {device.confirmed_at:%Y-%m-%d %H:%M} UTC, {left} recovery code(s) left "
             "(the action “Reset the second factor” turns it off)"

@@ -1,7 +1,7 @@
 from django.conf import settings
 
 from accounts import apikeys
-from accounts.models import DialRefusal, LoginSession, TotpDevice, User
+from accounts.models import DialRefusal, LoginSession, RecoveryCode, TotpDevice, User
 from accounts.serializers import SessionOutput
 from accounts.twofactor import Enrolment, enrolment
 from core.compiled import CompiledQuery
@@ -92,3 +92,10 @@ def two_factor_pending(*, user: User) -> Enrolment | None:
     device = TotpDevice.objects.filter(user=user, confirmed_at__isnull=True).first()
     secret = apikeys.decrypt(device.secret_ciphertext) if device is not None else None
     return None if secret is None else enrolment(user=user, secret=secret)
+
+
+def recovery_codes_left(*, user: User) -> int:
+    """How many unused recovery codes `user` has (0 without a factor that is on)."""
+    return RecoveryCode.objects.filter(
+        device__user=user, device__confirmed_at__isnull=False, used_at__isnull=True
+    ).count()

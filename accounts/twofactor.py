@@ -118,7 +118,7 @@ def two_factor_start(*, user: User) -> Enrolment:
     are serialised on the user's row, so a user never has two devices."""
     secret = pyotp.random_base32(length=SECRET_BASE32_CHARS)
     with transaction.atomic():
-        User.objects.select_for_update().filter(pk=user.pk).exists()
+        User.objects.select_for_update(no_key=True).get(pk=user.pk)
         device = TotpDevice.objects.filter(user=user).first()
         if device is not None and device.confirmed_at is not None:
             raise TwoFactorOn()
@@ -212,13 +212,6 @@ def otp_check(*, user: User, otp: str | None) -> None:
     failures_check(user=user)
     if not _code_accepted(device=device, code=otp):
         _failed(user=user, error=OtpInvalid())
-
-
-def recovery_codes_left(*, user: User) -> int:
-    """How many unused recovery codes `user` has (0 without a factor)."""
-    return RecoveryCode.objects.filter(
-        device__user=user, device__confirmed_at__isnull=False, used_at__isnull=True
-    ).count()
 
 
 def _mail(*, user: User, template: str, at, by_staff: bool = False) -> None:

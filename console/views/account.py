@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import credentials, quotas, selectors, services, twofactor
+from accounts import credentials, quotas, selectors, services
 from accounts.serializers import (
     AccountDeleteInput,
     MatrixIdInput,
@@ -57,7 +57,7 @@ def account(request):
         "sessions": selectors.sessions_newest(user=user),
         "two_factor": selectors.two_factor_enabled(user=user),
         "two_factor_pending": selectors.two_factor_pending(user=user) is not None,
-        "recovery_codes_left": twofactor.recovery_codes_left(user=user),
+        "recovery_codes_left": selectors.recovery_codes_left(user=user),
     }
     return render(request, "console/account.html", context)
 
