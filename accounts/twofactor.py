@@ -161,7 +161,7 @@ def two_factor_confirm(*, user: User, code: str) -> list[str]:
 def two_factor_disable(*, user: User, password: str, code: str) -> None:
     """Turn the factor off, with the password and a code (a TOTP code or an unused recovery
     code): the secret and the recovery codes are deleted. TwoFactorOff (409) when no factor
-    is on; a wrong password (invalid_credentials, 401) or code (OtpInvalid, 401) counts
+    is on; a wrong password (password_mismatch, 403) or code (OtpInvalid, 401) counts
     toward RATE_LIMIT_OTP_PER_USER (429 past it); PasswordHashingBusy (503) when every
     hashing slot is taken (nothing is checked or counted then). A pending enrolment is not a
     factor: starting again replaces it."""
@@ -174,7 +174,7 @@ def two_factor_disable(*, user: User, password: str, code: str) -> None:
     if not password_right:
         _failed(
             user=user,
-            error=ApplicationError("Wrong password.", code=ErrorCode.INVALID_CREDENTIALS),
+            error=ApplicationError("The password is wrong.", code=ErrorCode.PASSWORD_MISMATCH),
         )
     if not _code_accepted(device=device, code=code):
         _failed(user=user, error=OtpInvalid())

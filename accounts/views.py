@@ -410,11 +410,12 @@ class UserViewSet(ResourceViewSet):
         summary="Turn the second factor off",
         description="Needs the password and a code: one of the authenticator app, or a "
         "recovery code (which a lost phone leaves). The secret and the recovery codes are "
-        "deleted. 409 `two_factor_off` when no factor is on. A wrong password (401 "
-        f"`invalid_credentials`) counts as a wrong code. {OTP_RATE_LIMIT_DESCRIPTION}",
+        "deleted. 409 `two_factor_off` when no factor is on. A wrong password (403 "
+        "`password_mismatch`, as for a password change) counts as a wrong code. "
+        f"{OTP_RATE_LIMIT_DESCRIPTION}",
         request=(TwoFactorDisableInput, {"password": "a-long-passphrase", "code": "123456"}),
         errors=[
-            ErrorCode.INVALID_CREDENTIALS,
+            ErrorCode.PASSWORD_MISMATCH,
             ErrorCode.OTP_INVALID,
             ErrorCode.TWO_FACTOR_OFF,
             ErrorCode.RATE_LIMITED,

@@ -146,7 +146,7 @@ class TwoFactorConfirmForm(ConsoleForm):
 class TwoFactorDisableForm(ConsoleForm):
     password = secret("Password", autocomplete="current-password")
     code = otp()
-    code_fields = {ErrorCode.OTP_INVALID: "code", ErrorCode.INVALID_CREDENTIALS: "password"}
+    code_fields = {ErrorCode.OTP_INVALID: "code", ErrorCode.PASSWORD_MISMATCH: "password"}
 
 
 class RegisterForm(ConsoleForm):

@@ -155,7 +155,7 @@ def test_turning_it_off_needs_the_password_and_a_code(browser_client, user, enro
     wrong = browser_client.post(
         "/account/2fa/disable", {"password": "not-the-password", "code": codes[0]}
     )
-    assert wrong.status_code == 401
+    assert wrong.status_code == 403
     assert 'id="id_password_errors"' in wrong.content.decode()
 
     response = browser_client.post(
