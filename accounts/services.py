@@ -299,20 +299,6 @@ def password_confirm(*, user: User, password: str, ip: str) -> None:
         raise PasswordMismatch()
 
 
-def second_factor_enrolled(*, user: User) -> bool:
-    """Whether `user` has a second factor, so that the console asks for its code (beside
-    second_factor_check, which the TOTP work fills in with it). Until then: never."""
-    return False
-
-
-def second_factor_check(*, user: User, otp: str | None) -> None:
-    """The second factor's confirmation of what cannot be undone (account deletion), after
-    password_confirm. The one hook for it: the TOTP work makes it raise its own errors
-    (a code missing or wrong) for a user who enrolled a factor. Until then no user has a
-    second factor, and nothing is checked."""
-    return None
-
-
 def user_export_archive(*, user: User) -> IO[bytes]:
     """The zip of everything Relay holds of `user` (core.userdata: account.json and every
     voicemail WAV), in a temporary file rewound to its start, for the caller to stream and
@@ -356,9 +342,9 @@ def _fraud_record_keep(user: User) -> None:
 
 def user_delete(*, user: User, password: str, otp: str | None, ip: str) -> None:
     """Delete `user`'s account, confirmed by their password (password_confirm: its rate
-    limits and errors) and their second factor (second_factor_check), all in one
-    transaction with the user's row locked, so no call starts and no number is taken
-    meanwhile:
+    limits and errors) and their second factor where they enrolled one (twofactor.otp_check:
+    its rate limit and errors), all in one transaction with the user's row locked, so no
+    call starts and no number is taken meanwhile:
     - calls in progress end first (`canceled`, hung up), then every app erases what is the
       user's (core.userdata): numbers back to the inventory as number_delete gives one back,
       history, voicemail files (once this commits), calls, the webhook, the Matrix link;
@@ -367,7 +353,7 @@ def user_delete(*, user: User, password: str, otp: str | None, ip: str) -> None:
     Only a FraudRecord is kept, for an account with refused calls or a fraud flag.
     A user deleted a moment ago by another request: nothing more to do."""
     password_confirm(user=user, password=password, ip=ip)
-    second_factor_check(user=user, otp=otp)
+    twofactor.otp_check(user=user, otp=otp)
     with transaction.atomic():
         # FOR NO KEY UPDATE, as submits and answers lock it (accounts.quotas.user_lock): it
         # waits for them and they for it, but rows that merely point at the user are not

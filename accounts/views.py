@@ -316,10 +316,14 @@ class UserViewSet(ResourceViewSet):
         "calls, webhook and Matrix link are deleted, and every session ends (their sockets "
         "close with 4401, API-key sockets too). Only what fraud review must keep is kept "
         "(docs/operations.md). A wrong password is 403 `password_mismatch`; every attempt "
-        f"counts toward the login rate limits. {AUTH_RATE_LIMIT_DESCRIPTION}",
-        request=(AccountDeleteInput, {"password": "a-long-passphrase"}),
+        "counts toward the login rate limits. With a second factor, a missing code is 401 "
+        "`otp_required` and a wrong one 401 `otp_invalid`, counted toward "
+        f"`RATE_LIMIT_OTP_PER_USER`. {AUTH_RATE_LIMIT_DESCRIPTION}",
+        request=(AccountDeleteInput, {"password": "a-long-passphrase", "otp": "492039"}),
         responses={204: (None, None)},
         errors=[
+            ErrorCode.OTP_REQUIRED,
+            ErrorCode.OTP_INVALID,
             ErrorCode.PASSWORD_MISMATCH,
             ErrorCode.RATE_LIMITED,
             ErrorCode.SERVICE_UNAVAILABLE,

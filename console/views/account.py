@@ -235,7 +235,7 @@ def account_export(request):
 def account_delete(request):
     """Delete the account, as `DELETE /api/user/me` does, confirmed with the password (and
     the second factor's code where one is enrolled); the browser is signed out."""
-    second_factor = services.second_factor_enrolled(user=request.user)
+    second_factor = selectors.two_factor_enabled(user=request.user)
     form = AccountDeleteForm(posted(request), second_factor=second_factor)
 
     def delete():

@@ -4,13 +4,14 @@ user goes in one go, calls in progress ended first; only a fraud record may stay
 import pytest
 from asgiref.sync import sync_to_async
 
-from accounts import services
+from accounts import services, twofactor
 from accounts.models import DialRefusal, FraudRecord, LoginSession, User
 from core.recordings import recordings_storage
 from history.models import CallRecord
 from matrix.models import MatrixRoom
 from realtime.models import CallRequest, CallState
 from tests.accounts.data import holdings_of
+from tests.accounts.test_two_factor import code_now
 from tests.conftest import jwt_client
 from tests.factories import DEFAULT_PASSWORD, CallRequestFactory
 from virtual_numbers.models import InventoryNumber, Number
@@ -109,7 +110,10 @@ def test_a_wrong_password_deletes_nothing(client_jwt, user):
     response = delete_me(client_jwt, {"password": "not-the-password"})
 
     assert response.status_code == 403
-    assert response.json() == {"error": "The current password is wrong.", "code": "password_mismatch"}
+    assert response.json() == {
+        "error": "The current password is wrong.",
+        "code": "password_mismatch",
+    }
     assert Number.objects.filter(pk=held.number.pk).exists()
     assert client_jwt.get("/api/user/me").status_code == 200
 
@@ -130,20 +134,19 @@ def test_wrong_passwords_count_toward_the_login_rate_limit(client_jwt, api_clien
     assert User.objects.filter(pk=user.pk).exists()
 
 
-def test_the_second_factor_hook_is_asked_before_anything_goes(client_jwt, user, monkeypatch):
-    asked = []
+def test_with_a_second_factor_the_code_is_needed_before_anything_goes(client_jwt, user):
+    secret = twofactor.two_factor_start(user=user).secret
+    recovery = twofactor.two_factor_confirm(user=user, code=code_now(secret))
 
-    def refuse(*, user, otp):
-        asked.append(otp)
-        raise services.PasswordMismatch("The code is wrong.")
+    missing = delete_me(client_jwt, {"password": DEFAULT_PASSWORD})
+    wrong = delete_me(client_jwt, {"password": DEFAULT_PASSWORD, "otp": "000000"})
 
-    monkeypatch.setattr(services, "second_factor_check", refuse)
-
-    response = delete_me(client_jwt, {"password": DEFAULT_PASSWORD, "otp": "123456"})
-
-    assert response.status_code == 403
-    assert asked == ["123456"]
+    assert (missing.status_code, missing.json()["code"]) == (401, "otp_required")
+    assert (wrong.status_code, wrong.json()["code"]) == (401, "otp_invalid")
     assert User.objects.filter(pk=user.pk).exists()
+    done = delete_me(client_jwt, {"password": DEFAULT_PASSWORD, "otp": recovery[0]})
+    assert done.status_code == 204
+    assert not User.objects.filter(pk=user.pk).exists()
 
 
 @pytest.mark.parametrize(

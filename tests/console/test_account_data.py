@@ -9,9 +9,10 @@ import zipfile
 import pytest
 from django.contrib.messages import get_messages
 
-from accounts import services
+from accounts import twofactor
 from accounts.models import User
 from tests.accounts.data import holdings_of
+from tests.accounts.test_two_factor import code_now
 from tests.factories import DEFAULT_PASSWORD
 from virtual_numbers.models import InventoryNumber
 
@@ -60,18 +61,21 @@ def test_the_deletion_asks_for_the_password_first(browser_client, user):
     assert User.objects.filter(pk=user.pk).exists()
 
 
-def test_the_code_is_asked_for_where_a_second_factor_is_enrolled(browser_client, user, monkeypatch):
-    monkeypatch.setattr(services, "second_factor_enrolled", lambda *, user: True)
-    given = []
-    monkeypatch.setattr(services, "second_factor_check", lambda *, user, otp: given.append(otp))
+def test_the_code_is_asked_for_where_a_second_factor_is_enrolled(browser_client, user):
+    secret = twofactor.two_factor_start(user=user).secret
+    recovery = twofactor.two_factor_confirm(user=user, code=code_now(secret))
 
     assert 'autocomplete="one-time-code"' in browser_client.get("/account/delete").content.decode()
+    refused = browser_client.post("/account/delete", {"password": DEFAULT_PASSWORD})
+    assert refused.status_code == 400  # the code's field left empty
+    assert 'id="id_otp_errors"' in refused.content.decode()
+    assert User.objects.filter(pk=user.pk).exists()
     response = browser_client.post(
-        "/account/delete", {"password": DEFAULT_PASSWORD, "otp": " 123456 "}
+        "/account/delete", {"password": DEFAULT_PASSWORD, "otp": f" {recovery[0]} "}
     )
 
     assert response.status_code == 302
-    assert given == ["123456"]
+    assert not User.objects.filter(pk=user.pk).exists()
 
 
 def test_a_wrong_password_is_shown_on_its_field_and_deletes_nothing(browser_client, user):
