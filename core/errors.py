@@ -55,6 +55,12 @@ class ErrorCode(StrEnum):
         "The dialing policy refuses the number: a country outside DIAL_ALLOWED_COUNTRIES, or a "
         "premium-rate, shared-cost, UAN, personal or pager number.",
     )
+    VERIFICATION_INVALID = (
+        "verification_invalid",
+        400,
+        "The e-mail verification link is unknown, used, expired, or outdated by a change of "
+        "address.",
+    )
     NOT_AUTHENTICATED = ("not_authenticated", 401, "No credentials were sent.")
     AUTHENTICATION_FAILED = (
         "authentication_failed",
@@ -81,6 +87,12 @@ class ErrorCode(StrEnum):
         403,
         "Sign-up is closed (REGISTRATION_OPEN=false): staff create accounts.",
     )
+    EMAIL_UNVERIFIED = (
+        "email_unverified",
+        403,
+        "REQUIRE_EMAIL_VERIFICATION is on and the account's address is not verified yet: "
+        "follow the link mailed to it (or ask for it again).",
+    )
     NOT_FOUND = ("not_found", 404, "The id is unknown or not the caller's (never saying which).")
     METHOD_NOT_ALLOWED = ("method_not_allowed", 405, "The path does not take this method.")
     NOT_ACCEPTABLE = ("not_acceptable", 406, "The API only produces JSON.")
@@ -96,6 +108,11 @@ class ErrorCode(StrEnum):
         "two_factor_off",
         409,
         "No second factor is on (to confirm: none was started).",
+    )
+    EMAIL_ALREADY_VERIFIED = (
+        "email_already_verified",
+        409,
+        "The address is verified and no change of address is pending: nothing to send.",
     )
     PAYLOAD_TOO_LARGE = ("payload_too_large", 413, "The body is larger than API_MAX_BODY_BYTES.")
     URI_TOO_LONG = ("uri_too_long", 414, "The request line is over 16 KiB.")

@@ -4,7 +4,7 @@ quotas, sign-up, and when a user is flagged for staff (core/dialing.py, accounts
 import re
 
 from core.phone import country_codes_problem, parse_country_codes
-from relay.settings.readers import boolean, must, text, whole_number, words
+from relay.settings.readers import boolean, must, rate, text, whole_number, words
 from relay.settings.telephony import SIP_NATIONAL_REGION
 
 # The countries Relay dials (ISO 3166 codes, comma-separated; `*`: all); default: the home
@@ -59,3 +59,12 @@ def _plans() -> dict[str, dict[str, int | None]]:
 
 PLANS = _plans()
 PLAN_NUMBER_LIMITS = {name: limits["numbers"] for name, limits in PLANS.items()}
+
+# --- E-mail verification (accounts.verification) ----------------------------------------------
+# Sign-up and a change of address mail a link that confirms the address; it works once, for
+# EMAIL_VERIFICATION_HOURS. With REQUIRE_EMAIL_VERIFICATION an unverified user may not take a
+# number or place a call (403 email_unverified). Verification mails a user may ask for
+# (resent, or for a new address): RATE_LIMIT_VERIFICATION_MAIL_PER_USER.
+REQUIRE_EMAIL_VERIFICATION = boolean("REQUIRE_EMAIL_VERIFICATION", False)
+EMAIL_VERIFICATION_HOURS = whole_number("EMAIL_VERIFICATION_HOURS", 48, maximum=24 * 30)
+RATE_LIMIT_VERIFICATION_MAIL_PER_USER = rate("RATE_LIMIT_VERIFICATION_MAIL_PER_USER", "5/h")
