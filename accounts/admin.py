@@ -23,7 +23,9 @@ class UserCreationAdminForm(BaseUserCreationForm):
     def save(self, commit=True):
         # Through the manager, so the user gets an API key like every other user.
         user = User.objects.create_user(
-            email=self.cleaned_data["email"], password=self.cleaned_data["password1"]
+            email=self.cleaned_data["email"],
+            password=self.cleaned_data["password1"],
+            email_verified=True,  # staff vouch for the address they type
         )
         self.instance = user
         return user
@@ -37,6 +39,7 @@ class UserChangeAdminForm(UserChangeForm):
         model = User
         fields = (
             "email",
+            "email_verified",
             "plan",
             "matrix_id",
             "dial_countries",
@@ -117,9 +120,22 @@ class UserAdmin(DjangoUserAdmin):
         "fraud_flagged_at",
         "refusals_last_hour",
         "second_factor",
+        "email_pending",
     )
     fieldsets = (
-        (None, {"fields": ("id", "email", "password_state", "second_factor")}),
+        (
+            None,
+            {
+                "fields": (
+                    "id",
+                    "email",
+                    "email_verified",
+                    "email_pending",
+                    "password_state",
+                    "second_factor",
+                )
+            },
+        ),
         ("Profile", {"fields": ("plan", "matrix_id", "created_at", "last_login", "related")}),
         (
             "Dialing and quotas",

@@ -184,6 +184,52 @@ class NotificationsInput(serializers.Serializer):
     )
 
 
+# --- e-mail verification and change of address (accounts.verification) ---------------------
+class VerifyEmailInput(serializers.Serializer):
+    token = TextField(
+        max_length=100,
+        trim_whitespace=True,
+        help_text="The last part of the link's path: the user's id, a dot, the token.",
+    )
+
+
+class EmailChangeInput(serializers.Serializer):
+    email = serializers.EmailField(max_length=254, help_text="The new address.")
+    password = TextField(
+        max_length=settings.PASSWORD_MAX_LENGTH,
+        trim_whitespace=False,
+        help_text="Your current password.",
+    )
+
+    def to_internal_value(self, data):
+        # EmailField coerces numbers to strings; the API takes only strings.
+        if isinstance(data, dict) and "email" in data and not isinstance(data["email"], str):
+            raise serializers.ValidationError({"email": ["Must be a string."]})
+        return super().to_internal_value(data)
+
+
+EMAIL_VERIFIED_HELP = (
+    "Whether the address was confirmed by the mailed link (or vouched for by staff). With "
+    "REQUIRE_EMAIL_VERIFICATION, numbers and calls wait for it."
+)
+
+
+@extend_schema_field({"type": "string", "format": "email", "nullable": True})
+class PendingEmailField(serializers.Field):
+    """The address a change waits to move to until its link is followed; null when none."""
+
+    def to_representation(self, value):
+        return value or None
+
+
+class EmailChangeOutput(serializers.Serializer):
+    # Renders the User.
+    email = serializers.EmailField(
+        help_text="The account's address, until the new one is confirmed."
+    )
+    pendingEmail = PendingEmailField(source="email_pending")  # noqa: N815
+
+
 # --- output --------------------------------------------------------------------------------
 class AuthUserOutput(serializers.Serializer):
     id = serializers.UUIDField()
@@ -234,6 +280,10 @@ class MeOutput(serializers.Serializer):
     matrixInbound = serializers.BooleanField(source="user.matrix_inbound")  # noqa: N815
     matrixOutbound = serializers.BooleanField(source="user.matrix_outbound")  # noqa: N815
     createdAt = MillisecondsField(source="user.created_at")  # noqa: N815
+    emailVerified = serializers.BooleanField(  # noqa: N815
+        source="user.email_verified", help_text=EMAIL_VERIFIED_HELP
+    )
+    pendingEmail = PendingEmailField(source="user.email_pending")  # noqa: N815
     quotas = QuotasOutput(read_only=True, help_text="The plan's quotas and their use.")
     twoFactor = serializers.BooleanField(  # noqa: N815
         source="two_factor", help_text="Whether login asks for a second factor's code."
@@ -287,5 +337,8 @@ class DashboardOutput(serializers.Serializer):
     matrixId = serializers.CharField(source="user.matrix_id", allow_null=True)  # noqa: N815
     matrixStatus = MatrixStatusField(source="user.matrix_status")  # noqa: N815
     apiKey = serializers.CharField(source="user.api_key")  # noqa: N815
+    emailVerified = serializers.BooleanField(  # noqa: N815
+        source="user.email_verified", help_text=EMAIL_VERIFIED_HELP
+    )
     wsUrl = serializers.CharField(source="ws_url")  # noqa: N815
     sessions = SessionOutput(many=True)

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from rest_framework_simplejwt.tokens import AccessToken
 
-from accounts import apikeys, twofactor
+from accounts import apikeys, twofactor, verification
 from accounts.models import FREE_PLAN, DialRefusal, FraudRecord, LoginSession, User, UserManager
 from accounts.serializers import matrix_id_problem
 from core import events, metrics, ratelimit, userdata
@@ -82,12 +82,18 @@ def registration_check() -> None:
         )
 
 
-def user_create(*, email: str, password: str, plan: str = FREE_PLAN) -> User:
+def user_create(
+    *, email: str, password: str, plan: str = FREE_PLAN, base_url: str | None = None
+) -> User:
     """Create a user (a fresh API key) with a checked password, by registration or by staff
     (`manage.py createuser`). Raises InvalidRequest with `fields.password` for a weak password
     or `fields.plan` for a plan not in PLANS, `email_taken` when the address is registered in
     any letter case, even under a race (the unique index decides), and PasswordHashingBusy
-    (503) when every hashing slot is taken; then nothing is written."""
+    (503) when every hashing slot is taken; then nothing is written.
+
+    Signing up (`base_url`: the console's origin, for the link) the address starts unverified
+    and a link to verify it is mailed in the transaction that creates the user; made by staff
+    (`base_url` None) it counts as verified: staff vouch for it."""
     email = UserManager.normalize_email_address(email)
     try:
         validate_email(email)
@@ -103,21 +109,28 @@ def user_create(*, email: str, password: str, plan: str = FREE_PLAN) -> User:
         raise InvalidRequest(exc.messages[0], fields={"password": exc.messages}) from exc
     with password_hashing_slot():
         password_hash = make_password(password)  # slow by design: before the transaction
-    user = create_unless_taken(
-        User.objects.create_user, email=email, password_hash=password_hash, plan=plan
-    )
-    if user is None:
-        raise ApplicationError(
-            "This e-mail address is already registered.", code=ErrorCode.EMAIL_TAKEN
+    with transaction.atomic():
+        user = create_unless_taken(
+            User.objects.create_user,
+            email=email,
+            password_hash=password_hash,
+            plan=plan,
+            email_verified=base_url is None,
         )
+        if user is None:
+            raise ApplicationError(
+                "This e-mail address is already registered.", code=ErrorCode.EMAIL_TAKEN
+            )
+        if base_url is not None:
+            verification.verification_mail_queue(user=user, base_url=base_url)
     return user
 
 
-def user_register(*, email: str, password: str) -> AuthResult:
-    """Sign-up: registration_check, user_create on the free plan (its errors), and the user's
-    first session."""
+def user_register(*, email: str, password: str, base_url: str) -> AuthResult:
+    """Sign-up: registration_check, user_create on the free plan (its errors; the mail that
+    verifies the address, its links under `base_url`), and the user's first session."""
     registration_check()
-    return session_open(user=user_create(email=email, password=password))
+    return session_open(user=user_create(email=email, password=password, base_url=base_url))
 
 
 def user_login(*, email: str, password: str, otp: str | None = None) -> AuthResult:

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.http import FileResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -6,7 +7,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from accounts import credentials, quotas, selectors, services, twofactor
+from accounts import credentials, quotas, selectors, services, twofactor, verification
 from accounts.models import LoginSession
 from accounts.serializers import (
     AccountDeleteInput,
@@ -14,6 +15,8 @@ from accounts.serializers import (
     AuthOutput,
     CredentialsInput,
     DashboardOutput,
+    EmailChangeInput,
+    EmailChangeOutput,
     MeOutput,
     NotificationsInput,
     NotificationsOutput,
@@ -25,8 +28,10 @@ from accounts.serializers import (
     TwoFactorConfirmInput,
     TwoFactorDisableInput,
     TwoFactorEnrolmentOutput,
+    VerifyEmailInput,
 )
 from accounts.wsurl import ws_base_url
+from core import ratelimit
 from core.clientip import client_ip
 from core.errors import ErrorCode, InvalidRequest
 from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation, success_operation
@@ -38,6 +43,7 @@ SESSION_ID = "5f0c2d9a-8b7e-4c61-a3d2-1e0f9a8b7c6d"
 API_KEY = "vr_Xq3nV8kP2mL7sR4tY9wB1cF6hJ0dG5aZ2eN8uQ4i"
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzaWQiOiI1ZjBjIn0.c2lnbmF0dXJl"
 AUTH_EXAMPLE = {"token": JWT, "user": {"id": USER_ID, "email": "me@example.com", "apiKey": API_KEY}}
+VERIFY_TOKEN = "9b2f6c1e3d4a4b8e9f102a3b4c5d6e7f.cd2x4k-5f0c2d9a8b7e4c61a3d21e0f9a8b7c6d"
 CREDENTIALS_EXAMPLE = {"email": "me@example.com", "password": "a-long-passphrase"}
 TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 ENROLMENT_EXAMPLE = {
@@ -107,6 +113,7 @@ class AuthViewSet(ResourceViewSet):
         "login": CredentialsInput,
         "password_reset": PasswordResetInput,
         "password_reset_confirm": PasswordResetConfirmInput,
+        "verify_email": VerifyEmailInput,
     }
 
     def _open_session(self, scope: str, service, status_code: int) -> Response:
@@ -130,7 +137,11 @@ class AuthViewSet(ResourceViewSet):
     )
     def register(self, request):
         services.registration_check()  # before anything else: a closed door says only that
-        return self._open_session("register", services.user_register, status.HTTP_201_CREATED)
+
+        def register(**values):
+            return services.user_register(**values, base_url=public_base_url(request))
+
+        return self._open_session("register", register, status.HTTP_201_CREATED)
 
     @session_opening(
         "auth_login",
@@ -227,6 +238,33 @@ class AuthViewSet(ResourceViewSet):
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
+    # --- e-mail verification (accounts.verification) -------------------------------------------
+    @operation(
+        "auth_verify_email",
+        summary="Confirm your e-mail address",
+        description="The token is the last part of the link mailed at sign-up, on a change of "
+        "address or on request (`/verify-email/<token>`). It works once, for "
+        "`EMAIL_VERIFICATION_HOURS`, and dies when the address changes. A pending change of "
+        "address takes effect here; should another account have taken the address meanwhile, "
+        "409 `email_taken`. No credentials needed: the token is one. Rate limited per client "
+        "IP (`RATE_LIMIT_AUTH_PER_IP`): 429 with `Retry-After`.",
+        request=(VerifyEmailInput, {"token": VERIFY_TOKEN}),
+        responses={204: (None, None)},
+        errors=[ErrorCode.VERIFICATION_INVALID, ErrorCode.EMAIL_TAKEN, ErrorCode.RATE_LIMITED],
+        authenticated=False,
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="verify-email",
+        authentication_classes=[],
+        permission_classes=[AllowAny],
+    )
+    def verify_email(self, request):
+        ratelimit.hit("verify-email:ip", client_ip(request), settings.RATE_LIMIT_AUTH_PER_IP)
+        verification.email_verify(token=self.validated()["token"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
 
 class UserViewSet(ResourceViewSet):
     # `/api/user/*`: the caller's profile, password, Matrix id and API key.
@@ -235,6 +273,7 @@ class UserViewSet(ResourceViewSet):
         "notifications": NotificationsInput,
         "password": PasswordChangeInput,
         "me_delete": AccountDeleteInput,
+        "email": EmailChangeInput,
         "two_factor_confirm": TwoFactorConfirmInput,
         "two_factor_disable": TwoFactorDisableInput,
     }
@@ -283,6 +322,8 @@ class UserViewSet(ResourceViewSet):
                     "matrixInbound": True,
                     "matrixOutbound": True,
                     "createdAt": 1795320000000,
+                    "emailVerified": True,
+                    "pendingEmail": None,
                     "quotas": {
                         "callsPerDay": {"limit": 50, "used": 3, "resetsAt": 1795323600000},
                         "callSecondsPerDay": {
@@ -456,6 +497,58 @@ class UserViewSet(ResourceViewSet):
         codes = twofactor.two_factor_confirm(user=request.user, code=self.validated()["code"])
         return self.answer(RecoveryCodesOutput, {"recoveryCodes": codes})
 
+    # --- e-mail verification and change of address (accounts.verification) --------------------
+    @operation(
+        "user_email_verification_resend",
+        summary="Mail the link that confirms your address again",
+        description="To the pending address while a change of address waits, else to your "
+        "own. Links mailed before stay valid until used or expired. 409 when the address is "
+        "verified and no change waits. Rate limited per user "
+        "(`RATE_LIMIT_VERIFICATION_MAIL_PER_USER`, shared with changes of address): 429 with "
+        "`Retry-After`.",
+        responses={204: (None, None)},
+        errors=[ErrorCode.EMAIL_ALREADY_VERIFIED, ErrorCode.RATE_LIMITED],
+    )
+    @action(detail=False, methods=["post"], url_path="verify-email/resend")
+    def verify_email_resend(self, request):
+        verification.verification_resend(user=request.user, base_url=public_base_url(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @operation(
+        "user_email_change",
+        summary="Change your e-mail address",
+        description="Needs your current password; every attempt counts toward the login rate "
+        "limit (`RATE_LIMIT_AUTH_PER_IP`, `RATE_LIMIT_AUTH_PER_EMAIL`). The new address "
+        "gets a link to confirm it, and the current one a notice of the change; the account "
+        "keeps its address until the link is followed (`POST /api/auth/verify-email`). A "
+        "later change replaces a pending one. Mails are rate limited per user "
+        "(`RATE_LIMIT_VERIFICATION_MAIL_PER_USER`). 429 with `Retry-After`.",
+        request=(EmailChangeInput, {"email": "new@example.com", "password": "a-long-passphrase"}),
+        responses={
+            202: (
+                EmailChangeOutput,
+                {"email": "me@example.com", "pendingEmail": "new@example.com"},
+            )
+        },
+        errors=[
+            ErrorCode.PASSWORD_MISMATCH,
+            ErrorCode.EMAIL_TAKEN,
+            ErrorCode.RATE_LIMITED,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
+    )
+    @action(detail=False, methods=["put"])
+    def email(self, request):
+        services.auth_rate_limit(scope="login", ip=client_ip(request), email=request.user.email)
+        values = self.validated()
+        user = verification.user_email_change(
+            user=request.user,
+            email=values["email"],
+            password=values["password"],
+            base_url=public_base_url(request),
+        )
+        return self.answer(EmailChangeOutput, user, status=status.HTTP_202_ACCEPTED)
+
 
 class SessionViewSet(ResourceViewSet):
     # `/api/user/sessions/:id`: end one of the caller's login sessions.
@@ -490,6 +583,7 @@ class DashboardViewSet(ResourceViewSet):
                     "matrixId": None,
                     "matrixStatus": "none",
                     "apiKey": API_KEY,
+                    "emailVerified": True,
                     "wsUrl": f"wss://relay.example.com/ws?token={JWT}",
                     "sessions": [
                         {

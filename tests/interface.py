@@ -11,6 +11,17 @@ ME_FIELDS = {
     "matrixOutbound",
     "createdAt",
     "twoFactor",
+    "emailVerified",
+    "pendingEmail",
     "quotas",
 }
-DASHBOARD_FIELDS = {"email", "plan", "matrixId", "matrixStatus", "apiKey", "wsUrl", "sessions"}
+DASHBOARD_FIELDS = {
+    "email",
+    "plan",
+    "matrixId",
+    "matrixStatus",
+    "apiKey",
+    "emailVerified",
+    "wsUrl",
+    "sessions",
+}

@@ -102,10 +102,15 @@ def register(request):
             scope="register", ip=client_ip(request), email=form.values("email")["email"].lower()
         )
         result = accounts.user_register(
-            **validated(RegisterInput, form.values("email", "password"))
+            **validated(RegisterInput, form.values("email", "password")),
+            base_url=public_base_url(request),
         )
         signin.sign_in(request, result.session)
-        messages.success(request, "Welcome to Relay. Your account is ready.")
+        messages.success(
+            request,
+            f"Welcome to Relay. Your account is ready: confirm {result.user.email} by the link "
+            "we mailed to it.",
+        )
         return redirect("console:numbers")
 
     return form_page(request, "console/register.html", form, create)

@@ -164,7 +164,8 @@ def test_me_answers_exactly_these_bytes(settings):
     assert response.content == (
         b'{"id":"9b2f6c1e-3d4a-4b8e-9f10-2a3b4c5d6e7f","email":"me@example.com","plan":"free",'
         b'"matrixId":"@me:matrix.example.com","matrixStatus":"none","matrixInbound":true,'
-        b'"matrixOutbound":true,"createdAt":1795176000123,"quotas":{"callsPerDay":{"limit":50,'
+        b'"matrixOutbound":true,"createdAt":1795176000123,"emailVerified":false,'
+        b'"pendingEmail":null,"quotas":{"callsPerDay":{"limit":50,'
         b'"used":0,"resetsAt":null},"callSecondsPerDay":{"limit":null,"used":0,"resetsAt":null},'
         b'"concurrentCalls":{"limit":3,"used":0,"resetsAt":null}},"twoFactor":false}'
     )

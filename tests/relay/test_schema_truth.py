@@ -40,6 +40,9 @@ RATE_LIMITED = {
     "user_export": {"rate_limited"},
     "user_two_factor_confirm": {"rate_limited"},
     "user_two_factor_disable": {"rate_limited"},
+    "auth_verify_email": {"rate_limited"},
+    "user_email_verification_resend": {"rate_limited"},
+    "user_email_change": {"rate_limited"},
 }
 
 
