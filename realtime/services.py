@@ -19,6 +19,7 @@ from django.utils import timezone
 from accounts import quotas
 from accounts.models import DialRefusal, User
 from accounts.services import refusal_record
+from accounts.verification import EmailUnverified, email_verified_check
 from core import dialing, events, ratelimit
 from core.counters import Drift, counters_recount
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
@@ -104,10 +105,11 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
     - Otherwise the data is checked by CallSubmitInput (InvalidRequest naming every bad
       field); RateLimited past RATE_LIMIT_CALLS_PER_USER new calls; `from` must be one of
       the user's numbers (default: their oldest, else the service's caller id).
-    - Then, under the users' row locks: the dialing policy (DestinationNotAllowed,
+    - Then, under the users' row locks: EmailUnverified (403) while REQUIRE_EMAIL_VERIFICATION
+      waits for the user's address; the dialing policy (DestinationNotAllowed,
       core.dialing) and the plan's quotas (QuotaExceeded, accounts.quotas), counted exactly
-      however many submits race, the batch's earlier calls included. A refusal is counted
-      for fraud review (accounts.services.refusal_record).
+      however many submits race, the batch's earlier calls included. A refusal of the
+      policy or a quota is counted for fraud review (accounts.services.refusal_record).
 
     One submit's refusal never touches another's outcome. Should the batch's transaction
     fail on a row a concurrent request wrote (IntegrityError), each submit is tried again
@@ -173,6 +175,12 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> No
                 decided[one.index] = (found[submit.key], False)
                 continue
             owner = owners[submit.user.pk]
+            try:
+                # The locked row: a verification a moment ago counts, on an open socket too.
+                email_verified_check(user=owner)
+            except EmailUnverified as refused:
+                decided[one.index] = refused
+                continue
             try:
                 dialing.destination_check(
                     one.values["to"], extra_countries=owner.extra_dial_countries

@@ -83,6 +83,7 @@ class CallViewSet(ResourceViewSet):
         },
         errors=[
             ErrorCode.DESTINATION_NOT_ALLOWED,
+            ErrorCode.EMAIL_UNVERIFIED,
             ErrorCode.RATE_LIMITED,
             ErrorCode.QUOTA_EXCEEDED,
         ],

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.models import DialRefusal, User
 from accounts.services import refusal_record
+from accounts.verification import email_verified_check
 from captcha.services import captcha_token_consume
 from core import dialing, ratelimit
 from core.db import create_unless_taken
@@ -155,16 +156,19 @@ def number_create(*, user: User, alias: str, pin: str, captcha_token: str) -> Nu
     """Give `user` a random free inventory number, spending the CAPTCHA token.
 
     All in one transaction with the user's row locked, so the per-plan limit holds under
-    concurrent requests. The token is checked first: 400 captcha_invalid for an unknown,
-    spent or expired token whatever the user holds; then 409 number_limit_reached past the
-    plan's limit, 503 no_numbers_available when the inventory is empty. Either of those rolls
-    the transaction back, so the token is spent only if the number is created. Before all
-    that, PasswordHashingBusy (503) when every hashing slot of the process is taken.
+    concurrent requests. First, 403 email_unverified while REQUIRE_EMAIL_VERIFICATION waits
+    for the user's address (the token is left unspent). Then the token: 400 captcha_invalid
+    for an unknown, spent or expired token whatever the user holds; then 409
+    number_limit_reached past the plan's limit, 503 no_numbers_available when the inventory
+    is empty. Either of those rolls the transaction back, so the token is spent only if the
+    number is created. Before all that, PasswordHashingBusy (503) when every hashing slot of
+    the process is taken.
     """
     with password_hashing_slot():
         pin_hash = make_password(pin)  # slow by design: hash before taking any lock
     with transaction.atomic():
         locked_user = _lock_user(user)
+        email_verified_check(user=locked_user)  # a fresh row: a verification a moment ago counts
         captcha_token_consume(token=captcha_token)
         _refuse_past_limit(locked_user)
         return _allocate(owner=locked_user, alias=alias, pin_hash=pin_hash)

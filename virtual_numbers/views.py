@@ -88,6 +88,7 @@ class NumberViewSet(ResourceViewSet):
         responses={201: (NumberOutput, NUMBER_EXAMPLE)},
         errors=[
             ErrorCode.CAPTCHA_INVALID,
+            ErrorCode.EMAIL_UNVERIFIED,
             ErrorCode.NUMBER_LIMIT_REACHED,
             ErrorCode.NO_NUMBERS_AVAILABLE,
             ErrorCode.SERVICE_UNAVAILABLE,
