@@ -175,6 +175,16 @@ class PasswordResetConfirmForm(ConsoleForm):
     )
 
 
+class VerifyEmailForm(ConsoleForm):
+    """The confirm button of a mailed verification link: the token is in the page's path."""
+
+
+class EmailChangeForm(ConsoleForm):
+    email = text("New e-mail address", type="email", autocomplete="email")
+    password = secret("Your current password", autocomplete="current-password")
+    code_fields = {ErrorCode.EMAIL_TAKEN: "email", ErrorCode.PASSWORD_MISMATCH: "password"}
+
+
 PIN_HELP = "4 to 8 digits. You type it on the phone to hear your voicemail."
 
 

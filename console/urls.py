@@ -18,6 +18,7 @@ urlpatterns = [
         auth.password_reset_confirm,
         name="password_reset_confirm",
     ),
+    path("verify-email/<str:token>", auth.verify_email, name="verify_email"),
     # Numbers
     path("numbers", numbers.number_list, name="numbers"),
     path("numbers/new", numbers.number_create, name="number_create"),
@@ -52,6 +53,12 @@ urlpatterns = [
     path("account", account.account, name="account"),
     path("account/password", account.password_change, name="password_change"),
     path("account/api-key", account.api_key_regenerate, name="api_key_regenerate"),
+    path("account/email", account.email_change, name="email_change"),
+    path(
+        "account/verify-email/resend",
+        account.verification_resend,
+        name="verification_resend",
+    ),
     path("account/matrix", account.matrix_id, name="matrix_id"),
     path("account/webhook", account.webhook, name="webhook"),
     path("account/webhook/rotate", account.webhook_rotate, name="webhook_rotate"),

@@ -19,6 +19,9 @@ _PATTERNS = [
     re.compile(r"vr_[A-Za-z0-9_-]{20,}"),  # API key
     re.compile(r"(?i)(bearer\s+)[^\s\"',]+"),
     re.compile(r"(?i)((?:token|password|pin|currentPin|newPin|apiKey|api_key)=)[^&\s\"']+"),
+    # A mailed link's token in the path of the console page it opens, wherever a line shows
+    # it (Django's own "Bad Request: <path>"); the access line has it as [token] already.
+    re.compile(r"(/(?:verify-email|password-reset)/)(?!\[token\])[^\s\"'?#]+"),
 ]
 _MASK = "[redacted]"
 

@@ -5,27 +5,30 @@ each through the same services as the API."""
 from django.contrib import messages
 from django.http import FileResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import credentials, quotas, selectors, services
+from accounts import credentials, quotas, selectors, services, verification
 from accounts.serializers import (
     AccountDeleteInput,
+    EmailChangeInput,
     MatrixIdInput,
     NotificationsInput,
     PasswordChangeInput,
 )
 from console.forms import (
     AccountDeleteForm,
+    EmailChangeForm,
     MatrixIdForm,
     NotificationsForm,
     PasswordChangeForm,
     WebhookForm,
 )
 from console.signin import current_session, signed_in
-from console.views.common import form_page, posted
+from console.views.common import form_page, next_page, posted
 from core.clientip import client_ip
-from core.errors import RateLimited
+from core.errors import ApplicationError, RateLimited
 from core.fields import validated
 from mail.links import public_base_url
 from matrix import services as matrix_services
@@ -95,6 +98,48 @@ def api_key_regenerate(request):
         messages.success(request, "Your API key is replaced: the new one is below.")
         return redirect("console:account")
     return render(request, "console/api_key_regenerate.html")
+
+
+# --- e-mail verification and change of address (accounts.verification) ------------------------
+@signed_in
+@require_http_methods(["GET", "POST"])
+def email_change(request):
+    """Move the account to another address: the password, counted toward the login rate limit
+    as PUT /api/user/email counts it; the change waits for the new address's link."""
+    form = EmailChangeForm(posted(request))
+
+    def change():
+        services.auth_rate_limit(scope="login", ip=client_ip(request), email=request.user.email)
+        values = validated(EmailChangeInput, form.values("email", "password"))
+        user = verification.user_email_change(
+            user=request.user,
+            email=values["email"],
+            password=values["password"],
+            base_url=public_base_url(request),
+        )
+        messages.success(
+            request,
+            f"We mailed a link to {user.email_pending}: your account moves there once you "
+            f"open it. {user.email} is told of the change.",
+        )
+        return redirect("console:account")
+
+    return form_page(request, "console/email_change.html", form, change)
+
+
+@signed_in
+@require_POST
+def verification_resend(request):
+    """The banner's "Send the link again" (POST /api/user/verify-email/resend's service and
+    rate limit); back to the page it was pressed on, with a notice of what happened."""
+    try:
+        verification.verification_resend(user=request.user, base_url=public_base_url(request))
+    except ApplicationError as refusal:
+        messages.error(request, refusal.message)
+    else:
+        address = request.user.email_pending or request.user.email
+        messages.success(request, f"We mailed the link again to {address}.")
+    return redirect(next_page(request, reverse("console:account")))
 
 
 @signed_in

@@ -2,12 +2,13 @@
 limits and services as `POST /api/auth/*`; the browser is bound to the LoginSession they open
 (console.signin)."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts import credentials
+from accounts import credentials, verification
 from accounts import services as accounts
 from accounts.serializers import (
     CredentialsInput,
@@ -15,6 +16,7 @@ from accounts.serializers import (
     PasswordResetConfirmInput,
     PasswordResetInput,
     RegisterInput,
+    VerifyEmailInput,
 )
 from accounts.twofactor import OtpRequired
 from console import signin
@@ -24,8 +26,10 @@ from console.forms import (
     PasswordResetConfirmForm,
     PasswordResetForm,
     RegisterForm,
+    VerifyEmailForm,
 )
 from console.views.common import form_page, next_page, posted
+from core import ratelimit
 from core.clientip import client_ip
 from core.fields import validated
 from mail.links import public_base_url
@@ -114,6 +118,30 @@ def register(request):
         return redirect("console:numbers")
 
     return form_page(request, "console/register.html", form, create)
+
+
+@require_http_methods(["GET", "POST"])
+def verify_email(request, token):
+    """A mailed verification link. GET shows a button: mail programs open a mail's links to
+    scan them, so only a person's POST verifies, through accounts.verification.email_verify
+    and the rate limit of POST /api/auth/verify-email. Open to anyone, signed in or not: the
+    token is the credential. Never cached, and no Referer carries the path elsewhere; the
+    access log cuts the token out of it (relay.logging)."""
+    form = VerifyEmailForm(posted(request))
+
+    def confirm():
+        ratelimit.hit("verify-email:ip", client_ip(request), settings.RATE_LIMIT_AUTH_PER_IP)
+        values = validated(VerifyEmailInput, {"token": token})
+        user = verification.email_verify(token=values["token"])
+        messages.success(request, f"{user.email} is confirmed as your address.")
+        if signin.current_session(request) is not None:
+            return redirect("console:account")
+        return redirect("console:login")
+
+    response = form_page(request, "console/verify_email.html", form, confirm)
+    response["Cache-Control"] = "no-store"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 @require_POST
