@@ -31,10 +31,10 @@ from mail.services import mail_queue
 
 logger = logging.getLogger(__name__)
 
-VERIFY_PATH = "/console/verify-email"
+VERIFY_PATH = "/verify-email"  # the console's page; the console is served at the root
 # The console's "Forgot your password?" page (accounts.credentials), where the notice to the
 # old address sends someone whose account is being moved away from them.
-RESET_PATH = "/console/password-reset"
+RESET_PATH = "/password-reset"
 TOKEN_MAX_LENGTH = 100  # 32 hex digits, a dot, Django's token (about 40 characters)
 
 
