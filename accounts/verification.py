@@ -6,7 +6,8 @@ A link's token is the user's id (hex), a dot, and EmailVerificationTokenGenerato
 HMAC over the user's id, address, verified flag and pending address, with its timestamp. So
 it dies once used (the flag or the address changes), once the address changes some other
 way (a newer change asked for, a link of the old address followed), and after
-EMAIL_VERIFICATION_HOURS. A link is never logged: relay.logging redacts VERIFY_PATH's tail.
+EMAIL_VERIFICATION_HOURS. A link is never logged: the console's route names it `token`, which
+the access log writes as `[token]`, and relay.logging redacts it from any other line.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ class EmailAlreadyVerified(ApplicationError):
 
 
 class PasswordMismatch(ApplicationError):
-    # As accounts.credentials raises it for a change of password: the same code and words.
+    # accounts.credentials.PasswordMismatch's twin (the same code and words): credentials
+    # imports accounts.services, which imports this module for sign-up's mail.
     code, message = ErrorCode.PASSWORD_MISMATCH, "The current password is wrong."
 
 
