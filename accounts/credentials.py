@@ -22,8 +22,9 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
+from accounts.errors import PasswordMismatch
 from accounts.models import LoginSession, User, UserManager
-from accounts.services import PasswordMismatch, sessions_end_all
+from accounts.services import sessions_end_all
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.passwords import password_hashing_slot
@@ -161,7 +162,8 @@ def password_reset_confirm(*, token: str, new_password: str, base_url: str) -> U
     """Set a new password with a reset token. ResetTokenInvalid (400) for a token that is not
     valid now; InvalidRequest with `fields.newPassword` for a password the rules refuse. The
     token dies with the change (it covers the password hash), even when two requests race with
-    it: the second finds the row changed under its lock. Every session ends."""
+    it: the second finds the row changed under its lock. Every session ends. The address the
+    link went to counts as verified from then on."""
     user = reset_token_user(token=token)
     if user is None:
         raise ResetTokenInvalid()
@@ -171,5 +173,9 @@ def password_reset_confirm(*, token: str, new_password: str, base_url: str) -> U
         if not default_token_generator.check_token(locked, token.partition(".")[2]):
             raise ResetTokenInvalid()
         _password_set(user=locked, password_hash=password_hash, keep=None, base_url=base_url)
+        if not locked.email_verified:
+            # The link reached the account's address: that proves it as a verification would.
+            User.objects.filter(pk=locked.pk).update(email_verified=True)
+            locked.email_verified = True
     logger.info("user %s reset their password", user.pk)
     return locked

@@ -22,6 +22,7 @@ from django.utils.crypto import salted_hmac
 from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import apikeys, twofactor, verification
+from accounts.errors import PasswordMismatch
 from accounts.models import FREE_PLAN, DialRefusal, FraudRecord, LoginSession, User, UserManager
 from accounts.serializers import matrix_id_problem
 from core import events, metrics, ratelimit, userdata
@@ -42,13 +43,6 @@ class AuthResult:
 
 class InvalidCredentials(ApplicationError):
     code, message = ErrorCode.INVALID_CREDENTIALS, "Wrong e-mail or password."
-
-
-class PasswordMismatch(ApplicationError):
-    """The account's password, asked again to confirm a change (a new password, deletion), is
-    wrong: 403, as the caller is authenticated (401 would say their token is bad)."""
-
-    code, message = ErrorCode.PASSWORD_MISMATCH, "The current password is wrong."
 
 
 def auth_rate_limit(*, scope: str, ip: str, email: str) -> None:

@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import apikeys
+from accounts.errors import PasswordMismatch
 from accounts.models import RecoveryCode, TotpDevice, User
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode
@@ -172,10 +173,7 @@ def two_factor_disable(*, user: User, password: str, code: str) -> None:
     with password_hashing_slot():
         password_right = user.check_password(password)
     if not password_right:
-        _failed(
-            user=user,
-            error=ApplicationError("The password is wrong.", code=ErrorCode.PASSWORD_MISMATCH),
-        )
+        _failed(user=user, error=PasswordMismatch())
     if not _code_accepted(device=device, code=code):
         _failed(user=user, error=OtpInvalid())
     with transaction.atomic():

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 from django.utils.http import base36_to_int
 
+from accounts.errors import PasswordMismatch
 from accounts.models import User, UserManager
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
@@ -95,12 +96,6 @@ class EmailUnverified(ApplicationError):
 class EmailAlreadyVerified(ApplicationError):
     code = ErrorCode.EMAIL_ALREADY_VERIFIED
     message = "Your address is verified already, and no change of address is waiting."
-
-
-class PasswordMismatch(ApplicationError):
-    # accounts.credentials.PasswordMismatch's twin (the same code and words): credentials
-    # imports accounts.services, which imports this module for sign-up's mail.
-    code, message = ErrorCode.PASSWORD_MISMATCH, "The current password is wrong."
 
 
 def _email_taken() -> ApplicationError:

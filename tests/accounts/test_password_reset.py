@@ -241,3 +241,15 @@ def test_a_session_opened_after_the_reset_is_not_ended_by_it(api_client, user, m
     confirm(api_client, token)
     later = services.session_open(user=user)
     assert jwt_client(later.token).get("/api/user/me").status_code == 200
+
+
+def test_following_a_reset_link_verifies_the_address(api_client, user, mailbox):
+    user.email_verified = False
+    user.save(update_fields=["email_verified"])
+    ask(api_client, user.email)
+    token = mailed_token(mailbox, user.email)
+
+    assert confirm(api_client, token).status_code == 204
+
+    user.refresh_from_db()
+    assert user.email_verified is True

@@ -95,7 +95,7 @@ def test_the_refusal_and_not_found_pages_pass_the_scan(live_server, page, inspec
 def test_the_login_form_is_worked_by_keyboard_with_a_visible_focus(live_server, page):
     page.goto(f"{live_server.url}/login")
     reached = []
-    for _ in range(5):
+    for _ in range(6):
         page.keyboard.press("Tab")
         reached.append(
             page.evaluate(
@@ -109,6 +109,7 @@ def test_the_login_form_is_worked_by_keyboard_with_a_visible_focus(live_server, 
         "id_email",
         "id_password",
         "Log in",
+        "Forgot your password?",
         "Create an account",
     ]
     assert all(outline != "none" for _, outline in reached)
