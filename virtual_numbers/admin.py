@@ -126,10 +126,17 @@ class HeldFilter(admin.SimpleListFilter):
 
 @admin.register(InventoryNumber)
 class InventoryNumberAdmin(admin.ModelAdmin):
-    list_display = ("e164", "is_held", "holder", "created_at")
+    list_display = ("e164", "is_held", "holder", "free_from", "created_at")
     list_filter = (HeldFilter,)
     search_fields = ("e164",)
     readonly_fields = ("created_at", "holder")
+    actions = ["quarantine_end"]
+
+    @admin.action(description="End the quarantine of the selected numbers (free them now)")
+    def quarantine_end(self, request, queryset):
+        ended = services.inventory_quarantine_end(entries=queryset)
+        self.message_user(request, f"{ended} number(s) free to take now.")
+
     list_select_related = ("holding__owner",)
 
     def get_queryset(self, request):

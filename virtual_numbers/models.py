@@ -6,10 +6,18 @@ from django.utils import timezone
 
 
 class InventoryNumber(models.Model):
-    """A provisioned E.164 number the service can hand out. Free while no Number holds it."""
+    """A provisioned E.164 number the service can hand out: free while no Number holds it and
+    its quarantine (`free_from`) is over. A number given back rests for
+    NUMBER_QUARANTINE_HOURS first, so calls and messages meant for its last holder, who may
+    still have it on a card or in a contact list, do not reach the next one."""
 
     e164 = models.CharField(max_length=16, unique=True)
     created_at = models.DateTimeField(default=timezone.now)
+    free_from = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Given back: no one may take it before this time (blank: at once).",
+    )
 
     class Meta:
         ordering = ["e164"]

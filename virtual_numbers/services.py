@@ -11,6 +11,7 @@ import phonenumbers
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import DialRefusal, User
@@ -92,7 +93,15 @@ def inventory_provision(*, start: str, count: int) -> ProvisionResult:
 
 
 def _free_inventory():
-    return InventoryNumber.objects.filter(holding__isnull=True)
+    """Entries no number holds, out of quarantine."""
+    rested = Q(free_from__isnull=True) | Q(free_from__lte=timezone.now())
+    return InventoryNumber.objects.filter(rested, holding__isnull=True)
+
+
+def inventory_quarantine_end(*, entries) -> int:
+    """Staff action: free the quarantined entries among `entries` at once (a number given
+    back by mistake). Returns how many were in quarantine."""
+    return entries.filter(free_from__gt=timezone.now()).update(free_from=None)
 
 
 def _random_free_entry() -> InventoryNumber | None:
@@ -372,14 +381,20 @@ def _forwarding_store(number: Number, forwarding: Forwarding) -> Forwarding:
 
 def _delete_with_recordings(locked: Number) -> None:
     """Delete a locked number; its call records go with it (CASCADE) and their voicemail
-    files once that commits. The records are history's, reached by their reverse relation."""
+    files once that commits; its inventory entry rests NUMBER_QUARANTINE_HOURS. The records
+    are history's, reached by their reverse relation."""
     names = list(locked.calls.exclude(recording="").values_list("recording", flat=True))
     locked.delete()
+    quarantine = timedelta(hours=settings.NUMBER_QUARANTINE_HOURS)
+    InventoryNumber.objects.filter(pk=locked.inventory_id).update(
+        free_from=timezone.now() + quarantine
+    )
     recordings_delete_on_commit(names)
 
 
 def number_delete(*, number: Number) -> None:
-    """Delete a number; its history and voicemail go with it, its entry is free again.
+    """Delete a number; its history and voicemail go with it, and its entry is free again
+    once its quarantine (NUMBER_QUARANTINE_HOURS) is over.
 
     The row is locked first, as history's writer locks it before adding a record and its
     counter: the deletion then takes every record with their counters (CASCADE), and a

@@ -59,6 +59,11 @@ def _plans() -> dict[str, dict[str, int | None]]:
 
 PLANS = _plans()
 PLAN_NUMBER_LIMITS = {name: limits["numbers"] for name, limits in PLANS.items()}
+# A number given back (deleted, released by staff, or its holder's account deleted) rests
+# this long before anyone may take it again: calls meant for its last holder stop first.
+NUMBER_QUARANTINE_HOURS = whole_number(
+    "NUMBER_QUARANTINE_HOURS", 30 * 24, minimum=0, maximum=24 * 366, unit=" (hours)"
+)
 
 # --- E-mail verification (accounts.verification) ----------------------------------------------
 # Sign-up and a change of address mail a link that confirms the address; it works once, for

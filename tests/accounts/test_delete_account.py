@@ -61,10 +61,14 @@ def test_deleting_the_account_leaves_nothing_of_the_user(client_jwt, user, other
     assert WebhookEndpoint.objects.filter(user=other_user).exists()
 
 
-def test_a_deleted_users_number_can_be_taken_again(client_jwt, user, other_user):
+def test_a_deleted_users_number_can_be_taken_again_after_its_quarantine(
+    client_jwt, user, other_user, clock, settings
+):
+    settings.NUMBER_QUARANTINE_HOURS = 24
     held = holdings_of(user)
 
     assert delete_me(client_jwt).status_code == 204
+    clock.advance(hours=24, seconds=1)
 
     again = number_grant(
         user=other_user, alias="Mine now", pin="4321", preferred=held.number.number
