@@ -11,7 +11,6 @@ the request only queues a task, and the worker looks the address up and mails th
 from __future__ import annotations
 
 import logging
-import uuid
 
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
@@ -23,6 +22,7 @@ from django.utils import timezone
 from django_tasks import task
 
 from accounts.errors import PasswordMismatch
+from accounts.linktokens import link_token_make, link_token_user
 from accounts.models import LoginSession, User, UserManager
 from accounts.services import sessions_end_all
 from core import ratelimit
@@ -123,21 +123,13 @@ def password_reset_request(*, email: str, base_url: str) -> None:
 
 def reset_token_make(*, user: User) -> str:
     """A reset token for `user`: their id, a dot, and the generator's token."""
-    return f"{user.pk.hex}.{default_token_generator.make_token(user)}"
+    return link_token_make(generator=default_token_generator, user=user)
 
 
 def reset_token_user(*, token: str) -> User | None:
     """The active user `token` is valid for now, or None (malformed, unknown, used, expired,
-    or outdated by a change of password). The HMAC is compared in constant time."""
-    user_part, _, generated = token.partition(".")
-    try:
-        user_id = uuid.UUID(hex=user_part)
-    except ValueError:
-        return None
-    user = User.objects.filter(pk=user_id, is_active=True).first()
-    if user is None or not default_token_generator.check_token(user, generated):
-        return None
-    return user
+    or outdated by a change of password)."""
+    return link_token_user(generator=default_token_generator, token=token)
 
 
 def password_reset_send(*, email: str, base_url: str) -> bool:

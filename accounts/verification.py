@@ -13,7 +13,6 @@ the access log writes as `[token]`, and relay.logging redacts it from any other 
 from __future__ import annotations
 
 import logging
-import uuid
 
 from django.conf import settings
 from django.contrib.auth.tokens import PasswordResetTokenGenerator
@@ -25,6 +24,7 @@ from django.utils.crypto import constant_time_compare
 from django.utils.http import base36_to_int
 
 from accounts.errors import PasswordMismatch
+from accounts.linktokens import link_token_make, link_token_user
 from accounts.models import User, UserManager
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
@@ -107,21 +107,13 @@ def _email_taken() -> ApplicationError:
 # --- tokens ----------------------------------------------------------------------------------
 def verification_token_make(*, user: User) -> str:
     """A verification token for `user` as they are now: their id, a dot, the HMAC token."""
-    return f"{user.pk.hex}.{token_generator.make_token(user)}"
+    return link_token_make(generator=token_generator, user=user)
 
 
 def verification_token_user(*, token: str) -> User | None:
     """The active user `token` is valid for now, or None: malformed, unknown, used, expired,
     or outdated by a change of address."""
-    user_part, _, generated = token.partition(".")
-    try:
-        user_id = uuid.UUID(hex=user_part)
-    except ValueError:
-        return None
-    user = User.objects.filter(pk=user_id, is_active=True).first()
-    if user is None or not token_generator.check_token(user, generated):
-        return None
-    return user
+    return link_token_user(generator=token_generator, token=token)
 
 
 # --- mail ------------------------------------------------------------------------------------

@@ -104,22 +104,6 @@ class LoginForm(ConsoleForm):
     password = secret("Password", autocomplete="current-password")
 
 
-class AccountDeleteForm(ConsoleForm):
-    password = secret("Your password", autocomplete="current-password")
-    otp = text(
-        "Code from your authenticator app",
-        help_text="The 6 digits it shows now, or one of your recovery codes.",
-        autocomplete="one-time-code",
-        inputmode="numeric",
-    )
-    code_fields = {ErrorCode.PASSWORD_MISMATCH: "password"}
-
-    def __init__(self, data=None, *, second_factor: bool = False, **kwargs):
-        super().__init__(data, **kwargs)
-        if not second_factor:
-            del self.fields["otp"]
-
-
 OTP_HELP = "The 6-digit code your authenticator app shows, or one of your recovery codes."
 
 
@@ -131,6 +115,21 @@ def otp(label: str = "Code", *, help_text: str = OTP_HELP) -> forms.CharField:
         spellcheck="false",
         autocapitalize="none",
     )
+
+
+class AccountDeleteForm(ConsoleForm):
+    password = secret("Your password", autocomplete="current-password")
+    otp = otp("Code from your authenticator app")
+    code_fields = {
+        ErrorCode.PASSWORD_MISMATCH: "password",
+        ErrorCode.OTP_REQUIRED: "otp",
+        ErrorCode.OTP_INVALID: "otp",
+    }
+
+    def __init__(self, data=None, *, second_factor: bool = False, **kwargs):
+        super().__init__(data, **kwargs)
+        if not second_factor:
+            del self.fields["otp"]
 
 
 class LoginCodeForm(ConsoleForm):

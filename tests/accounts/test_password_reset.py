@@ -83,17 +83,25 @@ def test_an_inactive_account_gets_no_mail(api_client, mailbox):
     assert mailbox.delivered() == []
 
 
-def test_the_answer_takes_about_as_long_for_an_unknown_address(api_client, user, settings):
+def test_the_answer_takes_about_as_long_for_an_unknown_address(api_client, settings):
     settings.RATE_LIMIT_PASSWORD_RESET_PER_IP = "10000/h"
     settings.RATE_LIMIT_PASSWORD_RESET_PER_EMAIL = "10000/h"
+    rounds = 100
+    known_users = UserFactory.create_batch(rounds)
     timings = {"known": [], "unknown": []}
-    for round_ in range(40):  # interleaved, so the machine's noise falls on both alike
-        for kind, email in (("known", user.email), ("unknown", f"nobody{round_}@example.com")):
+    for round_, user in enumerate(known_users):
+        # Each address asked for once (a fresh rate-limit counter for both kinds), and the
+        # order alternating, so the machine's noise and any first-in-a-pair cost fall on both.
+        pair = [("known", user.email), ("unknown", f"nobody{round_}@example.com")]
+        for kind, email in pair if round_ % 2 else reversed(pair):
             started = time.perf_counter()
             assert ask(api_client, email).status_code == 202
             timings[kind].append(time.perf_counter() - started)
-    known, unknown = (statistics.median(timings[kind]) for kind in ("known", "unknown"))
-    assert abs(unknown - known) <= 0.5 * known, timings
+    # The lower quartile: what a request costs when nothing else takes the CPU from it. On a
+    # loaded machine about half the requests are preempted, and a median then lands in either
+    # mode by chance; the quartile still compares the work each kind does.
+    known, unknown = (statistics.quantiles(timings[kind], n=4)[0] for kind in timings)
+    assert abs(unknown - known) <= 0.5 * known, (known, unknown)
 
 
 def test_a_link_works_once(api_client, user, mailbox):

@@ -2,8 +2,12 @@
 violation) and shot at desktop and phone width; the Copy button puts the API key on the
 clipboard."""
 
+import json
+import zipfile
+
 import pytest
 
+from accounts.models import User
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import log_in
 from tests.factories import DEFAULT_PASSWORD
@@ -100,4 +104,38 @@ def test_changing_and_recovering_the_password_pass_the_scan(
     inspector.look(page, "password-reset-invalid")
     user.refresh_from_db()
     assert user.check_password("recovered-passphrase-1")
+    assert inspector.violations == []
+
+
+def test_confirming_the_address_downloading_and_deleting_pass_the_scan(
+    live_server, page, inspector, user, mailbox
+):
+    base = live_server.url
+    log_in(page, base, user, then="/account")
+    banner = page.locator("section.verify-banner")
+    assert f"Open the link we mailed to {user.email}" in banner.inner_text()
+    submit(page, "Mail me the link again")
+    inspector.look(page, "verify-resent")
+    (link,) = [m for m in mailbox.delivered() if "Confirm" in m.message["Subject"]][-1].links()
+    page.goto(link)
+    inspector.look(page, "verify-email")
+    submit(page, "Confirm my address")
+    assert f"{user.email} is confirmed as your address." in page.inner_text("[role=status]")
+    page.goto(f"{base}/account")
+    assert page.locator("section.verify-banner").count() == 0
+    user.refresh_from_db()
+    assert user.email_verified
+
+    with page.expect_download() as downloading:
+        page.click("button:text('Download my data')")
+    with zipfile.ZipFile(downloading.value.path()) as archive:
+        account = json.loads(archive.read("account.json"))
+    assert account["profile"]["email"] == user.email
+
+    page.click("a:text('Delete my account')")
+    inspector.look(page, "account-delete")
+    page.fill("#id_password", DEFAULT_PASSWORD)
+    submit(page, "Delete my account")
+    assert "Your account is deleted" in page.inner_text("[role=status]")
+    assert not User.objects.filter(pk=user.pk).exists()
     assert inspector.violations == []

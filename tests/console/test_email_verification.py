@@ -35,7 +35,7 @@ def test_sign_up_shows_a_banner_until_the_mailed_link_is_confirmed(client, mailb
     shown = client.get(path)
 
     assert shown.status_code == 200
-    assert shown["Cache-Control"] == "no-store" and shown["Referrer-Policy"] == "no-referrer"
+    assert shown["Cache-Control"] == "no-store" and shown["Referrer-Policy"] == "same-origin"
     assert "Confirm my address" in shown.content.decode()
     assert User.objects.get(email="new@example.com").email_verified is False  # GET: nothing
     confirmed = client.post(path)
