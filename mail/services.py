@@ -12,6 +12,7 @@ from django.db import transaction
 from django.template.loader import render_to_string
 
 from core import outbox
+from core.fields import to_ms
 from mail.models import OutboundMail
 from mail.tasks import schedule_mail
 
@@ -41,6 +42,35 @@ def mail_queue(*, to: str, template: str, context: dict) -> OutboundMail:
         )
         schedule_mail(row)
     return row
+
+
+def mail_export(*, user) -> dict:
+    """The mail's part of a user's export (core.userdata): what was mailed to their
+    addresses, when and how it went; never the parts (blanked once sent)."""
+    return {
+        "mail": [
+            {
+                "kind": row.template,
+                "to": row.to,
+                "subject": row.subject,
+                "status": row.status,
+                "createdAt": to_ms(row.created_at),
+                "sentAt": to_ms(row.sent_at),
+            }
+            for row in _mail_of(user).order_by("-created_at", "-id")
+        ]
+    }
+
+
+def mail_erase(*, user) -> None:
+    """Delete every mail to the user's addresses, sent or not (the deletion of their
+    account, in its transaction): nothing of an address may outlive its account here."""
+    _mail_of(user).delete()
+
+
+def _mail_of(user):
+    addresses = [address for address in (user.email, user.email_pending) if address]
+    return OutboundMail.objects.filter(to__in=addresses)
 
 
 def mails_sweep() -> int:

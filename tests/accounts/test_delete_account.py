@@ -8,6 +8,8 @@ from accounts import services, twofactor
 from accounts.models import DialRefusal, FraudRecord, LoginSession, User
 from core.recordings import recordings_storage
 from history.models import CallRecord
+from mail.models import OutboundMail
+from mail.services import mail_queue
 from matrix.models import MatrixRoom
 from realtime.models import CallRequest, CallState
 from tests.accounts.data import holdings_of
@@ -59,6 +61,16 @@ def test_deleting_the_account_leaves_nothing_of_the_user(client_jwt, user, other
     assert recordings_storage().exists(theirs.voicemail.recording)
     assert CallRequest.objects.filter(pk=theirs.call.pk).exists()
     assert WebhookEndpoint.objects.filter(user=other_user).exists()
+
+
+def test_the_mail_to_a_deleted_user_goes_with_the_account(client_jwt, user, other_user):
+
+    for to in (user.email, other_user.email):
+        mail_queue(to=to, template="password_changed", context={"email": to})
+
+    assert delete_me(client_jwt).status_code == 204
+
+    assert list(OutboundMail.objects.values_list("to", flat=True)) == [other_user.email]
 
 
 def test_a_deleted_users_number_can_be_taken_again_after_its_quarantine(

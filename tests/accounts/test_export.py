@@ -7,6 +7,7 @@ import zipfile
 
 import pytest
 
+from mail.services import mail_queue
 from tests.accounts.data import WEBHOOK_SECRET, holdings_of
 from tests.conftest import api_key_client
 
@@ -147,3 +148,19 @@ def test_the_export_needs_credentials(api_client):
 
 def test_the_export_takes_no_other_method(client_jwt):
     assert client_jwt.post("/api/user/export").status_code == 405
+
+
+def test_the_mail_sent_to_the_user_is_listed_without_its_parts(client_jwt, user, other_user):
+
+    context = {"email": user.email, "reset_url": "https://relay.example/x/secret-link"}
+    mail_queue(to=user.email, template="password_reset", context=context)
+    mail_queue(to=other_user.email, template="password_reset", context=context)
+
+    (listed,) = account_json(archive_of(client_jwt.get("/api/user/export")))["mail"]
+
+    assert (listed["kind"], listed["to"], listed["status"]) == (
+        "password_reset",
+        user.email,
+        "pending",
+    )
+    assert listed["sentAt"] is None and "secret-link" not in json.dumps(listed)
