@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from csp.middleware import CSPMiddleware, PolicyParts
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
 from accounts.wsurl import ws_base_url
 
@@ -23,6 +23,15 @@ def socket_origin(request) -> str | None:
     return f"{base.scheme}://{base.netloc.rpartition('@')[2]}"
 
 
+def _in_admin(request) -> bool:
+    """Whether `request` is for one of the admin's pages; never, under a URLconf without the
+    admin (the bench's plain view)."""
+    try:
+        return request.path.startswith(reverse("admin:index"))
+    except NoReverseMatch:
+        return False
+
+
 class ContentSecurityPolicyMiddleware(CSPMiddleware):
     """django-csp's middleware, with the two things a fixed setting cannot say: the socket's
     origin, known only per request when PUBLIC_WS_URL is unset, and the admin's own policy.
@@ -32,7 +41,7 @@ class ContentSecurityPolicyMiddleware(CSPMiddleware):
         parts = super().get_policy_parts(request, response, report_only)
         if report_only:
             return parts
-        if request.path.startswith(reverse("admin:index")):
+        if _in_admin(request):
             if parts.config is None:
                 parts.config = settings.CONTENT_SECURITY_POLICY_ADMIN
             return parts

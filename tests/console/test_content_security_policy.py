@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.http import JsonResponse
 from django.test import Client
 from django.urls import URLPattern, reverse
+from django.urls import path as url_path
 
 from console.urls import urlpatterns as console_routes
 from tests.factories import CallRecordFactory, CallRequestFactory, NumberFactory
@@ -145,3 +147,21 @@ def test_no_console_template_carries_what_the_policy_refuses():
     ]
 
     assert found == []
+
+
+def plain(request):
+    return JsonResponse({"ok": True})
+
+
+urlpatterns = [url_path("plain", plain)]
+
+
+def test_a_urlconf_without_the_admin_still_gets_the_policy(client, settings):
+    # The bench serves one plain view under Relay's middleware with a URLconf of its own
+    # (bench/plain_urls.py); asking where the admin lives must not turn it into a 500.
+    settings.ROOT_URLCONF = __name__
+
+    response = client.get("/plain")
+
+    assert response.status_code == 200
+    assert policy_of(response) == console_policy("ws://testserver")
