@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
-from accounts.errors import PasswordMismatch
+from accounts.errors import password_typed_again_check
 from accounts.linktokens import link_token_make, link_token_user
 from accounts.models import LoginSession, User, UserManager
 from accounts.services import sessions_end_all
@@ -86,10 +86,7 @@ def user_password_change(
     session but `keep` (the caller's own; None with an API key) ends, its JWTs refused at once
     and its sockets closed (4401); the API key stays. The owner gets a mail. (The caller
     counts the attempt toward the login rate limit first.)"""
-    with password_hashing_slot():
-        matches = user.check_password(current_password)
-    if not matches:
-        raise PasswordMismatch()
+    password_typed_again_check(user=user, password=current_password)
     password_hash = _new_password_hash(user=user, password=new_password, field="newPassword")
     _password_set(user=user, password_hash=password_hash, keep=keep, base_url=base_url)
     logger.info("user %s changed their password", user.pk)

@@ -22,7 +22,7 @@ from django.utils.crypto import salted_hmac
 from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import apikeys, twofactor, verification
-from accounts.errors import PasswordMismatch
+from accounts.errors import EmailTaken, password_typed_again_check
 from accounts.models import FREE_PLAN, DialRefusal, FraudRecord, LoginSession, User, UserManager
 from accounts.serializers import matrix_id_problem
 from core import events, metrics, ratelimit, userdata
@@ -112,9 +112,7 @@ def user_create(
             email_verified=base_url is None,
         )
         if user is None:
-            raise ApplicationError(
-                "This e-mail address is already registered.", code=ErrorCode.EMAIL_TAKEN
-            )
+            raise EmailTaken()
         if base_url is not None:
             verification.verification_mail_queue(user=user, base_url=base_url)
     return user
@@ -300,10 +298,7 @@ def password_confirm(*, user: User, password: str, ip: str) -> None:
     PasswordMismatch (403: the caller is authenticated, the confirmation is wrong) when it
     does not match; PasswordHashingBusy (503) when every hashing slot is taken."""
     auth_rate_limit(scope="login", ip=ip, email=user.email)
-    with password_hashing_slot():
-        matches = user.check_password(password)
-    if not matches:
-        raise PasswordMismatch()
+    password_typed_again_check(user=user, password=password)
 
 
 def user_export_archive(*, user: User) -> IO[bytes]:

@@ -23,12 +23,11 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 from django.utils.http import base36_to_int
 
-from accounts.errors import PasswordMismatch
+from accounts.errors import EmailTaken, password_typed_again_check
 from accounts.linktokens import link_token_make, link_token_user
 from accounts.models import User, UserManager
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
-from core.passwords import password_hashing_slot
 from mail.services import mail_queue
 
 logger = logging.getLogger(__name__)
@@ -96,12 +95,6 @@ class EmailUnverified(ApplicationError):
 class EmailAlreadyVerified(ApplicationError):
     code = ErrorCode.EMAIL_ALREADY_VERIFIED
     message = "Your address is verified already, and no change of address is waiting."
-
-
-def _email_taken() -> ApplicationError:
-    return ApplicationError(
-        "This e-mail address is already registered.", code=ErrorCode.EMAIL_TAKEN
-    )
 
 
 # --- tokens ----------------------------------------------------------------------------------
@@ -172,12 +165,12 @@ def email_verify(*, token: str) -> User:
         if locked.email_pending:
             changes |= {"email": locked.email_pending, "email_pending": ""}
             if User.objects.filter(email=locked.email_pending).exclude(pk=locked.pk).exists():
-                raise _email_taken()
+                raise EmailTaken()
         try:
             with transaction.atomic():  # a savepoint: the index's refusal leaves the lock held
                 User.objects.filter(pk=locked.pk).update(**changes)
         except IntegrityError as exc:
-            raise _email_taken() from exc
+            raise EmailTaken() from exc
     for name, value in changes.items():
         setattr(locked, name, value)
     logger.info("user %s verified their e-mail address", locked.pk)
@@ -202,10 +195,7 @@ def user_email_change(*, user: User, email: str, password: str, base_url: str) -
     told of the change. The account keeps its address until the link is followed
     (email_verify); a later change replaces a pending one, whose link then dies. (The caller
     counts the attempt toward the login rate limit first.)"""
-    with password_hashing_slot():
-        matches = user.check_password(password)
-    if not matches:
-        raise PasswordMismatch()
+    password_typed_again_check(user=user, password=password)
     new = UserManager.normalize_email_address(email)
     try:
         validate_email(new)
@@ -217,7 +207,7 @@ def user_email_change(*, user: User, email: str, password: str, base_url: str) -
         )
     verification_mail_rate_limit(user=user)
     if User.objects.filter(email=new).exclude(pk=user.pk).exists():
-        raise _email_taken()
+        raise EmailTaken()
     with transaction.atomic():
         locked = User.objects.select_for_update().get(pk=user.pk)
         locked.email_pending = new
