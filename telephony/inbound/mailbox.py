@@ -53,9 +53,8 @@ class Mailbox:
         return None
 
     async def run(self) -> None:
-        keys = self.line.keys
-        while not keys.empty():  # keys of the greeting's end are not the PIN's
-            keys.get_nowait()
+        # Keys pressed after `*` are the PIN's, even while the prompt is spoken (type-ahead):
+        # a phone that dials `*1234#` at once opens the mailbox.
         if not await self._say("Please enter your PIN, then press the hash key."):
             return
         for attempt in range(PIN_ATTEMPTS):

@@ -169,9 +169,12 @@ class InboundDesk:
         if media is None:
             await self._record(ledger, CallStatus.MISSED)
             return
+        # Voicemail listens for keys from the answer on, before anything is awaited: a caller
+        # who presses `*` at once, while the answer is being written, is heard.
+        voicemail = Voicemail(call, self.speech, self.db, number)
         answered = time.monotonic()
         await self.db(services.inbound_call_answered)(call=ledger)
-        recording = await Voicemail(call, self.speech, self.db, number).run()
+        recording = await voicemail.run()
         await call.hang_up()
         duration = max(0, round(time.monotonic() - answered))
         await self._record(ledger, CallStatus.ANSWERED, duration=duration, **recording)

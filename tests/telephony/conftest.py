@@ -275,6 +275,15 @@ def presses(keys: str, *, after_ms: int = 0) -> str:
     )
 
 
+def touch(path: Path, *, after_ms: int) -> str:
+    """SIPp actions: wait `after_ms`, then create `path`: the test's sign that SIPp has got
+    this far in its scenario (and that the audio it started before has been sent)."""
+    return (
+        f'  <pause milliseconds="{after_ms}"/>\n'
+        f'  <nop><action><exec command="touch {path}"/></action></nop>\n'
+    )
+
+
 def rtp_range(width: int = 400) -> str:
     """A range of RTP ports of this test's own, away from the ephemeral ports and from every
     port handed out to another test (tests/live.py's port bands)."""

@@ -16,10 +16,12 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.hashers import make_password
 from django.core.files.storage import FileSystemStorage
+from django.db import transaction
 from websockets.asyncio.client import connect
 
 from history.models import CallRecord
 from telephony.inbound.voicemail import DEFAULT_GREETING
+from telephony.models import InboundCall
 from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
 from tests.live import RelayProcess, http, http_exchange, wait_until
@@ -33,6 +35,7 @@ from tests.telephony.conftest import (
     records_of,
     sip_env,
     stored_message,
+    touch,
     wait_for_records,
 )
 
@@ -246,6 +249,42 @@ def test_the_pin_opens_the_mailbox_and_plays_the_new_message(relay, tmp_path, ma
         if " telephony." in line
     ]
     assert not [line for line in agent_lines if "1234" in line or "DTMF" in line.upper()]
+
+
+def test_keys_pressed_the_moment_the_call_is_answered_open_the_mailbox(relay, tmp_path, mailbox):
+    """A phone that sends `*1234#` as soon as it hears the answer (a contact saved with its
+    keys) opens the mailbox: keys are heard from the 200 OK on, even while the agent is still
+    writing the answer down, and the PIN typed ahead of its prompt is the PIN. The test holds
+    the call's row until SIPp has sent every key, so that the agent's write waits for them."""
+    number = mailbox
+    message, _ = stored_message(relay, number, tmp_path, "Call me back about the parcel.")
+    sent = tmp_path / "keys-sent"
+
+    caller = call_in(
+        relay.agent,
+        tmp_path,
+        "inbound_keys",
+        number.number,
+        before_ms=0,
+        presses=presses("*1234#") + touch(sent, after_ms=1000),
+        hangup_timeout_ms=40000,
+    )
+    ledger = wait_until(
+        lambda: InboundCall.objects.filter(number=number, answered_at__isnull=True).first(),
+        deadline=20,
+        what="the call's ledger row",
+    )
+    with transaction.atomic():  # PostgreSQL: the row's lock; SQLite: the database's
+        InboundCall.objects.filter(pk=ledger.pk).update(answered_at=None)
+        wait_until(sent.exists, deadline=30, what="SIPp to send every key")
+        ledger.refresh_from_db()
+        assert ledger.answered_at is None  # the agent's write did wait for the keys
+
+    assert caller.finish(60) == 0, caller
+    message.refresh_from_db()
+    assert message.heard is True
+    ledger.refresh_from_db()
+    assert ledger.answered_at is not None
 
 
 def test_five_wrong_pins_by_phone_lock_the_mailbox_and_the_rest_pin_change(

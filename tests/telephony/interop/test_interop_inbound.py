@@ -141,12 +141,12 @@ def test_the_pin_from_baresip_opens_the_mailbox_through_the_carrier_edge(
     caller.dial(number.number, kamailio)
     caller.wait_event("CALL_ESTABLISHED", deadline=20)
     caller.command("sndcode", "*")  # during the greeting
-    # The PIN once the mailbox is asking for it: `*` has stopped the greeting and the prompt
-    # has begun (keys before it are dropped as the greeting's).
+    # The PIN a moment later, as a person types it: whether the prompt has begun or not
+    # (keys after `*` are the PIN's, typed ahead of the prompt or during it).
     wait_until(
         lambda: caller.heard_seconds() > 1.5,
         deadline=15,
-        what="the caller to hear the mailbox's prompt",
+        what="the caller to hear the greeting or the prompt",
     )
     caller.command("sndcode", "1234#")
     caller.wait_event("CALL_CLOSED", deadline=prompts + 30)  # Relay hangs up: goodbye
