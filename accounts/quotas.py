@@ -101,6 +101,12 @@ def _uses() -> tuple:
 
 def _use_query(*, owner, since: datetime, excluding=None):
     """The row of _use: one query over both kinds of use, a subquery per figure."""
+    return User.objects.filter(pk=owner).values(**_use_columns(since=since, excluding=excluding))
+
+
+def _use_columns(*, since: datetime, excluding=None) -> dict:
+    """The columns of a user's use (a subquery each, on the user's row), as _use reads them
+    (_use_of_row)."""
     columns = {}
     for kind, uses in enumerate(_uses()):
         answered = Q(answered_at__gt=since)
@@ -123,7 +129,7 @@ def _use_query(*, owner, since: datetime, excluding=None):
         }
         for name, aggregate in aggregates.items():
             columns[f"{name}{kind}"] = Subquery(rows.annotate(value=aggregate).values("value"))
-    return User.objects.filter(pk=owner).values(**columns)
+    return columns
 
 
 # Compiled once per process: building this query cost several times running it, on every
@@ -138,6 +144,17 @@ def _use(user: User, now: datetime, *, excluding=None) -> dict:
     call (a call request's pk) out of the seconds."""
     left_out = {} if excluding is None else {"excluding": excluding}
     (use,) = _USE.rows(owner=user.pk, since=now - WINDOW, **left_out)
+    return _use_of_row(use)
+
+
+def uses_of(user_ids, *, now: datetime) -> dict:
+    """_use of several users (by pk) in one query: a batch of submits reads its owners'
+    together."""
+    rows = User.objects.filter(pk__in=user_ids).values("pk", **_use_columns(since=now - WINDOW))
+    return {row["pk"]: _use_of_row(row) for row in rows}
+
+
+def _use_of_row(use: dict) -> dict:
     return {
         "calls": (use["calls0"] or 0) + (use["calls1"] or 0),
         "first": _earliest(use["first0"], use["first1"]),
@@ -196,10 +213,11 @@ class Admission:
     submits): the use is read once, and each call admitted counts in it as a call created
     `now` and up."""
 
-    def __init__(self, *, user: User, now: datetime) -> None:
+    def __init__(self, *, user: User, now: datetime, use: dict | None = None) -> None:
+        """`use`: the user's use read already (uses_of), else read now."""
         self.user, self.now = user, now
         self.limits = limits_of(user)
-        self.use = _use(user, now)
+        self.use = _use(user, now) if use is None else use
         self.admitted = 0
 
     def admit(self) -> None:

@@ -17,6 +17,7 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from rest_framework_simplejwt.tokens import AccessToken
@@ -248,27 +249,56 @@ REFUSALS_KEPT = timedelta(days=7)
 
 def refusal_record(*, user: User, kind: str, reason: str) -> None:
     """Count one call of `user` refused by the dialing policy (kind `destination`) or a quota
-    (`quota`), with its reason, in its own transaction (the refused call wrote nothing). The
-    user is flagged for staff (`fraud_flagged_at`) once FRAUD_FLAG_REFUSALS_PER_HOUR refusals
-    fall within an hour; a flag stays until staff clear it."""
+    (`quota`), with its reason (refusals_record with one)."""
+    refusals_record([(user, kind, reason)])
+
+
+def refusals_record(refusals: list[tuple[User, str, str]]) -> None:
+    """Count calls refused by the dialing policy (kind `destination`) or a quota (`quota`),
+    each (user, kind, reason), in a transaction of their own (the refused calls wrote
+    nothing), in a fixed number of statements however many: a batch of submits records its
+    refusals together. A user is flagged for staff (`fraud_flagged_at`) once
+    FRAUD_FLAG_REFUSALS_PER_HOUR refusals fall within an hour; a flag stays until staff clear
+    it."""
+    if not refusals:
+        return
     now = timezone.now()
+    users = {user.pk: user for user, _, _ in refusals}
     with transaction.atomic():
-        DialRefusal.objects.create(user=user, kind=kind, reason=reason, at=now)
-        recent = DialRefusal.objects.filter(user=user, at__gt=now - timedelta(hours=1)).count()
-        flagged = recent >= settings.FRAUD_FLAG_REFUSALS_PER_HOUR and bool(
-            User.objects.filter(pk=user.pk, fraud_flagged_at__isnull=True).update(
-                fraud_flagged_at=now
-            )
+        DialRefusal.objects.bulk_create(
+            [
+                DialRefusal(user=user, kind=kind, reason=reason, at=now)
+                for user, kind, reason in refusals
+            ]
         )
-    counter = (
-        metrics.dial_refusals if kind == DialRefusal.Kind.DESTINATION else metrics.quota_refusals
-    )
-    counter.labels(reason).inc()
-    if flagged:
-        user.fraud_flagged_at = now
+        recent = dict(
+            DialRefusal.objects.filter(user__in=users, at__gt=now - timedelta(hours=1))
+            .values("user")
+            .annotate(count=Count("pk"))
+            .values_list("user", "count")
+        )
+        over = [
+            pk for pk, count in recent.items() if count >= settings.FRAUD_FLAG_REFUSALS_PER_HOUR
+        ]
+        flagged = []
+        if over:
+            unflagged = User.objects.select_for_update().filter(
+                pk__in=over, fraud_flagged_at__isnull=True
+            )
+            flagged = list(unflagged.values_list("pk", flat=True))
+            User.objects.filter(pk__in=flagged).update(fraud_flagged_at=now)
+    for _, kind, reason in refusals:
+        counter = (
+            metrics.dial_refusals
+            if kind == DialRefusal.Kind.DESTINATION
+            else metrics.quota_refusals
+        )
+        counter.labels(reason).inc()
+    for pk in flagged:
+        users[pk].fraud_flagged_at = now
         metrics.users_flagged.inc()
         logger.warning(
-            "user %s flagged for fraud review: %d refused calls in an hour", user.pk, recent
+            "user %s flagged for fraud review: %d refused calls in an hour", pk, recent[pk]
         )
 
 

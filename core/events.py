@@ -84,32 +84,38 @@ async def send_collected(pushes: list[Push]) -> None:
 # every user event inside the transaction that caused it, so its rows commit with the state
 # they report or not at all. Apps above the kernel register theirs in AppConfig.ready().
 # A writer takes the events of one write at once (a batch of submits has one per call), as
-# (user id, event) pairs, so that it can read what it needs for all of them together.
-OutboxWriter = Callable[..., None]  # writer(*, events: list[tuple[user_id, event]])
+# (user id, event) pairs, so that it can read what it needs for all of them together; and,
+# beside them (`rows`), the row each event reports when its sender has it in hand (the call
+# of a `call_status`), or None, so that it need not read again what the sender just wrote.
+OutboxWriter = Callable[..., None]  # writer(*, events: list[tuple[user_id, event]], rows: list)
 _outbox_writers: list[OutboxWriter] = []
 
 
 def outbox_writer_register(writer: OutboxWriter) -> None:
-    """Have `writer(events=[(user_id, event), ...])` see every user event (once, however
-    often an app registers it)."""
+    """Have `writer(events=[(user_id, event), ...], rows=[row or None, ...])` see every user
+    event (once, however often an app registers it)."""
     if writer not in _outbox_writers:
         _outbox_writers.append(writer)
 
 
-def send_to_user_on_commit(*, user_id: UUID | str, event: dict) -> None:
+def send_to_user_on_commit(*, user_id: UUID | str, event: dict, row=None) -> None:
     """Deliver `event` (a client frame) to every socket of the user once the caller commits,
-    and hand it to every outbox writer now, inside the caller's transaction. Call it inside
-    the transaction that writes the state `event` reports."""
-    send_to_users_on_commit([(user_id, event, None)])
+    and hand it to every outbox writer now, inside the caller's transaction (with `row`, the
+    model instance it reports, when the caller has it). Call it inside the transaction that
+    writes the state `event` reports."""
+    send_to_users_on_commit([(user_id, event, None, row)])
 
 
-def send_to_users_on_commit(deliveries: list[tuple[UUID | str, dict, list[Push] | None]]):
+def send_to_users_on_commit(deliveries: list[tuple]):
     """send_to_user_on_commit for the events of one write at once, each (user id, event,
-    where to collect its push: a list for collected_into, or None): every outbox writer
-    sees them all in one call."""
+    where to collect its push: a list for collected_into, or None, and the row it reports
+    or None): every outbox writer sees them all in one call."""
     for writer in _outbox_writers:
-        writer(events=[(user_id, event) for user_id, event, _ in deliveries])
-    for user_id, event, pushes in deliveries:
+        writer(
+            events=[(user_id, event) for user_id, event, *_ in deliveries],
+            rows=[row for *_, row in deliveries],
+        )
+    for user_id, event, pushes, _row in deliveries:
         with collected_into(pushes):
             send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
 

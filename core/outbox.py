@@ -16,7 +16,7 @@ from django.db import models, transaction
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
-from core import events, metrics
+from core import events, metrics, taskqueue
 
 PENDING = "pending"
 FIRST_RETRY = 30.0  # seconds
@@ -75,7 +75,7 @@ def schedule(task, row: Model, **arguments) -> None:
     due = task
     if row.next_attempt_at > timezone.now():
         due = task.using(run_after=row.next_attempt_at)
-    due.enqueue(**arguments)
+    taskqueue.enqueue(due, **arguments)
 
 
 def claim(rows: QuerySet, pk, *, lease: timedelta) -> bool:

@@ -61,6 +61,24 @@ def hit(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -
         raise _refused(rate, window, now)
 
 
+def hit_many(scope: str, idents: list[str], rate: str | Rate) -> list[RateLimited | None]:
+    """`hit` for several attempts at once (a batch of submits), in one round trip to the
+    cache: each ident counted once per time it appears, in order, and for each the refusal
+    `hit` would have raised (RateLimited) or None. Fails open like `hit`."""
+    rate = rate if isinstance(rate, Rate) else Rate.parse(rate)
+    now = time.time()
+    keys = [_window_key(scope, ident, rate, now) for ident in idents]
+    try:
+        counts = _count_many([key for key, _ in keys], rate.seconds + 1)
+    except Exception:  # the cache backend's own connection errors
+        logger.warning("rate limit store unavailable; allowing %s", scope, exc_info=True)
+        return [None] * len(idents)
+    return [
+        _refused(rate, window, now) if count > rate.count else None
+        for (_, window), count in zip(keys, counts, strict=True)
+    ]
+
+
 def check(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -> None:
     """Raise RateLimited when `hit` has already counted the rate's whole allowance for `ident`
     in this window; count nothing. For limits on failures (wrong codes): check before trying,
@@ -95,15 +113,27 @@ def _count(key: str, timeout: int) -> int:
         return 1
 
 
+def _count_many(keys: list[str], timeout: int) -> list[int]:
+    """_count for each key, in order (a key repeated is counted each time)."""
+    backend = caches["default"]
+    if isinstance(backend, RedisCache):
+        return _count_in_redis_many(backend, keys, timeout)
+    return [_count(key, timeout) for key in keys]
+
+
 def _count_in_redis(backend: RedisCache, key: str, timeout: int) -> int:
-    """The window's counter, created with its expiry and incremented in one round trip
-    (MULTI: SET NX EX, INCR), where the cache API takes three."""
+    return _count_in_redis_many(backend, [key], timeout)[0]
+
+
+def _count_in_redis_many(backend: RedisCache, keys: list[str], timeout: int) -> list[int]:
+    """The windows' counters, each created with its expiry and incremented, all in one round
+    trip (MULTI: SET NX EX, INCR for each key), where the cache API takes three a key."""
     client = _redis_clients.get(backend)
     if client is None:
         client = _redis_clients[backend] = backend._cache.get_client(write=True)
-    key = backend.make_and_validate_key(key)
     pipe = client.pipeline(transaction=True)
-    pipe.set(key, 0, ex=timeout, nx=True)
-    pipe.incr(key)
-    _created, count = pipe.execute()
-    return count
+    for key in keys:
+        key = backend.make_and_validate_key(key)
+        pipe.set(key, 0, ex=timeout, nx=True)
+        pipe.incr(key)
+    return pipe.execute()[1::2]

@@ -75,7 +75,7 @@ def call_ack_event(call: CallRequest) -> dict:
 
 
 def push_status(call: CallRequest) -> None:
-    events.send_to_user_on_commit(user_id=call.owner_id, event=call_status_event(call))
+    events.send_to_user_on_commit(user_id=call.owner_id, event=call_status_event(call), row=call)
 
 
 def push_statuses(calls: list[CallRequest], *, into: list) -> None:
@@ -83,7 +83,7 @@ def push_statuses(calls: list[CallRequest], *, into: list) -> None:
     own list of `into` (core.events.collected_into; None: pushed as usual)."""
     events.send_to_users_on_commit(
         [
-            (call.owner_id, call_status_event(call), pushes)
+            (call.owner_id, call_status_event(call), pushes, call)
             for call, pushes in zip(calls, into, strict=True)
         ]
     )

@@ -18,9 +18,9 @@ from django.utils import timezone
 
 from accounts import quotas
 from accounts.models import DialRefusal, User
-from accounts.services import refusal_record
+from accounts.services import refusals_record
 from accounts.verification import EmailUnverified, email_verified_check
-from core import dialing, events, ratelimit
+from core import dialing, events, ratelimit, taskqueue
 from core.counters import Drift, counters_recount
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.fields import validated
@@ -118,7 +118,7 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
     outcomes: list[Outcome | None] = [None] * len(submits)
     found = selectors.calls_find(submit.key for submit in submits)
     numbers = numbers_by_owner(owner_ids={s.user.pk for s in submits})
-    checked: list[_Checked] = []
+    valid: list[tuple[int, dict]] = []
     again: list[int] = []  # a callId already in this batch: tried after it, alone
     keys = set()
     for index, submit in enumerate(submits):
@@ -130,10 +130,22 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
             continue
         keys.add(submit.key)
         try:
-            values = validated(CallSubmitInput, submit.data)
-            ratelimit.hit("calls:user", str(submit.user.pk), settings.RATE_LIMIT_CALLS_PER_USER)
+            valid.append((index, validated(CallSubmitInput, submit.data)))
+        except ApplicationError as refused:
+            outcomes[index] = refused
+    # The rate limit of every valid submit, in one round trip to Redis.
+    limited = ratelimit.hit_many(
+        "calls:user",
+        [str(submits[index].user.pk) for index, _ in valid],
+        settings.RATE_LIMIT_CALLS_PER_USER,
+    )
+    checked: list[_Checked] = []
+    for (index, values), refused in zip(valid, limited, strict=True):
+        try:
+            if refused is not None:
+                raise refused
             number, caller_id = _caller_id_for(
-                numbers=numbers.get(submit.user.pk, []), from_number=values.get("from")
+                numbers=numbers.get(submits[index].user.pk, []), from_number=values.get("from")
             )
         except ApplicationError as refused:
             outcomes[index] = refused
@@ -162,18 +174,18 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> No
     submit, then every call it admits written together. Fills `outcomes` once committed."""
     decided: dict[int, Outcome] = {}
     refusals = []
-    with transaction.atomic():
-        # Fresh rows: staff may have just changed a user's limits.
-        owners = quotas.users_lock({submits[one.index].user.pk for one in checked})
-        found = selectors.calls_find(submits[one.index].key for one in checked)
+    with transaction.atomic(), taskqueue.enqueued_together():
+        # Fresh rows: staff may have just changed a user's limits. A callId committed by a
+        # concurrent submit since call_requests_submit looked is the unique constraint's to
+        # catch (IntegrityError): a race rare enough not to cost every batch a read.
+        owner_pks = {submits[one.index].user.pk for one in checked}
+        owners = quotas.users_lock(owner_pks)
         now = timezone.now()
-        admissions: dict = {}  # owner pk -> quotas.Admission, read at the owner's first call
+        uses = quotas.uses_of(owner_pks, now=now)  # under the locks: exact
+        admissions: dict = {}  # owner pk -> quotas.Admission, made at the owner's first call
         admitted: list[tuple[int, CallRequest]] = []
         for one in checked:
             submit = submits[one.index]
-            if submit.key in found:  # committed by a concurrent submit while this one waited
-                decided[one.index] = (found[submit.key], False)
-                continue
             owner = owners[submit.user.pk]
             try:
                 # The locked row: a verification a moment ago counts, on an open socket too.
@@ -186,7 +198,7 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> No
                     one.values["to"], extra_countries=owner.extra_dial_countries
                 )
                 if owner.pk not in admissions:
-                    admissions[owner.pk] = quotas.Admission(user=owner, now=now)
+                    admissions[owner.pk] = quotas.Admission(user=owner, now=now, use=uses[owner.pk])
                 admissions[owner.pk].admit()
             except dialing.DestinationNotAllowed as refused:
                 decided[one.index] = refused
@@ -213,11 +225,10 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> No
         pipeline.calls_counted({pk: quota.admitted for pk, quota in admissions.items()})
     for index, outcome in decided.items():
         outcomes[index] = outcome  # committed: whatever follows cannot undo them
-    for user, kind, reason in refusals:
-        try:
-            refusal_record(user=user, kind=kind, reason=reason)
-        except DatabaseError:
-            logger.exception("a refused call of user %s was not counted for review", user.pk)
+    try:
+        refusals_record(refusals)
+    except DatabaseError:
+        logger.exception("%d refused call(s) were not counted for review", len(refusals))
 
 
 def _new_call(user: User, one: _Checked, now) -> CallRequest:

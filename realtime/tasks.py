@@ -18,6 +18,7 @@ from django_tasks import task
 from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
+from core import taskqueue
 from realtime import pipeline
 from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
 from realtime.providers import Step, quota_cut
@@ -45,7 +46,7 @@ def schedule_advance(*, call: CallRequest, expected_status: str, after: float = 
         if not after
         else advance_call.using(run_after=timezone.now() + timedelta(seconds=after))
     )
-    due.enqueue(call_request_id=str(call.pk), expected_status=expected_status)
+    taskqueue.enqueue(due, call_request_id=str(call.pk), expected_status=expected_status)
 
 
 def call_step_apply(*, call: CallRequest, step: Step, expected_status: str) -> bool:

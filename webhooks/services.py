@@ -23,6 +23,7 @@ from accounts.models import User
 from core import outbox
 from core.errors import InvalidRequest, NotFound
 from core.urls import AddressRefused, Unresolvable, resolve
+from realtime.models import CallRequest
 from webhooks import selectors
 from webhooks.models import EVENT_TYPES, DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from webhooks.tasks import schedule_delivery
@@ -98,27 +99,40 @@ def webhook_delete(*, user: User) -> None:
 
 
 # --- the outbox ----------------------------------------------------------------------------
-def webhook_outbox_write(*, events: list[tuple]) -> None:
+def webhook_outbox_write(*, events: list[tuple], rows: list | None = None) -> None:
     """core.events' outbox writer: a delivery per URL that wants each event, in the caller's
     transaction, each with its task. The user's webhook takes the event types it names;
     a call's statusCallback takes that call's call_status. Whatever the number of events,
-    two reads: the users' webhooks and the calls' statusCallbacks."""
+    at most two reads: the users' webhooks, and the statusCallbacks of the calls whose row
+    the sender did not hand over (`rows`: the CallRequest of a call_status, or None)."""
+    rows = rows or [None] * len(events)
     wanted = [
-        (str(user_id), event) for user_id, event in events if event.get("type") in EVENT_TYPES
+        (str(user_id), event, row)
+        for (user_id, event), row in zip(events, rows, strict=True)
+        if event.get("type") in EVENT_TYPES
     ]
     if not wanted:
         return
     endpoints = {
         str(endpoint.user_id): endpoint
         for endpoint in WebhookEndpoint.objects.filter(
-            user_id__in={user_id for user_id, _ in wanted}, enabled=True
+            user_id__in={user_id for user_id, _, _ in wanted}, enabled=True
         )
     }
-    callbacks = selectors.status_callbacks(
-        [(user_id, event["callId"]) for user_id, event in wanted if event["type"] == "call_status"]
+    callbacks = {
+        (user_id, row.call_id): row.status_callback
+        for user_id, event, row in wanted
+        if event["type"] == "call_status" and isinstance(row, CallRequest)
+    }
+    callbacks |= selectors.status_callbacks(
+        [
+            (user_id, event["callId"])
+            for user_id, event, row in wanted
+            if event["type"] == "call_status" and not isinstance(row, CallRequest)
+        ]
     )
-    rows = []
-    for user_id, event in wanted:
+    deliveries = []
+    for user_id, event, _ in wanted:
         kind = event["type"]
         endpoint = endpoints.get(user_id)
         urls = []
@@ -136,9 +150,9 @@ def webhook_outbox_write(*, events: list[tuple]) -> None:
             key = f"{kind}:{secrets.token_hex(8)}"  # nothing to keep in order with
         body = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
         about = {"user_id": user_id, "ordering_key": key, "event_type": kind, "payload": body}
-        rows += [WebhookDelivery(url=url, **about) for url in urls]
-    for row in WebhookDelivery.objects.bulk_create(rows):
-        schedule_delivery(row)
+        deliveries += [WebhookDelivery(url=url, **about) for url in urls]
+    for delivery in WebhookDelivery.objects.bulk_create(deliveries):
+        schedule_delivery(delivery)
 
 
 def delivery_retry(*, row: WebhookDelivery) -> None:
