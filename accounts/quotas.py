@@ -17,6 +17,7 @@ the day's quota.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -99,20 +100,18 @@ def _uses() -> tuple:
     return (User.call_requests.field, User.forward_legs.field)
 
 
-def _use_query(*, owner, since: datetime, excluding=None):
-    """The row of _use: one query over both kinds of use, a subquery per figure."""
-    return User.objects.filter(pk=owner).values(**_use_columns(since=since, excluding=excluding))
-
-
-def _use_columns(*, since: datetime, excluding=None) -> dict:
-    """The columns of a user's use (a subquery each, on the user's row), as _use reads them
-    (_use_of_row)."""
+def use_columns(*, user_ref, since: datetime, excluding=None) -> dict[str, Subquery]:
+    """The columns of a user's use (what _use reads), a subquery each, for a query that reads
+    the user anyway: `user_ref` names the user's pk in it (OuterRef("pk") in a query of users,
+    OuterRef("user_id") in one of rows that point at a user), `since` is the window's start
+    (now - WINDOW). use_of_row turns them into the use; the authentication of GET
+    /api/user/me reads them with the user (accounts.selectors), in one round trip."""
     columns = {}
     for kind, uses in enumerate(_uses()):
         answered = Q(answered_at__gt=since)
         if excluding is not None and kind == 0:
             answered &= ~Q(pk=excluding)
-        rows = uses.model.objects.filter(**{uses.name: OuterRef("pk")}).order_by()
+        rows = uses.model.objects.filter(**{uses.name: user_ref}).order_by()
         rows = rows.values(uses.name)
         aggregates = {
             "calls": Count("pk", filter=Q(created_at__gt=since)),
@@ -132,6 +131,12 @@ def _use_columns(*, since: datetime, excluding=None) -> dict:
     return columns
 
 
+def _use_query(*, owner, since: datetime, excluding=None):
+    """The row of _use: one query over both kinds of use, a subquery per figure."""
+    columns = use_columns(user_ref=OuterRef("pk"), since=since, excluding=excluding)
+    return User.objects.filter(pk=owner).values(**columns)
+
+
 # Compiled once per process: building this query cost several times running it, on every
 # GET /api/user/me (issue 29). A call is excluded only when an answer is granted its seconds.
 _USE = CompiledQuery(_use_query, owner=User._meta.pk, since=DateTimeField(), excluding=UUIDField())
@@ -144,17 +149,19 @@ def _use(user: User, now: datetime, *, excluding=None) -> dict:
     call (a call request's pk) out of the seconds."""
     left_out = {} if excluding is None else {"excluding": excluding}
     (use,) = _USE.rows(owner=user.pk, since=now - WINDOW, **left_out)
-    return _use_of_row(use)
+    return use_of_row(use)
 
 
 def uses_of(user_ids, *, now: datetime) -> dict:
     """_use of several users (by pk) in one query: a batch of submits reads its owners'
     together."""
-    rows = User.objects.filter(pk__in=user_ids).values("pk", **_use_columns(since=now - WINDOW))
-    return {row["pk"]: _use_of_row(row) for row in rows}
+    columns = use_columns(user_ref=OuterRef("pk"), since=now - WINDOW)
+    rows = User.objects.filter(pk__in=user_ids).values("pk", **columns)
+    return {row["pk"]: use_of_row(row) for row in rows}
 
 
-def _use_of_row(use: dict) -> dict:
+def use_of_row(use: Mapping) -> dict:
+    """The use (as _use gives it) from a row that carries the columns of use_columns."""
     return {
         "calls": (use["calls0"] or 0) + (use["calls1"] or 0),
         "first": _earliest(use["first0"], use["first1"]),
@@ -172,10 +179,11 @@ def _plus_window(at: datetime | None) -> datetime | None:
     return None if at is None else at + WINDOW
 
 
-def quotas_of(user: User, *, now: datetime) -> list[Quota]:
-    """Each quota of the user: its limit, its use now and when that use next drops."""
+def quotas_of(user: User, *, now: datetime, use: dict | None = None) -> list[Quota]:
+    """Each quota of the user: its limit, its use now and when that use next drops. `use` is
+    the use at `now` when it was read already (use_of_row); None: it is read here."""
     limits = limits_of(user)
-    use = _use(user, now)
+    use = _use(user, now) if use is None else use
     return [
         Quota("calls_per_day", limits["calls_per_day"], use["calls"], _plus_window(use["first"])),
         Quota(
