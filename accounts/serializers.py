@@ -270,8 +270,8 @@ class QuotasOutput(serializers.Serializer):
 
 
 class MeOutput(serializers.Serializer):
-    # Renders {"user": <User>, "quotas": {<quota name>: <Quota>}}: the view counts the quotas
-    # (accounts.quotas.quotas_of), so the serializer reads nothing but its instance.
+    # Renders {"user": <User>, "two_factor": bool, "quotas": {<quota name>: <Quota>}}
+    # (accounts.selectors.user_profile), so the serializer reads nothing but its instance.
     id = serializers.UUIDField(source="user.id")
     email = serializers.EmailField(source="user.email")
     plan = serializers.CharField(source="user.plan")

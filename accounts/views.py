@@ -1,13 +1,12 @@
 from django.conf import settings
 from django.http import FileResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from accounts import credentials, quotas, selectors, services, twofactor, verification
+from accounts import credentials, selectors, services, twofactor, verification
 from accounts.models import LoginSession
 from accounts.serializers import (
     AccountDeleteInput,
@@ -269,6 +268,10 @@ class AuthViewSet(ResourceViewSet):
 class UserViewSet(ResourceViewSet):
     # `/api/user/*`: the caller's profile, password, Matrix id and API key.
 
+    # The actions whose user arrives with its profile (quota use, second factor) read by the
+    # authentication's own query (accounts.authentication.profile_wanted): GET /me in one
+    # database round trip.
+    profile_actions = frozenset({"me"})
     input_serializers = {
         "notifications": NotificationsInput,
         "password": PasswordChangeInput,
@@ -340,13 +343,7 @@ class UserViewSet(ResourceViewSet):
     )
     @action(detail=False, methods=["get"])
     def me(self, request):
-        counted = quotas.quotas_of(request.user, now=timezone.now())
-        profile = {
-            "user": request.user,
-            "two_factor": selectors.two_factor_enabled(user=request.user),
-            "quotas": {quota.name: quota for quota in counted},
-        }
-        return self.answer(MeOutput, profile)
+        return self.answer(MeOutput, selectors.user_profile(user=request.user))
 
     @operation(
         "user_delete",

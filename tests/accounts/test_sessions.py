@@ -87,8 +87,8 @@ def test_last_seen_is_not_written_on_every_request(login, django_assert_num_quer
     client = jwt_client(login.token)
     client.get("/api/user/me")  # a fresh session was seen just now
 
-    # The session + user read, the quotas' use, whether a second factor is on (twoFactor).
-    with django_assert_num_queries(3) as queries:
+    # The session, its user, the quotas' use and whether a second factor is on: one read.
+    with django_assert_num_queries(1) as queries:
         client.get("/api/user/me")
 
     assert not [q for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
