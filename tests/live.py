@@ -208,27 +208,45 @@ async def eventually(predicate, *, deadline: float, what: str, interval: float =
 
 
 def http_exchange(
-    method: str, url: str, body: dict | None = None, token: str | None = None, *, timeout=15
+    method: str,
+    url: str,
+    body: dict | None = None,
+    token: str | None = None,
+    *,
+    timeout=15,
+    headers: dict | None = None,
 ) -> tuple[int, Any, dict]:
-    """One JSON request to a live server (Bearer `token` if given): its status, JSON body and
-    headers, error statuses included."""
+    """One JSON request to a live server (Bearer `token` if given, and `headers`): its status,
+    JSON body (None for an empty one, a 204's) and headers, error statuses included."""
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - our server
     request.add_header("Content-Type", "application/json")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            return response.status, json.loads(response.read()), dict(response.headers)
+            return response.status, _json_or_none(response.read()), dict(response.headers)
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read()), dict(error.headers)
+        return error.code, _json_or_none(error.read()), dict(error.headers)
+
+
+def _json_or_none(body: bytes) -> Any:
+    return json.loads(body) if body else None
 
 
 def http(
-    method: str, url: str, body: dict | None = None, token: str | None = None, *, timeout=15
+    method: str,
+    url: str,
+    body: dict | None = None,
+    token: str | None = None,
+    *,
+    timeout=15,
+    headers: dict | None = None,
 ) -> tuple[int, Any]:
     """`http_exchange` without the headers: (status, JSON body)."""
-    status, payload, _ = http_exchange(method, url, body, token, timeout=timeout)
+    status, payload, _ = http_exchange(method, url, body, token, timeout=timeout, headers=headers)
     return status, payload
 
 
