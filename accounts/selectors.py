@@ -105,8 +105,7 @@ def user_profile(*, user: User) -> dict:
     user_by_api_key_digest); otherwise they are read here."""
     extras = getattr(user, "profile_extras", None)
     if extras is None:
-        now = timezone.now()
-        counted = quotas.quotas_of(user, now=now)
+        counted = quotas.quotas_of(user, now=timezone.now())
         two_factor = two_factor_enabled(user=user)
     else:
         counted = quotas.quotas_of(user, now=extras.at, use=extras.use)
