@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from django.db import IntegrityError, transaction
+from django.db.models import Aggregate, TextField
 
 Row = TypeVar("Row")
 
@@ -20,3 +21,17 @@ def create_unless_taken(create: Callable[..., Row], /, **fields) -> Row | None:
             return create(**fields)
     except IntegrityError:
         return None
+
+
+class JSONList(Aggregate):
+    """A group's values as the text of one JSON array, in no particular order (PostgreSQL's
+    json_agg, SQLite's json_group_array): the rows of a subquery carried in one column of
+    the outer query, so that a read of users brings each one's numbers along. `json.loads`
+    reads it; NULL when the group is empty."""
+
+    function = "JSON_GROUP_ARRAY"
+    output_field = TextField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        sql, params = self.as_sql(compiler, connection, function="JSON_AGG", **extra_context)
+        return f"({sql})::text", params

@@ -1,13 +1,20 @@
 """Reads of outbound calls: the caller's own (a 404 for anything else) and their pages."""
 
+import json
+from dataclasses import dataclass
+
+from django.db.models import OuterRef, Subquery
+
 from accounts.models import User
 from core import parsing
 from core.counters import counters_sum
+from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
 from realtime.models import TERMINAL_STATES, CallRequest, CallRequestCounter
 from realtime.serializers import CallDetailOutput
+from virtual_numbers.selectors import numbers_column, numbers_from_column
 
 
 def call_find(*, user: User, call_id) -> CallRequest | None:
@@ -33,6 +40,29 @@ def calls_find(keys) -> dict[tuple, CallRequest]:
 def call_find_possible(call_id) -> bool:
     """Whether `call_id` could be a stored callId: a string with no control characters."""
     return isinstance(call_id, str) and not parsing.id_problem(call_id)
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """What a batch of submits needs of one of its users before it writes: their numbers,
+    (pk, e164) oldest first, and which of the batch's callIds they have used already."""
+
+    numbers: list[tuple[str, str]]
+    call_ids: frozenset[str]
+
+
+def submitters(*, owner_ids, call_ids) -> dict:
+    """Submitter of each of these users, by pk, in one query (a user with nothing is left out
+    only when the user is gone): the batch's first read, without a lock."""
+    used = CallRequest.objects.filter(owner=OuterRef("pk"), call_id__in=set(call_ids))
+    used = used.order_by().values("owner").annotate(value=JSONList("call_id")).values("value")
+    rows = User.objects.filter(pk__in=set(owner_ids)).values_list(
+        "pk", numbers_column(), Subquery(used)
+    )
+    return {
+        pk: Submitter(numbers_from_column(numbers), frozenset(json.loads(used or "[]")))
+        for pk, numbers, used in rows
+    }
 
 
 def calls_ended(*, pks: list) -> list:

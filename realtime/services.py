@@ -29,25 +29,24 @@ from realtime import pipeline, selectors, tasks
 from realtime.models import ACTIVE_STATES, CallEvent, CallRequest, CallRequestCounter, CallState
 from realtime.providers import Step, get_provider
 from realtime.serializers import CallSubmitInput
-from virtual_numbers.models import Number
-from virtual_numbers.selectors import numbers_by_owner
 
 logger = logging.getLogger(__name__)
 
 
-def _caller_id_for(*, numbers: list[Number], from_number: str | None) -> tuple[Number | None, str]:
-    """The number a call presents, out of the user's `numbers` (oldest first): `from`, which
-    must be one of them, else the oldest, else the service's caller id."""
+def _caller_id_for(*, numbers: list[tuple], from_number: str | None) -> tuple[str | None, str]:
+    """The number a call presents, out of the user's `numbers` ((pk, e164), oldest first):
+    `from`, which must be one of them, else the oldest, else the service's caller id; as
+    (the number's pk or None, the caller id)."""
     if from_number is not None:
         e164 = e164_valid(from_number)
-        number = next((n for n in numbers if e164 and n.number == e164), None)
+        number = next((n for n in numbers if e164 and n[1] == e164), None)
         if number is None:
             raise InvalidRequest(
                 "from must be one of your numbers.", fields={"from": ["Not one of your numbers."]}
             )
-        return number, number.number
+        return number
     if numbers:
-        return numbers[0], numbers[0].number
+        return numbers[0]
     return None, settings.SERVICE_CALLER_ID
 
 
@@ -79,7 +78,7 @@ class _Checked:
 
     index: int
     values: dict
-    number: Number | None
+    number_pk: str | None
     caller_id: str
 
 
@@ -109,15 +108,28 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
       waits for the user's address; the dialing policy (DestinationNotAllowed,
       core.dialing) and the plan's quotas (QuotaExceeded, accounts.quotas), counted exactly
       however many submits race, the batch's earlier calls included. A refusal of the
-      policy or a quota is counted for fraud review (accounts.services.refusal_record).
+      policy or a quota is counted for fraud review (accounts.services.refusals_record).
 
     One submit's refusal never touches another's outcome. Should the batch's transaction
     fail on a row a concurrent request wrote (IntegrityError), each submit is tried again
     alone; any other error (the database down) reaches the caller, with nothing written.
+
+    The round trips are the same whatever the batch holds (tests/realtime/test_round_trips):
+    one read of the users (their numbers, the callIds they used), every rate limit in one
+    Redis pipeline, then the transaction (realtime.services._write); the rows of calls found
+    again are read only when there are some.
     """
     outcomes: list[Outcome | None] = [None] * len(submits)
-    found = selectors.calls_find(submit.key for submit in submits)
-    numbers = numbers_by_owner(owner_ids={s.user.pk for s in submits})
+    known = selectors.submitters(
+        owner_ids={submit.user.pk for submit in submits},
+        call_ids={submit.key[1] for submit in submits if submit.key[1] is not None},
+    )
+    used = {
+        submit.key
+        for submit in submits
+        if submit.user.pk in known and submit.key[1] in known[submit.user.pk].call_ids
+    }
+    found = selectors.calls_find(used) if used else {}
     valid: list[tuple[int, dict]] = []
     again: list[int] = []  # a callId already in this batch: tried after it, alone
     keys = set()
@@ -141,22 +153,23 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
     )
     checked: list[_Checked] = []
     for (index, values), refused in zip(valid, limited, strict=True):
+        submitter = known.get(submits[index].user.pk)
         try:
             if refused is not None:
                 raise refused
-            number, caller_id = _caller_id_for(
-                numbers=numbers.get(submits[index].user.pk, []), from_number=values.get("from")
+            number_pk, caller_id = _caller_id_for(
+                numbers=submitter.numbers if submitter else [], from_number=values.get("from")
             )
         except ApplicationError as refused:
             outcomes[index] = refused
             continue
-        checked.append(_Checked(index, values, number, caller_id))
+        checked.append(_Checked(index, values, number_pk, caller_id))
     if checked:
         try:
             _write(submits, checked, outcomes)
         except IntegrityError:
-            # A callId committed by a concurrent request between the check and the write:
-            # each submit again alone, where the lock's re-check finds it.
+            # A callId committed by a concurrent request between the read and the write:
+            # each submit again alone; the one whose callId was taken finds that call.
             for one in checked:
                 try:
                     _write(submits, [one], outcomes)
@@ -171,13 +184,15 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
 
 def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> None:
     """The locked part of call_requests_submit: the policy and quotas of each checked
-    submit, then every call it admits written together. Fills `outcomes` once committed."""
+    submit, then every call it admits written together. Fills `outcomes` once committed.
+
+    A callId committed by a concurrent submit since call_requests_submit looked is the
+    unique constraint's to catch (IntegrityError): a race rare enough not to cost every
+    batch a read under the locks."""
     decided: dict[int, Outcome] = {}
     refusals = []
     with transaction.atomic(), taskqueue.enqueued_together():
-        # Fresh rows: staff may have just changed a user's limits. A callId committed by a
-        # concurrent submit since call_requests_submit looked is the unique constraint's to
-        # catch (IntegrityError): a race rare enough not to cost every batch a read.
+        # Fresh rows: staff may have just changed a user's limits.
         owner_pks = {submits[one.index].user.pk for one in checked}
         owners = quotas.users_lock(owner_pks)
         now = timezone.now()
@@ -240,7 +255,7 @@ def _new_call(user: User, one: _Checked, now) -> CallRequest:
         message=values["message"],
         language=values.get("language") or settings.TTS_DEFAULT_LANGUAGE,
         status_callback=values.get("statusCallback", ""),
-        from_number=one.number,
+        from_number_id=one.number_pk,
         caller_id=one.caller_id,
         created_at=now,
         updated_at=now,

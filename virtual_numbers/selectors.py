@@ -1,9 +1,14 @@
 """Reads of numbers: the caller's own (a 404 for anything else), the blocklist, inventory."""
 
+import json
 import uuid
+
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import JSONArray
 
 from accounts.models import User
 from core import dialing
+from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
@@ -37,6 +42,22 @@ def numbers_by_owner(*, owner_ids) -> dict:
     for number in Number.objects.filter(owner__in=set(owner_ids)).order_by("created_at", "id"):
         numbers.setdefault(number.owner_id, []).append(number)
     return numbers
+
+
+def numbers_column(owner_ref=None) -> Subquery:
+    """The numbers of a user as one column of a query of users (`owner_ref`: the user's pk
+    in it, OuterRef("pk") by default), for numbers_from_column; NULL when they hold none."""
+    rows = Number.objects.filter(owner=owner_ref or OuterRef("pk")).order_by().values("owner")
+    return Subquery(
+        rows.annotate(value=JSONList(JSONArray("id", "number", "created_at"))).values("value")
+    )
+
+
+def numbers_from_column(value: str | None) -> list[tuple[str, str]]:
+    """(pk, e164) of each number in a value of numbers_column, oldest first (as
+    numbers_by_owner orders them)."""
+    rows = json.loads(value) if value else []
+    return [(pk, e164) for pk, e164, _ in sorted(rows, key=lambda row: (row[2], row[0]))]
 
 
 def blocklist_of(*, number: Number) -> list[BlockedCaller]:

@@ -23,14 +23,18 @@ from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# The calls found again, the owners' numbers; under the owners' locks their use, the calls,
-# their queued events, the webhooks wanted, the deliveries (their statusCallbacks come with
-# the calls, not read again), the counters, and every task (steps and deliveries in one
-# INSERT); and the transaction's BEGIN and COMMIT.
-BATCH_QUERIES = 12
+# One read of the owners (their numbers, the callIds they used); under the owners' locks
+# their use, the calls, their queued events, the webhooks wanted, the counters, and every
+# task in one INSERT: 8 statements, and the transaction's BEGIN and COMMIT.
+BATCH_QUERIES = 10
+# With webhooks or statusCallbacks: their deliveries (whose statusCallbacks come with the
+# calls, not read again), their tasks in the same INSERT as the steps'.
+DELIVERIES_QUERIES = 1
 # Refusals of the policy or a quota are counted for fraud review after the commit, together:
 # a transaction of their own (BEGIN, COMMIT), the refusals, their count per user in the hour.
 REFUSAL_QUERIES = 4
+# Submits whose callId was used already: the rows of those calls, to answer with.
+RESEND_QUERIES = 1
 
 
 def redis_cache() -> bool:
@@ -55,7 +59,7 @@ def owners(count: int, *, webhook: bool, unmetered: bool = True) -> list:
     return users
 
 
-def batch(users: list, calls_each: int) -> list[Submit]:
+def batch(users: list, calls_each: int, *, callback: bool = True) -> list[Submit]:
     return [
         Submit(
             user=user,
@@ -64,7 +68,7 @@ def batch(users: list, calls_each: int) -> list[Submit]:
                 "callId": f"c{n}",
                 "to": "+442079460120",
                 "message": "Your parcel is on its way.",
-                "statusCallback": f"https://status.example.com/{n}",
+                **({"statusCallback": f"https://status.example.com/{n}"} if callback else {}),
             },
             pushes=[],
         )
@@ -81,28 +85,47 @@ def test_a_batch_costs_the_same_round_trips_whatever_its_size(
     owner_count, calls_each, webhook, django_assert_max_num_queries
 ):
     users = owners(owner_count, webhook=webhook)
-    submits = batch(users, calls_each)
+    submits = batch(users, calls_each, callback=webhook)
+    queries = BATCH_QUERIES + (DELIVERIES_QUERIES if webhook else 0)
 
     in_redis = redis_cache()
-    with django_assert_max_num_queries(BATCH_QUERIES), count_redis() as redis:
+    with django_assert_max_num_queries(queries), count_redis() as redis:
         outcomes = call_requests_submit(submits=submits)
 
     assert [created for _, created in outcomes] == [True] * len(submits)
     # Every owner's rate limit in one pipeline (MULTI ... EXEC), where Redis is the cache.
     assert redis.round_trips == (1 if in_redis else 0), redis.names
-    # All of it written: the calls, a step each, and (with webhooks) two deliveries each.
+    # All of it written: the calls, a step each, and (with webhooks) two deliveries each:
+    # the statusCallback's and the webhook's.
     calls = len(submits)
     assert CallRequest.objects.count() == calls
     deliveries = WebhookDelivery.objects.count()
-    assert deliveries == (2 * calls if webhook else calls)  # the statusCallback, the webhook
+    assert deliveries == (2 * calls if webhook else 0)
     assert DBTaskResult.objects.count() == calls + deliveries
+
+
+def test_calls_sent_again_cost_one_read_and_nothing_per_call(django_assert_max_num_queries):
+    """A batch whose callIds were used already (a client that sends again what it is not
+    sure arrived) reads those calls once, and writes nothing for them."""
+    users = owners(5, webhook=False)
+    first = call_requests_submit(submits=batch(users, 2, callback=False))
+    again = batch(users, 3, callback=False)  # c0 and c1 of each owner again, and a new c2
+
+    with django_assert_max_num_queries(BATCH_QUERIES + RESEND_QUERIES):
+        outcomes = call_requests_submit(submits=again)
+
+    assert [created for _, created in outcomes] == [False] * 10 + [True] * 5
+    assert {call.pk for call, _ in outcomes[:10]} == {call.pk for call, _ in first}
+    assert CallRequest.objects.count() == 15
 
 
 def test_a_batch_with_refusals_costs_no_more(django_assert_max_num_queries):
     """Refusals cost nothing per submit either: a bad frame, a `from` not the owner's, a
     destination the policy refuses, and quotas used up (the free plan's calls at once)."""
     users = owners(5, webhook=False, unmetered=False)
-    submits = batch(users, 4)  # 3 calls at once on the free plan: each owner's 4th refused
+    submits = batch(
+        users, 4, callback=False
+    )  # 3 calls at once on the free plan: each owner's 4th refused
     submits[0].data["to"] = "+8613800138000"  # a country not allowed
     submits[1].data["from"] = "+442079460999"  # not one of the owner's numbers
     submits[2].data["message"] = ""  # invalid
