@@ -139,6 +139,12 @@ METHOD_NOTES = """\
   response delays its own connection's next request, so tails are under- rather than
   over-stated); the achieved rate is in the note. The baseline runs the plain Django view at
   the same rate and connections.
+- **round_trips**: counts, not timings, in the harness process against the bench's PostgreSQL
+  and Redis: a batch of 1, 10 and 100 submits through `realtime.services.call_requests_submit`
+  (as the socket server's batcher calls it, the bench's WebSocket users, rolled back after)
+  and `GET /api/user/me` through Django's test client. Database round trips are the
+  statements Django's instrumentation captures (the transaction's two included); Redis round
+  trips are redis-py's sends (tests/roundtrips.py), a pipeline being one.
 - **http_history**: one wrk connection, closed loop, so each request is timed alone. Three pages per
   filter: the first, a deep `offset`, and the `before` cursor a client holds after paging to
   that same depth (found once, outside the timing). Baseline: the statements `history_page`

@@ -16,6 +16,7 @@ from __future__ import annotations
 from bench.scenarios.common import Bench
 from bench.scenarios.http import embedded_me, http_bare_asgi, http_history, http_me
 from bench.scenarios.http_logins import http_logins
+from bench.scenarios.round_trips import round_trips
 from bench.scenarios.sip_calls import sip_50_calls
 from bench.scenarios.sip_forward import sip_forward_100, sip_forward_cpu
 from bench.scenarios.sip_legs import sip_200_calls, sip_tls_srtp_cpu
@@ -30,7 +31,8 @@ from bench.scenarios.ws import (
 __all__ = ["SCENARIOS", "Bench"]
 
 SCENARIOS = [("http_bare_asgi", http_bare_asgi), ("http_me", http_me),
-             ("http_history", http_history), ("http_logins", http_logins),
+             ("round_trips", round_trips), ("http_history", http_history),
+             ("http_logins", http_logins),
              ("embedded_me", embedded_me), ("ws_idle", ws_idle), ("ws_ping", ws_ping),
              ("ws_call_acks", ws_call_acks), ("ws_call_acks_embedded", ws_call_acks_embedded),
              ("ws_status_push", ws_status_push), ("sip_50_calls", sip_50_calls),
