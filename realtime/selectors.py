@@ -52,9 +52,11 @@ class Submitter:
 
 
 def submitters(*, owner_ids, call_ids) -> dict:
-    """Submitter of each of these users, by pk, in one query (a user with nothing is left out
-    only when the user is gone): the batch's first read, without a lock."""
-    used = CallRequest.objects.filter(owner=OuterRef("pk"), call_id__in=set(call_ids))
+    """Submitter of each of these users, by pk, in one query (a user is left out only when the
+    user is gone): the batch's first read, without a lock. A value no callId can be (as
+    call_find) is not looked for."""
+    call_ids = {call_id for call_id in call_ids if call_find_possible(call_id)}
+    used = CallRequest.objects.filter(owner=OuterRef("pk"), call_id__in=call_ids)
     used = used.order_by().values("owner").annotate(value=JSONList("call_id")).values("value")
     rows = User.objects.filter(pk__in=set(owner_ids)).values_list(
         "pk", numbers_column(), Subquery(used)
