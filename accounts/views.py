@@ -33,6 +33,7 @@ from accounts.wsurl import ws_base_url
 from core import ratelimit
 from core.clientip import client_ip
 from core.errors import ErrorCode, InvalidRequest
+from core.passwords import hashes_passwords
 from core.schema import SUCCESS_EXAMPLE, SuccessOutput, operation, success_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from mail.links import public_base_url
@@ -91,15 +92,17 @@ def session_opening(
         view = action(
             detail=False, methods=["post"], authentication_classes=[], permission_classes=[AllowAny]
         )(view)
-        return operation(
-            operation_id,
-            summary=summary,
-            description=f"{description} {AUTH_RATE_LIMIT_DESCRIPTION}",
-            request=(input_serializer, CREDENTIALS_EXAMPLE),
-            responses={status_code: (AuthOutput, AUTH_EXAMPLE)},
-            errors=[*errors, ErrorCode.RATE_LIMITED, ErrorCode.SERVICE_UNAVAILABLE],
-            authenticated=False,
-        )(view)
+        return hashes_passwords(
+            operation(
+                operation_id,
+                summary=summary,
+                description=f"{description} {AUTH_RATE_LIMIT_DESCRIPTION}",
+                request=(input_serializer, CREDENTIALS_EXAMPLE),
+                responses={status_code: (AuthOutput, AUTH_EXAMPLE)},
+                errors=[*errors, ErrorCode.RATE_LIMITED, ErrorCode.SERVICE_UNAVAILABLE],
+                authenticated=False,
+            )(view)
+        )
 
     return decorate
 
@@ -345,6 +348,7 @@ class UserViewSet(ResourceViewSet):
     def me(self, request):
         return self.answer(MeOutput, selectors.user_profile(user=request.user))
 
+    @hashes_passwords
     @operation(
         "user_delete",
         summary="Delete your account",
@@ -447,6 +451,7 @@ class UserViewSet(ResourceViewSet):
         enrolment = twofactor.two_factor_start(user=request.user)
         return self.answer(TwoFactorEnrolmentOutput, enrolment)
 
+    @hashes_passwords
     @success_operation(
         "user_two_factor_disable",
         summary="Turn the second factor off",
@@ -511,6 +516,7 @@ class UserViewSet(ResourceViewSet):
         verification.verification_resend(user=request.user, base_url=public_base_url(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
+    @hashes_passwords
     @operation(
         "user_email_change",
         summary="Change your e-mail address",

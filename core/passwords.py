@@ -8,6 +8,7 @@ check_password), so this is the kernel's, not one app's.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import fcntl
 import functools
 import math
@@ -16,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -144,17 +146,19 @@ def _waiting(queue: Path) -> list[tuple[int, Path]]:
     return sorted(waiting)
 
 
-def _join_queue() -> tuple[int, Path, list[int], float]:
+def _join_queue(arrived: float | None) -> tuple[int, Path, list[int], float]:
     """Take a ticket: its descriptor (the lock that says this request waits) and file, the
     descriptors of the tickets ahead of it (each locked by a request still waiting), and
-    when to give up. PasswordHashingBusy at once when the queue holds more than fits in
-    PASSWORD_HASH_WAIT_SECONDS, or PASSWORD_HASH_QUEUE_MAX."""
+    when to give up: PASSWORD_HASH_WAIT_SECONDS after the request `arrived` at the server
+    (after now when unknown). PasswordHashingBusy at once when the queue holds more than
+    fits in what is left of that wait, or PASSWORD_HASH_QUEUE_MAX."""
     queue = _slots_dir() / QUEUE
     slots = settings.PASSWORD_HASH_CONCURRENCY
-    wait = settings.PASSWORD_HASH_WAIT_SECONDS
     with _state() as state:
         waiting = _waiting(queue)
-        fits = int(slots * wait / max(state["hash"], 0.001))
+        now = time.monotonic()
+        deadline = (now if arrived is None else arrived) + settings.PASSWORD_HASH_WAIT_SECONDS
+        fits = int(slots * max(0.0, deadline - now) / max(state["hash"], 0.001))
         if len(waiting) >= min(fits, settings.PASSWORD_HASH_QUEUE_MAX):
             raise PasswordHashingBusy(math.ceil((len(waiting) + 1) * state["hash"] / slots))
         ticket, state["next"] = state["next"], state["next"] + 1
@@ -166,7 +170,7 @@ def _join_queue() -> tuple[int, Path, list[int], float]:
     for _, earlier in waiting:
         with contextlib.suppress(FileNotFoundError):
             ahead.append(os.open(earlier, os.O_RDONLY | os.O_CLOEXEC))
-    return mine, path, ahead, time.monotonic() + wait
+    return mine, path, ahead, deadline
 
 
 def _still_waiting(descriptor: int) -> bool:
@@ -178,12 +182,12 @@ def _still_waiting(descriptor: int) -> bool:
     return False
 
 
-def _queued_slot() -> int:
+def _queued_slot(arrived: float | None) -> int:
     """Wait in the queue for a slot: the descriptor of the slot, taken in the order the
     requests came (with one slot, exactly; with more, a request tries once fewer than that
     many are still waiting ahead of it). PasswordHashingBusy when the queue is full, or when
-    the wait runs out."""
-    mine, path, ahead, deadline = _join_queue()
+    the wait runs out (_join_queue)."""
+    mine, path, ahead, deadline = _join_queue(arrived)
     slots = settings.PASSWORD_HASH_CONCURRENCY
     try:
         while True:
@@ -210,36 +214,171 @@ def _queue_empty() -> bool:
     return not any(name.startswith("ticket-") for name in os.listdir(_slots_dir() / QUEUE))
 
 
+# --- Admission: a request's wait counts from its arrival, and each process lends at most
+# PASSWORD_HASH_THREADS of its threads to requests that hash ------------------------------
+# The server stamps when a request reached it (relay/gunicorn_worker.py: the moment gunicorn
+# queued the connection for a thread); Relay's middleware hands the stamp here for the
+# request's duration. A request that waited in the server's own queue before reaching Django
+# has that much less left of PASSWORD_HASH_WAIT_SECONDS for the hashing queue, so a login is
+# served within the wait from its arrival, or refused.
+
+
+@dataclass
+class _Request:
+    arrived: float | None  # time.monotonic() when the server received it, if it says
+    holds_thread: bool = False  # it counts among the process's hashing threads
+
+
+_request: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
+    "password_hashing_request", default=None
+)
+_threads_lock = threading.Lock()
+_threads_in_use = 0
+
+
+def _take_thread() -> bool:
+    global _threads_in_use
+    with _threads_lock:
+        if _threads_in_use >= settings.PASSWORD_HASH_THREADS:
+            return False
+        _threads_in_use += 1
+        return True
+
+
+def _give_back_thread() -> None:
+    global _threads_in_use
+    with _threads_lock:
+        _threads_in_use -= 1
+
+
+def hashing_threads_in_use() -> int:
+    """How many of this process's threads serve a request that hashes (waiting or hashing)."""
+    return _threads_in_use
+
+
+@contextmanager
+def request_arrived(moment: float | None) -> Iterator[None]:
+    """For the block (one request), the request reached the server at `moment`
+    (time.monotonic(); None when the server does not say, and the wait counts from the
+    request's turn in the queue): its wait for a hashing slot counts from then. A hashing
+    thread it took (admit_hashing_request) is given back at the end."""
+    current = _Request(arrived=moment)
+    token = _request.set(current)
+    try:
+        yield
+    finally:
+        _request.reset(token)
+        if current.holds_thread:
+            _give_back_thread()
+
+
+def _arrived() -> float | None:
+    """When the current request reached the server, if known."""
+    current = _request.get()
+    return current.arrived if current is not None else None
+
+
+def _waited_its_wait() -> bool:
+    """The current request spent all of PASSWORD_HASH_WAIT_SECONDS before its turn here, in
+    the server's own queue. With no wait at all (0) a request is never too late: it takes a
+    free slot or is refused, as the queue says."""
+    current = _request.get()
+    wait = settings.PASSWORD_HASH_WAIT_SECONDS
+    if current is None or current.arrived is None or not wait:
+        return False
+    return time.monotonic() >= current.arrived + wait
+
+
+def admit_hashing_request() -> None:
+    """Before the view of a request that will hash (views marked `hashes_passwords`): take
+    one of this process's PASSWORD_HASH_THREADS for the rest of the request. PasswordHashingBusy
+    at once, before anything else runs, when the request already waited its whole
+    PASSWORD_HASH_WAIT_SECONDS to get here or when every such thread is taken: the threads
+    left serve everything else, so a flood of logins never holds all of them."""
+    current = _request.get()
+    if current is None or current.holds_thread:
+        return  # outside a request the slot takes its thread itself (password_hashing_slot)
+    if _waited_its_wait() or not _take_thread():
+        raise PasswordHashingBusy()
+    current.holds_thread = True
+
+
+@contextmanager
+def _hashing_thread() -> Iterator[None]:
+    """This thread counts among the process's hashing threads for the block, unless its
+    request was admitted already; PasswordHashingBusy at once when none is left."""
+    current = _request.get()
+    if current is not None and current.holds_thread:
+        yield
+        return
+    if not _take_thread():
+        raise PasswordHashingBusy()
+    try:
+        yield
+    finally:
+        _give_back_thread()
+
+
 @contextmanager
 def password_hashing_slot() -> Iterator[None]:
     """Hold one hashing slot for the block, waiting for it in the host-wide queue when every
     slot is taken or others already wait (_queued_slot); PasswordHashingBusy (503) when the
-    queue is full or the wait runs out.
+    queue is full, when the wait runs out, or at once when this process has no hashing
+    thread left (PASSWORD_HASH_THREADS) or the request already waited its whole
+    PASSWORD_HASH_WAIT_SECONDS since it reached the server (request_arrived).
 
     Every request path that hashes or checks a password or PIN runs that work in a slot,
     all of the operation's hashes in one slot, before it writes anything: a refused request
-    has changed nothing. The queue is bounded by what fits in PASSWORD_HASH_WAIT_SECONDS and
+    has changed nothing. The queue is bounded by what fits in what is left of the wait and
     by PASSWORD_HASH_QUEUE_MAX, so that under a flood refusals stay immediate and the
     waiting never holds every worker. The time each holder spends is reported to the queue,
     which sizes itself by it.
     """
-    descriptor = _take_slot() if _queue_empty() else None
-    if descriptor is None:
-        descriptor = _queued_slot()
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        held = time.monotonic() - started
-        os.close(descriptor)  # closing the file releases its lock
-        with contextlib.suppress(OSError), _state() as state:
-            state["hash"] = 0.8 * state["hash"] + 0.2 * held
+    with _hashing_thread():
+        if _waited_its_wait():
+            raise PasswordHashingBusy()
+        descriptor = _take_slot() if _queue_empty() else None
+        if descriptor is None:
+            descriptor = _queued_slot(_arrived())
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            held = time.monotonic() - started
+            os.close(descriptor)  # closing the file releases its lock
+            with contextlib.suppress(OSError), _state() as state:
+                state["hash"] = 0.8 * state["hash"] + 0.2 * held
+
+
+HASHES_PASSWORDS = "hashes_passwords"
+
+
+def hashes_passwords(view: Callable) -> Callable:
+    """Marks a view, or a ViewSet action, whose requests hash a password or PIN (it runs
+    password_hashing_slot): Relay's middleware admits them before the view runs
+    (admit_hashing_request), refusing at once what the hashing queue could not serve."""
+    setattr(view, HASHES_PASSWORDS, True)
+    return view
+
+
+def view_hashes(view: Callable, method: str) -> bool:
+    """Whether a request of `method` to the resolved `view` (a ViewSet's or APIView's
+    as_view() function, or a plain view) hashes, by the `hashes_passwords` mark of the
+    handler it reaches."""
+    cls = getattr(view, "cls", None)
+    if cls is not None:  # DRF: the action this method maps to, or the method's handler
+        actions = getattr(view, "actions", None) or {}
+        name = actions.get(method.lower(), method.lower())
+        return bool(getattr(getattr(cls, name, None), HASHES_PASSWORDS, False))
+    marked = getattr(view, HASHES_PASSWORDS, False)
+    return method in marked if isinstance(marked, frozenset) else bool(marked)
 
 
 def hashes_passwords_on_post(view: Callable) -> Callable:
     """For a method of a plain Django view (the admin's) that checks or sets a password on
     POST: the POST runs in a hashing slot, and a busy process answers the 503 in Relay's
-    error shape (DRF views get it from the exception handler)."""
+    error shape (DRF views get it from the exception handler). Marked as hashing on POST
+    (view_hashes), which the admin's URL wrappers keep (functools.update_wrapper)."""
 
     @functools.wraps(view)
     def wrapper(self, request, *args, **kwargs):
@@ -251,4 +390,5 @@ def hashes_passwords_on_post(view: Callable) -> Callable:
         except PasswordHashingBusy as busy:
             return busy.as_response()
 
+    setattr(wrapper, HASHES_PASSWORDS, frozenset({"POST"}))
     return wrapper

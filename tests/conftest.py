@@ -33,6 +33,9 @@ def _fast_password_hasher(settings, tmp_path_factory):
     # With hashes of microseconds the cap on hashing only adds chance 503s to the
     # tests that race twenty requests at the database; the cap's own tests set it to 1.
     settings.PASSWORD_HASH_CONCURRENCY = 100
+    # Likewise the threads of a process that may serve requests that hash: the in-process live
+    # server serves its races on as many threads as they have requests.
+    settings.PASSWORD_HASH_THREADS = 100
     # The slots' lock files go under the run's temporary directory, not the checkout's var/.
     settings.PASSWORD_HASHING_SLOTS_DIR = tmp_path_factory.getbasetemp() / "hashing-slots"
 

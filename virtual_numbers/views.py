@@ -3,6 +3,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from core.errors import ErrorCode
+from core.passwords import hashes_passwords
 from core.schema import operation, success_operation
 from core.viewsets import ResourceViewSet
 from virtual_numbers import selectors, services
@@ -70,6 +71,7 @@ class NumberViewSet(ResourceViewSet):
         numbers = selectors.numbers_of(user=request.user)
         return self.answer(NumberListOutput, {"numbers": numbers})
 
+    @hashes_passwords
     @operation(
         "numbers_create",
         summary="Take a number from the inventory",
@@ -142,6 +144,7 @@ class NumberViewSet(ResourceViewSet):
         number = services.number_greeting_set(number=number, greeting=self.validated()["greeting"])
         return self.answer(NumberOutput, number)
 
+    @hashes_passwords
     @success_operation(
         "numbers_pin_change",
         summary="Change a number's PIN",

@@ -114,18 +114,23 @@ PASSWORD_ARGON2_MEMORY_KIB = whole_number(
 # slot taken waits its turn in a queue shared by every process, up to
 # PASSWORD_HASH_WAIT_SECONDS; it is answered 503 service_unavailable with Retry-After at once
 # when the queue already holds more than fits in that wait, or PASSWORD_HASH_QUEUE_MAX
-# requests (by default every HTTP thread but one per worker: a burst that large is served
-# with one slot, and a flood is refused at once past it).
+# requests. The wait counts from when the request reached the server, its time in gunicorn's
+# own queue included.
 PASSWORD_HASHING_SLOTS_DIR = VAR_DIR / "hashing-slots"
 PASSWORD_HASH_CONCURRENCY = whole_number(
     "PASSWORD_HASH_CONCURRENCY", max(1, usable_cpus() // 2), maximum=1024
 )
 PASSWORD_HASH_WAIT_SECONDS = seconds("PASSWORD_HASH_WAIT_SECONDS", 2.0, maximum=30)
-# Waiting requests hold threads: by default every thread but one per worker may wait, so a
-# burst of logins that large is served, and each worker keeps a thread for everything else.
+# A request waiting for its turn to hash holds a thread. Each server process lends at most this
+# many of its threads to requests that hash (waiting or hashing); one more is refused 503 at
+# once, before its view runs. gunicorn gives each worker these threads on top of its
+# HTTP_THREADS (relay/gunicorn_conf.py), so a flood of logins never holds a thread /me needs.
+PASSWORD_HASH_THREADS = whole_number("PASSWORD_HASH_THREADS", HTTP_THREADS, maximum=64)
+# By default as many may wait as the workers have hashing threads, so a burst of logins that
+# large is served, and a flood is refused at once past it.
 PASSWORD_HASH_QUEUE_MAX = whole_number(
     "PASSWORD_HASH_QUEUE_MAX",
-    max(1, HTTP_WORKERS * (HTTP_THREADS - 1)),
+    HTTP_WORKERS * PASSWORD_HASH_THREADS,
     minimum=0,
     maximum=4096,
 )
