@@ -18,9 +18,13 @@ from relay.server_errors import error_response  # noqa: E402
 # Threads: a request waiting in the password-hashing queue holds one thread of its worker,
 # and the worker's other threads go on serving (with sync workers, a flood of logins held
 # every worker and /me waited in the listen backlog: docs/benchmarks.md, http_logins).
-worker_class = "gthread"
+# gthread stamped with each request's arrival (relay/gunicorn_worker.py), so that its wait in
+# the worker's own queue counts toward PASSWORD_HASH_WAIT_SECONDS. Each worker has
+# PASSWORD_HASH_THREADS threads more than HTTP_THREADS, and requests that hash may hold only
+# that many (core.passwords.admit_hashing_request): HTTP_THREADS are always left for the rest.
+worker_class = "relay.gunicorn_worker.RelayThreadWorker"
 workers = settings.HTTP_WORKERS
-threads = settings.HTTP_THREADS
+threads = settings.HTTP_THREADS + settings.PASSWORD_HASH_THREADS
 # A worker whose main loop stops answering for this long is killed and replaced.
 timeout = 30
 graceful_timeout = 10

@@ -6,6 +6,8 @@ service_unavailable with Retry-After at once, before Django runs."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 
 import pytest
@@ -13,6 +15,12 @@ import pytest
 from core import passwords
 from core.passwords import PasswordHashingBusy, password_hashing_slot, request_arrived
 from tests.accounts.test_hashing_queue import Request, queue_behind, waiting
+from tests.live import RelayProcess, http, http_exchange, wait_until
+
+BUSY = {
+    "error": "The server is busy checking other passwords. Try again in a second.",
+    "code": "service_unavailable",
+}
 
 
 @pytest.fixture
@@ -71,3 +79,111 @@ def test_a_process_lends_only_its_hashing_threads_to_requests_that_hash(queue):
     assert isinstance(late.outcome, PasswordHashingBusy), late.outcome
     assert queued[0].outcome == "served"
     assert passwords.hashing_threads_in_use() == 0  # every thread given back
+
+
+# --- Live: gunicorn with its stamp and the admission before Django (relay/admission.py) -------
+
+
+def held_connection(relay: RelayProcess) -> socket.socket:
+    """A client that sent half a request: gunicorn's thread reading it is held until the
+    rest comes (finish_request)."""
+    client = socket.create_connection(("127.0.0.1", relay.port), timeout=30)
+    client.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    return client
+
+
+def finish_request(client: socket.socket) -> bytes:
+    client.sendall(b"Connection: close\r\n\r\n")
+    answer = b""
+    while chunk := client.recv(65536):
+        answer += chunk
+    client.close()
+    return answer
+
+
+def log_in(relay: RelayProcess, email: str, answers: dict) -> threading.Thread:
+    body = {"email": email, "password": "a-long-passphrase-w"}
+    thread = threading.Thread(
+        target=lambda: answers.update(
+            {email: http_exchange("POST", f"{relay.base}/api/auth/login", body, timeout=60)}
+        ),
+        daemon=True,
+    )
+    thread.start()
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_flood_of_logins_leaves_me_its_threads(queue, tmp_path):
+    """Two threads for everything and two for hashing: with the only slot held here, four
+    logins at once take the two hashing threads and wait, the other two are refused at once,
+    and /me is answered while the two still wait. Before, the logins held every thread and
+    /me waited behind them in gunicorn's queue."""
+    relay = RelayProcess(
+        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=2, PASSWORD_HASH_THREADS=2,
+        PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=30,
+    )  # fmt: skip
+    queue.PASSWORD_HASHING_SLOTS_DIR = tmp_path / "relay" / "hashing-slots"
+    try:
+        emails = [f"flood{n}@example.com" for n in range(4)]
+        tokens = []
+        for email in emails:
+            status, body = http("POST", f"{relay.base}/api/auth/register",
+                                {"email": email, "password": "a-long-passphrase-w"})  # fmt: skip
+            assert status == 201, body
+            tokens.append(body["token"])
+        answers: dict = {}
+        with password_hashing_slot():
+            threads = [log_in(relay, email, answers) for email in emails]
+            wait_until(lambda: waiting(queue) == 2 and len(answers) == 2, deadline=30,
+                       what="two logins to queue and two to be refused")  # fmt: skip
+            refused = list(answers.values())
+            status, me = http("GET", f"{relay.base}/api/user/me", token=tokens[0])
+
+            assert (status, me["email"]) == (200, emails[0])
+            assert len(answers) == 2 and waiting(queue) == 2  # the two still wait their turn
+        for thread in threads:
+            thread.join(timeout=60)
+
+        for status, body, headers in refused:
+            assert (status, body, headers["Retry-After"]) == (503, BUSY, "1")
+        assert sorted(status for status, _, _ in answers.values()) == [200, 200, 503, 503]
+    finally:
+        relay.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_login_that_waited_its_whole_wait_in_gunicorns_queue_is_refused_at_once(queue, tmp_path):
+    """Both of the worker's threads are held by clients still sending; a login waits behind
+    them longer than PASSWORD_HASH_WAIT_SECONDS. When a thread frees, the login is refused,
+    though the slot is free: its wait counts from its arrival. Before, the wait started
+    when Django saw the login, which was then served seconds past the promise."""
+    relay = RelayProcess(
+        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=1, PASSWORD_HASH_THREADS=1,
+        PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=1,
+    )  # fmt: skip
+    try:
+        email = "late@example.com"
+        status, _ = http("POST", f"{relay.base}/api/auth/register",
+                         {"email": email, "password": "a-long-passphrase-w"})  # fmt: skip
+        assert status == 201
+        held = [held_connection(relay), held_connection(relay)]
+        answers: dict = {}
+        sent = time.monotonic()
+        thread = log_in(relay, email, answers)
+        # Twice the wait, so that the login's stamp (taken when the worker accepted it, a
+        # moment after it was sent) is past its wait too; nothing answers it meanwhile.
+        wait_until(lambda: time.monotonic() - sent > 2, deadline=10, what="the wait to pass")
+        assert not answers
+
+        assert finish_request(held[0]).startswith(b"HTTP/1.1 200")
+        thread.join(timeout=30)
+        status, body, headers = answers[email]
+
+        assert (status, body, headers["Retry-After"]) == (503, BUSY, "1")
+        assert "X-Request-Id" in headers
+        finish_request(held[1])
+        assert http("POST", f"{relay.base}/api/auth/login",
+                    {"email": email, "password": "a-long-passphrase-w"})[0] == 200  # fmt: skip
+    finally:
+        relay.stop()
