@@ -9,11 +9,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import uuid
 
 import pytest
 
 from core import passwords
 from core.passwords import PasswordHashingBusy, password_hashing_slot, request_arrived
+from relay.admission import request_hashes
 from tests.accounts.test_hashing_queue import Request, queue_behind, waiting
 from tests.live import RelayProcess, http, http_exchange, wait_until
 
@@ -187,3 +189,43 @@ def test_a_login_that_waited_its_whole_wait_in_gunicorns_queue_is_refused_at_onc
                     {"email": email, "password": "a-long-passphrase-w"})[0] == 200  # fmt: skip
     finally:
         relay.stop()
+
+
+# --- Which requests are admitted as hashing: the views marked `hashes_passwords` ------------
+
+
+def concrete(path: str, parameters: list[dict]) -> str:
+    """A schema path with each path parameter filled in with a value of its type."""
+    for parameter in parameters:
+        if parameter.get("in") == "path":
+            kind = parameter.get("schema", {})
+            value = str(uuid.uuid4()) if kind.get("format") == "uuid" else "1"
+            path = path.replace("{" + parameter["name"] + "}", value)
+    return path
+
+
+def test_every_operation_documented_to_answer_busy_is_admitted_as_hashing_and_no_other(client):
+    paths = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()[
+        "paths"
+    ]
+    documented, admitted = set(), set()
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            url = concrete(path, operation.get("parameters", []))
+            busy = operation["responses"].get("503", {}).get("description", "")
+            if "`service_unavailable`" in busy:
+                documented.add((method, path))
+            if request_hashes(method.upper(), url)[0]:
+                admitted.add((method, path))
+
+    assert ("post", "/api/auth/login") in documented
+    assert admitted == documented
+
+
+def test_the_admins_forms_that_hash_are_admitted_on_post_only():
+    assert request_hashes("POST", "/admin/login/")[0]
+    assert request_hashes("POST", "/admin/password_change/")[0]
+    assert request_hashes("POST", "/admin/accounts/user/add/")[0]
+    assert request_hashes("POST", f"/admin/accounts/user/{uuid.uuid4()}/password/")[0]
+    assert not request_hashes("GET", "/admin/login/")[0]
+    assert not request_hashes("GET", "/api/user/me")[0]
