@@ -205,6 +205,7 @@ class AuthViewSet(ResourceViewSet):
         credentials.password_reset_request(email=values["email"], base_url=public_base_url(request))
         return self.answer(SuccessOutput, None, status=status.HTTP_202_ACCEPTED)
 
+    @hashes_passwords
     @operation(
         "auth_password_reset_confirm",
         summary="Set a new password with a reset link's token",
@@ -220,7 +221,11 @@ class AuthViewSet(ResourceViewSet):
             },
         ),
         responses={204: (None, None)},
-        errors=[ErrorCode.RESET_TOKEN_INVALID, ErrorCode.RATE_LIMITED],
+        errors=[
+            ErrorCode.RESET_TOKEN_INVALID,
+            ErrorCode.RATE_LIMITED,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
         authenticated=False,
     )
     @action(
@@ -284,6 +289,7 @@ class UserViewSet(ResourceViewSet):
         "two_factor_disable": TwoFactorDisableInput,
     }
 
+    @hashes_passwords
     @operation(
         "user_password_change",
         summary="Change your password",
@@ -297,7 +303,7 @@ class UserViewSet(ResourceViewSet):
             {"currentPassword": "a-long-passphrase", "newPassword": "another-long-passphrase"},
         ),
         responses={204: (None, None)},
-        errors=[ErrorCode.PASSWORD_MISMATCH, ErrorCode.RATE_LIMITED],
+        errors=[ErrorCode.PASSWORD_MISMATCH, ErrorCode.RATE_LIMITED, ErrorCode.SERVICE_UNAVAILABLE],
     )
     @action(detail=False, methods=["post"])
     def password(self, request):
