@@ -125,7 +125,9 @@ PASSWORD_HASH_WAIT_SECONDS = seconds("PASSWORD_HASH_WAIT_SECONDS", 2.0, maximum=
 # many of its threads to requests that hash (waiting or hashing); one more is refused 503 at
 # once, before its view runs. gunicorn gives each worker these threads on top of its
 # HTTP_THREADS (relay/gunicorn_conf.py), so a flood of logins never holds a thread /me needs.
-PASSWORD_HASH_THREADS = whole_number("PASSWORD_HASH_THREADS", HTTP_THREADS, maximum=64)
+# Twice HTTP_THREADS: a burst of 16 logins spread unevenly over 4 workers found one worker's
+# 8 taken and was partly refused (docs/benchmarks.md, http_logins).
+PASSWORD_HASH_THREADS = whole_number("PASSWORD_HASH_THREADS", 2 * HTTP_THREADS, maximum=64)
 # By default as many may wait as the workers have hashing threads, so a burst of logins that
 # large is served, and a flood is refused at once past it.
 PASSWORD_HASH_QUEUE_MAX = whole_number(
