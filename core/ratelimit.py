@@ -49,24 +49,19 @@ def hit(scope: str, ident: str, rate: str | Rate, *, now: float | None = None) -
     While the cache is unreachable the limit fails open (logged): an outage of Redis must not
     take logins and calls down with it (docs/operations.md).
     """
-    rate = rate if isinstance(rate, Rate) else Rate.parse(rate)
-    now = time.time() if now is None else now
-    key, window = _window_key(scope, ident, rate, now)
-    try:
-        count = _count(key, rate.seconds + 1)
-    except Exception:  # the cache backend's own connection errors
-        logger.warning("rate limit store unavailable; allowing %s", scope, exc_info=True)
-        return
-    if count > rate.count:
-        raise _refused(rate, window, now)
+    (refused,) = hit_many(scope, [ident], rate, now=now)
+    if refused is not None:
+        raise refused
 
 
-def hit_many(scope: str, idents: list[str], rate: str | Rate) -> list[RateLimited | None]:
+def hit_many(
+    scope: str, idents: list[str], rate: str | Rate, *, now: float | None = None
+) -> list[RateLimited | None]:
     """`hit` for several attempts at once (a batch of submits), in one round trip to the
     cache: each ident counted once per time it appears, in order, and for each the refusal
     `hit` would have raised (RateLimited) or None. Fails open like `hit`."""
     rate = rate if isinstance(rate, Rate) else Rate.parse(rate)
-    now = time.time()
+    now = time.time() if now is None else now
     keys = [_window_key(scope, ident, rate, now) for ident in idents]
     try:
         counts = _count_many([key for key, _ in keys], rate.seconds + 1)
@@ -101,28 +96,22 @@ def check(scope: str, ident: str, rate: str | Rate, *, now: float | None = None)
 _redis_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _count(key: str, timeout: int) -> int:
+def _count_many(keys: list[str], timeout: int) -> list[int]:
+    """Each key's counter in its window, created with its expiry and incremented, in order (a
+    key repeated is counted each time)."""
     backend = caches["default"]
     if isinstance(backend, RedisCache):
-        return _count_in_redis(backend, key, timeout)
+        return _count_in_redis_many(backend, keys, timeout)
+    return [_count_in_cache(key, timeout) for key in keys]
+
+
+def _count_in_cache(key: str, timeout: int) -> int:
     cache.add(key, 0, timeout=timeout)
     try:
         return cache.incr(key)
     except ValueError:  # expired between add and incr
         cache.add(key, 1, timeout=timeout)
         return 1
-
-
-def _count_many(keys: list[str], timeout: int) -> list[int]:
-    """_count for each key, in order (a key repeated is counted each time)."""
-    backend = caches["default"]
-    if isinstance(backend, RedisCache):
-        return _count_in_redis_many(backend, keys, timeout)
-    return [_count(key, timeout) for key in keys]
-
-
-def _count_in_redis(backend: RedisCache, key: str, timeout: int) -> int:
-    return _count_in_redis_many(backend, [key], timeout)[0]
 
 
 def _count_in_redis_many(backend: RedisCache, keys: list[str], timeout: int) -> list[int]:
