@@ -217,7 +217,7 @@ def _queue_empty() -> bool:
 # --- Admission: a request's wait counts from its arrival, and each process lends at most
 # PASSWORD_HASH_THREADS of its threads to requests that hash ------------------------------
 # The server stamps when a request reached it (relay/gunicorn_worker.py: the moment gunicorn
-# queued the connection for a thread); Relay's middleware hands the stamp here for the
+# queued the connection for a thread); relay/admission.py hands the stamp here for the
 # request's duration. A request that waited in the server's own queue before reaching Django
 # has that much less left of PASSWORD_HASH_WAIT_SECONDS for the hashing queue, so a login is
 # served within the wait from its arrival, or refused.
@@ -355,7 +355,7 @@ HASHES_PASSWORDS = "hashes_passwords"
 
 def hashes_passwords(view: Callable) -> Callable:
     """Marks a view, or a ViewSet action, whose requests hash a password or PIN (it runs
-    password_hashing_slot): Relay's middleware admits them before the view runs
+    password_hashing_slot): relay/admission.py admits them before Django runs
     (admit_hashing_request), refusing at once what the hashing queue could not serve."""
     setattr(view, HASHES_PASSWORDS, True)
     return view

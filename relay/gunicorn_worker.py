@@ -1,5 +1,5 @@
 """gunicorn's threaded worker (gthread), stamping each request with when it reached the
-worker: the WSGI environ's `relay.arrived_at` (time.monotonic()), read by Relay's middleware
+worker: the WSGI environ's `relay.arrived_at` (time.monotonic()), read by relay/admission.py
 so that a request's wait for a hashing slot counts from then (core.passwords).
 
 gthread hands every connection that is ready to one queue in front of its threads; under a
