@@ -44,8 +44,15 @@ def enrolled(client_jwt):
 
 @pytest.fixture
 def next_step(clock):
-    """Move the server's clock to the next 30-second step (codes of earlier ones are spent)."""
-    return lambda: clock.advance(seconds=30)
+    """Move the server's clock into the next 30-second step (codes of earlier ones are
+    spent), a second past its start: the codes a test makes next and the server's check of
+    them fall in the same step, however close to a step's end the real clock was."""
+
+    def advance() -> None:
+        into_step = timezone.now().timestamp() % 30
+        clock.advance(seconds=30 - into_step + 1)
+
+    return advance
 
 
 # --- enrolment --------------------------------------------------------------------------------
