@@ -98,6 +98,20 @@ def user_by_api_key_digest(*, digest: str, profile_at: datetime | None = None) -
     return user
 
 
+def credential_current(*, user: User, session: LoginSession | None) -> bool:
+    """Whether the credential a socket was opened with still holds: its login session still
+    active, or (an API key's socket) the user still active with the same key. For a socket
+    that has joined its groups: a session ended between its authentication and the joining
+    sent its close to no one (realtime.consumers)."""
+    if session is not None:
+        return LoginSession.objects.filter(
+            pk=session.pk, active=True, user__is_active=True
+        ).exists()
+    return User.objects.filter(
+        pk=user.pk, is_active=True, api_key_digest=user.api_key_digest
+    ).exists()
+
+
 def user_profile(*, user: User) -> dict:
     """What GET /api/user/me renders (accounts.serializers.MeOutput): the user, each of its
     quotas and whether a second factor is on. The use and the factor are the user's

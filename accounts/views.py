@@ -393,7 +393,8 @@ class UserViewSet(ResourceViewSet):
         summary="Download all your data",
         description="A zip: `account.json` (your profile, sessions, refused calls, numbers "
         "with their forwarding and blocklist, history, calls and webhook, never a secret) "
-        "and every voicemail message as `voicemail/<record id>.wav`. Rate limited "
+        "and every voicemail message as `voicemail/<record id>.wav`, every recording of a "
+        "call's script as `recordings/<recording id>.wav`. Rate limited "
         "(`RATE_LIMIT_EXPORT_PER_USER`): 429 with `Retry-After`. Errors are JSON whatever "
         "the Accept header asks for.",
         responses={(200, "application/zip"): (OpenApiTypes.BINARY, None)},

@@ -301,22 +301,35 @@ FORWARD_NUMBER = "+442079460990"  # Ofcom's range for drama: never a real line
 FORWARD_TARGET = "+441134960990"
 
 
-def forwarding_number():
-    """FORWARD_NUMBER, held by a user of its own, forwarding to FORWARD_TARGET alone (no
-    screening, the caller shown); the user of an earlier run is dropped first, with its
-    calls, legs and records, so the plan's rolling counts start empty."""
+def _own_number(email: str, e164: str, **fields):
+    """`e164`, held by a user of its own (`email`) with `fields` (no PIN: unusable, as Django
+    marks an unusable password); the user of an earlier run is dropped first, with its calls,
+    legs and records, so the plan's rolling counts start empty."""
     from accounts.models import User
     from virtual_numbers.models import InventoryNumber, Number
 
-    User.objects.filter(email=FORWARD_EMAIL).delete()
-    owner = user(FORWARD_EMAIL)
-    inventory, _ = InventoryNumber.objects.get_or_create(e164=FORWARD_NUMBER)
+    User.objects.filter(email=email).delete()
+    inventory, _ = InventoryNumber.objects.get_or_create(e164=e164)
     return Number.objects.create(
-        owner=owner,
-        inventory=inventory,
-        number=FORWARD_NUMBER,
+        owner=user(email), inventory=inventory, number=e164, pin_hash="!", **fields
+    )
+
+
+def forwarding_number():
+    """FORWARD_NUMBER, forwarding to FORWARD_TARGET alone (no screening, the caller shown)."""
+    return _own_number(
+        FORWARD_EMAIL,
+        FORWARD_NUMBER,
         alias="bench forwarding",
-        pin_hash="!",  # no PIN: unusable, as Django marks an unusable password
         forward_targets=[FORWARD_TARGET],
         forward_ring_seconds=30,
     )
+
+
+EDGE_EMAIL = "bench-edge@relay.example"
+EDGE_NUMBER = "+442079460991"
+
+
+def voicemail_number():
+    """EDGE_NUMBER, answered by voicemail after a one-word greeting (no forwarding)."""
+    return _own_number(EDGE_EMAIL, EDGE_NUMBER, alias="bench edge", greeting="Hi.")

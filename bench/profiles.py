@@ -51,6 +51,13 @@ class Profile:
     forward_many_bridges: int  # sip_forward_100: forwarded calls placed at once, one agent
     forward_many_talk_seconds: float  # each held this long, so the last bridged overlaps all
     forward_floor_seconds: float  # the RTP meter alone, socket to socket (its floor)
+    scripted_calls: int  # sip_scripted_100: scripted calls at once on one agent, per leg
+    scripted_rounds: int  # legs of each kind, alternated scripted, message, message, ...
+    edge_calls: int  # sip_edge_400: calls through the edge to two agents, all up together
+    edge_talk_seconds: float  # each caller hangs up this long after it starts its message (the
+    # pcap is 7.1 s; more than VOICEMAIL_SILENCE_SECONDS of silence after it ends the message)
+    rolling_calls: int  # sip_edge_rolling: calls placed while both agents restart
+    rolling_per_minute: int  # their steady rate
 
 
 FULL = Profile(
@@ -101,6 +108,12 @@ FULL = Profile(
     forward_many_bridges=100,
     forward_many_talk_seconds=20,
     forward_floor_seconds=5,
+    scripted_calls=100,
+    scripted_rounds=2,
+    edge_calls=400,
+    edge_talk_seconds=8,
+    rolling_calls=100,
+    rolling_per_minute=50,
 )
 
 SMOKE = Profile(
@@ -149,4 +162,10 @@ SMOKE = Profile(
     forward_many_bridges=5,
     forward_many_talk_seconds=4,
     forward_floor_seconds=1,
+    scripted_calls=3,
+    scripted_rounds=1,
+    edge_calls=4,
+    edge_talk_seconds=0,
+    rolling_calls=4,
+    rolling_per_minute=60,
 )

@@ -60,6 +60,8 @@ def bench_env(var_dir: Path) -> dict:
         SIMULATED_STEP_SECONDS="0.05",
         SIMULATED_TALK_SCALE="0",
         WORKER_POLL_INTERVAL="0.2",
+        # sip_scripted_100's voice application is the harness, on loopback.
+        WEBHOOK_ALLOW_PRIVATE="true",
         PYTHONUNBUFFERED="1",
     )
     env.pop("DATABASE_POOL_SIZE", None)
@@ -329,6 +331,21 @@ METHOD_NOTES = """\
   those sent minus those received, each way, and a packet that arrives from another bridge's
   port would be counted as crossed. The agent's CPU while all are up and RSS per call are read
   as in sip_200_calls; load-gen CPU is the meter's and both SIPps'.
+- **sip_edge_400** and **sip_edge_rolling** (issue 42): calls from the trunk through the shipped
+  SIP edge, `deploy/kamailio/relay-edge.cfg` as it is with its default probe interval (5 s)
+  and timeout (2 s), to two telephony agents. One SIPp is every caller (`edge_caller.xml`: it
+  follows the edge's Record-Route); a number of its own answers by voicemail after a second
+  of ringing and a one-word greeting; each caller waits 3 s, speaks SIPp's g711a.pcap and
+  hangs up. A call counts as kept when it was answered and its message recorded to within a
+  second of what the caller said; SIPp's exit status says whether every one of its calls
+  ran its scenario to the end (an agent's BYE or a refused INVITE fails it). sip_edge_400
+  places every call at 100 a second; "up at once" is the most calls between their answer
+  (`InboundCall.answered_at`) and their end (the record's start plus its duration); the
+  edge's CPU is Kamailio's processes' (psutil), over the run, per call. sip_edge_rolling
+  places calls at a steady rate (SIPp `-r 50 -rp 60000`); once the first calls are up,
+  agent 0 is sent SIGTERM (it drains), started again once it has exited, and (once the
+  edge's probe can have found it, an interval and a timeout later, and has taken it back
+  if it had taken it out) agent 1 the same; the calls run on until SIPp has placed them all.
 """
 
 

@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -114,12 +115,13 @@ class Agents:
         self.ps = [psutil.Process(agent.proc.pid) for agent in self.procs]
 
     @staticmethod
-    def _started(agent: Agent) -> bool:
-        """Its start-up line, logged once its SIP transport is up (over TLS without a
-        certificate of its own an agent listens on no port: it only calls out)."""
+    def _started(agent: Agent, *, after: int = 0) -> bool:
+        """Its start-up line (the `after`+1th in its log), logged once its SIP transport is up
+        (over TLS without a certificate of its own an agent listens on no port: it only calls
+        out)."""
         if agent.proc.poll() is not None:
             raise RuntimeError(f"a telephony agent exited during start-up; see {agent.log_path}")
-        return AGENT_STARTED in agent.log_path.read_text(errors="replace")
+        return agent.log_path.read_text(errors="replace").count(AGENT_STARTED) > after
 
     def cpu(self) -> tuple[float, float]:
         """CPU seconds so far: (the agents' own, the espeak-ng and sox runs they reaped)."""
@@ -155,6 +157,30 @@ class Agents:
             if log.exists()
         )
 
+    def address(self, n: int) -> str:
+        """Agent `n`'s SIP address, host:port (agent n binds SIP_BIND's port + n)."""
+        host, _, port = self.env["SIP_BIND"].rpartition(":")
+        return f"{host}:{int(port) + n}"
+
+    def restart(self, n: int, *, deadline: float) -> float:
+        """Agent `n` drained (SIGTERM: its live calls end first) and started again, as an
+        upgrade restarts it; the seconds its drain took. Its log goes on in the same file."""
+        agent = self.procs[n]
+        started = time.monotonic()
+        agent.proc.send_signal(signal.SIGTERM)
+        code = agent.proc.wait(timeout=deadline)
+        drained = time.monotonic() - started
+        if code != 0:
+            raise RuntimeError(f"agent {n} exited {code} on its drain; see {agent.log_path}")
+        agent.stop()  # closes its log
+        before = agent.log_path.read_text(errors="replace").count(AGENT_STARTED)
+        argv = [sys.executable, "manage.py", "telephony_agent", "--index", str(n)]
+        self.procs[n] = Agent(argv, self.env, log=agent.log_path)
+        wait_until(lambda: self._started(self.procs[n], after=before), deadline=60,
+                   what=f"telephony agent {n} to start again")  # fmt: skip
+        self.ps[n] = psutil.Process(self.procs[n].proc.pid)
+        return drained
+
     def stop(self) -> None:
         for agent in self.procs:
             agent.stop()
@@ -166,18 +192,20 @@ METER = Path(__file__).resolve().parent / "rtpmeter.py"
 SIPP_MEDIA = "[media_port]"  # SIPp's own media port, in a scenario's SDP
 
 
-def answer_scenario(workdir: Path, *, proxied: bool, srtp: bool, media: str = SIPP_MEDIA) -> Path:
+def answer_scenario(workdir: Path, *, proxied: bool, srtp: bool, media: str = SIPP_MEDIA,
+                    dtmf: bool = False) -> Path:  # fmt: skip
     """bench/sipp/answer.xml for one far end: Record-Route copied when a proxy is in front
-    of SIPp, an RTP/SAVP answer with Relay's own key when SRTP is asked, and `media` as the
-    answer's audio port (SIPp's own by default)."""
+    of SIPp, an RTP/SAVP answer with Relay's own key when SRTP is asked, `media` as the
+    answer's audio port (SIPp's own by default), and telephone-event offered with `dtmf`."""
     kept = []
     for line in ANSWER.read_text().splitlines():
-        for marker, wanted in (("@rr@", proxied), ("@srtp@", srtp)):
+        for marker, wanted in (("@rr@", proxied), ("@srtp@", srtp), ("@dtmf@", dtmf)):
             if line.startswith(marker):
                 line = line[len(marker) :] if wanted else None
                 break
         if line is not None:
             line = line.replace("@profile@", "RTP/SAVP" if srtp else "RTP/AVP")
+            line = line.replace("@events@", " 101" if dtmf else "")
             kept.append(line.replace("@media_port@", media))
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"answer-{'tls-srtp' if srtp else 'udp'}.xml"
@@ -195,25 +223,27 @@ class FarEnd:
     """What the agents call: SIPp answering every INVITE and echoing the audio, straight
     over UDP, or (`secure`) behind Kamailio over TLS with SRTP keys in its answer. With
     `metered`, SIPp's answer names bench/rtpmeter.py's far-end socket as its media, which
-    echoes the audio instead of SIPp and times every packet. `trunk` and `settings` are what
-    the agents are given to reach it."""
+    echoes the audio instead of SIPp and times every packet; with `keys` as well, the meter
+    presses a key on each call once it goes quiet instead (rtpmeter.py keys), and the answer
+    offers telephone-event. `trunk` and `settings` are what the agents are given to reach
+    it."""
 
     def __init__(self, workdir: Path, *, secure: bool, calls: int, timeout: float,
-                 metered: bool = False):  # fmt: skip
+                 metered: bool = False, keys: bool = False):  # fmt: skip
         self.secure = secure
         self.meter: Meter | None = None
         self.meter_out = workdir / "meter.json"
         media = SIPP_MEDIA
         if metered:
             media = str(free_udp_port())
-            argv = [sys.executable, str(METER), "far-end", "--a-port", media, "--out",
-                    str(self.meter_out), "--deadline", str(timeout)]  # fmt: skip
+            argv = [sys.executable, str(METER), "keys" if keys else "far-end", "--a-port", media,
+                    "--out", str(self.meter_out), "--deadline", str(timeout)]  # fmt: skip
             workdir.mkdir(parents=True, exist_ok=True)
             self.meter = Meter(argv, child_environ(), log=workdir / "meter.log")
             wait_until(lambda: udp_port_taken(int(media)), deadline=10,
                        what="the RTP meter to listen")  # fmt: skip
         port = free_udp_port()
-        scenario = answer_scenario(workdir, proxied=secure, srtp=secure, media=media)
+        scenario = answer_scenario(workdir, proxied=secure, srtp=secure, media=media, dtmf=keys)
         try:
             self.sipp = Sipp(workdir / "sipp", scenario, port=port, calls=calls,
                              echo=not metered, timeout=timeout)  # fmt: skip

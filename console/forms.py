@@ -15,8 +15,8 @@ from django.core.validators import ProhibitNullCharactersValidator
 
 from core.errors import ApplicationError, ErrorCode
 from history.models import CallStatus
-from realtime.languages import LANGUAGES
 from virtual_numbers.models import FORWARD_RING_SECONDS, FORWARD_TARGETS_MAX, ForwardCallerId
+from voiceapps.languages import LANGUAGES
 from webhooks.models import EVENT_TYPES
 
 # The interface document fixes this message in Chinese; people here read the code's meaning.

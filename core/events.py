@@ -87,15 +87,35 @@ async def send_collected(pushes: list[Push]) -> None:
 # (user id, event) pairs, so that it can read what it needs for all of them together; and,
 # beside them (`rows`), the row each event reports when its sender has it in hand (the call
 # of a `call_status`), or None, so that it need not read again what the sender just wrote.
-OutboxWriter = Callable[..., None]  # writer(*, events: list[tuple[user_id, event]], rows: list)
+#
+# A writer may also name what it reads of each user whose events it writes, as a column of a
+# query over users (`outbox_owner_column_register`): a sender that reads those users anyway
+# (a batch of submits, before its transaction) reads the column in the same query, and hands
+# the values to every writer as `owned` ({column name: {user id: value}}), so the writer need
+# not read them again inside the transaction. A writer reads what `owned` does not hold.
+OutboxWriter = Callable[..., None]  # writer(*, events, rows, owned)
 _outbox_writers: list[OutboxWriter] = []
+_owner_columns: dict[str, Callable[[], object]] = {}
+Owned = dict[str, dict]  # column name -> {user id (str): the column's value}
 
 
 def outbox_writer_register(writer: OutboxWriter) -> None:
-    """Have `writer(events=[(user_id, event), ...], rows=[row or None, ...])` see every user
-    event (once, however often an app registers it)."""
+    """Have `writer(events=[(user_id, event), ...], rows=[row or None, ...], owned={...})`
+    see every user event (once, however often an app registers it)."""
     if writer not in _outbox_writers:
         _outbox_writers.append(writer)
+
+
+def outbox_owner_column_register(name: str, column: Callable[[], object]) -> None:
+    """Offer senders that read users anyway the column `column()` (an expression over the
+    user's pk, such as a Subquery on OuterRef("pk")), handed back to writers as
+    `owned[name]`."""
+    _owner_columns[name] = column
+
+
+def outbox_owner_columns() -> dict[str, object]:
+    """The registered owner columns, by name, to annotate a query over users with."""
+    return {name: column() for name, column in _owner_columns.items()}
 
 
 def send_to_user_on_commit(*, user_id: UUID | str, event: dict, row=None) -> None:
@@ -106,14 +126,16 @@ def send_to_user_on_commit(*, user_id: UUID | str, event: dict, row=None) -> Non
     send_to_users_on_commit([(user_id, event, None, row)])
 
 
-def send_to_users_on_commit(deliveries: list[tuple]):
+def send_to_users_on_commit(deliveries: list[tuple], *, owned: Owned | None = None):
     """send_to_user_on_commit for the events of one write at once, each (user id, event,
     where to collect its push: a list for collected_into, or None, and the row it reports
-    or None): every outbox writer sees them all in one call."""
+    or None): every outbox writer sees them all in one call, with `owned`, the owner columns
+    the sender read of these users (outbox_owner_columns), when it has them."""
     for writer in _outbox_writers:
         writer(
             events=[(user_id, event) for user_id, event, *_ in deliveries],
             rows=[row for *_, row in deliveries],
+            owned=owned or {},
         )
     for user_id, event, pushes, _row in deliveries:
         with collected_into(pushes):

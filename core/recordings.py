@@ -30,3 +30,16 @@ def recordings_delete_on_commit(names) -> None:
     names = [name for name in names if name]
     if names:
         transaction.on_commit(partial(_delete, names), robust=True)
+
+
+def recording_opener(name: str):
+    """What an export archive (core.userdata) opens the recording `name` with: the file open
+    for reading, or None when it is gone (purged a moment ago)."""
+
+    def open_it():
+        try:
+            return recordings_storage().open(name, "rb")
+        except FileNotFoundError:
+            return None
+
+    return open_it

@@ -25,7 +25,14 @@ from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import is_list_serializer
-from drf_spectacular.utils import OpenApiExample, OpenApiRequest, OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiRequest,
+    OpenApiResponse,
+    extend_schema,
+)
 from rest_framework import serializers
 
 from core.errors import ErrorCode
@@ -69,6 +76,13 @@ QUOTA_HEADERS = {
 _ERROR_COMPONENTS: dict[str, tuple[ErrorCode, ...]] = {}
 
 UUID_PATH_SCHEMA = {"type": "string", "format": "uuid"}
+# The Range header of a file download (core.downloads), as every such operation documents it.
+RANGE_PARAMETER = OpenApiParameter(
+    "Range",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="One byte range, e.g. `bytes=0-` or `bytes=1000-1999` (RFC 9110 §14.2).",
+)
 
 
 def implied_codes(

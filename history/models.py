@@ -12,10 +12,12 @@ class CallStatus(models.TextChoices):
 
 
 class AnsweredBy(models.TextChoices):
-    """Who took an answered call: one of the owner's phones (forwarding) or voicemail."""
+    """Who took an answered call: one of the owner's phones (forwarding), voicemail, or the
+    number's voice application (voiceapps)."""
 
     FORWARD = "forward", "Forwarded"
     VOICEMAIL = "voicemail", "Voicemail"
+    APP = "app", "Voice app"
 
 
 CALL_STATUS_VALUES = CallStatus.values  # the schema's CallRecordStatusEnum

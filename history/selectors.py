@@ -10,7 +10,7 @@ from core.compiled import CompiledQuery
 from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
-from core.recordings import recordings_storage
+from core.recordings import recording_opener, recordings_storage
 from history.models import CallRecord, CallRecordCounter
 from history.serializers import CallRecordOutput
 from virtual_numbers.models import Number
@@ -129,19 +129,8 @@ def history_export(*, user: User) -> dict:
 def voicemail_files(*, user: User) -> list:
     """The user's voicemail messages for their export: (name in the archive, opener) pairs;
     an opener answers None for a file that is gone (purged a moment ago)."""
-    storage = recordings_storage()
-
-    def opener(name: str):
-        def open_it():
-            try:
-                return storage.open(name, "rb")
-            except FileNotFoundError:
-                return None
-
-        return open_it
-
     kept = CallRecord.objects.filter(owner=user).exclude(recording="").order_by("-created_at")
     return [
-        (voicemail_file_name(pk), opener(name))
+        (voicemail_file_name(pk), recording_opener(name))
         for pk, name in kept.values_list("pk", "recording").iterator(chunk_size=500)
     ]

@@ -1,9 +1,8 @@
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter
 from rest_framework.decorators import action
 
 from core.errors import ErrorCode
-from core.schema import operation, success_operation
+from core.schema import RANGE_PARAMETER, operation, success_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from history import selectors, services
 from history.responses import recording_download
@@ -11,13 +10,6 @@ from history.serializers import (
     HistoryListParameters,
     HistoryOutput,
     HistoryQuery,
-)
-
-RANGE_PARAMETER = OpenApiParameter(
-    "Range",
-    OpenApiTypes.STR,
-    OpenApiParameter.HEADER,
-    description="One byte range, e.g. `bytes=0-` or `bytes=1000-1999` (RFC 9110 §14.2).",
 )
 
 HISTORY_EXAMPLE = {

@@ -110,7 +110,7 @@ def room_membership_set(*, room: MatrixRoom, membership: str) -> None:
 
 
 # --- the outbox ------------------------------------------------------------------------------
-def matrix_outbox_write(*, events: list[tuple], rows: list | None = None) -> None:
+def matrix_outbox_write(*, events: list[tuple], rows=None, owned=None) -> None:
     """core.events' outbox writer: one notice for each inbound call recorded on one of the
     user's numbers, or final state of one of their outbound calls, in the caller's
     transaction, when Matrix is on, their room is joined and their switch is on. A call

@@ -65,6 +65,8 @@ def inbound_call(event: dict) -> Text:
         what = f"voicemail, {_seconds(event.get('duration'))}"
         if event.get("recording_seconds"):
             what += f"; a {event['recording_seconds']} s message was left"
+    elif status == "answered" and event.get("answered_by") == "app":
+        what = f"answered by its voice app, {_seconds(event.get('duration'))}"
     elif status == "answered":
         what = f"answered, {_seconds(event.get('duration'))}"
     elif status == "missed":

@@ -7,9 +7,15 @@ class RealtimeConfig(AppConfig):
 
     def ready(self) -> None:
         from core import userdata
-        from realtime.selectors import calls_export
+        from realtime.selectors import call_recording_files, calls_export
         from realtime.services import calls_end, calls_erase
 
         userdata.register(
-            userdata.UserDataPart("calls", export=calls_export, end=calls_end, erase=calls_erase)
+            userdata.UserDataPart(
+                "calls",
+                export=calls_export,
+                files=call_recording_files,
+                end=calls_end,
+                erase=calls_erase,
+            )
         )

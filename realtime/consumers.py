@@ -6,10 +6,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import InterfaceError, OperationalError, close_old_connections
 from redis.exceptions import RedisError
 
+from accounts import selectors as accounts_selectors
 from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import pipeline, services
@@ -61,9 +63,10 @@ class SubmitBatcher:
         self.waiting: list[tuple[services.Submit, asyncio.Future]] = []
         self.writing = 0  # batches on the threads
 
-    async def submit(self, *, user, data) -> tuple:
-        """(call, created, pushes) for one call frame, or the ApplicationError refusing it."""
-        submit = services.Submit(user=user, data=data, pushes=[])
+    async def submit(self, *, user, data, browser: bool = False) -> tuple:
+        """(call, created, pushes) for one call frame (`browser`: an rtc_offer frame), or the
+        ApplicationError refusing it."""
+        submit = services.Submit(user=user, data=data, pushes=[], browser=browser)
         done = asyncio.get_running_loop().create_future()
         self.waiting.append((submit, done))
         if self.writing < SUBMIT_THREADS:
@@ -114,6 +117,22 @@ def _batcher() -> SubmitBatcher:
     return _batchers[loop]
 
 
+@database_sync_to_async
+def _credential_current(user, session) -> bool:
+    """Whether the socket's credential still holds; True when the database cannot say (the
+    handshake's authentication read it a moment ago: a database outage closes no socket)."""
+    try:
+        return accounts_selectors.credential_current(user=user, session=session)
+    except (OperationalError, InterfaceError):
+        logger.warning("could not check a socket's credential again: database unavailable")
+        return True
+
+
+@database_sync_to_async
+def _browser_call_hang_up(user, call_id: str) -> None:
+    services.browser_call_hang_up(user=user, call_id=call_id)
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -132,6 +151,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     groups_joined: list[str]
     closed_unavailable = False
+    accepted = False  # the handshake answered
     counted_open = False  # counted in relay_websocket_connections, until disconnect
 
     async def __call__(self, scope, receive, send):
@@ -153,9 +173,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
     async def dispatch(self, message):
         # Channels' own dispatch first hops to its database thread to close old connections,
         # for every message: each frame, pong and pushed event paid a thread round trip. This
-        # consumer never touches the database on the event loop; its one database call (a
-        # batch of submits) closes old connections around itself, as database_sync_to_async
-        # does.
+        # consumer never touches the database on the event loop; its database calls (a
+        # batch of submits, the credential's recheck at connect) close old connections around
+        # themselves, as database_sync_to_async does.
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
@@ -174,25 +194,42 @@ class RelayConsumer(AsyncWebsocketConsumer):
         self.closed_unavailable = True
         logger.warning("closing a socket: channel layer unavailable (%s)", type(exc).__name__)
         with contextlib.suppress(Exception):  # the client may be gone already
+            if not self.accepted:  # a handshake refused could not say why: accepted, then closed
+                await self.base_send({"type": "websocket.accept"})
+                self.accepted = True
             await self.base_send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
 
     async def connect(self):
         user, session = self.scope.get("user"), self.scope.get("login_session")
         request_id = self.scope.get("request_id")
-        await self.accept(headers=[(b"x-request-id", request_id.encode())] if request_id else None)
+        headers = [(b"x-request-id", request_id.encode())] if request_id else None
         if user is None or not user.is_authenticated:
+            await self._accept(headers)
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        # Ending the login session, or replacing the API key, closes the socket it opened.
+        # The handshake completes once the socket is in its groups: a client whose socket has
+        # opened misses no event sent after that. Ending the login session, or replacing the API
+        # key, closes the socket it opened.
         credential_group = (
             events.session_group(session.pk) if session else events.api_key_group(user.pk)
         )
         for group in (events.user_group(user.pk), credential_group):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups_joined.append(group)
+        # Authenticated before joining: a logout (or a key replaced) in between was sent to the
+        # group before this socket was in it. Asked again now that any later one reaches it.
+        current = await _credential_current(user, session)
+        await self._accept(headers)
+        if not current:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
         self.counted_open = True
         metrics.websocket_connections.inc()
         logger.info("ws connect user=%s auth=%s", user.pk, "jwt" if session else "api_key")
+
+    async def _accept(self, headers) -> None:
+        await self.accept(headers=headers)
+        self.accepted = True
 
     def uncount(self) -> None:
         if self.counted_open:
@@ -224,14 +261,33 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if frame["type"] == "ping":
             await self.send_json({"type": "pong", "ts": now_ms()})
             return
-        if frame["type"] == "call":
-            await self.handle_call(frame)
+        if frame["type"] in ("call", "rtc_offer"):
+            await self.handle_call(frame, browser=frame["type"] == "rtc_offer")
+            return
+        if frame["type"] == "rtc_hangup":
+            await self.handle_hangup(frame)
             return
         await self.send_error(InvalidRequest(f"Unknown frame type {frame['type'][:32]!r}."))
 
-    async def handle_call(self, frame: dict) -> None:
+    async def handle_hangup(self, frame: dict) -> None:
+        """`rtc_hangup`: the tab ends its call from the browser, as a cancel ends a call."""
+        call_id = frame.get("callId")
+        if not isinstance(call_id, str) or parsing.text_problem(call_id) is not None:
+            await self.send_error(InvalidRequest("callId must be a string."), frame=frame)
+            return
         try:
-            call, _created, pushes = await _batcher().submit(user=self.scope["user"], data=frame)
+            await _browser_call_hang_up(self.scope["user"], call_id)
+        except ApplicationError as exc:
+            await self.send_error(exc, frame=frame)
+        except (OperationalError, InterfaceError) as exc:
+            logger.warning("database unavailable for a hang-up frame: %s", type(exc).__name__)
+            await self.send_error(DatabaseUnavailable(), frame=frame)
+
+    async def handle_call(self, frame: dict, *, browser: bool = False) -> None:
+        try:
+            call, _created, pushes = await _batcher().submit(
+                user=self.scope["user"], data=frame, browser=browser
+            )
         except ApplicationError as exc:
             await self.send_error(exc, frame=frame)
             return

@@ -33,7 +33,10 @@ class CallRequest(models.Model):
     )
     call_id = models.CharField(max_length=64, help_text="the client's callId")
     to = models.CharField(max_length=16)
-    message = models.TextField()
+    message = models.TextField(help_text="the text said; blank for a call that runs a script")
+    script = models.JSONField(
+        null=True, blank=True, help_text="the verbs the call runs (voiceapps); null: say message"
+    )
     language = models.CharField(max_length=32, default="en", help_text="the voice it is spoken in")
     # The held number it calls from; kept null if that number is deleted later.
     from_number = models.ForeignKey(
@@ -46,6 +49,9 @@ class CallRequest(models.Model):
     caller_id = models.CharField(max_length=16, help_text="the number presented to the callee")
     # Where this call's call_status events are POSTed as well (signed webhooks), if set.
     status_callback = models.CharField(max_length=2000, blank=True, default="", db_default="")
+    # A call from the browser (the `rtc_offer` frame): the tab's WebRTC offer, which the agent
+    # that claims the call answers (telephony.webrtc); blank for every other call.
+    rtc_offer = models.TextField(blank=True, default="", db_default="")
     status = models.CharField(max_length=16, choices=CallState.choices, default=CallState.QUEUED)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -109,6 +115,10 @@ class CallEvent(models.Model):
     status = models.CharField(max_length=16, choices=CallState.choices)
     at = models.DateTimeField(default=timezone.now)
     detail = models.CharField(max_length=200, blank=True, default="")
+    # What a verb of the call's script reported (voiceapps.program): `gathered`, `recorded`,
+    # `dialed`, `hook_failed`, `limit`, with its result in `data`; blank for a state change.
+    event = models.CharField(max_length=16, blank=True, default="", db_default="")
+    data = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["at", "id"]
@@ -144,3 +154,18 @@ class CallRequestCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.owner_id} {self.status}: {self.count}"
+
+
+class CallRecording(models.Model):
+    """What a `record` verb of the call's script recorded (voiceapps): a WAV in the recordings
+    storage (core.recordings), downloadable by the call's owner only
+    (`GET /api/calls/:callId/recordings/:id`)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    call = models.ForeignKey(CallRequest, on_delete=models.CASCADE, related_name="recordings")
+    name = models.CharField(max_length=200, help_text="the file's name in the recordings storage")
+    seconds = models.FloatField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"recording {self.pk} of {self.call_id}"

@@ -78,14 +78,40 @@ def push_status(call: CallRequest) -> None:
     events.send_to_user_on_commit(user_id=call.owner_id, event=call_status_event(call), row=call)
 
 
-def push_statuses(calls: list[CallRequest], *, into: list) -> None:
+def call_reported_event(call: CallRequest, report: dict) -> dict:
+    """The `call_status` frame of something a verb of the call's script reported (`report`:
+    voiceapps.program's event, such as {"event": "gathered", "verb": "gather", "result":
+    {...}}): the call's state, with the report beside it."""
+    return {**call_status_event(call), **report}
+
+
+def calls_reported(*, call: CallRequest, reports: list[dict], now=None) -> None:
+    """Record what the verbs of the call's script reported (voiceapps.program), each as a row
+    of its timeline at the call's current status, and push each as a `call_status` frame (to
+    sockets, webhooks and the statusCallback), in the caller's transaction. What a report
+    holds (the digits pressed) goes to the owner only, never to a log."""
+    now = now or timezone.now()
+    for report in reports:
+        detail = str(report.get("detail", ""))[:200]
+        data = {key: value for key, value in report.items() if key not in ("event", "detail")}
+        CallEvent.objects.create(
+            call=call, status=call.status, at=now, event=report["event"], detail=detail, data=data
+        )
+        events.send_to_user_on_commit(
+            user_id=call.owner_id, event=call_reported_event(call, report), row=call
+        )
+
+
+def push_statuses(calls: list[CallRequest], *, into: list, owned=None) -> None:
     """push_status for the calls of one write at once, each call's push collected into its
-    own list of `into` (core.events.collected_into; None: pushed as usual)."""
+    own list of `into` (core.events.collected_into; None: pushed as usual), with what the
+    caller read of their owners for the outbox writers (`owned`, core.events)."""
     events.send_to_users_on_commit(
         [
             (call.owner_id, call_status_event(call), pushes, call)
             for call, pushes in zip(calls, into, strict=True)
-        ]
+        ],
+        owned=owned,
     )
 
 
@@ -128,6 +154,9 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
         moved = CallRequest.objects.filter(pk=call.pk, status=expected_status).update(**fields)
         if not moved:
             return False
+        # What the script's verbs reported on the way (a provider that runs the whole script
+        # at once, the simulation), at the state they happened in, before the one they led to.
+        calls_reported(call=call, reports=step.extra.get("reports", []), now=now)
         for name, value in fields.items():
             setattr(call, name, value)
         CallEvent.objects.create(call=call, status=step.status, at=now, detail=step.reason[:200])

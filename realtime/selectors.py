@@ -1,18 +1,21 @@
 """Reads of outbound calls: the caller's own (a 404 for anything else) and their pages."""
 
 import json
+import uuid
 from dataclasses import dataclass
 
+from django.core.files import File
 from django.db.models import OuterRef, Subquery
 
 from accounts.models import User
-from core import parsing
+from core import events, parsing
 from core.counters import counters_sum
 from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
-from realtime.models import TERMINAL_STATES, CallRequest, CallRequestCounter
+from core.recordings import recording_opener, recordings_storage
+from realtime.models import TERMINAL_STATES, CallRecording, CallRequest, CallRequestCounter
 from realtime.serializers import CallDetailOutput
 from virtual_numbers.selectors import numbers_column, numbers_from_column
 
@@ -49,6 +52,7 @@ class Submitter:
 
     numbers: list[tuple[str, str]]
     call_ids: frozenset[str]
+    owned: dict  # the outbox writers' owner columns (core.events), by name
 
 
 def submitters(*, owner_ids, call_ids) -> dict:
@@ -58,12 +62,17 @@ def submitters(*, owner_ids, call_ids) -> dict:
     call_ids = {call_id for call_id in call_ids if call_find_possible(call_id)}
     used = CallRequest.objects.filter(owner=OuterRef("pk"), call_id__in=call_ids)
     used = used.order_by().values("owner").annotate(value=JSONList("call_id")).values("value")
+    owned = events.outbox_owner_columns()
     rows = User.objects.filter(pk__in=set(owner_ids)).values_list(
-        "pk", numbers_column(), Subquery(used)
+        "pk", numbers_column(), Subquery(used), *owned.values()
     )
     return {
-        pk: Submitter(numbers_from_column(numbers), frozenset(json.loads(used or "[]")))
-        for pk, numbers, used in rows
+        pk: Submitter(
+            numbers_from_column(numbers),
+            frozenset(json.loads(used or "[]")),
+            dict(zip(owned, columns, strict=True)),
+        )
+        for pk, numbers, used, *columns in rows
     }
 
 
@@ -88,6 +97,22 @@ def call_access(*, user: User, call_id: str) -> CallRequest:
     return call
 
 
+def call_recording_open(*, call: CallRequest, recording_id: str) -> File:
+    """The WAV of the call's recording `recording_id`, open for reading; NotFound for an id
+    that is malformed, unknown, another call's, or whose file is gone."""
+    try:
+        pk = uuid.UUID(str(recording_id))
+    except ValueError:
+        raise NotFound() from None
+    recording = CallRecording.objects.filter(pk=pk, call=call).first()
+    if recording is None:
+        raise NotFound()
+    try:
+        return recordings_storage().open(recording.name, "rb")
+    except FileNotFoundError:
+        raise NotFound() from None
+
+
 def calls_page(
     *, user: User, status: str | None, limit: int, offset: int, before: Cursor | None = None
 ) -> Page:
@@ -110,8 +135,18 @@ def calls_export(*, user: User) -> dict:
     /api/calls/:callId` answers it, timeline included, newest first."""
 
     def each():
-        calls = CallRequest.objects.filter(owner=user).prefetch_related("events")
+        calls = CallRequest.objects.filter(owner=user).prefetch_related("events", "recordings")
         for call in calls.order_by("-created_at", "-id").iterator(chunk_size=200):
             yield represent(CallDetailOutput, call)
 
     return {"calls": each()}
+
+
+def call_recording_files(*, user: User) -> list:
+    """The recordings of the user's calls for their export: (name in the archive, opener)
+    pairs, `recordings/<recording id>.wav` (the `id` of the call's `recordings`)."""
+    kept = CallRecording.objects.filter(call__owner=user).order_by("-created_at")
+    return [
+        (f"recordings/{pk}.wav", recording_opener(name))
+        for pk, name in kept.values_list("pk", "name").iterator(chunk_size=500)
+    ]

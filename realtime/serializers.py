@@ -8,12 +8,18 @@ from core.fields import (
     DialableNumberField,
     E164Field,
     MillisecondsField,
-    StrictCharField,
     WebhookUrlField,
 )
 from core.pagination import PageOutput, PageParameters, PageQuery
-from realtime.languages import LANGUAGES
+from core.webrtc import offer_problem
 from realtime.models import CallState
+from voiceapps.verbs import (
+    MUST_BE_A_STRING,
+    TEXT_MAX,
+    LanguageField,
+    MessageField,
+    ScriptField,
+)
 
 STATUS_FILTERS = [*CallState.values, "all"]
 
@@ -27,8 +33,7 @@ class CallListParameters(PageParameters):
 
 
 CALL_ID_MAX = 64
-MESSAGE_MAX = 1000
-MUST_BE_A_STRING = {"required": "Must be a string.", "null": "Must be a string."}
+MESSAGE_MAX = TEXT_MAX
 
 
 @extend_schema_field(
@@ -48,31 +53,6 @@ class CallIdField(BoundedTextField):
         super().__init__(max_length=CALL_ID_MAX, rule=parsing.id_problem, **kwargs)
 
 
-@extend_schema_field({"type": "string", "minLength": 1, "maxLength": MESSAGE_MAX, "pattern": r"\S"})
-class MessageField(BoundedTextField):
-    """The text to speak: 1-1000 characters, not only whitespace, kept as sent."""
-
-    default_error_messages = MUST_BE_A_STRING
-
-    def __init__(self, **kwargs):
-        super().__init__(max_length=MESSAGE_MAX, rule=parsing.text_problem, **kwargs)
-
-
-@extend_schema_field({"type": "string", "enum": sorted(LANGUAGES)})
-class LanguageField(StrictCharField):
-    """A voice of realtime.languages; the default is TTS_DEFAULT_LANGUAGE."""
-
-    default_error_messages = {
-        "language": "Not a language Relay speaks; use a code such as en, de, fr or cmn."
-    }
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if value not in LANGUAGES:
-            self.fail("language")
-        return value
-
-
 class CallSubmitInput(serializers.Serializer):
     # A `call` frame and the body of POST /api/calls: one shape, checked here for both (a
     # comment, not a docstring, which the schema would publish). Whether `from` is one of the
@@ -82,7 +62,10 @@ class CallSubmitInput(serializers.Serializer):
 
     callId = CallIdField()  # noqa: N815
     to = DialableNumberField(help_text="E.164, e.g. +442079460123")
-    message = MessageField()
+    message = MessageField(required=False, help_text="the text to say; or `script`, not both")
+    script = ScriptField(
+        required=False, help_text="verbs to run (docs/voice-apps.md); or `message`, not both"
+    )
     language = LanguageField(required=False, help_text="the voice; default TTS_DEFAULT_LANGUAGE")
     statusCallback = WebhookUrlField(  # noqa: N815
         required=False, help_text="where this call's call_status events are POSTed, signed"
@@ -102,7 +85,56 @@ class CallSubmitInput(serializers.Serializer):
         if isinstance(data, dict) and data.get("from") is None:
             # `"from": null` means the default, as leaving it out does.
             data = {key: value for key, value in data.items() if key != "from"}
-        return super().to_internal_value(data)
+        if isinstance(data, dict) and ("message" in data) == ("script" in data):
+            # Exactly one of the two; named on both keys, so a client sees where.
+            problem = (
+                "Give `message` or `script`, not both."
+                if "message" in data
+                else "Give `message` (the text to say) or `script` (verbs to run)."
+            )
+            errors = {"message": [problem]}
+            try:
+                super().to_internal_value(data)
+            except serializers.ValidationError as refused:
+                errors = {**refused.detail, **errors}
+            raise serializers.ValidationError(errors)
+        values = super().to_internal_value(data)
+        if "message" in values:
+            values["script"] = None
+        return values
+
+
+class OfferField(serializers.CharField):
+    """A browser's WebRTC offer (core.webrtc): each refusal says what is wrong."""
+
+    def to_internal_value(self, data):
+        problem = offer_problem(data)
+        if problem is not None:
+            raise serializers.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return data
+
+
+class BrowserCallInput(serializers.Serializer):
+    # The `rtc_offer` frame: a call from the browser (docs/websocket.md), checked as a call
+    # frame's callId, to and from are; its audio is the tab's, so it has no message.
+
+    default_error_messages = {"invalid": "The frame must be a JSON object."}
+
+    callId = CallIdField()  # noqa: N815
+    to = DialableNumberField(help_text="E.164, e.g. +442079460123")
+    sdp = OfferField(help_text="the tab's WebRTC offer, with every ICE candidate in it")
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = E164Field(required=False, allow_null=True)
+        return fields
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and data.get("from") is None:
+            data = {key: value for key, value in data.items() if key != "from"}
+        values = super().to_internal_value(data)
+        values.update(message="", script=None, rtc_offer=values.pop("sdp"))
+        return values
 
 
 class CallAckOutput(serializers.Serializer):
@@ -132,9 +164,26 @@ class CallStatusOutput(serializers.Serializer):
 
 
 class CallEventOutput(serializers.Serializer):
+    # A state the call went through; or, with `event`, what a verb of its script reported
+    # at that state (docs/voice-apps.md), its fields (verb, result, limit) beside it.
     status = serializers.ChoiceField(choices=CallState.values)
     at = MillisecondsField()
     detail = serializers.CharField()
+    event = serializers.CharField(
+        required=False, help_text="gathered, recorded, dialed, hook_failed or limit"
+    )
+    verb = serializers.CharField(required=False)
+    result = serializers.DictField(required=False)
+
+    def to_representation(self, instance):
+        row = {
+            "status": instance.status,
+            "at": self.fields["at"].to_representation(instance.at),
+            "detail": instance.detail,
+        }
+        if instance.event:
+            row |= {"event": instance.event, **(instance.data or {})}
+        return row
 
 
 class CallOutput(serializers.Serializer):
@@ -159,7 +208,19 @@ class CallOutput(serializers.Serializer):
         return fields
 
 
+class CallRecordingOutput(serializers.Serializer):
+    id = serializers.UUIDField(help_text="GET /api/calls/:callId/recordings/:id downloads it")
+    duration = serializers.FloatField(source="seconds", help_text="seconds")
+    createdAt = MillisecondsField(source="created_at")  # noqa: N815
+
+
 class CallDetailOutput(CallOutput):
+    recordings = CallRecordingOutput(
+        source="recordings.all", many=True, help_text="what its script's `record` verbs kept"
+    )
+    script = ScriptField(
+        read_only=True, allow_null=True, help_text="the verbs the call runs; null: its message"
+    )
     timeline = CallEventOutput(source="events.all", many=True)
 
 

@@ -25,10 +25,20 @@ from core.counters import Drift, counters_recount
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.fields import validated
 from core.phone import e164_valid
+from core.recordings import recordings_delete_on_commit
 from realtime import pipeline, selectors, tasks
-from realtime.models import ACTIVE_STATES, CallEvent, CallRequest, CallRequestCounter, CallState
+from realtime.models import (
+    ACTIVE_STATES,
+    CallEvent,
+    CallRecording,
+    CallRequest,
+    CallRequestCounter,
+    CallState,
+)
 from realtime.providers import Step, get_provider
-from realtime.serializers import CallSubmitInput
+from realtime.serializers import BrowserCallInput, CallSubmitInput
+from virtual_numbers.selectors import inventory_among
+from voiceapps.verbs import dial_targets
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +71,7 @@ class Submit:
     data: object
     also: Callable[[CallRequest], None] | None = None
     pushes: list | None = None
+    browser: bool = False  # an `rtc_offer` frame: a call from the browser (BrowserCallInput)
 
     @property
     def key(self) -> tuple:
@@ -142,7 +153,10 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
             continue
         keys.add(submit.key)
         try:
-            valid.append((index, validated(CallSubmitInput, submit.data)))
+            if submit.browser and settings.TELEPHONY_PROVIDER != "sip":
+                raise InvalidRequest("Calls from the browser need the SIP telephony agent.")
+            shape = BrowserCallInput if submit.browser else CallSubmitInput
+            valid.append((index, validated(shape, submit.data)))
         except ApplicationError as refused:
             outcomes[index] = refused
     # The rate limit of every valid submit, in one round trip to Redis.
@@ -151,12 +165,26 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
         [str(submits[index].user.pk) for index, _ in valid],
         settings.RATE_LIMIT_CALLS_PER_USER,
     )
+    # A script's dial targets that are Relay's own numbers (a loop): one read, only when a
+    # script of the batch dials.
+    dials = {index: dial_targets(values["script"] or []) for index, values in valid}
+    looping = (
+        inventory_among({t for targets in dials.values() for t in targets})
+        if any(dials.values())
+        else set()
+    )
     checked: list[_Checked] = []
     for (index, values), refused in zip(valid, limited, strict=True):
         submitter = known.get(submits[index].user.pk)
         try:
             if refused is not None:
                 raise refused
+            if loop := next((t for t in dials[index] if t in looping), None):
+                raise ApplicationError(
+                    f"{loop} is a number of this service; ringing it would loop.",
+                    code=ErrorCode.DESTINATION_NOT_ALLOWED,
+                    fields={"script": [f"{loop} is a number of this service."]},
+                )
             number_pk, caller_id = _caller_id_for(
                 numbers=submitter.numbers if submitter else [], from_number=values.get("from")
             )
@@ -164,15 +192,20 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
             outcomes[index] = refused
             continue
         checked.append(_Checked(index, values, number_pk, caller_id))
+    # What the outbox writers read of the owners, read with them (core.events).
+    owned: dict[str, dict] = {}
+    for pk, submitter in known.items():
+        for name, value in submitter.owned.items():
+            owned.setdefault(name, {})[str(pk)] = value
     if checked:
         try:
-            _write(submits, checked, outcomes)
+            _write(submits, checked, outcomes, owned)
         except IntegrityError:
             # A callId committed by a concurrent request between the read and the write:
             # each submit again alone; the one whose callId was taken finds that call.
             for one in checked:
                 try:
-                    _write(submits, [one], outcomes)
+                    _write(submits, [one], outcomes, owned)
                 except IntegrityError:
                     submit = submits[one.index]
                     call = CallRequest.objects.get(owner=submit.user, call_id=submit.key[1])
@@ -182,7 +215,7 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
     return outcomes
 
 
-def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> None:
+def _write(submits: list[Submit], checked: list[_Checked], outcomes: list, owned: dict) -> None:
     """The locked part of call_requests_submit: the policy and quotas of each checked
     submit, then every call it admits written together. Fills `outcomes` once committed.
 
@@ -209,9 +242,9 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> No
                 decided[one.index] = refused
                 continue
             try:
-                dialing.destination_check(
-                    one.values["to"], extra_countries=owner.extra_dial_countries
-                )
+                # The number called, and every target its script may dial.
+                for number in (one.values["to"], *dial_targets(one.values["script"] or [])):
+                    dialing.destination_check(number, extra_countries=owner.extra_dial_countries)
                 if owner.pk not in admissions:
                     admissions[owner.pk] = quotas.Admission(user=owner, now=now, use=uses[owner.pk])
                 admissions[owner.pk].admit()
@@ -228,7 +261,9 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list) -> No
         CallEvent.objects.bulk_create(
             [CallEvent(call=call, status=CallState.QUEUED, at=now) for call in calls]
         )
-        pipeline.push_statuses(calls, into=[submits[index].pushes for index, _ in admitted])
+        pipeline.push_statuses(
+            calls, into=[submits[index].pushes for index, _ in admitted], owned=owned
+        )
         for index, call in admitted:
             tasks.schedule_advance(call=call, expected_status=CallState.QUEUED)
             submit = submits[index]
@@ -252,9 +287,11 @@ def _new_call(user: User, one: _Checked, now) -> CallRequest:
         owner=user,
         call_id=values["callId"],
         to=values["to"],
-        message=values["message"],
+        message=values.get("message", ""),
+        script=values.get("script"),
         language=values.get("language") or settings.TTS_DEFAULT_LANGUAGE,
         status_callback=values.get("statusCallback", ""),
+        rtc_offer=values.get("rtc_offer", ""),
         from_number_id=one.number_pk,
         caller_id=one.caller_id,
         created_at=now,
@@ -279,6 +316,16 @@ def call_request_cancel(*, call: CallRequest) -> CallRequest:
     )
 
 
+def browser_call_hang_up(*, user: User, call_id: str) -> None:
+    """The `rtc_hangup` frame: the user's call from the browser `call_id` ends as a cancel ends
+    it (NotFound for an unknown or another user's callId, InvalidRequest for a call that is not
+    the browser's, `call_not_cancelable` once it has ended)."""
+    call = selectors.call_access(user=user, call_id=call_id)
+    if not call.rtc_offer:
+        raise InvalidRequest("This call is not a call from the browser.")
+    call_request_cancel(call=call)
+
+
 def calls_end(*, user: User) -> None:
     """Account deletion (core.userdata): every call of `user` not yet ended ends `canceled`,
     hung up by the provider, before anything is erased. A call that ends otherwise at that
@@ -293,13 +340,27 @@ def calls_end(*, user: User) -> None:
 
 
 def calls_erase(*, user: User) -> None:
-    """Account deletion (core.userdata): every call of `user`, with its timeline and
-    counters. Inside the deletion's transaction, after calls_end."""
+    """Account deletion (core.userdata): every call of `user`, with its timeline, counters
+    and recordings (their files once the deletion commits). Inside the deletion's
+    transaction, after calls_end."""
+    recordings = CallRecording.objects.filter(call__owner=user).values_list("name", flat=True)
+    recordings_delete_on_commit(list(recordings))
     CallRequest.objects.filter(owner=user).delete()
     CallRequestCounter.objects.filter(owner=user).delete()
 
 
 # --- the telephony agent's calls -----------------------------------------------------------
+def call_recording_add(*, call: CallRequest, recording_id, name: str, seconds: float) -> None:
+    """What a `record` verb of the call's script recorded: the file `name`, saved already in
+    the recordings storage. A call gone meanwhile (its owner deleted their account) keeps
+    nothing: the file is deleted too."""
+    with transaction.atomic():
+        if not CallRequest.objects.filter(pk=call.pk).exists():
+            recordings_delete_on_commit([name])
+            return
+        CallRecording.objects.create(id=recording_id, call=call, name=name, seconds=seconds)
+
+
 def calls_claim(*, limit: int, provider_call_id: Callable[[], str]) -> list[CallRequest]:
     """The due calls a telephony agent won, at most `limit`, oldest first: each moved
     queued -> dialing (call_transition) and committed, with its SIP Call-ID

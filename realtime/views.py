@@ -1,11 +1,14 @@
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from core import metrics
+from core.downloads import file_download
 from core.errors import ErrorCode
-from core.schema import operation
-from core.viewsets import ResourceViewSet
+from core.schema import RANGE_PARAMETER, operation
+from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from realtime import pipeline, selectors, services
 from realtime.serializers import (
     CallAckOutput,
@@ -30,6 +33,14 @@ CALL_EXAMPLE = {
     "endedAt": 1795320001500,
     "from": "+442079460042",
 }
+
+
+RECORDING_ID_PARAMETER = OpenApiParameter(
+    "recording_id",
+    {"type": "string", "format": "uuid"},
+    OpenApiParameter.PATH,
+    description="the `recordingId` of the call's `recorded` event",
+)
 
 
 class CallViewSet(ResourceViewSet):
@@ -103,6 +114,8 @@ class CallViewSet(ResourceViewSet):
                 CallDetailOutput,
                 {
                     **CALL_EXAMPLE,
+                    "recordings": [],
+                    "script": None,
                     "timeline": [
                         {"status": "queued", "at": 1795320000000, "detail": ""},
                         {"status": "dialing", "at": 1795320000500, "detail": ""},
@@ -135,3 +148,31 @@ class CallViewSet(ResourceViewSet):
             call=selectors.call_access(user=request.user, call_id=call_id)
         )
         return self.answer(CallOutput, call)
+
+    @operation(
+        "calls_recording_get",
+        summary="Download what a call's `record` verb recorded",
+        description="The recording as WAV (16-bit PCM, 8 kHz, mono), to the call's owner; 404 "
+        "for anyone else's call and for an id that is not one of this call's recordings (the "
+        "`recordingId` of its `recorded` event). A `Range` of one byte range is answered with "
+        "206 and `Content-Range`, one starting past the end with 416. Errors are JSON "
+        "whatever the Accept header asks for.",
+        responses={
+            (200, "audio/wav"): (OpenApiTypes.BINARY, None),
+            (206, "audio/wav"): (OpenApiTypes.BINARY, None),
+        },
+        parameters=[RANGE_PARAMETER, RECORDING_ID_PARAMETER],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE],
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="recordings/<str:recording_id>",
+        content_negotiation_class=JsonErrorsOnly,
+    )
+    def recording(self, request, call_id, recording_id):
+        call = selectors.call_access(user=request.user, call_id=call_id)
+        audio = selectors.call_recording_open(call=call, recording_id=recording_id)
+        return file_download(
+            request, audio, content_type="audio/wav", filename=f"recording-{recording_id}.wav"
+        )

@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/", include("matrix.urls")),  # before accounts: user/matrix
     path("api/", include("accounts.urls")),
     path("api/", include("captcha.urls")),
+    path("api/", include("voiceapps.urls")),  # before numbers: numbers/<id>/voice
     path("api/", include("virtual_numbers.urls")),
     path("api/", include("history.urls")),
     path("api/", include("realtime.urls")),

@@ -26,23 +26,29 @@ from dataclasses import dataclass, field, replace
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 
+from core import events
+from core.webrtc import OfferRefused
 from realtime import pipeline
 from realtime.models import CallRequest, CallState
 from realtime.providers import QUOTA_REASON, Step, quota_cut
 from realtime.selectors import calls_ended
-from realtime.services import calls_claim, calls_extend
+from realtime.services import call_recording_add, calls_claim, calls_extend
 from telephony import services
+from telephony.dial import Dialing, LegPlaces, any_of, script_ledger
 from telephony.inbound.routing import InboundDesk
+from telephony.scripted import ScriptedTalk
 from telephony.sip.message import new_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech, SpeechError
+from telephony.webrtc.leg import BrowserLeg, BrowserTalk
 
 logger = logging.getLogger(__name__)
 
 DATABASE_RETRY = 1.0  # seconds between attempts while the database is unreachable
 SHUTDOWN_GRACE = 5.0  # seconds for CANCEL/BYE transactions when the agent stops
+AGAIN_SECONDS = 2.0  # a second signal this long after the first stops a draining agent now
 REGISTER_RETRY = 30.0
 
 
@@ -155,13 +161,45 @@ class TelephonyAgent:
         self.speech = Speech(settings.TTS_CACHE_DIR)
         self.calls_by_pk: dict = {}  # CallRequest pk -> the LiveCall this agent places
         self.stopping = asyncio.Event()
+        self.draining = asyncio.Event()  # drain(): no new call; stop once the live ones end
+        self.drain_until = 0.0  # the loop's time past which a drain stops what is left
+        self.drain_asked = 0.0
         self.capacity = settings.SIP_MAX_CONCURRENT_CALLS
+        # Scripts' dial legs hold places of the agent's capacity, whichever call dials them.
+        self.places = LegPlaces(room=self._room)
         # Calls to the numbers (telephony/inbound/) share the agent's capacity.
-        self.desk = InboundDesk(ua=self.ua, speech=self.speech, db=_in_db_thread, room=self._room)
+        self.desk = InboundDesk(
+            ua=self.ua, speech=self.speech, db=_in_db_thread, room=self._room, places=self.places
+        )
         self.next_recovery = 0.0
 
     def _room(self) -> int:
-        return self.capacity - len(self.calls_by_pk) - len(self.desk)
+        return self.capacity - len(self.calls_by_pk) - len(self.desk) - self.places.held
+
+    def drain(self) -> None:
+        """Take no new call (an INVITE or OPTIONS gets 503, no outbound call is claimed), keep
+        the live ones to their end, then stop; past SIP_DRAIN_SECONDS, stop anyway (the
+        calls left are hung up and recorded, as a stop does). Asked again, AGAIN_SECONDS or
+        more later: stop now. (One Ctrl-C reaches an agent twice, from the terminal and from
+        runrelay; a service manager may signal every process of the service as well.)"""
+        now = asyncio.get_running_loop().time()
+        if self.draining.is_set():
+            if now - self.drain_asked >= AGAIN_SECONDS:
+                logger.warning("telephony agent: asked again to stop: hanging up the live calls")
+                self.stopping.set()
+            return
+        self.draining.set()
+        self.drain_asked = now
+        self.ua.draining = True
+        self.drain_until = now + settings.SIP_DRAIN_SECONDS
+        logger.warning(
+            "telephony agent: draining: new calls refused (503), %d live call(s) kept up to %g s",
+            self._live(),
+            settings.SIP_DRAIN_SECONDS,
+        )
+
+    def _live(self) -> int:
+        return len(self.calls_by_pk) + len(self.desk.tasks)
 
     async def run(self) -> None:
         await self.ua.start()
@@ -198,6 +236,18 @@ class TelephonyAgent:
             await self.ua.close()
 
     async def _tick(self) -> None:
+        if self.draining.is_set():
+            loop = asyncio.get_running_loop()
+            if not self._live() or loop.time() >= self.drain_until:
+                if self._live():
+                    logger.warning(
+                        "telephony agent: SIP_DRAIN_SECONDS passed with %d live call(s)",
+                        self._live(),
+                    )
+                else:
+                    logger.warning("telephony agent: drained: no live call left")
+                self.stopping.set()
+                return
         if self.calls_by_pk:
             for pk in await _in_db_thread(calls_ended)(pks=list(self.calls_by_pk)):
                 live = self.calls_by_pk.get(pk)
@@ -209,7 +259,9 @@ class TelephonyAgent:
             self.next_recovery = loop.time() + settings.CALL_RECOVERY_INTERVAL
             if recovered := await _in_db_thread(services.inbound_calls_recover)():
                 logger.warning("recorded %d inbound call(s) of an agent that died", recovered)
-        free = self._room()
+            if settled := await _in_db_thread(services.dial_legs_settle)():
+                logger.warning("ended %d dial leg(s) of calls whose agent died", settled)
+        free = 0 if self.draining.is_set() else self._room()
         if free > 0:
             claimed = await _in_db_thread(calls_claim)(
                 limit=free, provider_call_id=lambda: new_call_id(self.ua.host)
@@ -242,14 +294,35 @@ class TelephonyAgent:
 
     async def _run_call(self, live: LiveCall) -> None:
         record = live.record
+        browser: BrowserLeg | None = None
+        gone: asyncio.Future | None = None
         try:
-            try:
-                audio = await asyncio.to_thread(self.speech.render, record.message, record.language)
-            except SpeechError:
-                await self._move(
-                    live, Step(status=CallState.FAILED, reason="speech synthesis failed")
+            talk, audio = None, {}
+            if record.rtc_offer:
+                # A call from the browser: its leg, then the call, bridged once answered.
+                browser = await self._browser(live)
+                if browser is None:
+                    return
+                talk = BrowserTalk(browser)
+            elif record.script is not None:
+                # A script's verbs run once the call is answered (telephony.scripted).
+                talk = ScriptedTalk.of_call(
+                    record,
+                    speech=self.speech,
+                    report=self._reporter(live),
+                    store=self._keeper(live),
+                    dialing=self._dialing(live),
                 )
-                return
+            else:
+                try:
+                    audio = await asyncio.to_thread(
+                        self.speech.render, record.message, record.language
+                    )
+                except SpeechError:
+                    await self._move(
+                        live, Step(status=CallState.FAILED, reason="speech synthesis failed")
+                    )
+                    return
             if live.stopped:
                 await self._move(live, Step(status=CallState.FAILED, reason="agent_stopped"))
             if live.ended_elsewhere or live.stopped:
@@ -262,8 +335,14 @@ class TelephonyAgent:
                 ring_timeout=settings.SIP_RING_TIMEOUT,
                 max_seconds=settings.SIP_MAX_CALL_SECONDS,
                 on_ringing=lambda: self._move(live, Step(status=CallState.RINGING)),
-                on_answered=lambda: self._answered(live, planned=_seconds_of(audio) + 1),
+                # A script's length is known once it has run: up to SIP_MAX_CALL_SECONDS.
+                on_answered=lambda: self._answered(
+                    live, planned=None if talk else _seconds_of(audio) + 1
+                ),
+                talk=talk,
             )
+            if browser is not None:  # the tab gone, even before this: the call hangs up
+                gone = asyncio.ensure_future(self._hang_up_when_gone(live, browser))
             outcome = await live.sip.run()
             received = outcome.received
             logger.info(
@@ -279,13 +358,87 @@ class TelephonyAgent:
             )
             if not live.ended_elsewhere:
                 step = final_step(outcome, stopped=live.stopped, talk_limit=live.quota_limit)
+                if talk is not None and talk.ended_by and step.status == CallState.COMPLETED:
+                    step = replace(step, reason=talk.ended_by)  # a limit of the script
                 await self._move(live, step)
         except Exception:
             logger.exception("call %s: the agent failed", record.pk)
             with contextlib.suppress(Exception):
                 await self._move(live, Step(status=CallState.FAILED, reason="agent error"))
         finally:
+            if gone is not None:
+                gone.cancel()
+            if browser is not None:
+                await browser.close()
             self.calls_by_pk.pop(record.pk, None)
+
+    async def _browser(self, live: LiveCall) -> BrowserLeg | None:
+        """The browser's leg of a call from the browser, its answer sent to the owner's
+        sockets; None when the offer cannot be answered (the call ended `failed`)."""
+        record = live.record
+        leg = BrowserLeg(ice_servers=settings.RTC_ICE_SERVERS, label=f"call {record.pk}")
+        try:
+            answer = await leg.answer(record.rtc_offer)
+        except OfferRefused as refused:
+            await leg.close()
+            await self._move(live, Step(status=CallState.FAILED, reason=str(refused)))
+            return None
+        frame = {"type": "rtc_answer", "callId": record.call_id, "sdp": answer}
+        await events.send_collected(
+            [(events.user_group(record.owner_id), {"type": "relay.event", "event": frame})]
+        )
+        return leg
+
+    @staticmethod
+    async def _hang_up_when_gone(live: LiveCall, leg: BrowserLeg) -> None:
+        """The browser gone (its tab closed, its connection failed): the call too, ringing
+        (CANCEL) or answered (BYE)."""
+        await leg.ended.wait()
+        live.hang_up()
+
+    def _reporter(self, live: LiveCall):
+        """What a scripted call's verbs report, written in the database thread, at the call's
+        state (realtime.pipeline.calls_reported); a write that fails is logged, and the call
+        goes on."""
+
+        def write(reports: list[dict]) -> None:
+            with transaction.atomic():
+                pipeline.calls_reported(call=live.record, reports=reports)
+
+        async def report(reports: list[dict]) -> None:
+            if not reports:
+                return
+            try:
+                await _in_db_thread(write)(reports)
+            except DatabaseError:
+                logger.warning("call %s: what its script reported was not written", live.record.pk)
+
+        return report
+
+    def _dialing(self, live: LiveCall) -> Dialing:
+        """What a scripted call's `dial` needs: its legs are rows of the call, From its own
+        caller ID whatever the verb's callerId (the call's caller is Relay)."""
+        record = live.record
+        return Dialing(
+            ua=self.ua,
+            places=self.places,
+            ledger=lambda dial: script_ledger(
+                _in_db_thread, owner_id=record.owner_id, dial=dial, request=record
+            ),
+            caller_ids={"number": (record.caller_id, ()), "caller": (record.caller_id, ())},
+            gone=lambda: any_of(live.sip.remote_hangup, live.sip.hangup_requested),
+        )
+
+    def _keeper(self, live: LiveCall):
+        """Where a scripted call's recordings are kept: a row of the call each
+        (realtime.services.call_recording_add), written in the database thread."""
+
+        async def store(recording_id, name: str, seconds: float) -> None:
+            await _in_db_thread(call_recording_add)(
+                call=live.record, recording_id=recording_id, name=name, seconds=seconds
+            )
+
+        return store
 
     async def _keep_registered(self) -> None:
         """REGISTER with the trunk, and again at half the granted expiry; after a failure,

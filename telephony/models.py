@@ -22,6 +22,8 @@ class InboundCall(models.Model):
     answered_at = models.DateTimeField(null=True, blank=True)
     # The forwarding target bridged to the caller (answered then, not by voicemail).
     forwarded_to = models.CharField(max_length=16, blank=True)
+    # Answered by the number's voice application: recovery records it so, not as voicemail.
+    answered_by_app = models.BooleanField(default=False, db_default=False)
     deadline = models.DateTimeField()
     recorded = models.BooleanField(default=False)
 
@@ -39,16 +41,30 @@ class InboundCall(models.Model):
 
 
 class ForwardLeg(models.Model):
-    """One forwarding target dialled for one inbound call (docs/telephony.md, "Forwarding").
+    """One target dialled on a call's behalf: a forwarding target of an inbound call
+    (docs/telephony.md, "Forwarding"), or a target of a script's `dial` verb, on an inbound
+    call (`call`) or an outbound one (`request`); `dial` is 0 for forwarding, n for the n-th
+    `dial` the call's script ran.
 
-    Written before its INVITE exists, and unique per call and target: a target is dialled at
-    most once per call, whatever crashes. Forwarding dials on the owner's behalf, so the
-    owner's plan quotas count these legs beside their calls (accounts.quotas reads them
-    through `user.forward_legs`, in the same shape: created_at, answered_at, ended_at,
-    duration, talk_limit). A leg with no `ended_at` is up; recording its call ends it.
+    Written before its INVITE exists, and unique per call, dial and target: a target is
+    dialled at most once per dial of a call, whatever crashes (a call whose agent died is
+    never resumed). Relay dials these on the owner's behalf, so the owner's plan quotas count
+    them beside their calls (accounts.quotas reads them through `user.forward_legs`, in the
+    same shape: created_at, answered_at, ended_at, duration, talk_limit). A leg with no
+    `ended_at` is up; recording its call ends it (an outbound call's: dial_legs_settle).
     """
 
-    call = models.ForeignKey(InboundCall, on_delete=models.CASCADE, related_name="legs")
+    call = models.ForeignKey(
+        InboundCall, on_delete=models.CASCADE, related_name="legs", null=True, blank=True
+    )
+    request = models.ForeignKey(
+        "realtime.CallRequest",
+        on_delete=models.CASCADE,
+        related_name="+",
+        null=True,
+        blank=True,
+    )
+    dial = models.PositiveSmallIntegerField(default=0)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="forward_legs"
     )
@@ -62,9 +78,29 @@ class ForwardLeg(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["call", "target"], name="forwardleg_once_per_call")
+            models.UniqueConstraint(
+                fields=["call", "dial", "target"],
+                condition=models.Q(call__isnull=False),
+                name="forwardleg_once_per_call",
+            ),
+            models.UniqueConstraint(
+                fields=["request", "dial", "target"],
+                condition=models.Q(request__isnull=False),
+                name="dialleg_once_per_request",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(call__isnull=True) ^ models.Q(request__isnull=True),
+                name="forwardleg_of_one_call",
+            ),
         ]
-        indexes = [models.Index(fields=["user", "created_at"], name="forwardleg_user_created")]
+        indexes = [
+            models.Index(fields=["user", "created_at"], name="forwardleg_user_created"),
+            models.Index(
+                fields=["request"],
+                condition=models.Q(ended_at__isnull=True, request__isnull=False),
+                name="dialleg_up_by_request",
+            ),
+        ]
 
     def __str__(self) -> str:
-        return f"{self.target} for {self.call_id}"
+        return f"{self.target} for {self.call_id or self.request_id}"

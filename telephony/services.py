@@ -7,6 +7,8 @@ import time
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.quotas import QuotaExceeded, quota_check, talk_grant, user_lock
@@ -16,11 +18,12 @@ from core.errors import NotFound
 from core.fields import to_ms
 from history.models import AnsweredBy, CallRecord, CallStatus
 from history.services import record_inbound_call
+from realtime.models import TERMINAL_STATES
 from realtime.pipeline import call_recovery_deadline, call_recovery_last_seen
 from telephony import speech
 from telephony.models import ForwardLeg, InboundCall
 from virtual_numbers.models import Number
-from virtual_numbers.selectors import forwarding_targets_dialable
+from virtual_numbers.selectors import targets_dialable
 
 
 def incoming_call_event(*, call: InboundCall, number: Number) -> dict:
@@ -55,9 +58,12 @@ def inbound_call_open(*, sip_call_id: str, number: Number, caller_num: str, ring
     return call
 
 
-def inbound_call_answered(*, call: InboundCall) -> None:
-    call.answered_at = timezone.now()
-    InboundCall.objects.filter(pk=call.pk).update(answered_at=call.answered_at)
+def inbound_call_answered(*, call: InboundCall, by_app: bool = False) -> None:
+    """The call is answered now (`by_app`: by the number's voice application)."""
+    call.answered_at, call.answered_by_app = timezone.now(), by_app
+    InboundCall.objects.filter(pk=call.pk).update(
+        answered_at=call.answered_at, answered_by_app=by_app
+    )
 
 
 def inbound_call_record(
@@ -67,12 +73,15 @@ def inbound_call_record(
     duration: int = 0,
     recording: str = "",
     recording_seconds: float | None = None,
+    answered_by: str | None = None,
 ) -> CallRecord | None:
     """Write the call's one history record (record_inbound_call) and close its ledger, in one
     transaction. None when it was recorded already (by recovery, after this agent was taken
     for dead) or its number was deleted meanwhile: then nothing is written. An answered call
-    was answered by the target it was bridged to (`forwarded_to`), else by voicemail. Its
-    forwarding legs still up end with it (the bridged one with the call's duration)."""
+    was answered by `answered_by` when given, else by the number's voice application if that
+    answered it (`answered_by_app`: recovery's case), else by the target it was bridged to
+    (`forwarded_to`), else by voicemail. Its forwarding legs still
+    up end with it (the bridged one with the call's duration)."""
     with transaction.atomic():
         if not InboundCall.objects.filter(pk=call.pk, recorded=False).update(recorded=True):
             return None
@@ -80,8 +89,11 @@ def inbound_call_record(
         legs = ForwardLeg.objects.filter(call=call, ended_at__isnull=True)
         legs.filter(answered_at__isnull=False).update(ended_at=now, duration=duration)
         legs.update(ended_at=now, duration=0)
-        answered_by = None
-        if status == CallStatus.ANSWERED:
+        if status != CallStatus.ANSWERED:
+            answered_by = None
+        elif answered_by is None and call.answered_by_app:
+            answered_by = AnsweredBy.APP
+        elif answered_by is None:
             answered_by = AnsweredBy.FORWARD if call.forwarded_to else AnsweredBy.VOICEMAIL
         try:
             return record_inbound_call(
@@ -126,17 +138,35 @@ def inbound_calls_recover() -> int:
 
 
 def forward_legs_open(*, call: InboundCall, number: Number, call_ids: dict[str, str]) -> list:
-    """The legs to dial for `call` to `number`'s forwarding targets (`call_ids`: target ->
-    the SIP Call-ID its INVITE will have), each written before its INVITE exists: only the
-    targets still allowed (forwarding_targets_dialable: a target the dialing policy or the
-    inventory came to refuse since it was set is skipped), while the owner's plan quotas
-    allow another call, and never a target this call dialled before (the unique row). The
-    owner's row is locked meanwhile, as a submit locks it."""
+    """The legs to dial for `call` to `number`'s forwarding targets (dial_legs_open)."""
+    return dial_legs_open(
+        owner_id=number.owner_id, targets=list(number.forward_targets), call_ids=call_ids, call=call
+    )
+
+
+def dial_legs_open(
+    *,
+    owner_id,
+    targets: list[str],
+    call_ids: dict[str, str],
+    call: InboundCall | None = None,
+    request=None,
+    dial: int = 0,
+) -> list:
+    """The legs to dial for a call (an inbound `call` or an outbound `request`), `dial` its
+    n-th dial (0: the number's forwarding), to `targets` (`call_ids`: target -> the SIP
+    Call-ID its INVITE will have), each written before its INVITE exists: only the targets
+    still allowed (targets_dialable), while the owner's plan quotas allow another call, and
+    never a target this dial of this call dialled before (the unique row). The owner's row is
+    locked meanwhile, as a submit locks it."""
     legs = []
     with transaction.atomic():
-        owner = user_lock(number.owner_id)
-        dialled = set(call.legs.values_list("target", flat=True))
-        for target in forwarding_targets_dialable(number=number, owner=owner):
+        owner = user_lock(owner_id)
+        of_call = {"call": call} if call is not None else {"request": request}
+        dialled = set(
+            ForwardLeg.objects.filter(dial=dial, **of_call).values_list("target", flat=True)
+        )
+        for target in targets_dialable(targets=targets, owner=owner):
             if target in dialled or target not in call_ids:
                 continue
             try:
@@ -145,7 +175,7 @@ def forward_legs_open(*, call: InboundCall, number: Number, call_ids: dict[str, 
                 break
             legs.append(
                 ForwardLeg.objects.create(
-                    call=call, user=owner, target=target, sip_call_id=call_ids[target]
+                    user=owner, target=target, sip_call_id=call_ids[target], dial=dial, **of_call
                 )
             )
     return legs
@@ -153,18 +183,27 @@ def forward_legs_open(*, call: InboundCall, number: Number, call_ids: dict[str, 
 
 def forward_leg_bridged(*, call: InboundCall, leg: ForwardLeg) -> int | None:
     """`leg` answered and is bridged to the caller: the call is answered, by `leg.target`
-    (so that recovery records it forwarded), and the leg is granted its talk by the owner's
-    plan (talk_grant: the seconds it may talk, None when unlimited; 0 refuses the bridge)."""
+    (so that recovery records it forwarded), and the leg is granted its talk (_leg_grant;
+    0 refuses the bridge)."""
     now = timezone.now()
     with transaction.atomic():
-        owner = user_lock(leg.user_id)
-        grant = talk_grant(user=owner, call_pk=None, planned=None, now=now)
+        grant = _leg_grant(leg, now)
         if grant == 0:
             return 0
-        ForwardLeg.objects.filter(pk=leg.pk).update(answered_at=now, talk_limit=grant)
         InboundCall.objects.filter(pk=call.pk).update(answered_at=now, forwarded_to=leg.target)
-    leg.answered_at, leg.talk_limit = now, grant
     call.answered_at, call.forwarded_to = now, leg.target
+    return grant
+
+
+def _leg_grant(leg: ForwardLeg, now) -> int | None:
+    """In the caller's transaction: the talk the owner's plan grants `leg` as it is bridged
+    (talk_grant: the seconds it may talk, None when unlimited, 0 refusing the bridge), the
+    owner's row locked as a submit locks it; written on the leg unless refused."""
+    owner = user_lock(leg.user_id)
+    grant = talk_grant(user=owner, call_pk=None, planned=None, now=now)
+    if grant != 0:
+        ForwardLeg.objects.filter(pk=leg.pk).update(answered_at=now, talk_limit=grant)
+        leg.answered_at, leg.talk_limit = now, grant
     return grant
 
 
@@ -178,11 +217,36 @@ def forward_leg_unbridged(*, call: InboundCall, leg: ForwardLeg) -> None:
     call.forwarded_to = ""
 
 
+def dial_leg_bridged(*, leg: ForwardLeg) -> int | None:
+    """A script's `dial` leg answered and is bridged to the call: granted its talk
+    (_leg_grant; 0 refuses the bridge). The call itself is whatever it was (answered
+    already, or answered by this bridge: its caller says so)."""
+    with transaction.atomic():
+        return _leg_grant(leg, timezone.now())
+
+
+def dial_leg_unbridged(*, leg: ForwardLeg) -> None:
+    """The call ended between dial_leg_bridged and the bridge: nothing was bridged."""
+    ForwardLeg.objects.filter(pk=leg.pk).update(answered_at=None, talk_limit=None)
+    leg.answered_at = leg.talk_limit = None
+
+
 def forward_leg_ended(*, leg: ForwardLeg, duration: int = 0) -> None:
     """The leg's call is over (`duration`: seconds bridged)."""
     ForwardLeg.objects.filter(pk=leg.pk, ended_at__isnull=True).update(
         ended_at=timezone.now(), duration=duration
     )
+
+
+def dial_legs_settle() -> int:
+    """End the `dial` legs of outbound calls that are over (their agent died with the legs
+    up, and recovery ended the call): a leg left up would hold a place in the owner's quota
+    of calls at once. Bridged legs keep what their call lasted at most. How many ended."""
+    now = timezone.now()
+    over = ForwardLeg.objects.filter(
+        request__isnull=False, ended_at__isnull=True, request__status__in=TERMINAL_STATES
+    )
+    return over.update(ended_at=now, duration=Coalesce("talk_limit", Value(0)))
 
 
 # How long ago a message may have been used and still be playing: the longest a call lives,

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,22 @@ class Speech:
 
     def render(self, text: str, voice: str) -> dict[int, bytes]:
         """G.711 audio of `text` spoken by `voice`: {0: u-law bytes, 8: a-law bytes}."""
-        key = self.key(text, voice)
+        return self._cached(
+            self.key(text, voice), lambda paths: self._synthesize(text, voice, paths)
+        )
+
+    def clip(self, url: str, fetch: Callable[[], bytes], *, max_seconds: float) -> dict[int, bytes]:
+        """The WAV file at `url` as G.711 in both laws, as `render` gives speech: fetched by
+        `fetch()` (whose exception, when it cannot, reaches the caller) the first time,
+        converted by sox,
+        and cached under its URL like speech (a new file needs a new URL). SpeechError for a
+        file sox cannot read, or one longer than `max_seconds`."""
+        key = hashlib.sha256(f"play\0{url}".encode()).hexdigest()
+        return self._cached(key, lambda paths: self._convert(fetch(), paths, max_seconds))
+
+    def _cached(self, key: str, make: Callable[[dict[int, Path]], None]) -> dict[int, bytes]:
+        """The audio cached under `key`, from memory or the files; made by `make(paths)`
+        (which writes each law's file) when neither holds it."""
         paths = {pt: self.cache_dir / f"{key}.{pt}" for pt in LAWS}
         if key in self.memory:
             self.memory.move_to_end(key)
@@ -65,13 +81,31 @@ class Speech:
             self.hits += 1
         except FileNotFoundError:  # never made, or trimmed away
             self.misses += 1
-            self._synthesize(text, voice, paths)
+            make(paths)
             audio = {pt: path.read_bytes() for pt, path in paths.items()}
         self.memory[key] = audio
         if len(self.memory) > MEMORY_ENTRIES:
             evicted, _ = self.memory.popitem(last=False)
             self.marked.pop(evicted, None)
         return audio
+
+    def _convert(self, wav: bytes, paths: dict[int, Path], max_seconds: float) -> None:
+        """A WAV file to each law's file; SpeechError past `max_seconds` (sox stops reading a
+        moment after it, so a file that claims hours is never decoded whole)."""
+        with tempfile.TemporaryDirectory(dir=self.cache_dir) as work:
+            made = {}
+            for pt, law in LAWS.items():
+                audio = self._run(
+                    ["sox", "-t", "wav", "-", "-r", "8000", "-c", "1", "-e", law, "-t", "raw", "-"]
+                    + ["trim", "0", str(max_seconds + 1)],
+                    stdin=wav,
+                )
+                if len(audio) > max_seconds * 8000:
+                    raise SpeechError(f"longer than {max_seconds:g} s")
+                made[pt] = Path(work) / f"clip.{pt}"
+                made[pt].write_bytes(audio)
+            for pt, path in made.items():
+                os.replace(path, paths[pt])  # atomic: another agent never reads half a file
 
     def _mark_used(self, key: str, paths: dict[int, Path], *, now: bool = False) -> None:
         """Set the message's files' mtime to now: cache_trim keeps what was used last."""

@@ -9,7 +9,8 @@
   the end while the others idle: `tests/durations.json` holds the seconds each slow test last
   took (setup, call and teardown), and the modules are ordered by their sum. It only orders:
   a stale or missing entry costs a little wall time, never a result. `make test-durations`
-  measures the suite again and rewrites it.
+  measures the suite again and rewrites what it ran; a test it skipped (the other database's
+  pass has it) or did not run keeps its entry. Run it on both passes.
 
 Outside xdist (a plain `pytest` run) nothing is reordered.
 """
@@ -75,14 +76,27 @@ class DurationRecorder:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.skipped: set[str] = set()
 
     def pytest_runtest_logreport(self, report):
         self.seconds[report.nodeid] += report.duration
+        if report.skipped:
+            self.skipped.add(report.nodeid)
 
     def pytest_sessionfinish(self, session):
-        slow = {
+        # A test this run skipped or did not run keeps what an earlier run measured: each pass
+        # (SQLite, PostgreSQL) skips tests the other runs, and a run of some modules measures
+        # only those.
+        recorded = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        measured = {
             nodeid: round(spent, 1)
-            for nodeid, spent in sorted(self.seconds.items())
+            for nodeid, spent in self.seconds.items()
+            if nodeid not in self.skipped
+        }
+        kept = {nodeid: spent for nodeid, spent in recorded.items() if nodeid not in measured}
+        slow = {
+            nodeid: spent
+            for nodeid, spent in sorted({**kept, **measured}.items())
             if spent >= RECORDED_FROM_SECONDS
         }
         DURATIONS.write_text(json.dumps(slow, indent=0) + "\n")

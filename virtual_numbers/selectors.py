@@ -82,13 +82,20 @@ def caller_blocked(*, number: Number, caller_num: str) -> bool:
     return BlockedCaller.objects.filter(number=number, caller_num=caller_num).exists()
 
 
-def forwarding_targets_dialable(*, number: Number, owner: User) -> list[str]:
-    """`number`'s forwarding targets that may be rung now, in order: what was checked when
-    they were set (services._forwarding_target_check) is checked again, because the dialing
-    policy, the owner's countries or the inventory may have changed since. Nothing is
-    counted for fraud review here: the owner dialled nothing."""
-    targets = list(number.forward_targets)
-    looping = set(InventoryNumber.objects.filter(e164__in=targets).values_list("e164", flat=True))
+def inventory_among(numbers) -> set[str]:
+    """Which of `numbers` are Relay's own (the inventory, held or not): ringing one would
+    come back to Relay, a loop."""
+    return set(InventoryNumber.objects.filter(e164__in=numbers).values_list("e164", flat=True))
+
+
+def targets_dialable(*, targets: list[str], owner: User) -> list[str]:
+    """The targets Relay may ring on `owner`'s behalf now, in order: what was checked when
+    they were set (a number's forwarding, a script's `dial`) is checked again, because the
+    dialing policy, the owner's countries or the inventory may have changed since; a target
+    named by a hook's answer was never checked before. Never a number of the inventory (the
+    call would come back: a loop). Nothing is counted for fraud review here: the owner
+    dialled nothing at this moment."""
+    looping = inventory_among(targets)
     allowed = []
     for target in targets:
         if target in looping:

@@ -329,22 +329,23 @@ class Forwarding:
         )
 
 
-def _forwarding_target_check(*, owner: User, target: str) -> None:
-    """Refuse a target Relay may not ring on the owner's behalf, with destination_not_allowed:
-    a number of Relay's own inventory, held or not (the call would come back: a loop), or one
-    the dialing policy refuses for this owner (counted for fraud review, like a call)."""
+def dial_target_check(*, owner: User, target: str, field: str = "targets") -> None:
+    """Refuse a target Relay may not ring on the owner's behalf (a forwarding target, a
+    script's `dial`), with destination_not_allowed naming `field`: a number of Relay's own
+    inventory, held or not (the call would come back: a loop), or one the dialing policy
+    refuses for this owner (counted for fraud review, like a call)."""
     if InventoryNumber.objects.filter(e164=target).exists():
         raise ApplicationError(
-            f"{target} is a number of this service; forwarding to it would loop.",
+            f"{target} is a number of this service; ringing it would loop.",
             code=ErrorCode.DESTINATION_NOT_ALLOWED,
-            fields={"targets": [f"{target} is a number of this service."]},
+            fields={field: [f"{target} is a number of this service."]},
         )
     try:
         dialing.destination_check(target, extra_countries=owner.extra_dial_countries)
     except dialing.DestinationNotAllowed as refused:
         refusal_record(user=owner, kind=DialRefusal.Kind.DESTINATION, reason=refused.reason)
         raise ApplicationError(
-            refused.message, code=refused.code, fields={"targets": [refused.message]}
+            refused.message, code=refused.code, fields={field: [refused.message]}
         ) from refused
 
 
@@ -352,11 +353,11 @@ def number_forwarding_set(*, number: Number, forwarding: Forwarding) -> Forwardi
     """Forward the number's calls to `forwarding.targets` (1 to FORWARD_TARGETS_MAX distinct
     dialable numbers, as ForwardingInput checks them), replacing what was set. Rate limited
     per owner (RATE_LIMIT_FORWARDING_PER_USER); each target must pass
-    _forwarding_target_check. Nothing is stored unless every target passes."""
+    dial_target_check. Nothing is stored unless every target passes."""
     owner = number.owner
     ratelimit.hit("forwarding:user", str(owner.pk), settings.RATE_LIMIT_FORWARDING_PER_USER)
     for target in forwarding.targets:
-        _forwarding_target_check(owner=owner, target=target)
+        dial_target_check(owner=owner, target=target)
     return _forwarding_store(number, forwarding)
 
 

@@ -6,12 +6,20 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from core import outbox, userdata
+        from core import events, outbox, userdata
+        from voiceapps.hooks import signing_secret_register
         from webhooks.models import WebhookDelivery
-        from webhooks.selectors import webhook_export
+        from webhooks.selectors import (
+            OWNER_COLUMN,
+            webhook_column,
+            webhook_export,
+            webhook_signing_secret,
+        )
         from webhooks.services import webhook_erase, webhook_outbox_write
 
         outbox.register("webhooks", model=WebhookDelivery, writer=webhook_outbox_write)
+        events.outbox_owner_column_register(OWNER_COLUMN, webhook_column)
+        signing_secret_register(webhook_signing_secret)  # voice hooks are signed as webhooks
         userdata.register(
             userdata.UserDataPart("webhooks", export=webhook_export, erase=webhook_erase)
         )

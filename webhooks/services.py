@@ -99,12 +99,15 @@ def webhook_delete(*, user: User) -> None:
 
 
 # --- the outbox ----------------------------------------------------------------------------
-def webhook_outbox_write(*, events: list[tuple], rows: list | None = None) -> None:
+def webhook_outbox_write(
+    *, events: list[tuple], rows: list | None = None, owned: dict | None = None
+) -> None:
     """core.events' outbox writer: a delivery per URL that wants each event, in the caller's
     transaction, each with its task. The user's webhook takes the event types it names;
     a call's statusCallback takes that call's call_status. Whatever the number of events,
-    at most two reads: the users' webhooks, and the statusCallbacks of the calls whose row
-    the sender did not hand over (`rows`: the CallRequest of a call_status, or None)."""
+    at most two reads: the users' webhooks (none when the sender read them with the users:
+    `owned`, selectors.webhook_column), and the statusCallbacks of the calls whose row the
+    sender did not hand over (`rows`: the CallRequest of a call_status, or None)."""
     rows = rows or [None] * len(events)
     wanted = [
         (str(user_id), event, row)
@@ -113,12 +116,7 @@ def webhook_outbox_write(*, events: list[tuple], rows: list | None = None) -> No
     ]
     if not wanted:
         return
-    endpoints = {
-        str(endpoint.user_id): endpoint
-        for endpoint in WebhookEndpoint.objects.filter(
-            user_id__in={user_id for user_id, _, _ in wanted}, enabled=True
-        )
-    }
+    endpoints = _endpoints_of({user_id for user_id, _, _ in wanted}, owned or {})
     callbacks = {
         (user_id, row.call_id): row.status_callback
         for user_id, event, row in wanted
@@ -136,8 +134,8 @@ def webhook_outbox_write(*, events: list[tuple], rows: list | None = None) -> No
         kind = event["type"]
         endpoint = endpoints.get(user_id)
         urls = []
-        if endpoint is not None and endpoint.url and kind in endpoint.events:
-            urls.append(endpoint.url)
+        if endpoint is not None and endpoint[0] and kind in endpoint[1]:
+            urls.append(endpoint[0])
         if kind == "call_status":
             callback = callbacks.get((user_id, event["callId"]))
             if callback and callback not in urls:
@@ -153,6 +151,26 @@ def webhook_outbox_write(*, events: list[tuple], rows: list | None = None) -> No
         deliveries += [WebhookDelivery(url=url, **about) for url in urls]
     for delivery in WebhookDelivery.objects.bulk_create(deliveries):
         schedule_delivery(delivery)
+
+
+def _endpoints_of(user_ids: set[str], owned: dict) -> dict[str, tuple[str, list]]:
+    """(url, events) of each of these users' enabled webhooks: from `owned` where the sender
+    read them with the users, else read."""
+    column = owned.get(selectors.OWNER_COLUMN, {})
+    endpoints = {
+        user_id: selectors.webhook_from_column(column[user_id])
+        for user_id in user_ids
+        if user_id in column
+    }
+    unread = user_ids - endpoints.keys()
+    if unread:
+        endpoints |= {
+            str(user_id): (url, events)
+            for user_id, url, events in WebhookEndpoint.objects.filter(
+                user_id__in=unread, enabled=True
+            ).values_list("user_id", "url", "events")
+        }
+    return {user_id: endpoint for user_id, endpoint in endpoints.items() if endpoint}
 
 
 def delivery_retry(*, row: WebhookDelivery) -> None:

@@ -18,8 +18,10 @@ from bench.scenarios.http import embedded_me, http_bare_asgi, http_history, http
 from bench.scenarios.http_logins import http_logins
 from bench.scenarios.round_trips import round_trips
 from bench.scenarios.sip_calls import sip_50_calls
+from bench.scenarios.sip_edge import sip_edge_400, sip_edge_rolling
 from bench.scenarios.sip_forward import sip_forward_100, sip_forward_cpu
 from bench.scenarios.sip_legs import sip_200_calls, sip_tls_srtp_cpu
+from bench.scenarios.sip_scripted import sip_scripted_100
 from bench.scenarios.ws import (
     ws_call_acks,
     ws_call_acks_embedded,
@@ -38,4 +40,6 @@ SCENARIOS = [("http_bare_asgi", http_bare_asgi), ("http_me", http_me),
              ("ws_status_push", ws_status_push), ("sip_50_calls", sip_50_calls),
              ("sip_tls_srtp_cpu", sip_tls_srtp_cpu), ("sip_200_calls", sip_200_calls),
              ("sip_forward_cpu", sip_forward_cpu),
-             ("sip_forward_100", sip_forward_100)]  # fmt: skip
+             ("sip_forward_100", sip_forward_100),
+             ("sip_scripted_100", sip_scripted_100), ("sip_edge_400", sip_edge_400),
+             ("sip_edge_rolling", sip_edge_rolling)]  # fmt: skip

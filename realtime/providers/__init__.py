@@ -65,6 +65,12 @@ def quota_cut(call, planned: float | None) -> bool:
     return call.talk_limit is not None and call.talk_limit < wanted
 
 
+def call_identity(call) -> dict:
+    """The body of every voice hook request of an outbound call besides its result (voiceapps):
+    which call, and between whom."""
+    return {"callId": call.call_id, "direction": "outbound", "from": call.caller_id, "to": call.to}
+
+
 @cache
 def get_provider() -> TelephonyProvider:
     path = PROVIDERS.get(settings.TELEPHONY_PROVIDER)

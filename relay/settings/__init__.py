@@ -8,7 +8,7 @@ The embedded default needs no variable at all except SECRET_KEY, which `make run
 under var/ on first start; DEBUG never supplies a secret outside development.
 
 The sections, in order: base (core), database (and Redis), http (HTTP and sockets),
-security, calls, telephony, voicemail, policy (dialing, plans, sign-up), webhooks, mail,
+security, calls, telephony, voicemail, policy (dialing, plans, sign-up), webhooks, voiceapps, mail,
 matrix and metrics (and logs). A section may use what an earlier one set, imported by name, never a
 later one's. Apps read settings through django.conf.settings only.
 """
@@ -24,6 +24,7 @@ from relay.settings.telephony import *  # noqa: F403
 from relay.settings.voicemail import *  # noqa: F403
 from relay.settings.policy import *  # noqa: F403
 from relay.settings.webhooks import *  # noqa: F403
+from relay.settings.voiceapps import *  # noqa: F403
 from relay.settings.mail import *  # noqa: F403
 from relay.settings.matrix import *  # noqa: F403
 from relay.settings.metrics import *  # noqa: F403

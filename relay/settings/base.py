@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "virtual_numbers",
     "captcha",
     "history",
+    "voiceapps",  # scripts of verbs a call runs, their hooks and TwiML
     "realtime",
     "telephony",
     "webhooks",

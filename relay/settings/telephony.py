@@ -9,7 +9,6 @@ import ipaddress
 
 import phonenumbers
 
-from realtime import languages
 from relay.settings.base import VAR_DIR
 from relay.settings.calls import TELEPHONY_PROVIDER
 from relay.settings.readers import (
@@ -25,6 +24,7 @@ from relay.settings.readers import (
     whole_number,
 )
 from telephony.sip.dns import parse_trunk_uri
+from voiceapps import languages
 
 # --- The trunk ------------------------------------------------------------------------------
 SIP_TRUNK_URI = text("SIP_TRUNK_URI")
@@ -157,6 +157,9 @@ must(
     f"SIP_AGENTS ({SIP_AGENTS}) agents",
 )
 SIP_POLL_INTERVAL = seconds("SIP_POLL_INTERVAL", 0.05, above=True)
+# A draining agent (SIGTERM, `telephony_agent --drain`) takes no new call and keeps its live
+# ones up to this long, then hangs up what is left and exits (docs/operations.md).
+SIP_DRAIN_SECONDS = seconds("SIP_DRAIN_SECONDS", SIP_MAX_CALL_SECONDS, above=False)
 
 # --- Where inbound calls come from ------------------------------------------------------------
 
@@ -191,9 +194,22 @@ TTS_DEFAULT_LANGUAGE = choice(
     "TTS_DEFAULT_LANGUAGE",
     "en",
     languages.LANGUAGES,
-    described="a language espeak-ng speaks (see realtime/languages.py)",
+    described="a language espeak-ng speaks (see voiceapps/languages.py)",
 )
 TTS_CACHE_DIR = path("TTS_CACHE_DIR", VAR_DIR / "tts")
 # The speech cache's bound: purge_expired removes the messages used longest ago past it, never
 # one used within a call's longest life (telephony.speech.cache_trim).
 TTS_CACHE_MAX_MB = whole_number("TTS_CACHE_MAX_MB", 500, maximum=10**7, unit=" (MB)")
+
+# --- Calls from the browser (telephony.webrtc) ------------------------------------------------
+# STUN and TURN servers for the agent's side of a browser's call (`stun:host:3478`,
+# `turn:host:3478`), comma-separated. Empty: host candidates alone, enough on one host or a LAN.
+
+
+def _ice_server(item: str) -> str:
+    if not item.startswith(("stun:", "stuns:", "turn:", "turns:")):
+        raise ValueError(item)
+    return item
+
+
+RTC_ICE_SERVERS = tuple(each_parsed("RTC_ICE_SERVERS", _ice_server, expected="stun: or turn: URLs"))

@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import Callable
 
 from django.conf import settings
-from django.core.files.base import ContentFile
 
-from core.recordings import recordings_storage
 from telephony.inbound.line import Line
 from telephony.inbound.mailbox import Mailbox
-from telephony.sip.rtp import wav_from_g711
+from telephony.recording import Recording, recording_save
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech
 
 DEFAULT_GREETING = (
     "The person you are calling is not available. Please leave a message after the tone."
 )
-SILENCE_KEPT = 0.5  # seconds of the silence that ended a message kept at its end
 
 
 class Voicemail:
@@ -51,28 +47,16 @@ class Voicemail:
         return await self._record()
 
     async def _record(self) -> dict:
-        loop = asyncio.get_running_loop()
-        stream = self.stream
-        stream.record()
-        started = loop.time()
-        stop_at = started + settings.VOICEMAIL_MAX_SECONDS
-        silence = settings.VOICEMAIL_SILENCE_SECONDS
-        while not self.call.ended.is_set():
-            now = loop.time()
-            if now >= stop_at or now - stream.last_sound >= silence:
-                break
-            with contextlib.suppress(TimeoutError):
-                wait = min(0.2, stop_at - now)
-                await asyncio.wait_for(self.call.ended.wait(), wait)
-        audio = bytes(stream.recording or b"")
-        stream.recording = None
-        if stream.last_sound <= started:
-            return {}  # nothing but silence: no message
-        if loop.time() - stream.last_sound >= silence:  # ended by silence: drop most of it
-            keep = int((stream.last_sound - started + SILENCE_KEPT) * 8000)
-            audio = audio[:keep]
-        wav = wav_from_g711(audio, stream.payload_type)
-        name = await asyncio.to_thread(
-            recordings_storage().save, f"{uuid.uuid4().hex}.wav", ContentFile(wav)
+        recording = Recording(
+            self.stream,
+            max_seconds=settings.VOICEMAIL_MAX_SECONDS,
+            silence=settings.VOICEMAIL_SILENCE_SECONDS,
         )
-        return {"recording": name, "recording_seconds": len(audio) / 8000}
+        while not self.call.ended.is_set() and (left := recording.left()) > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.call.ended.wait(), min(0.2, left))
+        audio = recording.take(trim=False)
+        if audio is None:
+            return {}  # nothing but silence: no message
+        name, seconds = await recording_save(audio, self.stream.payload_type)
+        return {"recording": name, "recording_seconds": seconds}

@@ -23,7 +23,11 @@ from telephony.sip.message import (
 
 logger = logging.getLogger(__name__)
 
-ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS"
+ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
+# The bodies of an INFO that carry a key pressed: SIP INFO DTMF, as Cisco and most trunks send
+# it (`Signal=5`), and the bare key of application/dtmf.
+DTMF_TYPES = ("application/dtmf-relay", "application/dtmf")
+KEYS = "0123456789*#ABCD"
 MAX_FORWARDS = "70"  # §8.1.1.6: a UAC SHOULD send 70
 
 
@@ -150,6 +154,8 @@ class Dialog:
             await self._reinvite(request, source)
         elif request.method == "OPTIONS":
             await self.ua.reply(request, options_answer(request), source)
+        elif request.method == "INFO":
+            await self._info(request, source)
         elif request.method == "CANCEL":
             # A CANCEL matching no pending INVITE transaction (§9.2).
             await self.ua.respond(request, 481, "Call/Transaction Does Not Exist", source)
@@ -170,6 +176,33 @@ class Dialog:
         response.body = self.local_sdp
         await self.ua.transport.send(response, source)
 
+    async def _info(self, request: Message, source: tuple[str, int]) -> None:
+        """An INFO (RFC 6086): a key pressed, sent in SIP rather than in the media (RFC 4733);
+        it goes where the media's keys go (`on_key`). An empty INFO (a keep-alive) is
+        answered 200; a body of another type 415, naming the ones taken."""
+        media_type = (request.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if not request.body:
+            await self.ua.respond(request, 200, "OK", source)
+            return
+        if media_type not in DTMF_TYPES:
+            response = response_to(request, 415, "Unsupported Media Type")
+            response.set("Accept", ", ".join(DTMF_TYPES))
+            await self.ua.reply(request, response, source)
+            return
+        key = _dtmf_key(request.body.decode("latin-1"), relay=media_type == DTMF_TYPES[0])
+        if key is None:
+            await self.ua.respond(request, 400, "Bad Request (no key in the DTMF body)", source)
+            return
+        await self.ua.respond(request, 200, "OK", source)
+        self.on_key(key)
+
+    def on_key(self, key: str) -> None:
+        """A key the peer pressed, by SIP INFO: handed to the media stream's listener, so a
+        key arrives the same way whichever way it was sent."""
+        stream = getattr(self, "stream", None)
+        if stream is not None and stream.on_dtmf is not None:
+            stream.on_dtmf(key)
+
     def on_remote_bye(self) -> None:
         """The peer hung up (its BYE was answered 200)."""
         raise NotImplementedError
@@ -177,6 +210,22 @@ class Dialog:
     def on_response(self, response: Message) -> None:
         """A response that matched no transaction (a late retransmission): by default,
         nothing to do."""
+
+
+def _dtmf_key(body: str, *, relay: bool) -> str | None:
+    """The key of a DTMF INFO body: `Signal=5` (application/dtmf-relay, one field a line),
+    or the key alone (application/dtmf); None when there is none. `*` may come as 10 and
+    `#` as 11, as some senders write them."""
+    if relay:
+        fields = dict(
+            (name.strip().lower(), value.strip())
+            for name, _, value in (line.partition("=") for line in body.splitlines())
+        )
+        value = fields.get("signal", "")
+    else:
+        value = body.strip()
+    value = {"10": "*", "11": "#"}.get(value, value).upper()
+    return value if len(value) == 1 and value in KEYS else None
 
 
 def _strip_uri_headers(uri: str) -> str:

@@ -85,6 +85,17 @@ TRANSCODE = {
     )
     for source, target in ((0, 8), (8, 0))
 }
+
+
+def g711_in(payload: bytes, payload_type: int, wanted: int) -> bytes | None:
+    """`payload` (G.711 of `payload_type`) in the codec of `wanted`: itself, translated
+    PCMU <-> PCMA by table, or None when neither is possible (a bridge drops it)."""
+    if payload_type == wanted:
+        return payload
+    table = TRANSCODE.get((payload_type, wanted))
+    return None if table is None else payload.translate(table)
+
+
 LOUD = 2  # mean loudness of a packet above silence: about -42 dBFS
 # RFC 4733 event codes of the DTMF keys.
 DTMF_KEYS = "0123456789*#ABCD"
@@ -295,10 +306,10 @@ class RtpStream(asyncio.DatagramProtocol):
             if payload_type is None:
                 return
         elif payload_type != self.payload_type:
-            table = TRANSCODE.get((payload_type, self.payload_type))
-            if table is None:
+            payload = g711_in(payload, payload_type, self.payload_type)
+            if payload is None:
                 return
-            payload, payload_type = payload.translate(table), self.payload_type
+            payload_type = self.payload_type
         timestamp, ssrc = struct.unpack("!II", packet[4:12])
         offset = self._timestamp_offsets.get(ssrc)
         if offset is None:

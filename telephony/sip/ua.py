@@ -61,6 +61,8 @@ __all__ = ["Outcome", "OutboundCall", "RegistrationError", "UaConfig", "UserAgen
 
 logger = logging.getLogger(__name__)
 
+DRAIN_RETRY_AFTER = 30  # seconds, in a draining agent's 503 (RFC 3261 §20.33)
+
 
 @dataclass(frozen=True)
 class UaConfig:
@@ -119,6 +121,10 @@ class UserAgent:
         # Who takes a new INVITE (the telephony agent); without one, INVITEs get 404. An
         # INVITE from a source `accepts_source` refuses gets 403 and no state at all.
         self.on_invite: Callable[[InboundDialog], Awaitable[None]] | None = None
+        # Draining (the agent's drain()): a new INVITE and an OPTIONS probe get 503 with
+        # Retry-After, so that an edge's dispatcher sends calls elsewhere; calls in
+        # progress go on.
+        self.draining = False
         self.accepts_source: Callable[[str], bool] = lambda host: True
         self.tasks: set[asyncio.Task] = set()
         first, last = config.rtp_ports
@@ -236,6 +242,10 @@ class UserAgent:
         if "tag" in params(request.get("To") or ""):
             # §12.2.2: a request inside a dialog this agent does not hold.
             await self.respond(request, 481, "Call/Transaction Does Not Exist", source)
+        elif method in ("INVITE", "OPTIONS") and self.draining:
+            response = response_to(request, 503, "Service Unavailable")
+            response.set("Retry-After", str(DRAIN_RETRY_AFTER))
+            await self.reply(request, response, source)
         elif method == "INVITE" and self.on_invite is not None:
             if not self.accepts_source(source[0]):
                 logger.warning("INVITE refused: %s is not an allowed source", source[0])
@@ -248,7 +258,7 @@ class UserAgent:
             await self.respond(request, 404, "Not Found", source)
         elif method == "OPTIONS":
             await self.reply(request, options_answer(request), source)
-        elif method in ("BYE", "CANCEL"):
+        elif method in ("BYE", "CANCEL", "INFO"):
             await self.respond(request, 481, "Call/Transaction Does Not Exist", source)
         # Any other method was answered 405 or 501 by checks.check_request above.
 

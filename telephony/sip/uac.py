@@ -54,6 +54,9 @@ class Outcome:
     sent_packets: int = 0
 
 
+TALK_STOP_SECONDS = 5.0  # what a stopped talk may take to finish (saving a recording)
+
+
 class OutboundCall(Dialog):
     """One outbound call. `run()` dials, reports ringing and answer through the callbacks,
     plays `audio` (G.711 by payload type) once, hangs up, and returns the Outcome.
@@ -395,6 +398,9 @@ class OutboundCall(Dialog):
         finally:
             for task in (player, remote, local):
                 task.cancel()
+            # A talk may finish what it holds as it stops (a script's recording is saved):
+            # the call's end waits for that, a moment at most.
+            await asyncio.wait({player}, timeout=TALK_STOP_SECONDS)
         by_remote = remote in done
         hung_up_by = "remote" if by_remote else "local" if done else "limit"
         duration = time.monotonic() - answered_at

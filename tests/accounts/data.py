@@ -1,6 +1,6 @@
 """A user with something of everything Relay keeps of a user, for the export and deletion
-tests: a number with forwarding and a blocklist, a voicemail message, a call, a webhook, a
-Matrix id and a refused call."""
+tests: a number with forwarding and a blocklist, a voicemail message, a call with a
+recording, a webhook, a Matrix id and a refused call."""
 
 from dataclasses import dataclass
 
@@ -11,7 +11,7 @@ from accounts.models import DialRefusal, User
 from core.recordings import recordings_storage
 from history.models import CallRecord
 from history.services import record_inbound_call
-from realtime.models import CallRequest
+from realtime.models import CallRecording, CallRequest
 from tests.factories import BlockedCallerFactory, CallRequestFactory, NumberFactory, wav_bytes
 from virtual_numbers.models import Number
 from webhooks.models import WebhookEndpoint
@@ -27,6 +27,7 @@ class Holdings:
     audio: bytes
     call: CallRequest
     webhook: WebhookEndpoint
+    recording: CallRecording
 
 
 def holdings_of(user: User, *, seconds: float = 1.0, call_id: str = "call-kept") -> Holdings:
@@ -49,6 +50,8 @@ def holdings_of(user: User, *, seconds: float = 1.0, call_id: str = "call-kept")
         recording_seconds=seconds,
     )
     call = CallRequestFactory(owner=user, call_id=call_id, message="Hello from the test")
+    recorded = recordings_storage().save(f"rec-{user.pk}.wav", ContentFile(audio))
+    recording = CallRecording.objects.create(call=call, name=recorded, seconds=seconds)
     webhook = WebhookEndpoint.objects.create(
         user=user,
         url="https://hooks.example.com/relay",
@@ -58,4 +61,4 @@ def holdings_of(user: User, *, seconds: float = 1.0, call_id: str = "call-kept")
     )
     DialRefusal.objects.create(user=user, kind="destination", reason="premium_rate")
     user.refresh_from_db()
-    return Holdings(user, number, voicemail, audio, call, webhook)
+    return Holdings(user, number, voicemail, audio, call, webhook, recording)

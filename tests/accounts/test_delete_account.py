@@ -53,12 +53,14 @@ def test_deleting_the_account_leaves_nothing_of_the_user(client_jwt, user, other
     ):
         assert not model.objects.filter(**{f"{owner}_id": user.pk}).exists(), model
     assert not recordings_storage().exists(held.voicemail.recording)
+    assert not recordings_storage().exists(held.recording.name)  # a call's, too
     # The number is back in the inventory, free for the next user.
     assert InventoryNumber.objects.filter(pk=entry.pk, holding__isnull=True).exists()
     # Nothing of anyone else moved.
     assert Number.objects.filter(pk=theirs.number.pk).exists()
     assert CallRecord.objects.filter(pk=theirs.voicemail.pk).exists()
     assert recordings_storage().exists(theirs.voicemail.recording)
+    assert recordings_storage().exists(theirs.recording.name)
     assert CallRequest.objects.filter(pk=theirs.call.pk).exists()
     assert WebhookEndpoint.objects.filter(user=other_user).exists()
 

@@ -64,6 +64,9 @@ def test_the_export_holds_the_account_and_every_voicemail(client_jwt, user):
     assert record["recording_file"] == f"voicemail/{held.voicemail.pk}.wav"
     [call] = account["calls"]
     assert (call["callId"], call["message"]) == ("call-kept", "Hello from the test")
+    [recording] = call["recordings"]
+    assert recording["id"] == str(held.recording.pk)
+    assert archive.read(f"recordings/{held.recording.pk}.wav") == held.audio
     assert account["webhook"]["url"] == "https://hooks.example.com/relay"
     assert "secret" not in account["webhook"]
     audio = archive.read(record["recording_file"])
@@ -115,6 +118,7 @@ def test_a_voicemail_file_gone_is_left_out_not_a_failure(client_jwt, user):
 
     held = holdings_of(user)
     recordings_storage().delete(held.voicemail.recording)
+    recordings_storage().delete(held.recording.name)  # a call's recording, too
 
     archive = archive_of(client_jwt.get("/api/user/export"))
 

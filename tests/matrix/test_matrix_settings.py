@@ -142,6 +142,7 @@ def test_a_failing_notice_never_undoes_the_call_record(settings, user, monkeypat
     [
         ("forward", "+447400123456", "answered on +447400123456, 30 s."),
         ("voicemail", None, "voicemail, 30 s."),
+        ("app", None, "answered by its voice app, 30 s."),
         (None, None, "answered, 30 s."),
     ],
 )

@@ -135,9 +135,7 @@ def test_a_number_of_the_inventory_is_refused_held_or_not(client_jwt, number, ot
         assert response.status_code == 400, target
         body = response.json()
         assert body["code"] == "destination_not_allowed"
-        assert (
-            body["error"] == f"{target} is a number of this service; forwarding to it would loop."
-        )
+        assert body["error"] == f"{target} is a number of this service; ringing it would loop."
         assert body["fields"] == {"targets": [f"{target} is a number of this service."]}
     number.refresh_from_db()
     assert number.forward_targets == []

@@ -165,16 +165,19 @@ async def test_the_socket_answers_an_error_frame_and_places_nothing(
 # --- manage.py place_call ---------------------------------------------------------------------
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(180)
-def test_place_call_is_refused_for_every_refused_destination(user, tmp_path):
+def test_place_call_prints_the_refusal_and_fails_and_places_an_allowed_number(user, tmp_path):
     """`manage.py place_call` against a running Relay, as an operator runs it: the refusal is
-    printed and the command fails; an allowed number is placed and ends."""
+    printed and the command fails; an allowed number is placed and ends. Two refusals of
+    different reasons (each costs the command's start-up): the socket's test above has every
+    one, and the command only passes the server's error frame on."""
     relay = RelayProcess(tmp_path)
     env = relay_env(tmp_path)
+    # The running Relay has the default policy: refusals that need no overrides.
+    chosen = [param for param in REFUSED if not param.values[2]]
+    chosen = [chosen[0], next(p for p in chosen if p.values[1] != chosen[0].values[1])]
     try:
-        for param in REFUSED:
+        for param in chosen:
             number, reason, overrides, says = param.values
-            if overrides:  # the running Relay has the default policy
-                continue
             done = subprocess.run(  # noqa: S603
                 [sys.executable, "manage.py", "place_call", "--email", user.email, "--to", number,
                  "--message", "Hi", "--url", f"{relay.ws_base}/ws", "--timeout", "30"],
@@ -192,6 +195,6 @@ def test_place_call_is_refused_for_every_refused_destination(user, tmp_path):
         assert placed.returncode == 0, (placed.stdout, placed.stderr)
     finally:
         relay.stop()
-    refused = {param.values[0] for param in REFUSED if not param.values[2]}
-    assert DialRefusal.objects.filter(user=user).count() == len(refused)
+    refused = sorted(DialRefusal.objects.filter(user=user).values_list("reason", flat=True))
+    assert refused == sorted(param.values[1] for param in chosen)
     assert list(CallRequest.objects.values_list("to", flat=True)) == ["+442079460120"]

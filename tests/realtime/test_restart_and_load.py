@@ -16,6 +16,9 @@ from realtime.models import CallEvent, CallRequest
 from tests.factories import UserFactory
 from tests.live import PrivateRedis, RelayProcess, WorkerProcess, http, wait_until
 
+SOCKETS, CALLS_PER_SOCKET = 50, 10
+CALLS = SOCKETS * CALLS_PER_SOCKET
+
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.unmetered,
@@ -93,8 +96,11 @@ async def test_a_web_process_restarted_mid_stream_loses_no_acked_call(login, tmp
     connection.vendor != "postgresql" or not os.environ.get("REDIS_URL"),
     reason="the load run is for the PostgreSQL + Redis pass",
 )
-async def test_two_thousand_calls_over_fifty_sockets_two_web_processes_two_workers(tmp_path):
-    users = await sync_to_async(lambda: [UserFactory(unmetered=True) for _ in range(50)])()
+async def test_five_hundred_calls_over_fifty_sockets_two_web_processes_two_workers(tmp_path):
+    # 500, not issue 7's 2,000: the same property (every acked call stored once, ended once,
+    # across two web processes and two workers) for a quarter of the CPU; 2,000 cost five of
+    # CI's 35 minutes. The bench's ws_call_acks burst sends 2,000 (docs/decisions.md).
+    users = await sync_to_async(lambda: [UserFactory(unmetered=True) for _ in range(SOCKETS)])()
     tokens = [(await sync_to_async(accounts.session_open)(user=u)).token for u in users]
     redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
     env = {"REDIS_URL": redis.url, "SIMULATED_STEP_SECONDS": "0"}
@@ -110,7 +116,7 @@ async def test_two_thousand_calls_over_fifty_sockets_two_web_processes_two_worke
         try:
             results = await asyncio.gather(
                 *(
-                    send_calls(ws, [(f"u{n}-c{i}", i) for i in range(40)])
+                    send_calls(ws, [(f"u{n}-c{i}", i) for i in range(CALLS_PER_SOCKET)])
                     for n, ws in enumerate(sockets)
                 )
             )
@@ -123,20 +129,20 @@ async def test_two_thousand_calls_over_fifty_sockets_two_web_processes_two_worke
         def every_call_ended() -> bool:
             return (
                 not CallRequest.objects.exclude(status__in=TERMINAL).exists()
-                and CallRequest.objects.count() == 2000
+                and CallRequest.objects.count() == CALLS
             )
 
         await sync_to_async(wait_until)(
-            every_call_ended, deadline=400, what="2,000 calls to end", interval=1
+            every_call_ended, deadline=400, what=f"{CALLS} calls to end", interval=1
         )
     finally:
         for process in webs + workers:
             await sync_to_async(process.stop)()
         await sync_to_async(redis.stop)()
 
-    assert acked == 2000
+    assert acked == CALLS
     stored = await sync_to_async(CallRequest.objects.count)()
-    assert stored == 2000  # every acked call persisted, none twice (callId unique per user)
+    assert stored == CALLS  # every acked call persisted, none twice (callId unique per user)
     duplicated_states = await sync_to_async(
         lambda: (
             CallEvent.objects.values("call_id", "status")

@@ -23,12 +23,13 @@ from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# One read of the owners (their numbers, the callIds they used); under the owners' locks
-# their use, the calls, their queued events, the webhooks wanted, the counters, and every
-# task in one INSERT: 8 statements, and the transaction's BEGIN and COMMIT.
-BATCH_QUERIES = 10
+# One read of the owners (their numbers, the callIds they used, their webhooks); under the
+# owners' locks their use, the calls, their queued events, the counters, and every task in
+# one INSERT: 7 statements, and the transaction's BEGIN and COMMIT.
+BATCH_QUERIES = 9
 # With webhooks or statusCallbacks: their deliveries (whose statusCallbacks come with the
-# calls, not read again), their tasks in the same INSERT as the steps'.
+# calls, and the webhooks with the owners, not read again), their tasks in the same INSERT
+# as the steps': 8 statements in all.
 DELIVERIES_QUERIES = 1
 # Refusals of the policy or a quota are counted for fraud review after the commit, together:
 # a transaction of their own (BEGIN, COMMIT), the refusals, their count per user in the hour.

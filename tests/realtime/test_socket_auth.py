@@ -52,6 +52,31 @@ async def test_ending_the_session_closes_its_open_socket(communicator, login):
     }
 
 
+async def test_a_session_ended_between_authentication_and_joining_still_closes_the_socket(login):
+    # The middleware's authentication, then the logout, then the consumer joins its groups:
+    # the logout's close went to a group the socket was not yet in.
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+
+    from realtime.middleware import SocketAuthMiddleware
+    from realtime.routing import websocket_urlpatterns
+
+    router = URLRouter(websocket_urlpatterns)
+
+    async def logout_in_between(scope, receive, send):
+        await sync_to_async(services.session_end)(session=login.session)
+        return await router(scope, receive, send)
+
+    socket = WebsocketCommunicator(
+        SocketAuthMiddleware(logout_in_between), f"/ws?token={login.token}"
+    )
+    connected, _ = await socket.connect(timeout=5)
+
+    assert connected
+    assert await socket.receive_output(timeout=2) == {"type": "websocket.close", "code": 4401}
+    await socket.disconnect()
+
+
 async def test_a_browser_origin_outside_allowed_hosts_is_refused(communicator, login):
     _, connected = await communicator(
         token=login.token, headers=[(b"origin", b"https://evil.example")]

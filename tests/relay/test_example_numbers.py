@@ -109,6 +109,13 @@ SHOWN: dict[str, dict[str, tuple]] = {
         "+441134960200": (FORWARDED_TO,),
         "+442079460000": (CALLER,),  # as SERVICE_CALLER_ID
     },
+    "docs/voice-apps.md": {
+        "+442079460123": (CALLED,),
+        "+441632960000": (CALLER,),  # SERVICE_CALLER_ID's default, as a hook's `from`
+        "+442079460001": (HELD,),  # the demo user's, whose menu SIPp calls
+        "+447700900123": (CALLER,),
+    },
+    "examples/reminder.py": {"+442079460123": (CALLED,)},
     "docs/websocket.md": {
         "+442079460123": (CALLED,),
         "+442079460042": (HELD,),
@@ -140,7 +147,8 @@ def file_sources() -> dict[str, set[str]]:
     paths = [
         ROOT / "README.md",
         *sorted((ROOT / "docs").glob("*.md")),
-        *sorted((ROOT / "examples").iterdir()),
+        # The examples' files (running one that imports another leaves a __pycache__ beside).
+        *sorted(path for path in (ROOT / "examples").iterdir() if path.is_file()),
         *sorted((ROOT / "console" / "templates").rglob("*.html")),
         *sorted((ROOT / "templates").rglob("*.html")),
     ]

@@ -8,6 +8,7 @@ Layers, lowest first (docs/architecture.md):
   accounts
   captcha, virtual_numbers
   history
+  voiceapps                 scripts of verbs a call runs: their checks, TwiML, hooks
   realtime
   telephony, webhooks,      the SIP agent and its user agent; signed status webhooks;
     matrix                  the Matrix bot
@@ -28,6 +29,7 @@ LAYERS = [
     {"accounts"},
     {"captcha", "virtual_numbers"},
     {"history"},
+    {"voiceapps"},
     {"realtime"},
     {"telephony", "webhooks", "matrix"},
     {"console"},

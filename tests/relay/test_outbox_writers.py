@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def seen(monkeypatch):
     calls = []
 
-    def writer(*, events, rows):
+    def writer(*, events, rows, owned):
         calls.extend(
             (user_id, event["type"], connection.in_atomic_block, row)
             for (user_id, event), row in zip(events, rows, strict=True)

@@ -95,7 +95,9 @@ class Sipp(ChildProcess):
     of scenarios/ or any file given as a Path, with @name@ markers filled from `fill`), for
     `calls` calls and at most `timeout` seconds. As a UAS by default; given `remote`
     (host:port) it calls there, as `caller` (its `[caller]`), dialling `service`, at most
-    `limit` calls at once. Every message it sees is written to its message log."""
+    `limit` calls at once. Every message it sees is written to its message log. Given `host`
+    (a sandbox host, tests/netns.py), it runs there, on that host's address; `extra` are more
+    of SIPp's options (a rate of its own: `("-r", "50", "-rp", "60000")`)."""
 
     stop_grace = 5
 
@@ -113,11 +115,14 @@ class Sipp(ChildProcess):
         service: str = "",
         caller: str = "",
         limit: int = 0,
+        host=None,
+        extra: tuple[str, ...] = (),
         **fill,
     ):
         workdir.mkdir(parents=True, exist_ok=True)
         self.messages = workdir / "sipp-messages.log"
         self.errors = workdir / "sipp-errors.log"
+        self.media_port = free_udp_port(width=4)  # audio RTP and RTCP, and video's two above
         if scenario == "uas":
             which = ["-sn", "uas"]
         else:
@@ -132,11 +137,11 @@ class Sipp(ChildProcess):
             "sipp",
             *which,
             "-i",
-            "127.0.0.1",
+            host.address if host else "127.0.0.1",
             "-p",
             str(port),
             "-mp",
-            str(free_udp_port(width=4)),  # audio RTP and RTCP, and video's two above them
+            str(self.media_port),
             "-m",
             str(calls),
             "-timeout",
@@ -153,10 +158,15 @@ class Sipp(ChildProcess):
             *(["-s", service] if service else []),
             *(["-key", "caller", caller] if caller else []),
             *(["-l", str(limit), "-r", str(limit)] if limit else []),
+            *extra,
             *([remote] if remote else []),
         ]
+        if host is not None:  # a sandbox host's (tests/netns.py)
+            argv = host.command(argv)
+            listening = host.tcp_listening if tcp else host.udp_listening
+        else:
+            listening = tcp_listening if tcp else udp_port_taken
         super().__init__(argv, dict(os.environ), log=workdir / "sipp.out")
-        listening = tcp_listening if tcp else udp_port_taken
 
         def started() -> bool:
             if self.proc.poll() is not None:
@@ -247,10 +257,17 @@ CALLER = "+447700900123"  # the caller of the inbound tests, unless one says oth
 
 
 def call_in(
-    agent: str, workdir: Path, scenario: str, dialled: str, *, caller: str = CALLER, **fill
+    agent: str,
+    workdir: Path,
+    scenario: str,
+    dialled: str,
+    *,
+    caller: str = CALLER,
+    host=None,
+    **fill,
 ) -> Sipp:
     """SIPp calling `dialled` through the agent at `agent` (host:port) as `caller`, running
-    `scenario`, in a directory of its own under `workdir`."""
+    `scenario`, in a directory of its own under `workdir` (on sandbox host `host`, if given)."""
     return Sipp(
         workdir / f"sipp-{scenario}-{time.monotonic_ns()}",
         scenario,
@@ -258,6 +275,7 @@ def call_in(
         remote=agent,
         service=dialled,
         caller=caller,
+        host=host,
         **fill,
     )
 
@@ -338,9 +356,38 @@ def sipp(sip_relay, tmp_path):
             process.stop()
 
 
+@pytest.fixture
+def calls_settled(transactional_db):
+    """After the test, wait (20 s at most) until the live agent has recorded every call it
+    took: a caller's SIPp ends with its BYE, and the agent writes the call's record a moment
+    later. Were the test's database emptied meanwhile (transaction=True's flush, a TRUNCATE
+    on PostgreSQL), the two would deadlock."""
+    yield
+    from telephony.models import InboundCall
+
+    deadline = time.monotonic() + 20
+    while InboundCall.objects.filter(recorded=False).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def app(settings):
+    """A real voice application on loopback (tests/voiceapps/conftest.py), which this process
+    may name in scripts (the agents under test are started allowing loopback too)."""
+    from tests.voiceapps.conftest import VoiceApp
+
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    server = VoiceApp()
+    yield server
+    server.close()
+
+
 def submit(user, call_id: str, message: str = "Hello from Relay.", **extra) -> CallRequest:
-    """A call submitted through the service, committed (the tests run with transaction=True)."""
+    """A call submitted through the service, committed (the tests run with transaction=True);
+    with `script=`, a call that runs it instead of saying `message`."""
     data = {"callId": call_id, "to": "+442079460123", "message": message, **extra}
+    if "script" in extra:
+        del data["message"]
     return services.call_request_submit(user=user, data=data)[0]
 
 

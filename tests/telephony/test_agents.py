@@ -63,6 +63,40 @@ def test_an_agent_killed_mid_call_never_dials_again_and_the_call_fails_agent_los
                 process.stop()
 
 
+def test_an_agent_killed_during_a_gather_ends_the_call_once_and_dials_nobody_again(user, tmp_path):
+    trunk = free_udp_port()
+    env = sip_env(tmp_path, trunk, CALL_RECOVERY_GRACE=2, CALL_RECOVERY_INTERVAL=0.3)
+    sipp = Sipp(
+        tmp_path / "sipp",
+        "answer_keys",
+        port=trunk,
+        calls=1,
+        timeout=60,
+        before_ms=60000,  # never presses: the agent dies while the gather waits
+        presses="",
+        capture="",
+        hangup_timeout_ms=1000,
+    )
+    worker = WorkerProcess(tmp_path, **env)
+    first = AgentProcess(tmp_path, env, name="first")
+    second = None
+    try:
+        call = submit(user, "killed", script=[{"gather": {"timeout": 60}}])
+        wait_until(lambda: status_of(call) == "in_progress", deadline=30, what="the answer")
+
+        first.kill()
+        second = AgentProcess(tmp_path, env, name="second")
+        wait_until(lambda: status_of(call) in TERMINAL_STATES, deadline=30, what="recovery")
+
+        assert (call.status, call.failure_reason) == ("failed", "agent_lost")
+        assert call.events.filter(status__in=TERMINAL_STATES).count() == 1
+        assert sipp.invites() == [call.provider_call_id]
+    finally:
+        for process in (second, first, worker, sipp):
+            if process is not None:
+                process.stop()
+
+
 @pytest.fixture(scope="module")
 def two_agents(tmp_path_factory, django_db_setup):
     """runrelay with two telephony agents of 10 calls each, against one SIPp port."""

@@ -139,3 +139,51 @@ def test_a_bridge_the_caller_left_before_its_answer_is_undone(number):
     assert (first.answered_at, first.duration) == (None, 0)
     call.refresh_from_db()
     assert (call.answered_at, call.forwarded_to) == (None, "")
+
+
+def test_a_script_dials_a_target_once_per_dial_and_its_legs_are_rows_of_its_call(user):
+    from tests.factories import CallRequestFactory
+
+    call = CallRequestFactory(owner=user, status="in_progress")
+    ids = call_ids(*TARGETS)
+
+    first = services.dial_legs_open(
+        owner_id=user.pk, targets=TARGETS, call_ids=ids, request=call, dial=1
+    )
+    for leg in first:  # the dial is over: the owner's plan has room for calls again
+        services.forward_leg_ended(leg=leg)
+    again = services.dial_legs_open(
+        owner_id=user.pk, targets=TARGETS, call_ids=ids, request=call, dial=1
+    )
+    second_dial = services.dial_legs_open(
+        owner_id=user.pk, targets=TARGETS[:1], call_ids=ids, request=call, dial=2
+    )
+
+    assert [leg.target for leg in first] == TARGETS
+    assert again == []  # the same dial asked again: nothing is rung twice
+    assert [(leg.target, leg.dial) for leg in second_dial] == [(TARGETS[0], 2)]
+    assert ForwardLeg.objects.filter(request=call, call=None).count() == 3
+
+
+def test_the_legs_of_an_outbound_call_that_ended_without_its_agent_are_ended(user):
+    from tests.factories import CallRequestFactory
+
+    live = CallRequestFactory(owner=user, status="in_progress")
+    lost = CallRequestFactory(owner=user, status="failed")
+    (up,) = services.dial_legs_open(
+        owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), request=live, dial=1
+    )
+    (orphan,) = services.dial_legs_open(
+        owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), request=lost, dial=1
+    )
+    services.dial_leg_bridged(leg=orphan)
+
+    assert services.dial_legs_settle() == 1
+
+    orphan.refresh_from_db()
+    up.refresh_from_db()
+    assert orphan.ended_at is not None and up.ended_at is None
+    # It no longer holds a place among the owner's calls at once: the live call and its leg do.
+    from accounts.quotas import uses_of
+
+    assert uses_of({user.pk}, now=timezone.now())[user.pk]["up"] == 2

@@ -39,7 +39,11 @@ from tests.telephony.conftest import (
     wait_for_records,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+pytestmark = [
+    pytest.mark.usefixtures("calls_settled"),
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(240),
+]
 
 BEEP_SECONDS = 0.4
 

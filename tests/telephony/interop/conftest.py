@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import ChildProcess, RelayProcess, free_port, wait_until
+from tests.live import ROOT, ChildProcess, RelayProcess, free_port, wait_until
 from tests.telephony.certs import Issued, TestCA
 from tests.telephony.conftest import (
     rtp_range,
@@ -747,3 +747,83 @@ def phones(edge, tmp_path, transport, test_ca):
     yield start
     for phone in started:
         phone.stop()
+
+
+# --- the shipped SIP edge (deploy/kamailio/relay-edge.cfg, issue 42) -------------------------
+EDGE = ROOT / "deploy" / "kamailio"
+EDGE_PROBE_SECONDS = 1
+EDGE_NO_ANSWER_MS = 1000
+
+
+def edge_files(
+    workdir: Path,
+    *,
+    port: int,
+    agents: list[str],
+    trunk: str,
+    address: str = "127.0.0.1",
+    extra: str = "",
+    probe_seconds: int = EDGE_PROBE_SECONDS,
+    no_answer_ms: int = EDGE_NO_ANSWER_MS,
+) -> Path:
+    """relay-edge.cfg as shipped, beside a relay-edge-local.cfg of this test's: the edge on
+    `address`:`port` (UDP), the agents' list (host:port each), the trunk (host:port), the
+    probes' interval and timeout (the tests' short ones unless given) and any `extra` lines.
+    The main file's path."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "relay-edge.cfg"
+    shutil.copy(EDGE / "relay-edge.cfg", config)
+    (workdir / "agents.list").write_text("".join(f"1 sip:{agent}\n" for agent in agents))
+    (workdir / "relay-edge-local.cfg").write_text(
+        f"listen=udp:{address}:{port}\n"
+        f'#!define EDGE_AGENTS_LIST "{workdir / "agents.list"}"\n'
+        f'#!define EDGE_TRUNK "sip:{trunk}"\n'
+        f"#!define EDGE_PROBE_SECONDS {probe_seconds}\n"
+        f"#!define EDGE_NO_ANSWER_MS {no_answer_ms}\n"
+        f'#!define EDGE_MODULES "{KAMAILIO_MODULES}/"\n'
+        "children=2\n" + extra
+    )
+    return config
+
+
+class Edge(ChildProcess):
+    """Kamailio with the edge's `config` (edge_files), in the foreground, its log beside the
+    config; on sandbox host `host` (tests/netns.py) if given."""
+
+    stop_grace = 10
+
+    def __init__(self, config: Path, *, host=None):
+        rundir = config.parent / "run"
+        rundir.mkdir(exist_ok=True)
+        argv = [tool("kamailio"), "-f", str(config), "-DD", "-E", "-m", "64", "-M", "8"]
+        argv += ["-P", str(rundir / "kamailio.pid"), "-Y", str(rundir), "-w", str(rundir)]
+        if host is not None:
+            argv = host.command(argv)
+        super().__init__(argv, {"PATH": "/usr/sbin:/usr/bin:/bin"}, log=config.parent / "edge.log")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def routed(self, call_id: str) -> list[str]:
+        """The agents the edge sent `call_id`'s INVITE to, in order (failovers included)."""
+        return re.findall(
+            rf"\{{1 \d+ INVITE {re.escape(call_id)}\}} (?:<script>: )?relay-edge: "
+            r"(?:INVITE to \S+ over \w+ goes to|failing INVITE over to) agent sip:([\d.:]+)",
+            self.log(),
+        )
+
+    def arrived_over(self, call_id: str) -> list[str]:
+        """The transport (udp, tcp, tls) each INVITE of `call_id` came to the edge over."""
+        return re.findall(
+            rf"\{{1 \d+ INVITE {re.escape(call_id)}\}} (?:<script>: )?relay-edge: "
+            r"INVITE to \S+ over (\w+) goes to",
+            self.log(),
+        )
+
+    def outs(self, agent: str) -> int:
+        """How many times the edge has taken `agent` (host:port) out."""
+        return self.log().count(f"relay-edge: agent sip:{agent} is out")
+
+    def backs(self, agent: str) -> int:
+        """How many times a probe has brought `agent` back."""
+        return self.log().count(f"relay-edge: agent sip:{agent} is back")

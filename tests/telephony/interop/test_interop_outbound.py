@@ -61,3 +61,40 @@ def test_a_call_through_the_carrier_edge_is_heard_by_the_callee(
         kamailio.trace
     )
     assert all(kamailio.sdp(line) == expected_sdp(transport) for line in answers), kamailio.trace
+
+
+@pytest.mark.parametrize("transport", ["tls"], indirect=True)  # the hardest: keys in SRTP
+def test_a_scripted_call_hears_the_callees_key_through_the_carrier_edge(
+    relay, kamailio, phones, user, tmp_path, transport
+):
+    """A script's gather through the carrier edge (issue 41): baresip, as the callee, presses
+    2 through its control interface (RFC 4733, SRTP-encrypted over TLS); Relay takes the
+    branch and hangs up when the script ends. What baresip heard is the prompt, cut short by
+    the key, then the branch's speech."""
+    callee = phones(
+        "callee", number=CALLEE, source=silence_wav(tmp_path / "quiet.wav", 60), answer=True
+    )
+    prompt = "Press 2 to cancel your appointment, or stay on the line to keep it as it is."
+    menu = {
+        "numDigits": 1,
+        "timeout": 20,
+        "say": {"text": prompt},
+        "branches": {"2": [{"say": {"text": "Cancelled."}}], "default": [{"hangup": {}}]},
+    }
+
+    call = submit(user, "interop-script", to=CALLEE, script=[{"gather": menu}])
+    callee.wait_event("CALL_ESTABLISHED", deadline=30)
+    callee.command("sndcode", "2")
+    wait_until(lambda: status_of(call) in TERMINAL_STATES, deadline=60, what="the call to end")
+
+    assert (call.status, call.failure_reason) == ("completed", ""), relay
+    (gathered,) = call.events.exclude(event="")
+    assert gathered.data["result"] == {"digits": "2", "reason": "numDigits"}
+    callee.wait_event("CALL_CLOSED", deadline=10)  # Relay hung up after "Cancelled."
+    assert kamailio.routed(call.provider_call_id, "BYE"), kamailio.trace
+    level = sox_level(callee.heard())
+    assert level.rms > 0.02 and level.maximum > 0.2, level  # speech, decrypted from SRTP
+    whole = spoken_seconds(prompt, tmp_path) + spoken_seconds("Cancelled.", tmp_path)
+    # The key, pressed as the call was answered, cut the prompt short (by far more than the
+    # moment baresip took to send it).
+    assert spoken_seconds("Cancelled.", tmp_path) - 0.5 <= level.seconds <= whole - 2, level

@@ -1,0 +1,45 @@
+"""What a browser's WebRTC offer must be before aiortc reads it (issue 43): small, plain text,
+one or more audio sections, DTLS-SRTP with a SHA-256 fingerprint, ICE credentials, and G.711
+among its codecs. A hostile or broken offer is refused here with a sentence, so that it never
+reaches the peer connection, and never another call."""
+
+from __future__ import annotations
+
+import re
+
+MAX_SDP_BYTES = 16 * 1024  # a browser's audio offer is 2-5 KiB
+MAX_LINE = 1024
+G711 = {"PCMU": 0, "PCMA": 8}
+_FINGERPRINT = re.compile(r"^a=fingerprint:sha-256 ((?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2})$")
+_RTPMAP = re.compile(r"^a=rtpmap:(\d{1,3}) ([A-Za-z0-9-]{1,32})/(\d{1,6})(?:/\d{1,2})?$")
+
+
+class OfferRefused(ValueError):
+    """The offer cannot be answered; its text says why, for the error frame."""
+
+
+def offer_problem(sdp: object) -> str | None:
+    """Why `sdp` is no offer this agent answers, or None."""
+    if not isinstance(sdp, str):
+        return "the offer's SDP must be a string"
+    if len(sdp.encode("utf-8", "surrogatepass")) > MAX_SDP_BYTES:
+        return f"the offer's SDP is over {MAX_SDP_BYTES} bytes"
+    if not sdp.isascii() or any(c < " " and c not in "\r\n" for c in sdp):
+        return "the offer's SDP holds characters SDP does not allow"
+    lines = [line for line in sdp.replace("\r\n", "\n").split("\n") if line]
+    if not lines or lines[0] != "v=0":
+        return "the offer's SDP must start with v=0"
+    if any(len(line) > MAX_LINE or len(line) < 2 or line[1] != "=" for line in lines):
+        return "the offer's SDP has a line that is not type=value"
+    if not any(line.startswith("m=audio ") for line in lines):
+        return "the offer has no audio"
+    if not any(_FINGERPRINT.match(line) for line in lines):
+        return "the offer has no DTLS fingerprint (sha-256)"
+    if not any(line.startswith("a=ice-ufrag:") for line in lines) or not any(
+        line.startswith("a=ice-pwd:") for line in lines
+    ):
+        return "the offer has no ICE credentials"
+    codecs = {m[2].upper() for line in lines if (m := _RTPMAP.match(line)) and m[3] == "8000"}
+    if not codecs & G711.keys():
+        return "the offer has neither PCMU nor PCMA"
+    return None

@@ -1,0 +1,314 @@
+"""Ringing targets for a call and bridging the first that takes it: what forwarding
+(telephony.inbound.forwarding) and a script's `dial` verb (telephony.scripted) share.
+
+- Each target is dialled through the trunk as its own INVITE, all at once; its ledger row
+  (telephony.models.ForwardLeg, written by `Ledger.open`) is written before, so a target is
+  dialled at most once per dial of a call, and counts in the owner's quotas. Targets the
+  dialing policy, the inventory or the quotas refuse now are not dialled.
+- `screen(sip)`, when given, decides whether an answered leg may win (forwarding's
+  screening). The first leg to be accepted wins: every other leg is cancelled (CANCEL, or
+  BYE if it answered meanwhile), `answer()` answers the party only now when it was still
+  ringing ("answer on bridge"), and the two streams relay each other's RTP
+  (rtp.RtpStream.relay: PCMU and PCMA transcoded, RFC 4733 events re-typed) until either
+  end hangs up or the bridge reaches its cap (SIP_MAX_CALL_SECONDS, or less when the owner's
+  answered seconds run short).
+- The result says how it went: `completed` (bridged, with the target and the seconds),
+  `busy`, `no_answer` or `failed` (nobody could be dialled, or every leg failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from telephony import services
+from telephony.sip import sdp
+from telephony.sip.message import new_call_id
+from telephony.sip.uac import OutboundCall, Outcome
+
+logger = logging.getLogger(__name__)
+
+BUSY_CODES = frozenset({486, 600})
+
+
+@dataclass
+class Ledger:
+    """The dial's rows, each a function run in the agent's database thread: `open(call_ids)`
+    the legs to dial (target -> Call-ID given; dial_legs_open), `bridged(leg)` the talk
+    granted to the winner (0 refuses the bridge), `unbridged(leg)` when the party left before
+    the bridge, `ended(leg, duration)` each leg's end."""
+
+    open: Callable[[dict[str, str]], Awaitable[list]]
+    bridged: Callable[[object], Awaitable[int | None]]
+    unbridged: Callable[[object], Awaitable[None]]
+    ended: Callable[[object, int], Awaitable[None]]
+
+
+@dataclass
+class DialResult:
+    status: str  # completed, busy, no_answer or failed
+    target: str | None = None  # the target bridged
+    duration: int = 0  # seconds bridged
+
+    def as_verb_result(self) -> dict:
+        """The `dial` verb's result (docs/voice-apps.md)."""
+        return {"dialStatus": self.status, "answeredBy": self.target, "duration": self.duration}
+
+
+async def _already() -> bool:
+    return True
+
+
+class Dial:
+    """One dial of `targets` for `party` (an answered or ringing call: its `stream` is bridged
+    to the winner's once `answer()` says it is answered). `gone()` is awaitable once the
+    party has hung up. `caller` is the legs' From user, with `headers` (a Diversion);
+    `leg_done()` gives one leg's place in the agent's capacity back, for every target,
+    dialled or not. `label` names the call in logs."""
+
+    def __init__(
+        self,
+        *,
+        ua,
+        party,
+        gone: Callable[[], Awaitable],
+        targets: list[str],
+        ring_seconds: float,
+        caller: str,
+        headers: tuple[tuple[str, str], ...],
+        ledger: Ledger,
+        leg_done: Callable[[], None],
+        label: str,
+        answer: Callable[[], Awaitable[bool]] = _already,
+        screen: Callable[[OutboundCall], Awaitable[bool]] | None = None,
+    ) -> None:
+        self.ua, self.party, self.gone, self.targets = ua, party, gone, targets
+        self.ring_seconds, self.caller, self.headers = ring_seconds, caller, headers
+        self.ledger, self.leg_done, self.label = ledger, leg_done, label
+        self.answer, self.screen = answer, screen
+        self.winner: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.bridge_over = asyncio.Event()
+        self.party_gone = False
+        self.sips: dict[str, OutboundCall] = {}  # target -> its leg's SIP call
+        self.tasks: dict[str, asyncio.Task] = {}  # target -> its leg's task
+        self.outcomes: list[Outcome] = []
+
+    async def run(self) -> DialResult:
+        """Ring the targets, bridge the first to take the call. Every leg is over when this
+        returns, or when it is cancelled (the party's call ended): then each is hung up."""
+        call_ids = {target: new_call_id(self.ua.host) for target in self.targets}
+        try:
+            legs = await self.ledger.open(call_ids)
+        except BaseException:
+            for _ in call_ids:
+                self.leg_done()
+            raise
+        if skipped := len(call_ids) - len(legs):
+            logger.info(
+                "%s: %d of %d target(s) not dialled (refused by the dialing policy or the "
+                "owner's quotas)",
+                self.label,
+                skipped,
+                len(call_ids),
+            )
+        for _ in range(skipped):
+            self.leg_done()  # the places of targets not dialled
+        if not legs:
+            return DialResult("failed")
+        for leg in legs:
+            self.tasks[leg.target] = asyncio.create_task(self._leg(leg))
+        dialling = list(self.tasks.values())
+        party_gone = asyncio.ensure_future(self.gone())
+        all_done = asyncio.ensure_future(asyncio.wait(dialling))
+        try:
+            await asyncio.wait(
+                {self.winner, party_gone, all_done}, return_when=asyncio.FIRST_COMPLETED
+            )
+            self.party_gone = party_gone.done()
+            if self.winner.done() and not self.party_gone:
+                bridged = await self._bridge(*self.winner.result())
+                if bridged is not None:
+                    return bridged
+        finally:
+            party_gone.cancel()
+            self.bridge_over.set()
+            for sip in self.sips.values():
+                sip.hang_up()
+            # The legs' CANCEL (or BYE) transactions are seen out before the call goes on,
+            # and even when it ended (this task cancelled): a leg is never left ringing.
+            await asyncio.shield(asyncio.wait(dialling))
+            all_done.cancel()
+        return DialResult(self._unbridged_status())
+
+    def _unbridged_status(self) -> str:
+        """What the legs' ends say when none was bridged: busy if a target was busy, else
+        no_answer if one rang unanswered, else failed."""
+        if any(o.kind == "rejected" and o.code in BUSY_CODES for o in self.outcomes):
+            return "busy"
+        if any(o.kind in ("no_answer", "canceled") for o in self.outcomes):
+            return "no_answer"
+        return "failed"
+
+    async def _leg(self, leg) -> None:
+        """Dial one target; it talks (screening, then the bridge) through `_talk`."""
+        sip = self.ua.place(
+            call_id=leg.sip_call_id,
+            to=leg.target,
+            caller=self.caller,
+            audio={},
+            ring_timeout=self.ring_seconds,
+            max_seconds=settings.SIP_MAX_CALL_SECONDS,
+            on_ringing=_nothing,
+            on_answered=_nothing,
+            talk=lambda answered: self._talk(leg, answered),
+            headers=self.headers,
+        )
+        self.sips[leg.target] = sip
+        duration = 0
+        try:
+            if self.party_gone or self.bridge_over.is_set():
+                return  # the party hung up before this leg was dialled
+            outcome = await sip.run()
+            self.outcomes.append(outcome)
+            if self.winner.done() and self.winner.result()[0] is leg:
+                duration = max(0, round(outcome.duration or 0))
+            logger.info(
+                "%s: leg %s ended: %s %s", self.label, sip.call_id, outcome.kind, outcome.code or ""
+            )
+        except Exception:
+            logger.exception("%s: leg %s failed", self.label, leg.pk)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.ledger.ended(leg, duration)
+            self.leg_done()
+
+    async def _talk(self, leg, sip: OutboundCall) -> None:
+        """An answered leg: screened if asked, then offered to win; the winner talks until the
+        bridge is over. Returning hangs the leg up."""
+        if self.screen is not None and not await self.screen(sip):
+            return
+        if self.winner.done() or self.party_gone or self.bridge_over.is_set():
+            return
+        self.winner.set_result((leg, sip))
+        await self.bridge_over.wait()
+
+    async def _bridge(self, leg, sip: OutboundCall) -> DialResult | None:
+        """Answer the party if it still rings, and relay the two legs' media until either
+        hangs up or the cap. None when nothing was bridged after all (the owner has no
+        answered seconds left, or the party left as it was answered): the leg is hung up."""
+        for target, other in self.sips.items():
+            if target != leg.target:
+                other.hang_up()
+        grant = await self.ledger.bridged(leg)
+        if grant == 0:
+            logger.info("%s: no answered seconds left to bridge", self.label)
+            return None
+        if not await self.answer():  # the party hung up a moment ago
+            await self.ledger.unbridged(leg)
+            self.party_gone = True
+            return None
+        bridged = time.monotonic()
+        party_stream, target_stream = self.party.stream, sip.stream
+        party_stream.bridge, target_stream.bridge = target_stream, party_stream
+        cap = settings.SIP_MAX_CALL_SECONDS
+        if grant is not None:
+            cap = min(cap, grant)
+        leg_over = self.tasks[leg.target]
+        party_over = asyncio.ensure_future(self.gone())
+        try:
+            await asyncio.wait(
+                {leg_over, party_over}, timeout=cap, return_when=asyncio.FIRST_COMPLETED
+            )
+            self.party_gone = party_over.done()
+        finally:
+            party_over.cancel()
+            party_stream.bridge = target_stream.bridge = None
+        self.bridge_over.set()
+        sip.hang_up()
+        duration = max(0, round(time.monotonic() - bridged))
+        logger.info(
+            "%s: bridged %d s (caller %s, target %s); relayed %d packets to the target, %d to "
+            "the caller",
+            self.label,
+            duration,
+            sdp.CODECS.get(party_stream.payload_type),
+            sdp.CODECS.get(target_stream.payload_type),
+            target_stream.relayed_packets,
+            party_stream.relayed_packets,
+        )
+        return DialResult("completed", target=leg.target, duration=duration)
+
+
+async def _nothing() -> None:
+    return None
+
+
+class LegPlaces:
+    """The places of an agent's capacity that scripts' dial legs hold: `room()` says how many
+    more calls the agent may take (these places already counted)."""
+
+    def __init__(self, room: Callable[[], int]) -> None:
+        self.room = room
+        self.held = 0
+
+    def take(self, wanted: int) -> int:
+        """Hold up to `wanted` places; how many were held (each given back by give())."""
+        taken = max(0, min(wanted, self.room()))
+        self.held += taken
+        return taken
+
+    def give(self) -> None:
+        self.held -= 1
+
+
+@dataclass
+class Dialing:
+    """What a script's `dial` needs of the agent and of the call it runs on: the user agent;
+    the agent's places; `ledger(n)`, the ledger of the call's n-th dial; the legs' From user
+    and headers by the verb's callerId; `gone()`, awaitable once the call has ended."""
+
+    ua: object
+    places: LegPlaces
+    ledger: Callable[[int], Ledger]
+    caller_ids: dict[str, tuple[str, tuple[tuple[str, str], ...]]]
+    gone: Callable[[], Awaitable]
+
+
+def script_ledger(db: Callable, *, owner_id, dial: int, call=None, request=None) -> Ledger:
+    """The ledger of a script's n-th `dial` (`dial`) on an inbound `call` or an outbound
+    `request`: ForwardLeg rows of that call (telephony.services.dial_legs_open)."""
+    return Ledger(
+        open=lambda call_ids: db(services.dial_legs_open)(
+            owner_id=owner_id,
+            targets=list(call_ids),
+            call_ids=call_ids,
+            call=call,
+            request=request,
+            dial=dial,
+        ),
+        bridged=lambda leg: db(services.dial_leg_bridged)(leg=leg),
+        unbridged=lambda leg: db(services.dial_leg_unbridged)(leg=leg),
+        ended=lambda leg, duration: db(services.forward_leg_ended)(leg=leg, duration=duration),
+    )
+
+
+def diversion(ua, number: str) -> tuple[tuple[str, str], ...]:
+    """The Diversion header (RFC 5806) of a leg dialled on behalf of a call to `number`,
+    with the caller as its From."""
+    return (("Diversion", f"<{ua.scheme}:{number}@{ua.host}>;reason=unconditional;counter=1"),)
+
+
+async def any_of(*events: asyncio.Event) -> None:
+    """Wait until any of `events` is set."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()

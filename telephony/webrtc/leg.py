@@ -1,0 +1,188 @@
+"""A browser's leg (issue 43): the agent answers the browser's offer as its WebRTC peer
+(aiortc: ICE, DTLS-SRTP) and relays G.711 through the same bridge as a SIP leg.
+
+`BrowserLeg.stream` has the relay interface of a SIP leg's `RtpStream` (`bridge`, `relay`,
+`payload_type`, `relayed_packets`), so `telephony.dial` bridges it to a SIP leg as it bridges
+two SIP legs. Audio is not transcoded on the common path: the answer keeps G.711 alone, what
+the SIP leg relays goes to aiortc as encoded packets (its encoder only packs them), and what
+the browser sends is taken off aiortc's receiver as RTP, before its decoder, and relayed on
+(PCMU and PCMA translated by table where the legs differ, as between two SIP legs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fractions
+import logging
+import struct
+
+import av
+from aiortc import (
+    RTCConfiguration,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCRtpSender,
+    RTCSessionDescription,
+)
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+
+from core.webrtc import G711, OfferRefused, offer_problem
+from telephony.sip.rtp import g711_in
+
+logger = logging.getLogger(__name__)
+
+TIME_BASE = fractions.Fraction(1, 8000)
+QUEUED_FRAMES = 25  # half a second: past it the oldest relayed frame is dropped, not delayed
+G711_MIME = {f"audio/{name}" for name in G711}
+
+
+class RelayedAudio(MediaStreamTrack):
+    """What the bridge relays to the browser, handed to aiortc's sender as encoded G.711
+    packets, one 20 ms frame each, in order; it waits (sends nothing) while nothing comes."""
+
+    kind = "audio"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames: asyncio.Queue[bytes] = asyncio.Queue()
+        self.pts = 0
+
+    def push(self, payload: bytes) -> None:
+        if self.frames.qsize() >= QUEUED_FRAMES:
+            self.frames.get_nowait()  # a stalled browser: latency is worse than a lost frame
+        self.frames.put_nowait(payload)
+
+    async def recv(self) -> av.Packet:
+        if self.readyState != "live":
+            raise MediaStreamError
+        payload = await self.frames.get()
+        packet = av.Packet(payload)
+        packet.pts, packet.time_base = self.pts, TIME_BASE
+        self.pts += len(payload)  # one G.711 byte a sample
+        return packet
+
+
+class BrowserStream:
+    """The browser's side of a bridge, with a SIP leg's RtpStream interface."""
+
+    dtmf_payload_type = None  # keys go from the browser to the phone, not the other way
+
+    def __init__(self) -> None:
+        self.payload_type = G711["PCMU"]  # until the answer says which
+        self.bridge = None
+        self.track = RelayedAudio()
+        self.relayed_packets = 0
+        self.heard_packets = 0
+
+    def relay(self, packet: bytes, payload: bytes, *, event: bool) -> None:
+        """A packet the other leg heard, on to the browser in this leg's codec."""
+        if event:
+            return
+        payload = g711_in(payload, packet[1] & 0x7F, self.payload_type)
+        if payload is None:
+            return
+        self.track.push(payload)
+        self.relayed_packets += 1
+
+    async def heard(self, packet, arrival_time_ms: int) -> None:
+        """An RTP packet from the browser (aiortc's receiver hands it here, decrypted and
+        checked, in place of its decoder): on to the other leg."""
+        self.heard_packets += 1
+        if self.bridge is None or packet.payload_type not in G711.values():
+            return
+        header = struct.pack(
+            "!BBHII",
+            0x80,
+            (0x80 if packet.marker else 0) | packet.payload_type,
+            packet.sequence_number,
+            packet.timestamp,
+            packet.ssrc,
+        )
+        self.bridge.relay(header + packet.payload, packet.payload, event=False)
+
+
+class BrowserLeg:
+    """One browser's WebRTC peer connection. `answer(offer)` returns the answer's SDP (every
+    candidate in it: no trickle needed); media flows once the browser has it; `close()` ends
+    it. `ice_servers` are STUN/TURN URLs (RTC_ICE_SERVERS)."""
+
+    def __init__(self, *, ice_servers: tuple[str, ...] = (), label: str = "") -> None:
+        servers = [RTCIceServer(urls=url) for url in ice_servers]
+        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
+        self.stream = BrowserStream()
+        self.label = label
+        # Set once the browser is gone: its connection closed (a hang-up, the tab closed) or
+        # failed (its network, or a handshake with another certificate than the one offered).
+        self.ended = asyncio.Event()
+
+        @self.pc.on("connectionstatechange")
+        def _state() -> None:
+            if self.pc.connectionState in ("closed", "failed"):
+                self.ended.set()
+
+    async def answer(self, offer: str) -> str:
+        """The answer to the browser's `offer` (OfferRefused with the reason when it is none
+        this leg takes)."""
+        problem = offer_problem(offer)
+        if problem is not None:
+            raise OfferRefused(problem)
+        try:
+            # Ours before the offer's: its first audio section takes this transceiver, whose
+            # codecs are negotiated as the offer is set (G.711 alone, in our order).
+            transceiver = self.pc.addTransceiver(self.stream.track, direction="sendrecv")
+            transceiver.setCodecPreferences(
+                [
+                    codec
+                    for codec in RTCRtpSender.getCapabilities("audio").codecs
+                    if codec.mimeType in G711_MIME
+                ]
+            )
+            await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
+            for other in self.pc.getTransceivers():
+                if other is not transceiver:
+                    other.direction = "inactive"  # one voice per call
+            await self.pc.setLocalDescription(await self.pc.createAnswer())
+        except OfferRefused:
+            raise
+        except Exception as exc:  # aiortc's own refusal of what the checks let through
+            refusal = type(exc).__name__
+            logger.info("%s: the WebRTC stack refused an offer (%s)", self.label, refusal)
+            raise OfferRefused("the offer cannot be answered") from None
+        answer = self.pc.localDescription.sdp
+        self.stream.payload_type = _answered_payload_type(answer)
+        transceiver.receiver._handle_rtp_packet = self.stream.heard  # before its decoder
+        return answer
+
+    async def close(self) -> None:
+        self.stream.track.stop()
+        with contextlib.suppress(Exception):
+            await self.pc.close()
+        self.ended.set()
+
+
+class BrowserTalk:
+    """An answered SIP call's talk (telephony.sip.uac) for a call from the browser: the leg
+    and the call bridged both ways until the browser is gone (returning hangs the call up),
+    or the call ends first (then this is cancelled)."""
+
+    ended_by = ""  # no script limit ends it
+
+    def __init__(self, leg: BrowserLeg) -> None:
+        self.leg = leg
+
+    async def __call__(self, call) -> None:
+        browser, phone = self.leg.stream, call.stream
+        browser.bridge, phone.bridge = phone, browser
+        try:
+            await self.leg.ended.wait()
+        finally:
+            browser.bridge = phone.bridge = None
+
+
+def _answered_payload_type(answer: str) -> int:
+    """The first payload type of the answer's audio section: the one aiortc sends."""
+    for line in answer.splitlines():
+        if line.startswith("m=audio "):
+            return int(line.split()[3])
+    raise OfferRefused("the offer cannot be answered")

@@ -1,0 +1,101 @@
+"""Calls from the browser (issue 43, the outbound call without the console's page): a tab,
+here aiortc as the browser, sends `rtc_offer` on its socket; the call is a call like any
+(acked, policy, the calls list); the agent that claims it answers with `rtc_answer`, dials the
+trunk (SIPp, which echoes), and bridges the tab to the callee. The tab closing its connection
+hangs up; `rtc_hangup` ends the call as a cancel does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from websockets.asyncio.client import connect
+
+from realtime.models import TERMINAL_STATES, CallRequest
+from tests.telephony.browser_peer import BROWSER_SAYS, Browser, until
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
+
+TO = "+442079460123"
+
+
+async def next_frame(ws, call_id: str, kind: str, timeout: float = 30) -> dict:
+    """The next frame of `kind` about `call_id` (others are passed over)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("callId") == call_id and frame["type"] == kind:
+                return frame
+
+
+async def status_frames(ws, call_id: str, timeout: float = 60) -> list[str]:
+    """Its call_status frames until a terminal one."""
+    seen = []
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("callId") == call_id and frame["type"] == "call_status":
+                seen.append(frame["status"])
+                if frame["status"] in TERMINAL_STATES:
+                    return seen
+
+
+async def test_a_call_from_the_browser_talks_to_the_callee_and_ends_when_the_tab_hangs_up(
+    sip_relay, sipp, login
+):
+    far_end = sipp("uas", echo=True)
+    browser = Browser()
+    try:
+        async with connect(f"{sip_relay.ws_base}/ws?token={login.token}") as ws:
+            offer = await browser.offer()
+            await ws.send(json.dumps({"type": "rtc_offer", "callId": "b1", "to": TO, "sdp": offer}))
+            ack = json.loads(await ws.recv())
+            assert ack == {"type": "call_ack", "callId": "b1", "status": "queued"}
+            answer = await next_frame(ws, "b1", "rtc_answer")
+            await browser.take(answer["sdp"])
+            await until(lambda: browser.pc.connectionState == "connected", "the connection")
+            await next_frame(ws, "b1", "call_status")  # on its way: dialing, then answered
+
+            # The tab speaks; SIPp echoes; the tab hears its own words back, byte for byte.
+            for _ in range(250):
+                browser.track.push(BROWSER_SAYS)
+                if len(browser.received) >= 10:
+                    break
+                await asyncio.sleep(0.02)
+            assert len(browser.received) >= 10
+            assert {payload for _, payload in browser.received} == {BROWSER_SAYS}
+
+            await browser.pc.close()  # the tab hangs up
+            assert (await status_frames(ws, "b1"))[-1] == "completed"
+    finally:
+        await browser.pc.close()
+    call = await sync_to_async(CallRequest.objects.get)(call_id="b1")
+    assert (call.status, call.to, call.message) == ("completed", TO, "")
+    assert far_end.finish() == 0  # the agent's BYE ended SIPp's call
+    assert far_end.invites() == [call.provider_call_id]
+
+
+async def test_rtc_hangup_while_it_rings_cancels_the_call(sip_relay, sipp, login):
+    far_end = sipp("ring")
+    browser = Browser()
+    try:
+        async with connect(f"{sip_relay.ws_base}/ws?token={login.token}") as ws:
+            offer = await browser.offer()
+            await ws.send(json.dumps({"type": "rtc_offer", "callId": "b2", "to": TO, "sdp": offer}))
+            await browser.take((await next_frame(ws, "b2", "rtc_answer"))["sdp"])
+            await until_status(ws, "b2", "ringing")
+            await ws.send(json.dumps({"type": "rtc_hangup", "callId": "b2"}))
+            assert (await status_frames(ws, "b2"))[-1] == "canceled"
+    finally:
+        await browser.pc.close()
+    assert far_end.finish() == 0  # it was sent CANCEL
+
+
+async def until_status(ws, call_id: str, status: str) -> None:
+    async with asyncio.timeout(30):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("callId") == call_id and frame.get("status") == status:
+                return

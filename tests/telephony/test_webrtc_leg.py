@@ -1,0 +1,145 @@
+"""The browser's leg (issue 43, its media): the agent's WebRTC peer (telephony/webrtc) against
+aiortc as the browser, bridged to a SIP leg's RtpStream whose far end is a UDP socket of the
+test's. G.711 crosses unchanged (or translated PCMU <-> PCMA by table), both ways; hostile
+offers are refused with a sentence before the WebRTC stack reads them."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+
+import pytest
+
+from core.webrtc import MAX_SDP_BYTES, OfferRefused, offer_problem
+from telephony.sip.rtp import TRANSCODE, RtpStream
+from telephony.webrtc.leg import BrowserLeg
+from tests.telephony.browser_peer import BROWSER_SAYS, PHONE_SAYS, Browser, an_offer, until
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Phone:
+    """A SIP leg's RtpStream on loopback, and the far end's UDP socket it talks to."""
+
+    def __init__(self, payload_type: int) -> None:
+        self.stream = RtpStream(payload_type)
+        self.far = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.far.bind(("127.0.0.1", 0))
+        self.far.setblocking(False)
+
+    async def open(self) -> None:
+        await self.stream.open("127.0.0.1", 0)
+        self.stream.expect(*self.far.getsockname())
+
+    def say(self, sequence: int) -> None:
+        header = struct.pack("!BBHII", 0x80, self.stream.payload_type, sequence, 160 * sequence, 7)
+        self.far.sendto(header + PHONE_SAYS, self.stream.sock.get_extra_info("sockname"))
+
+    def heard(self) -> list[tuple[int, bytes]]:
+        packets = []
+        while True:
+            try:
+                packet = self.far.recv(2048)
+            except BlockingIOError:
+                return packets
+            packets.append((packet[1] & 0x7F, packet[12:]))
+
+    def close(self) -> None:
+        self.stream.close()
+        self.far.close()
+
+
+@pytest.mark.parametrize("phone_codec", [0, 8], ids=["pcmu-phone", "pcma-phone"])
+async def test_g711_crosses_the_bridge_both_ways(phone_codec):
+    browser, leg, phone = Browser(), BrowserLeg(label="test"), Phone(phone_codec)
+    try:
+        await phone.open()
+        answer = await leg.answer(await browser.offer())
+        audio = next(line for line in answer.splitlines() if line.startswith("m=audio "))
+        assert set(audio.split()[3:]) <= {"0", "8"}, audio  # G.711 alone: nothing to transcode
+        await browser.take(answer)
+        await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
+        leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+
+        heard_by_phone: list[tuple[int, bytes]] = []
+        for n in range(1, 200):
+            phone.say(n)
+            browser.track.push(BROWSER_SAYS)
+            heard_by_phone += phone.heard()
+            if len(browser.received) >= 10 and len(heard_by_phone) >= 10:
+                break
+            await asyncio.sleep(0.02)
+        heard_by_phone += phone.heard()
+
+        browser_codec = leg.stream.payload_type
+        assert browser_codec in (0, 8)
+        assert len(browser.received) >= 10 and len(heard_by_phone) >= 10
+        to_browser = TRANSCODE.get((phone_codec, browser_codec))
+        expected = PHONE_SAYS.translate(to_browser) if to_browser else PHONE_SAYS
+        assert set(browser.received) == {(browser_codec, expected)}
+        to_phone = TRANSCODE.get((browser_codec, phone_codec))
+        expected = BROWSER_SAYS.translate(to_phone) if to_phone else BROWSER_SAYS
+        assert set(heard_by_phone) == {(phone_codec, expected)}
+    finally:
+        await leg.close()
+        await browser.pc.close()
+        phone.close()
+
+
+HOSTILE = {
+    "not text": lambda sdp: 42,
+    "oversized": lambda sdp: sdp + "a=x:" + "y" * MAX_SDP_BYTES + "\r\n",
+    "NUL": lambda sdp: sdp.replace("v=0", "v=0\x00", 1),
+    "a lone surrogate": lambda sdp: sdp + "a=x:\udc80\r\n",
+    "no version": lambda sdp: sdp.replace("v=0\r\n", "", 1),
+    "a line of no type": lambda sdp: sdp + "garbage\r\n",
+    "no audio": lambda sdp: sdp.replace("m=audio", "m=video"),
+    "no fingerprint": lambda sdp: "\r\n".join(
+        line for line in sdp.split("\r\n") if not line.startswith("a=fingerprint")
+    ),
+    "no ICE": lambda sdp: "\r\n".join(
+        line for line in sdp.split("\r\n") if not line.startswith("a=ice-pwd")
+    ),
+    "no G.711": lambda sdp: sdp.replace("PCMU/8000", "X-PCMU/8000").replace("PCMA/8000", "X"),
+    "a broken media line": lambda sdp: sdp.replace("m=audio ", "m=audio nine ", 1),
+}
+
+
+@pytest.mark.parametrize("how", HOSTILE)
+async def test_a_hostile_offer_is_refused_with_a_reason_and_the_leg_stays_closable(how):
+    offer = HOSTILE[how](await an_offer())
+    leg = BrowserLeg(label="test")
+    try:
+        with pytest.raises(OfferRefused) as refused:
+            await leg.answer(offer)
+        assert str(refused.value).startswith("the offer")
+    finally:
+        await leg.close()
+
+
+async def test_a_real_offer_passes_the_checks():
+    assert offer_problem(await an_offer()) is None
+
+
+async def test_media_is_taken_only_from_the_certificate_the_offer_signalled():
+    # The offer as signalled, but with another fingerprint: whoever completes the DTLS
+    # handshake is not the tab that signalled it, and nothing it sends is relayed.
+    browser, leg, phone = Browser(), BrowserLeg(label="test"), Phone(0)
+    try:
+        await phone.open()
+        offer = await browser.offer()
+        line = next(x for x in offer.split("\r\n") if x.startswith("a=fingerprint:sha-256 "))
+        digits = line.split()[1]
+        forged = digits[:-1] + ("0" if digits[-1] != "0" else "1")
+        await browser.take(await leg.answer(offer.replace(digits, forged)))
+        leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+        for _ in range(25):
+            browser.track.push(BROWSER_SAYS)
+        await until(lambda: leg.pc.connectionState == "failed", "the DTLS handshake to fail")
+        assert leg.stream.heard_packets == 0
+        assert phone.heard() == []
+    finally:
+        await leg.close()
+        await browser.pc.close()
+        phone.close()

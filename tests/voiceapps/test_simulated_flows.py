@@ -1,0 +1,318 @@
+"""Scripts run by the simulated provider (issue 41), whose callee presses SIMULATED_DIGITS,
+against a real voice application on loopback: gather, branches, hooks (JSON and TwiML, slow,
+failing, oversized, invalid), redirect, hangup and the limits. What the verbs report is in
+the call's timeline, its call_status frames and its webhook deliveries; digits never in a
+log."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from standardwebhooks import Webhook
+
+from realtime.models import CallRequest
+from realtime.services import call_request_submit
+from tests.conftest import drain_tasks
+from tests.voiceapps.conftest import Reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CONFIRM = {"text": "Press 1 to confirm, 2 to cancel."}
+
+
+def run(user, script, call_id="c1", **extra) -> CallRequest:
+    data = {"callId": call_id, "to": "+442079460120", "script": script, **extra}
+    call_request_submit(user=user, data=data)
+    drain_tasks()
+    return CallRequest.objects.get(owner=user, call_id=call_id)
+
+
+def reports(call: CallRequest) -> list[dict]:
+    """The verbs' reports of the call's timeline, as GET /api/calls/:callId would show them."""
+    return [
+        {"event": e.event, **(e.data or {}), **({"detail": e.detail} if e.detail else {})}
+        for e in call.events.exclude(event="")
+    ]
+
+
+def said(app, path="/said") -> list[str]:
+    """The texts the app was told were said (a say's hook stand-in: a gather after it)."""
+    return [body["result"]["digits"] for body in app.bodies(path)]
+
+
+def test_an_appointment_reminder_reads_back_the_digit_through_its_hook(
+    user, voice_app, webhook_secret, settings
+):
+    settings.SIMULATED_DIGITS = "1"
+    hook = voice_app.answer("/confirm", Reply(body=[{"say": {"text": "Confirmed. Goodbye."}}]))
+    script = [{"gather": {"numDigits": 1, "say": CONFIRM, "actionHook": hook}}]
+
+    call = run(user, script)
+
+    assert call.status == "completed"
+    (path, headers, body), *_ = [r for r in voice_app.requests if r[0] == "/confirm"]
+    payload = Webhook(webhook_secret).verify(body, headers)  # signed as webhooks are
+    assert payload == {
+        "callId": "c1",
+        "direction": "outbound",
+        "from": call.caller_id,
+        "to": "+442079460120",
+        "verb": "gather",
+        "result": {"digits": "1", "reason": "numDigits"},
+    }
+    assert reports(call) == [
+        {"event": "gathered", "verb": "gather", "result": {"digits": "1", "reason": "numDigits"}}
+    ]
+    # The report reaches the webhook too, as a call_status with the call's state.
+    gathered = [e for e in voice_app.bodies("/events") if e.get("event") == "gathered"]
+    assert gathered == [
+        {
+            "type": "call_status",
+            "callId": "c1",
+            "status": "in_progress",
+            "ts": gathered[0]["ts"],
+            "event": "gathered",
+            "verb": "gather",
+            "result": {"digits": "1", "reason": "numDigits"},
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("keys", "body", "result"),
+    [
+        ("4", {"numDigits": 1}, {"digits": "4", "reason": "numDigits"}),
+        ("123", {"numDigits": 2}, {"digits": "12", "reason": "numDigits"}),
+        ("12#", {}, {"digits": "12", "reason": "finishOnKey"}),
+        ("12*", {"finishOnKey": "*"}, {"digits": "12", "reason": "finishOnKey"}),
+        ("", {"numDigits": 1}, {"digits": "", "reason": "timeout"}),
+        ("12", {"numDigits": 4}, {"digits": "12", "reason": "timeout"}),
+    ],
+    ids=["numDigits", "numDigits-of-more", "finishOnKey", "other-finishOnKey", "none", "short"],
+)
+def test_gather_ends_by_numdigits_finishonkey_or_timeout(user, settings, keys, body, result):
+    settings.SIMULATED_DIGITS = keys
+
+    call = run(user, [{"gather": body}])
+
+    assert reports(call) == [{"event": "gathered", "verb": "gather", "result": result}]
+
+
+def test_a_menu_routes_by_digit_with_no_web_server(user, settings):
+    settings.SIMULATED_DIGITS = "2,9"
+    menu = {
+        "numDigits": 1,
+        "say": {"text": "Press 1 for sales, 2 for support."},
+        "branches": {
+            "1": [{"gather": {"numDigits": 1, "timeout": 1}}, {"hangup": {}}],
+            "2": [{"pause": {"seconds": 2}}, {"gather": {"numDigits": 1, "timeout": 2}}],
+            "default": [{"hangup": {}}],
+        },
+    }
+
+    call = run(user, [{"gather": menu}, {"say": {"text": "Never said: the branch replaced it"}}])
+
+    assert [r["result"]["digits"] for r in reports(call)] == ["2", "9"]
+    assert call.status == "completed"
+
+
+def test_digits_that_match_no_branch_take_the_default(user, settings):
+    settings.SIMULATED_DIGITS = "7,5"
+    menu = {"numDigits": 1, "branches": {"1": [{"hangup": {}}], "default": [{"gather": {}}]}}
+
+    call = run(user, [{"gather": menu}])
+
+    assert [r["result"]["digits"] for r in reports(call)] == ["7", "5"]
+
+
+def test_hangup_ends_the_script(user):
+    call = run(user, [{"say": {"text": "Goodbye."}}, {"hangup": {}}, {"gather": {}}])
+
+    assert reports(call) == [] and call.status == "completed"
+
+
+def test_redirect_runs_the_script_its_url_answers(user, voice_app, webhook_secret, settings):
+    settings.SIMULATED_DIGITS = "3"
+    next_part = voice_app.answer("/next", Reply(body=[{"gather": {"numDigits": 1}}]))
+
+    call = run(user, [{"redirect": {"url": next_part}}, {"say": {"text": "Not reached."}}])
+
+    assert voice_app.bodies("/next")[0]["verb"] == "redirect"
+    assert reports(call) == [
+        {"event": "gathered", "verb": "gather", "result": {"digits": "3", "reason": "numDigits"}}
+    ]
+
+
+def test_a_hook_may_answer_twiml(user, voice_app, webhook_secret, settings):
+    settings.SIMULATED_DIGITS = "1,42#"
+    twiml = (
+        '<?xml version="1.0" encoding="UTF-8"?><Response>'
+        '<Say language="en-GB">Enter your account number.</Say>'
+        '<Gather finishOnKey="#" timeout="4"><Say>Then press hash.</Say></Gather>'
+        "</Response>"
+    )
+    hook = voice_app.answer("/twiml", Reply(body=twiml, content_type="text/xml"))
+
+    call = run(user, [{"gather": {"numDigits": 1, "actionHook": hook}}])
+
+    assert [r["result"] for r in reports(call)] == [
+        {"digits": "1", "reason": "numDigits"},
+        {"digits": "42", "reason": "finishOnKey"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "failure"),
+    [
+        (Reply(status=500), "answered 500"),
+        (Reply(body="x" * (64 * 1024 + 1), content_type="text/plain"), "more than 64 KiB"),
+        (Reply(body=[{"whisper": {}}]), "answered an invalid script: script.0"),
+        (Reply(body="{not json", content_type="application/json"), "answered no script"),
+        (Reply(body="<Response><Sing/></Response>", content_type="application/xml"), "<Sing>"),
+        (Reply(body="<!DOCTYPE x [<!ENTITY a 'b'>]><Response/>", content_type="text/xml"), "TwiML"),
+        (Reply(delay=1.5), "no answer within 0.5 s"),
+    ],
+    ids=["error", "oversized", "invalid", "not-json", "unknown-twiml", "entities", "slow"],
+)
+def test_a_hook_that_fails_is_reported_and_the_script_goes_on(
+    user, voice_app, webhook_secret, settings, reply, failure
+):
+    settings.VOICE_HOOK_TIMEOUT = 0.5
+    settings.SIMULATED_DIGITS = "1,2"
+    hook = voice_app.answer("/broken", reply)
+
+    call = run(
+        user, [{"gather": {"numDigits": 1, "actionHook": hook}}, {"gather": {"numDigits": 1}}]
+    )
+
+    first, failed, second = reports(call)
+    assert first["event"] == "gathered" and second["result"]["digits"] == "2"  # went on
+    assert failed["event"] == "hook_failed" and failed["verb"] == "gather"
+    assert failure in failed["detail"]
+    assert call.status == "completed"
+
+
+def test_an_empty_answer_continues_the_script(user, voice_app, webhook_secret, settings):
+    settings.SIMULATED_DIGITS = "1,2,3"
+    empty = voice_app.answer("/empty", Reply(status=204), Reply(body=[]))
+
+    call = run(
+        user,
+        [
+            {"gather": {"numDigits": 1, "actionHook": empty}},
+            {"gather": {"numDigits": 1, "actionHook": empty}},
+            {"gather": {"numDigits": 1}},
+        ],
+    )
+
+    assert [r["result"]["digits"] for r in reports(call)] == ["1", "2", "3"]
+
+
+def test_a_hook_without_a_webhook_secret_is_not_sent(user, voice_app):
+    hook = voice_app.url("/unsigned")
+
+    call = run(user, [{"gather": {"numDigits": 1, "actionHook": hook}}])
+
+    assert voice_app.bodies("/unsigned") == []
+    assert reports(call)[1]["detail"].startswith("no webhook secret")
+
+
+def test_too_many_steps_hang_up_with_a_limit_event(user, settings):
+    settings.VOICE_MAX_STEPS = 3
+    settings.SIMULATED_DIGITS = "5"
+    call = run(user, [{"gather": {"numDigits": 1}}] * 5)
+
+    *gathered, limit = reports(call)
+    assert len(gathered) == 3
+    assert limit == {"event": "limit", "limit": "steps", "detail": limit["detail"]}
+    assert "more than 3 verbs run" in limit["detail"]
+    assert call.status == "completed" and "more than 3 verbs run" in call.failure_reason
+
+
+def test_redirects_past_the_limit_hang_up(user, voice_app, webhook_secret, settings):
+    settings.VOICE_MAX_REDIRECTS = 2
+    loop_url = voice_app.url("/loop")
+    voice_app.answer("/loop", Reply(body=[{"redirect": {"url": loop_url}}]))
+
+    call = run(user, [{"redirect": {"url": loop_url}}])
+
+    assert len(voice_app.bodies("/loop")) == 2
+    assert reports(call)[-1]["limit"] == "redirects"
+
+
+def test_hooks_past_the_limit_hang_up(user, voice_app, webhook_secret, settings):
+    settings.VOICE_MAX_HOOKS = 2
+    hook = voice_app.answer("/again", Reply(status=204))
+
+    call = run(user, [{"gather": {"numDigits": 1, "actionHook": hook}}] * 4)
+
+    assert len(voice_app.bodies("/again")) == 2
+    assert reports(call)[-1]["limit"] == "hooks"
+
+
+def test_the_call_detail_shows_what_the_verbs_reported(user, client_jwt, settings):
+    settings.SIMULATED_DIGITS = "9#"
+    run(user, [{"gather": {}}])
+
+    timeline = client_jwt.get("/api/calls/c1").json()["timeline"]
+
+    gathered = [row for row in timeline if "event" in row]
+    assert gathered == [
+        {
+            "status": "in_progress",
+            "at": gathered[0]["at"],
+            "detail": "",
+            "event": "gathered",
+            "verb": "gather",
+            "result": {"digits": "9", "reason": "finishOnKey"},
+        }
+    ]
+    assert [row["status"] for row in timeline][-2:] == ["in_progress", "completed"]
+
+
+def test_digits_never_reach_a_log(user, voice_app, webhook_secret, settings, caplog):
+    settings.SIMULATED_DIGITS = "860531#"
+    hook = voice_app.answer("/pin", Reply(status=500))
+    caplog.set_level(logging.DEBUG)
+
+    call = run(user, [{"gather": {"actionHook": hook}}])
+
+    assert reports(call)[0]["result"]["digits"] == "860531"
+    assert "860531" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("targets", "result"),
+    [
+        (["+441134960200"], {"dialStatus": "completed", "answeredBy": "+441134960200"}),
+        (["+441134960207"], {"dialStatus": "busy", "answeredBy": None}),
+        (["+441134960208"], {"dialStatus": "no_answer", "answeredBy": None}),
+    ],
+    ids=["answered", "busy", "no-answer"],
+)
+def test_dial_reports_how_the_target_answered_and_the_script_goes_on(user, targets, result):
+    script = [{"dial": {"targets": targets}}, {"gather": {"numDigits": 1}}]
+
+    call = run(user, script)
+
+    dialed, gathered = reports(call)
+    assert dialed["event"] == "dialed"
+    assert {key: dialed["result"][key] for key in result} == result
+    assert gathered["event"] == "gathered"
+
+
+def test_a_dial_a_hook_answers_to_a_refused_target_fails_without_ringing_it(
+    user, voice_app, webhook_secret, settings
+):
+    settings.SIMULATED_DIGITS = "1"
+    refused = [{"dial": {"targets": ["+8613800138000"]}}]  # outside DIAL_ALLOWED_COUNTRIES
+    hook = voice_app.answer("/route", Reply(body=refused))
+
+    call = run(user, [{"gather": {"numDigits": 1, "actionHook": hook}}])
+
+    assert reports(call)[-1] == {
+        "event": "dialed",
+        "verb": "dial",
+        "result": {"dialStatus": "failed", "answeredBy": None, "duration": 0},
+    }
