@@ -67,12 +67,18 @@ def free_udp_and_tcp_port() -> int:
 
 
 def udp_port_taken(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    """Something in this network namespace holds UDP `port`. Read from the kernel's socket
+    tables, never by binding the port: a probe that bound it would, for its moment, make the
+    very server it waits for fail its own bind ("Address already in use", seen with SIPp)."""
+    suffix = f":{port:04X}"
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
         try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
+            lines = Path(table).read_text().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        if any(line.split()[1].endswith(suffix) for line in lines if line.strip()):
             return True
-        return False
+    return False
 
 
 def tcp_listening(port: int) -> bool:
