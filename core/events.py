@@ -36,6 +36,11 @@ def api_key_group(user_id: UUID | str) -> str:
     return f"apikey.{user_id}"
 
 
+def phone_group(user_id: UUID | str) -> str:
+    """The user's sockets whose browser phone is on (a `phone` frame): rung by the agent."""
+    return f"phone.{user_id}"
+
+
 def _send(group: str, message: dict) -> None:
     async_to_sync(send_collected)([(group, message)])
 

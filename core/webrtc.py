@@ -43,3 +43,29 @@ def offer_problem(sdp: object) -> str | None:
     if not codecs & G711.keys():
         return "the offer has neither PCMU nor PCMA"
     return None
+
+
+BROWSER = "browser"  # the forwarding target that rings the owner's console tabs
+MAX_CANDIDATE = 1024
+MAX_MID = 32
+_CANDIDATE = re.compile(
+    r"^(?:a=)?candidate:[!-~]{1,32} \d{1,3} (?:udp|tcp|UDP|TCP) \d{1,10} [0-9A-Za-z.:_-]{1,253} "
+    r"\d{1,5} typ (?:host|srflx|prflx|relay)(?: [!-~]{1,253})*$"
+)
+
+
+def candidate_problem(candidate: object, sdp_mid: object = None) -> str | None:
+    """Why `candidate` (an `rtc_candidate` frame's ICE candidate line, RFC 8839 section 5.1,
+    with its `sdpMid`) is none the agent takes, or None."""
+    if not isinstance(candidate, str):
+        return "candidate must be a string"
+    if len(candidate) > MAX_CANDIDATE:
+        return f"candidate is over {MAX_CANDIDATE} characters"
+    if not _CANDIDATE.match(candidate):
+        return "candidate is no ICE candidate line (candidate:... typ host|srflx|prflx|relay)"
+    if sdp_mid is not None and not (
+        isinstance(sdp_mid, str) and sdp_mid.isascii() and sdp_mid.isprintable()
+        and 0 < len(sdp_mid) <= MAX_MID
+    ):  # fmt: skip
+        return f"sdpMid must be a short string (at most {MAX_MID} characters)"
+    return None

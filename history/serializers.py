@@ -34,7 +34,9 @@ class CallRecordOutput(serializers.Serializer):
         "`voicemail`; null for a call nobody answered (or recorded before Relay knew)",
     )
     forwarded_to = serializers.CharField(
-        allow_null=True, help_text="the owner's phone that took a forwarded call; else null"
+        allow_null=True,
+        help_text='the owner\'s phone that took a forwarded call, or "browser" when one of '
+        "their console tabs took it; else null",
     )
 
 

@@ -15,6 +15,7 @@ from core.errors import InvalidRequest, NotFound, invalid_fields
 from core.fields import represent
 from core.phone import e164_possible, e164_problem
 from core.recordings import recordings_delete_on_commit, recordings_storage
+from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, AnsweredBy, CallRecord, CallRecordCounter, CallStatus
 from history.serializers import CallRecordOutput
 from virtual_numbers.models import Number
@@ -52,7 +53,8 @@ def record_inbound_call(
     transaction. `sip_call_id` makes it idempotent: a Call-ID already recorded returns its
     record and writes and pushes nothing. `recording` names the voicemail file in the
     recordings storage, already saved. `answered_by` (forward, voicemail) is for answered
-    calls only, and `forwarded_to` (E.164: the owner's phone that took it) for forwarded ones.
+    calls only, and `forwarded_to` (E.164: the owner's phone that took it, or "browser": one of
+    their console tabs) for forwarded ones.
     """
     if sip_call_id:
         existing = CallRecord.objects.filter(sip_call_id=sip_call_id).first()
@@ -114,11 +116,12 @@ def _answer_check(status: str, answered_by: str | None, forwarded_to: str | None
             fields={"answered_by": ["Must be forward or voicemail, on an answered call."]},
         )
     if forwarded_to is not None and (
-        answered_by != AnsweredBy.FORWARD or e164_possible(forwarded_to) != forwarded_to
+        answered_by != AnsweredBy.FORWARD
+        or (forwarded_to != BROWSER and e164_possible(forwarded_to) != forwarded_to)
     ):
         raise InvalidRequest(
-            "forwarded_to is the E.164 number that took a forwarded call.",
-            fields={"forwarded_to": ["Must be an E.164 number, on a forwarded call."]},
+            'forwarded_to is the E.164 number (or "browser") that took a forwarded call.',
+            fields={"forwarded_to": ['Must be an E.164 number or "browser", on a forwarded call.']},
         )
 
 

@@ -15,6 +15,7 @@ from accounts import selectors as accounts_selectors
 from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import pipeline, services
+from realtime.phone import Phone, rings_answer
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +154,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
     closed_unavailable = False
     accepted = False  # the handshake answered
     counted_open = False  # counted in relay_websocket_connections, until disconnect
+    phone: Phone | None = None  # the browser phone's state, once authenticated
 
     async def __call__(self, scope, receive, send):
         # Losing the channel layer (Redis down, or an operation past its timeout) ends the
@@ -223,6 +225,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if not current:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
+        self.phone = Phone(layer=self.channel_layer, channel=self.channel_name, user_id=user.pk)
         self.counted_open = True
         metrics.websocket_connections.inc()
         logger.info("ws connect user=%s auth=%s", user.pk, "jwt" if session else "api_key")
@@ -238,6 +241,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         self.uncount()
+        if self.phone is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await self.phone.switch({"on": False})  # leaves its group and its rings
         for group in self.groups_joined:
             with contextlib.suppress(RedisError, OSError):  # the layer may be what failed
                 await self.channel_layer.group_discard(group, self.channel_name)
@@ -261,13 +267,35 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if frame["type"] == "ping":
             await self.send_json({"type": "pong", "ts": now_ms()})
             return
-        if frame["type"] in ("call", "rtc_offer"):
-            await self.handle_call(frame, browser=frame["type"] == "rtc_offer")
+        kind = frame["type"]
+        if kind == "rtc_offer" and rings_answer(frame):
+            await self.on_phone(self.phone.answer, frame)
             return
-        if frame["type"] == "rtc_hangup":
+        if kind in ("call", "rtc_offer"):
+            if kind == "rtc_offer" and isinstance(frame.get("callId"), str):
+                self.phone.offered.add(frame["callId"])
+            await self.handle_call(frame, browser=kind == "rtc_offer")
+            return
+        if kind == "rtc_hangup":
             await self.handle_hangup(frame)
             return
-        await self.send_error(InvalidRequest(f"Unknown frame type {frame['type'][:32]!r}."))
+        if kind == "rtc_candidate":
+            await self.on_phone(self.phone.candidate, frame)
+            return
+        if kind == "phone":
+            await self.on_phone(self.phone.switch, frame)
+            return
+        await self.send_error(InvalidRequest(f"Unknown frame type {kind[:32]!r}."))
+
+    async def on_phone(self, handler, frame: dict) -> None:
+        """A browser phone's frame (realtime.phone): its answer, or its error frame."""
+        try:
+            reply = await handler(frame)
+        except ApplicationError as exc:
+            await self.send_error(exc, frame=frame)
+            return
+        if reply is not None:
+            await self.send_json(reply)
 
     async def handle_hangup(self, frame: dict) -> None:
         """`rtc_hangup`: the tab ends its call from the browser, as a cancel ends a call."""
@@ -275,6 +303,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if not isinstance(call_id, str) or parsing.text_problem(call_id) is not None:
             await self.send_error(InvalidRequest("callId must be a string."), frame=frame)
             return
+        if await self.phone.hang_up_ring(call_id):
+            return  # a ring this tab declined, or its talk ended from the page
         try:
             await _browser_call_hang_up(self.scope["user"], call_id)
         except ApplicationError as exc:
@@ -332,6 +362,20 @@ class RelayConsumer(AsyncWebsocketConsumer):
     async def relay_event(self, message):
         if message.get("origin") == self.channel_name:
             return  # sent already, in its place (handle_call)
+        if "peer" in message and self.phone is not None:  # an rtc_answer, with its agent
+            self.phone.answered(message)
+        await self.send_json(message["event"])
+
+    async def rtc_probe(self, message):
+        """An agent rings the owner's phones (telephony.webrtc.ring)."""
+        frame = await self.phone.probed(message) if self.phone is not None else None
+        if frame is not None:
+            await self.send_json(frame)
+
+    async def rtc_event(self, message):
+        """A frame from the agent of a ring this socket is in: rtc_answer, rtc_hangup."""
+        if self.phone is not None:
+            self.phone.agent_said(message["event"])
         await self.send_json(message["event"])
 
     async def relay_session_ended(self, message):

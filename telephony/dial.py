@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from core.webrtc import BROWSER
 from telephony import services
 from telephony.sip import sdp
 from telephony.sip.message import new_call_id
@@ -87,11 +88,15 @@ class Dial:
         label: str,
         answer: Callable[[], Awaitable[bool]] = _already,
         screen: Callable[[OutboundCall], Awaitable[bool]] | None = None,
+        browser=None,
     ) -> None:
         self.ua, self.party, self.gone, self.targets = ua, party, gone, targets
         self.ring_seconds, self.caller, self.headers = ring_seconds, caller, headers
         self.ledger, self.leg_done, self.label = ledger, leg_done, label
         self.answer, self.screen = answer, screen
+        # The target "browser": the owner's tabs (telephony.webrtc.ring.BrowserRing), rung
+        # beside the phones, never screened (the page shows who calls), no trunk call.
+        self.browser = browser if BROWSER in targets else None
         self.winner: asyncio.Future = asyncio.get_running_loop().create_future()
         self.bridge_over = asyncio.Event()
         self.party_gone = False
@@ -102,11 +107,14 @@ class Dial:
     async def run(self) -> DialResult:
         """Ring the targets, bridge the first to take the call. Every leg is over when this
         returns, or when it is cancelled (the party's call ended): then each is hung up."""
-        call_ids = {target: new_call_id(self.ua.host) for target in self.targets}
+        phones = [target for target in self.targets if target != BROWSER]
+        if BROWSER in self.targets and self.browser is None:
+            self.leg_done()  # a browser only forwarding rings: a script's dial cannot
+        call_ids = {target: new_call_id(self.ua.host) for target in phones}
         try:
-            legs = await self.ledger.open(call_ids)
+            legs = await self.ledger.open(call_ids) if call_ids else []
         except BaseException:
-            for _ in call_ids:
+            for _ in range(len(call_ids) + (self.browser is not None)):
                 self.leg_done()
             raise
         if skipped := len(call_ids) - len(legs):
@@ -119,7 +127,9 @@ class Dial:
             )
         for _ in range(skipped):
             self.leg_done()  # the places of targets not dialled
-        if not legs:
+        if self.browser is not None:
+            self.tasks[BROWSER] = asyncio.create_task(self._browser_leg(self.browser))
+        elif not legs:
             return DialResult("failed")
         for leg in legs:
             self.tasks[leg.target] = asyncio.create_task(self._leg(leg))
@@ -188,6 +198,36 @@ class Dial:
                 await self.ledger.ended(leg, duration)
             self.leg_done()
 
+    async def _browser_leg(self, ring) -> None:
+        """Ring the owner's tabs; the first whose connection is up is offered to win, and
+        talks until the bridge is over or it leaves. Every tab still ringing is told why it
+        stops (telephony.webrtc.ring)."""
+        self.sips[BROWSER] = ring  # hung up as a phone's leg is, when another wins
+        reason = "no_answer"
+        try:
+            if self._may_win() and await ring.ring(self.ring_seconds) and self._may_win():
+                self.winner.set_result((BrowserTarget(), ring))
+                talking = asyncio.ensure_future(ring.talking())
+                over = asyncio.ensure_future(self.bridge_over.wait())
+                try:
+                    await asyncio.wait({talking, over}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    talking.cancel()
+                    over.cancel()
+        except Exception:
+            logger.exception("%s: the browsers' ring failed", self.label)
+        finally:
+            if self.winner.done() and self.winner.result()[1] is not ring:
+                reason = "answered_elsewhere"
+            elif self.party_gone or self.winner.done():
+                reason = "caller_hung_up"
+            with contextlib.suppress(Exception):
+                await ring.close(reason)
+            self.leg_done()
+
+    def _may_win(self) -> bool:
+        return not (self.winner.done() or self.party_gone or self.bridge_over.is_set())
+
     async def _talk(self, leg, sip: OutboundCall) -> None:
         """An answered leg: screened if asked, then offered to win; the winner talks until the
         bridge is over. Returning hangs the leg up."""
@@ -243,6 +283,15 @@ class Dial:
             party_stream.relayed_packets,
         )
         return DialResult("completed", target=leg.target, duration=duration)
+
+
+@dataclass(frozen=True)
+class BrowserTarget:
+    """The ledger's leg of the target "browser": no row (no trunk call, no quota), only its
+    name; Ledger.bridged and .unbridged are told of it as of a phone's leg."""
+
+    target: str = BROWSER
+    pk: None = None
 
 
 async def _nothing() -> None:

@@ -16,6 +16,7 @@ from core import events
 from core.db import create_unless_taken
 from core.errors import NotFound
 from core.fields import to_ms
+from core.webrtc import BROWSER
 from history.models import AnsweredBy, CallRecord, CallStatus
 from history.services import record_inbound_call
 from realtime.models import TERMINAL_STATES
@@ -138,10 +139,10 @@ def inbound_calls_recover() -> int:
 
 
 def forward_legs_open(*, call: InboundCall, number: Number, call_ids: dict[str, str]) -> list:
-    """The legs to dial for `call` to `number`'s forwarding targets (dial_legs_open)."""
-    return dial_legs_open(
-        owner_id=number.owner_id, targets=list(number.forward_targets), call_ids=call_ids, call=call
-    )
+    """The legs to dial for `call` to `number`'s forwarding targets (dial_legs_open): its
+    phones; the target "browser" has no leg to dial (telephony.webrtc.ring)."""
+    phones = [target for target in number.forward_targets if target != BROWSER]
+    return dial_legs_open(owner_id=number.owner_id, targets=phones, call_ids=call_ids, call=call)
 
 
 def dial_legs_open(
@@ -215,6 +216,21 @@ def forward_leg_unbridged(*, call: InboundCall, leg: ForwardLeg) -> None:
         InboundCall.objects.filter(pk=call.pk).update(answered_at=None, forwarded_to="")
     leg.answered_at = leg.talk_limit = call.answered_at = None
     call.forwarded_to = ""
+
+
+def forward_browser_bridged(*, call: InboundCall) -> None:
+    """A tab of the owner took `call` (the target "browser"): the call is answered, by the
+    browser (so that recovery records it forwarded there). No talk grant: nothing goes out
+    over the trunk, so nothing counts in the plan's quotas beyond the call itself."""
+    now = timezone.now()
+    InboundCall.objects.filter(pk=call.pk).update(answered_at=now, forwarded_to=BROWSER)
+    call.answered_at, call.forwarded_to = now, BROWSER
+
+
+def forward_browser_unbridged(*, call: InboundCall) -> None:
+    """The caller hung up as the tab took the call: the call is not answered."""
+    InboundCall.objects.filter(pk=call.pk).update(answered_at=None, forwarded_to="")
+    call.answered_at, call.forwarded_to = None, ""
 
 
 def dial_leg_bridged(*, leg: ForwardLeg) -> int | None:

@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.fields import (
@@ -11,6 +12,7 @@ from core.fields import (
     StrictCharField,
     StrictIntegerField,
 )
+from core.webrtc import BROWSER
 from virtual_numbers.models import (
     FORWARD_RING_SECONDS,
     FORWARD_RING_SECONDS_DEFAULT,
@@ -66,17 +68,30 @@ class BlocklistOutput(serializers.Serializer):
     blocked = BlockedCallerOutput(many=True)
 
 
+@extend_schema_field(
+    {"oneOf": [{"type": "string", "pattern": r"^\+[1-9]\d{6,14}$"}, {"const": BROWSER}]}
+)
+class ForwardTargetField(DialableNumberField):
+    """A forwarding target: a number Relay may dial, or "browser" (the owner's console tabs
+    whose phone is on, issue 43)."""
+
+    def to_internal_value(self, data):
+        if data == BROWSER:
+            return BROWSER
+        return super().to_internal_value(data)
+
+
 class ForwardingInput(serializers.Serializer):
     targets = serializers.ListField(
-        child=DialableNumberField(),
+        child=ForwardTargetField(),
         min_length=1,
         max_length=FORWARD_TARGETS_MAX,
         error_messages={
             "min_length": "Give at least one number to ring.",
             "max_length": f"Give at most {FORWARD_TARGETS_MAX} numbers to ring.",
         },
-        help_text=f"1 to {FORWARD_TARGETS_MAX} E.164 numbers, rung at once; the first to "
-        "answer takes the call.",
+        help_text=f'1 to {FORWARD_TARGETS_MAX} E.164 numbers, or "browser" (your console '
+        "tabs whose phone is on), rung at once; the first to answer takes the call.",
     )
     ringSeconds = StrictIntegerField(  # noqa: N815
         min_value=FORWARD_RING_SECONDS[0],
@@ -103,7 +118,8 @@ class ForwardingInput(serializers.Serializer):
 
 class ForwardingOutput(serializers.Serializer):
     targets = serializers.ListField(
-        child=serializers.CharField(), help_text="E.164 numbers; empty: forwarding is off."
+        child=serializers.CharField(),
+        help_text='E.164 numbers, and "browser" for the console tabs; empty: forwarding is off.',
     )
     ringSeconds = serializers.IntegerField(source="ring_seconds")  # noqa: N815
     screening = serializers.BooleanField()

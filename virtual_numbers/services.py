@@ -24,6 +24,7 @@ from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound, R
 from core.passwords import password_hashing_slot
 from core.phone import e164_problem, e164_valid
 from core.recordings import recordings_delete_on_commit
+from core.webrtc import BROWSER
 from virtual_numbers.models import (
     FORWARD_RING_SECONDS_DEFAULT,
     BlockedCaller,
@@ -334,6 +335,8 @@ def dial_target_check(*, owner: User, target: str, field: str = "targets") -> No
     script's `dial`), with destination_not_allowed naming `field`: a number of Relay's own
     inventory, held or not (the call would come back: a loop), or one the dialing policy
     refuses for this owner (counted for fraud review, like a call)."""
+    if target == BROWSER:
+        return  # the owner's own tabs: nothing is dialled
     if InventoryNumber.objects.filter(e164=target).exists():
         raise ApplicationError(
             f"{target} is a number of this service; ringing it would loop.",

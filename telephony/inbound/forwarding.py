@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Callable
 
 from django.conf import settings
 
+from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
 from telephony.dial import Dial, Ledger, diversion
 from telephony.sip.uac import OutboundCall
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech, SpeechError
+from telephony.webrtc.ring import BrowserRing
 from virtual_numbers.models import ForwardCallerId
 
 logger = logging.getLogger(__name__)
@@ -80,8 +83,16 @@ class Forwarder:
                 open=lambda call_ids: db(services.forward_legs_open)(
                     call=ledger, number=number, call_ids=call_ids
                 ),
-                bridged=lambda leg: db(services.forward_leg_bridged)(call=ledger, leg=leg),
-                unbridged=lambda leg: db(services.forward_leg_unbridged)(call=ledger, leg=leg),
+                bridged=lambda leg: (
+                    db(services.forward_browser_bridged)(call=ledger)
+                    if leg.target == BROWSER
+                    else db(services.forward_leg_bridged)(call=ledger, leg=leg)
+                ),
+                unbridged=lambda leg: (
+                    db(services.forward_browser_unbridged)(call=ledger)
+                    if leg.target == BROWSER
+                    else db(services.forward_leg_unbridged)(call=ledger, leg=leg)
+                ),
                 ended=lambda leg, duration: db(services.forward_leg_ended)(
                     leg=leg, duration=duration
                 ),
@@ -90,6 +101,7 @@ class Forwarder:
             label=f"inbound call {self.call.call_id}",
             answer=self._answer,
             screen=self._screened if number.forward_screening else None,
+            browser=self._browser_ring() if BROWSER in number.forward_targets else None,
         )
         result = await dial.run()
         if result.status != "completed":
@@ -97,6 +109,24 @@ class Forwarder:
         await self.call.hang_up()
         await self.record(CallStatus.ANSWERED, duration=result.duration)
         return True
+
+    def _browser_ring(self) -> BrowserRing:
+        """The ring of the owner's tabs: they are sent `incoming_call` with `ringBrowser`,
+        the caller and the number's alias, and the ring's own id as `callId` (never a row's: it
+        names this ring in the tabs' frames, and nothing else)."""
+        number = self.number
+        frame = {
+            **services.incoming_call_event(call=self.ledger, number=number),
+            "callId": f"ring-{secrets.token_hex(8)}",
+            "alias": number.alias,
+            "ringBrowser": True,
+        }
+        return BrowserRing(
+            owner_id=number.owner_id,
+            frame=frame,
+            ice_servers=tuple(settings.RTC_ICE_SERVERS),
+            label=f"inbound call {self.call.call_id}",
+        )
 
     async def _answer(self) -> bool:
         return await self.call.answer() is not None

@@ -26,6 +26,7 @@ from aiortc import (
     RTCSessionDescription,
 )
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from aiortc.sdp import candidate_from_sdp
 
 from core.webrtc import G711, OfferRefused, offer_problem
 from telephony.sip.rtp import g711_in
@@ -115,9 +116,14 @@ class BrowserLeg:
         # Set once the browser is gone: its connection closed (a hang-up, the tab closed) or
         # failed (its network, or a handshake with another certificate than the one offered).
         self.ended = asyncio.Event()
+        self.connected = asyncio.Event()  # ICE and DTLS are up: media flows
+        self.signals = ""  # the channel its tab's signals reach the agent on (ring.py)
+        self.tasks: list[asyncio.Task] = []  # cancelled by close()
 
         @self.pc.on("connectionstatechange")
         def _state() -> None:
+            if self.pc.connectionState == "connected":
+                self.connected.set()
             if self.pc.connectionState in ("closed", "failed"):
                 self.ended.set()
 
@@ -154,7 +160,22 @@ class BrowserLeg:
         transceiver.receiver._handle_rtp_packet = self.stream.heard  # before its decoder
         return answer
 
+    async def add_candidate(self, candidate: str, sdp_mid: str | None) -> None:
+        """A candidate the browser found after its offer (trickle ICE, an `rtc_candidate`
+        frame, checked by core.webrtc.candidate_problem). One aiortc cannot read is passed
+        over: the offer's own candidates still stand."""
+        try:
+            parsed = candidate_from_sdp(candidate.removeprefix("a=").removeprefix("candidate:"))
+            parsed.sdpMid = sdp_mid
+            if sdp_mid is None:
+                parsed.sdpMLineIndex = 0
+            await self.pc.addIceCandidate(parsed)
+        except Exception as exc:  # noqa: BLE001 - a stranger's text: never the call's end
+            logger.info("%s: a candidate was passed over (%s)", self.label, type(exc).__name__)
+
     async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
         self.stream.track.stop()
         with contextlib.suppress(Exception):
             await self.pc.close()

@@ -1,0 +1,203 @@
+"""Ringing the owner's browsers (issue 43): a call forwarded to the target "browser" rings
+every console tab of the owner whose phone is on, and the first tab to answer takes it.
+
+The agent and the tabs' sockets (realtime.consumers) speak through the channel layer, the
+same layer that carries every event to sockets:
+- the ring asks the owner's phone group (core.events.phone_group) with `rtc.probe`, naming
+  a channel of its own; each socket in it sends its tab `incoming_call` with
+  `ringBrowser: true` and says `rtc.ringing` back. No answer within PROBE_SECONDS: no tab
+  rings, and the target is over at once (voicemail answers, unless a phone takes the call);
+- a tab's `rtc_offer` arrives as `rtc.offer`, from the socket that was rung (the socket
+  checks that: another user's frames never reach here). The first offer is answered
+  (`rtc_answer` to that tab alone); the call is the tab's once its connection is up (ICE and
+  DTLS with the fingerprint it signalled). Later offers, and every other tab, get
+  `rtc_hangup` with the reason `answered_elsewhere`;
+- `rtc.candidate` adds the answering tab's trickled candidates; `rtc.hangup` is a tab that
+  declined, switched its phone off or closed: the ring is over when no tab is left, and the
+  talk when the answering tab leaves.
+Nothing here touches the database: telephony.dial records the leg as it records a phone's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from channels.layers import get_channel_layer
+
+from core import events
+from core.webrtc import BROWSER, OfferRefused
+from telephony.webrtc.leg import BrowserLeg
+
+logger = logging.getLogger(__name__)
+
+PROBE_SECONDS = 1.0  # for the first tab to say it rings
+CONNECT_SECONDS = 15.0  # from the answer until the tab's connection is up
+
+
+class BrowserRing:
+    """One ring of the owner's tabs for one call, and then its talk. `frame` is the
+    `incoming_call` frame the tabs are sent (its `callId` names the ring in every frame).
+    Like a SIP leg to dial.Dial: `target`, `stream` (once answered) and `hang_up()`."""
+
+    target = BROWSER
+
+    def __init__(self, *, owner_id, frame: dict, ice_servers: tuple[str, ...], label: str):
+        self.owner_id, self.frame, self.label = owner_id, frame, label
+        self.call_id = frame["callId"]
+        self.ice_servers = ice_servers
+        self.layer = get_channel_layer()
+        self.channel = ""
+        self.tabs: set[str] = set()  # the sockets ringing (or talking)
+        self.answering = ""  # the socket whose offer was answered
+        self.leg: BrowserLeg | None = None
+        self.answered_at = 0.0
+        self.over = asyncio.Event()  # hang_up(), or no tab left
+        self.changed = asyncio.Event()  # a tab came or went
+        self.receiver: asyncio.Task | None = None
+
+    @property
+    def stream(self):
+        return self.leg.stream
+
+    def hang_up(self) -> None:
+        self.over.set()
+
+    async def ring(self, seconds: float) -> bool:
+        """Ring the tabs for up to `seconds`. True once a tab's connection is up (the call is
+        that tab's); False when no tab rang, every one left, time ran out or hang_up()."""
+        if self.layer is None:
+            return False
+        loop = asyncio.get_running_loop()
+        self.channel = await self.layer.new_channel()
+        self.receiver = asyncio.create_task(self._receive())
+        probe = {"type": "rtc.probe", "reply": self.channel, "event": self.frame}
+        await self.layer.group_send(events.phone_group(self.owner_id), probe)
+        probe_until, until = loop.time() + PROBE_SECONDS, loop.time() + seconds
+        while True:
+            self.changed.clear()  # before the checks: a message handled later wakes the wait
+            if self.over.is_set():
+                break
+            if self.leg is not None and self.leg.connected.is_set():
+                return True
+            if self.leg is not None:  # answered: its connection has its own while
+                deadline = self.answered_at + CONNECT_SECONDS
+            else:
+                deadline = until if self.tabs else min(probe_until, until)
+            if loop.time() >= deadline:
+                break
+            waits = [asyncio.ensure_future(e.wait()) for e in (self.changed, self.over)]
+            if self.leg is not None:
+                waits.append(asyncio.ensure_future(self.leg.connected.wait()))
+            try:
+                await asyncio.wait(
+                    waits, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                for wait in waits:
+                    wait.cancel()
+        return False
+
+    async def talking(self) -> None:
+        """Returns once the answering tab is gone: its hang-up, its connection ended, or
+        hang_up()."""
+        waits = [asyncio.ensure_future(self.over.wait())]
+        if self.leg is not None:
+            waits.append(asyncio.ensure_future(self.leg.ended.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    async def close(self, reason: str) -> None:
+        """End the ring and the talk: every tab still in it is sent `rtc_hangup` with
+        `reason` (the answering tab `ended` once it talked)."""
+        self.over.set()
+        if self.receiver is not None:
+            self.receiver.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.receiver
+        talked = self.leg is not None and self.leg.connected.is_set()
+        for tab in list(self.tabs):
+            why = "ended" if talked and tab == self.answering else reason
+            await self._tell(tab, {"type": "rtc_hangup", "callId": self.call_id, "reason": why})
+        self.tabs.clear()
+        if self.leg is not None:
+            await self.leg.close()
+
+    async def _tell(self, tab: str, frame: dict) -> None:
+        with contextlib.suppress(Exception):  # a socket gone, the layer down: the tab is over
+            await self.layer.send(tab, {"type": "rtc.event", "event": frame})
+
+    async def _receive(self) -> None:
+        while True:
+            try:
+                message = await self.layer.receive(self.channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the layer lost: the tabs are lost with it
+                logger.warning("%s: the channel layer failed; the browsers' ring ends", self.label)
+                self.over.set()
+                return
+            with contextlib.suppress(KeyError, TypeError):
+                await self._handle(message["type"], message["tab"], message)
+
+    async def _handle(self, kind: str, tab: str, message: dict) -> None:
+        if kind == "rtc.ringing":
+            self.tabs.add(tab)
+        elif kind == "rtc.offer":
+            await self._offer(tab, message["sdp"])
+        elif kind == "rtc.candidate":
+            if tab == self.answering and self.leg is not None:
+                await self.leg.add_candidate(message["candidate"], message.get("sdpMid"))
+        elif kind == "rtc.hangup":
+            self.tabs.discard(tab)
+            if tab == self.answering or not self.tabs:
+                self.over.set()
+        self.changed.set()
+
+    async def _offer(self, tab: str, sdp: str) -> None:
+        if tab not in self.tabs:
+            return  # not rung, or left already
+        if self.leg is not None:  # another tab answered first
+            self.tabs.discard(tab)
+            frame = {"type": "rtc_hangup", "callId": self.call_id, "reason": "answered_elsewhere"}
+            await self._tell(tab, frame)
+            return
+        leg = BrowserLeg(ice_servers=self.ice_servers, label=self.label)
+        try:
+            answer = await leg.answer(sdp)
+        except OfferRefused as refused:
+            await leg.close()
+            self.tabs.discard(tab)
+            await self._tell(
+                tab, {"type": "rtc_hangup", "callId": self.call_id, "reason": str(refused)}
+            )
+            if not self.tabs:
+                self.over.set()
+            return
+        self.leg, self.answering = leg, tab
+        self.answered_at = asyncio.get_running_loop().time()
+        await self._tell(tab, {"type": "rtc_answer", "callId": self.call_id, "sdp": answer})
+        for other in self.tabs - {tab}:
+            self.tabs.discard(other)
+            frame = {"type": "rtc_hangup", "callId": self.call_id, "reason": "answered_elsewhere"}
+            await self._tell(other, frame)
+
+
+async def candidates_taken(layer, channel: str, leg: BrowserLeg) -> None:
+    """For a call placed from the browser: the tab's trickled candidates (`rtc.candidate` on
+    `channel`, named to its socket as the `rtc_answer`'s peer) added to `leg`, until
+    cancelled."""
+    while True:
+        try:
+            message = await layer.receive(channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - the layer lost: the offer's candidates stand
+            logger.warning("%s: the channel layer failed; no more candidates", leg.label)
+            return
+        if message.get("type") == "rtc.candidate" and isinstance(message.get("candidate"), str):
+            await leg.add_candidate(message["candidate"], message.get("sdpMid"))
