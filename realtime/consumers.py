@@ -282,6 +282,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if kind == "rtc_candidate":
             await self.on_phone(self.phone.candidate, frame)
             return
+        if kind == "rtc_dtmf":
+            await self.on_phone(self.phone.dtmf, frame)
+            return
         if kind == "phone":
             await self.on_phone(self.phone.switch, frame)
             return

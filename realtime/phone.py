@@ -9,14 +9,15 @@ agent's side; docs/websocket.md the frames).
   the ring's `callId` (`ring-...`) is this socket's to answer (`rtc_offer` without `to`),
   to trickle candidates to (`rtc_candidate`) and to leave (`rtc_hangup`). A ring this
   socket was never sent is answered `not_found`: another user's ring never is.
-- `rtc_candidate` for a call this socket placed from the browser goes to the agent that
-  answered its offer (the `peer` its `rtc_answer` came with).
+- `rtc_candidate` and `rtc_dtmf` (the keypad's keys) for a call this socket placed from the
+  browser go to the agent that answered its offer (the `peer` its `rtc_answer` came with).
 - Switching the phone off, or the socket closing, leaves every ring it was in.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 
 from redis.exceptions import RedisError
 
@@ -25,6 +26,8 @@ from core.errors import InvalidRequest, NotFound
 from core.webrtc import candidate_problem, offer_problem
 
 RING_PREFIX = "ring-"
+MAX_DIGITS = 32
+DIGITS = re.compile(rf"[0-9*#A-D]{{1,{MAX_DIGITS}}}")
 
 
 def rings_answer(frame: dict) -> bool:
@@ -87,6 +90,19 @@ class Phone:
         if problem is not None:
             raise InvalidRequest(f"{problem}.", fields={"candidate": [problem]})
         await self._to(agent, {"type": "rtc.candidate", "candidate": candidate, "sdpMid": mid})
+
+    async def dtmf(self, frame: dict) -> None:
+        """`rtc_dtmf`: keys of the page's keypad, sent on to the phone as RFC 4733 events.
+        The digits never reach a log."""
+        call_id = _call_id(frame)
+        agent = self.rings.get(call_id) or self.peers.get(call_id)
+        if agent is None:
+            raise NotFound("No call of this tab's has this callId (it may have ended).")
+        digits = frame.get("digits")
+        if not isinstance(digits, str) or not DIGITS.fullmatch(digits):
+            problem = f"1 to {MAX_DIGITS} of 0-9, *, # and A-D."
+            raise InvalidRequest(f"digits: {problem}", fields={"digits": [problem]})
+        await self._to(agent, {"type": "rtc.dtmf", "digits": digits})
 
     async def hang_up_ring(self, call_id: str) -> bool:
         """`rtc_hangup` of a ring this socket is in (declined, or the talk ended from the

@@ -44,7 +44,7 @@ from telephony.sip.message import new_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech, SpeechError
 from telephony.webrtc.leg import BrowserLeg, BrowserTalk
-from telephony.webrtc.ring import candidates_taken
+from telephony.webrtc.ring import signals_taken
 
 logger = logging.getLogger(__name__)
 
@@ -386,9 +386,9 @@ class TelephonyAgent:
             await self._move(live, Step(status=CallState.FAILED, reason=str(refused)))
             return None
         layer = get_channel_layer()
-        if layer is not None:  # the tab's trickled candidates come to a channel of the leg's
+        if layer is not None:  # the tab's candidates and keys come to a channel of the leg's
             leg.signals = await layer.new_channel()
-            leg.tasks.append(asyncio.create_task(candidates_taken(layer, leg.signals, leg)))
+            leg.tasks.append(asyncio.create_task(signals_taken(layer, leg.signals, leg)))
         frame = {"type": "rtc_answer", "callId": record.call_id, "sdp": answer}
         message = {"type": "relay.event", "event": frame, "peer": leg.signals}
         await events.send_collected([(events.user_group(record.owner_id), message)])

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import fractions
 import logging
+import os
 import struct
 
 import av
@@ -29,13 +30,16 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.sdp import candidate_from_sdp
 
 from core.webrtc import G711, OfferRefused, offer_problem
-from telephony.sip.rtp import g711_in
+from telephony.sip.rtp import DTMF_KEYS, g711_in
 
 logger = logging.getLogger(__name__)
 
 TIME_BASE = fractions.Fraction(1, 8000)
 QUEUED_FRAMES = 25  # half a second: past it the oldest relayed frame is dropped, not delayed
 G711_MIME = {f"audio/{name}" for name in G711}
+KEY_MS, KEY_GAP_MS = 100, 60  # a keypad key's tone, and the silence before the next
+KEY_VOLUME = 10  # -10 dBm0, as phones send
+EVENT_PAYLOAD_TYPE = 101  # re-typed by the other leg to its own telephone-event
 
 
 class RelayedAudio(MediaStreamTrack):
@@ -75,6 +79,10 @@ class BrowserStream:
         self.track = RelayedAudio()
         self.relayed_packets = 0
         self.heard_packets = 0
+        # The browser's audio SSRC and last timestamp: the keypad's RFC 4733 events are sent
+        # as that stream's, at its time, so the other leg re-stamps both alike.
+        self.ssrc, self.timestamp = struct.unpack("!II", os.urandom(8))
+        self.keys = asyncio.Lock()
 
     def relay(self, packet: bytes, payload: bytes, *, event: bool) -> None:
         """A packet the other leg heard, on to the browser in this leg's codec."""
@@ -92,6 +100,7 @@ class BrowserStream:
         self.heard_packets += 1
         if self.bridge is None or packet.payload_type not in G711.values():
             return
+        self.ssrc, self.timestamp = packet.ssrc, packet.timestamp
         header = struct.pack(
             "!BBHII",
             0x80,
@@ -101,6 +110,36 @@ class BrowserStream:
             packet.ssrc,
         )
         self.bridge.relay(header + packet.payload, packet.payload, event=False)
+
+    async def press(self, digits: str) -> None:
+        """The page's keypad: each key (of DTMF_KEYS) sent on to the other leg as an RFC 4733
+        event of KEY_MS, KEY_GAP_MS apart, in the order pressed (nothing when unbridged)."""
+        async with self.keys:
+            for key in digits:
+                if key in DTMF_KEYS:  # the socket checked them; a stranger's are passed over
+                    await self._press(DTMF_KEYS.index(key))
+                await asyncio.sleep(KEY_GAP_MS / 1000)  # the gap between two keys' tones
+
+    async def _press(self, event: int) -> None:
+        start = (self.timestamp + 160) & 0xFFFFFFFF
+        steps = KEY_MS // 20
+        for step in range(1, steps + 1):
+            self._event(event, start, 160 * step, end=False, first=step == 1)
+            await asyncio.sleep(0.02)  # one packet a 20 ms frame, as the tone lasts
+        for _ in range(3):  # the end packet, three times (RFC 4733 section 2.5.1.4)
+            self._event(event, start, 160 * steps, end=True, first=False)
+        # The next key starts later, even while no audio comes (a muted microphone): its own
+        # timestamp makes it a new event.
+        self.timestamp = (start + 8 * (KEY_MS + KEY_GAP_MS)) & 0xFFFFFFFF
+
+    def _event(self, event: int, start: int, duration: int, *, end: bool, first: bool) -> None:
+        if self.bridge is None:
+            return
+        header = struct.pack(
+            "!BBHII", 0x80, (0x80 if first else 0) | EVENT_PAYLOAD_TYPE, 0, start, self.ssrc
+        )
+        payload = struct.pack("!BBH", event, (0x80 if end else 0) | KEY_VOLUME, duration)
+        self.bridge.relay(header + payload, payload, event=True)
 
 
 class BrowserLeg:

@@ -149,9 +149,9 @@ class BrowserRing:
             self.tabs.add(tab)
         elif kind == "rtc.offer":
             await self._offer(tab, message["sdp"])
-        elif kind == "rtc.candidate":
+        elif kind in ("rtc.candidate", "rtc.dtmf"):
             if tab == self.answering and self.leg is not None:
-                await self.leg.add_candidate(message["candidate"], message.get("sdpMid"))
+                await signal_taken(self.leg, message)
         elif kind == "rtc.hangup":
             self.tabs.discard(tab)
             if tab == self.answering or not self.tabs:
@@ -187,17 +187,27 @@ class BrowserRing:
             await self._tell(other, frame)
 
 
-async def candidates_taken(layer, channel: str, leg: BrowserLeg) -> None:
-    """For a call placed from the browser: the tab's trickled candidates (`rtc.candidate` on
-    `channel`, named to its socket as the `rtc_answer`'s peer) added to `leg`, until
-    cancelled."""
+async def signals_taken(layer, channel: str, leg: BrowserLeg) -> None:
+    """For a call placed from the browser: the tab's trickled candidates and keypad keys
+    (`rtc.candidate`, `rtc.dtmf` on `channel`, named to its socket as the `rtc_answer`'s
+    peer), taken by `leg` until cancelled."""
     while True:
         try:
             message = await layer.receive(channel)
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - the layer lost: the offer's candidates stand
-            logger.warning("%s: the channel layer failed; no more candidates", leg.label)
+        except Exception:  # noqa: BLE001 - the layer lost: the call goes on without
+            logger.warning("%s: the channel layer failed; no more signals from the tab", leg.label)
             return
-        if message.get("type") == "rtc.candidate" and isinstance(message.get("candidate"), str):
-            await leg.add_candidate(message["candidate"], message.get("sdpMid"))
+        await signal_taken(leg, message)
+
+
+async def signal_taken(leg: BrowserLeg, message: dict) -> None:
+    """A candidate (added) or keys (pressed, in the background: they take their time)."""
+    kind = message.get("type")
+    if kind == "rtc.candidate" and isinstance(message.get("candidate"), str):
+        await leg.add_candidate(message["candidate"], message.get("sdpMid"))
+    elif kind == "rtc.dtmf" and isinstance(message.get("digits"), str):
+        pressing = asyncio.ensure_future(leg.stream.press(message["digits"]))
+        leg.tasks.append(pressing)
+        pressing.add_done_callback(leg.tasks.remove)

@@ -98,6 +98,9 @@ async def test_a_ring_reaches_the_tabs_whose_phone_is_on_and_the_first_offer_goe
         "tab": ringing["tab"],
     }
 
+    await on.send_json_to({"type": "rtc_dtmf", "callId": "ring-0123456789abcdef", "digits": "12#"})
+    assert await agent.next() == {"type": "rtc.dtmf", "digits": "12#", "tab": ringing["tab"]}
+
     # The agent's frames reach that tab; a ring it ended is no longer the tab's.
     ended = {"type": "rtc_hangup", "callId": "ring-0123456789abcdef", "reason": "ended"}
     await agent.tell(ringing["tab"], ended)
@@ -172,8 +175,16 @@ async def test_declining_switching_off_or_closing_leaves_the_ring(communicator, 
         ({"type": "rtc_candidate", "callId": "ring-0123456789abcdef", "candidate": "x"}, None),
         ({"type": "rtc_candidate", "callId": 5, "candidate": CANDIDATE}, "callId"),
         ({"type": "rtc_offer", "callId": "ring-\ud800", "sdp": "v=0"}, None),
+        ({"type": "rtc_dtmf", "callId": "ring-0123456789abcdef", "digits": "1"}, None),
     ],
-    ids=["phone-no-on", "phone-not-bool", "candidate-unknown-ring", "callid-number", "surrogate"],
+    ids=[
+        "phone-no-on",
+        "phone-not-bool",
+        "candidate-unknown-ring",
+        "callid-number",
+        "surrogate",
+        "dtmf-unknown-ring",
+    ],
 )
 async def test_bad_phone_frames_get_an_error_frame_and_the_socket_stays(
     communicator, user, frame, field
@@ -219,4 +230,21 @@ async def test_a_hostile_candidate_is_refused_before_the_agent(communicator, use
     reply = await ws.receive_json_from(timeout=5)
     assert (reply["type"], reply["code"]) == ("error", "invalid_request")
     assert "candidate" in reply["fields"]
+    assert await agent.nothing_within(0.3)
+
+
+@pytest.mark.parametrize("digits", ["", "1" * 33, "x", "1\x00", 5, None, "a"])
+async def test_keys_that_are_no_keypads_are_refused_before_the_agent(communicator, user, digits):
+    ws, _ = await communicator(user)
+    await phone_on(ws)
+    agent = await Agent.make()
+    await agent.ring(user, ring_frame())
+    await ws.receive_json_from(timeout=5)
+    await agent.next()
+
+    await ws.send_json_to({"type": "rtc_dtmf", "callId": "ring-0123456789abcdef", "digits": digits})
+
+    reply = await ws.receive_json_from(timeout=5)
+    assert (reply["type"], reply["code"]) == ("error", "invalid_request")
+    assert "digits" in reply["fields"]
     assert await agent.nothing_within(0.3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -15,6 +16,7 @@ from websockets.asyncio.client import connect
 
 from realtime.models import TERMINAL_STATES, CallRequest
 from tests.telephony.browser_peer import BROWSER_SAYS, Browser, until
+from tests.telephony.conftest import free_udp_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
@@ -99,3 +101,44 @@ async def until_status(ws, call_id: str, status: str) -> None:
             frame = json.loads(await ws.recv())
             if frame.get("callId") == call_id and frame.get("status") == status:
                 return
+
+
+async def test_the_keypad_of_a_call_from_the_browser_reaches_the_callee_as_rfc_4733(
+    sip_relay, sipp, login
+):
+    # SIPp answers; the audio its SDP names is a socket of the test's, which reads it all.
+    audio = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    audio.bind(("127.0.0.1", free_udp_port()))
+    audio.setblocking(False)
+    far_end = sipp("answer_media_at", audio_port=audio.getsockname()[1])
+    browser = Browser()
+    events: set[int] = set()
+    try:
+        async with connect(f"{sip_relay.ws_base}/ws?token={login.token}") as ws:
+            offer = await browser.offer()
+            await ws.send(json.dumps({"type": "rtc_offer", "callId": "b3", "to": TO, "sdp": offer}))
+            await browser.take((await next_frame(ws, "b3", "rtc_answer"))["sdp"])
+            await until_status(ws, "b3", "in_progress")
+            await until(lambda: browser.pc.connectionState == "connected", "the connection")
+            await ws.send(json.dumps({"type": "rtc_dtmf", "callId": "b3", "digits": "7"}))
+
+            def heard_seven() -> bool:
+                while True:
+                    try:
+                        packet = audio.recv(2048)
+                    except BlockingIOError:
+                        return 7 in events
+                    if packet[1] & 0x7F == 101:
+                        events.add(packet[12])
+
+            for _ in range(500):  # the browser keeps talking meanwhile, as a microphone does
+                browser.track.push(BROWSER_SAYS)
+                if heard_seven():
+                    break
+                await asyncio.sleep(0.02)
+            await ws.send(json.dumps({"type": "rtc_hangup", "callId": "b3"}))
+    finally:
+        await browser.pc.close()
+        audio.close()
+    assert events == {7}
+    assert await asyncio.to_thread(far_end.finish) == 0

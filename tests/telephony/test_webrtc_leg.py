@@ -143,3 +143,39 @@ async def test_media_is_taken_only_from_the_certificate_the_offer_signalled():
         await leg.close()
         await browser.pc.close()
         phone.close()
+
+
+async def test_the_keypad_reaches_the_phone_as_rfc_4733_events_in_its_payload_type():
+    leg, phone = BrowserLeg(label="test"), Phone(0)
+    try:
+        await phone.open()
+        phone.stream.dtmf_payload_type = 96  # the phone's telephone-event, not the browser's
+        leg.stream.bridge = phone.stream
+
+        await leg.stream.press("5#")
+
+        packets = []
+        while True:
+            try:
+                packets.append(phone.far.recv(2048))
+            except BlockingIOError:
+                break
+        assert {packet[1] & 0x7F for packet in packets} == {96}
+        events = [
+            (struct.unpack("!I", p[4:8])[0], p[12], bool(p[13] & 0x80), p[14] << 8 | p[15])
+            for p in packets
+        ]
+        starts = sorted({timestamp for timestamp, *_ in events})
+        assert len(starts) == 2  # one event each key, each at its own time
+        for start, key in zip(starts, (5, 11), strict=True):  # "5", then "#"
+            of_key = [e for e in events if e[0] == start]
+            assert {event for _, event, _, _ in of_key} == {key}
+            durations = [duration for _, _, end, duration in of_key if not end]
+            assert durations == sorted(durations) and durations[0] == 160
+            ends = [duration for _, _, end, duration in of_key if end]
+            assert ends == [durations[-1]] * 3  # the end, three times
+        first_packets = [p for p in packets if p[1] & 0x80]
+        assert len(first_packets) == 2  # the marker on each key's first packet
+    finally:
+        await leg.close()
+        phone.close()
