@@ -5,6 +5,9 @@ reaches the peer connection, and never another call."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
 
 MAX_SDP_BYTES = 16 * 1024  # a browser's audio offer is 2-5 KiB
@@ -69,3 +72,23 @@ def candidate_problem(candidate: object, sdp_mid: object = None) -> str | None:
     ):  # fmt: skip
         return f"sdpMid must be a short string (at most {MAX_MID} characters)"
     return None
+
+
+def ice_servers(*, urls: tuple[str, ...], secret: str, ttl: int, name: str, now: float) -> list:
+    """RTCIceServer dicts for `urls` (RTC_ICE_SERVERS): a stun: URL as it is; a turn: URL,
+    with a `secret` (RTC_TURN_SECRET), with a username and password of its own for `name`
+    that the TURN server accepts until `ttl` seconds from `now` (the TURN REST API scheme
+    coturn's use-auth-secret checks: the username is `expiry:name`, the password its
+    HMAC-SHA1 under the secret, in base64). The secret itself never leaves the server."""
+    servers, turns = [], []
+    for url in urls:
+        (turns if url.startswith(("turn:", "turns:")) else servers).append(url)
+    servers = [{"urls": url} for url in servers]
+    if turns and secret:
+        username = f"{int(now) + ttl}:{name}"
+        digest = hmac.new(secret.encode(), username.encode(), hashlib.sha1).digest()
+        credential = base64.b64encode(digest).decode()
+        servers.append({"urls": turns, "username": username, "credential": credential})
+    elif turns:
+        servers.append({"urls": turns})
+    return servers

@@ -43,7 +43,7 @@ from telephony.scripted import ScriptedTalk
 from telephony.sip.message import new_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech, SpeechError
-from telephony.webrtc.leg import BrowserLeg, BrowserTalk
+from telephony.webrtc.leg import BrowserLeg, BrowserTalk, agent_ice_servers, agent_rtc_ports
 from telephony.webrtc.ring import signals_taken
 
 logger = logging.getLogger(__name__)
@@ -154,6 +154,7 @@ def agent_config(index: int = 0) -> UaConfig:
         tls_key_file=settings.SIP_TLS_KEY_FILE,
         srtp=settings.SIP_SRTP,
         dns_servers=tuple(settings.SIP_DNS_SERVERS),
+        rtc_ports=agent_rtc_ports(index),
     )
 
 
@@ -378,7 +379,11 @@ class TelephonyAgent:
         """The browser's leg of a call from the browser, its answer sent to the owner's
         sockets; None when the offer cannot be answered (the call ended `failed`)."""
         record = live.record
-        leg = BrowserLeg(ice_servers=settings.RTC_ICE_SERVERS, label=f"call {record.pk}")
+        leg = BrowserLeg(
+            ice_servers=agent_ice_servers(),
+            ports=self.ua.config.rtc_ports,
+            label=f"call {record.pk}",
+        )
         try:
             answer = await leg.answer(record.rtc_offer)
         except OfferRefused as refused:

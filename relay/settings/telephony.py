@@ -213,3 +213,15 @@ def _ice_server(item: str) -> str:
 
 
 RTC_ICE_SERVERS = tuple(each_parsed("RTC_ICE_SERVERS", _ice_server, expected="stun: or turn: URLs"))
+# The TURN server's shared secret (coturn's `static-auth-secret`, `use-auth-secret`): each page
+# and each agent's leg is given a username and password of its own for the turn: URLs, valid
+# RTC_TURN_TTL seconds (core.webrtc.ice_servers). Empty: the turn: URLs are given without.
+RTC_TURN_SECRET = text("RTC_TURN_SECRET")
+RTC_TURN_TTL = whole_number("RTC_TURN_TTL", 3600, minimum=60, maximum=86400, unit=" s")
+# The UDP ports of the agent's WebRTC legs (ICE, then DTLS-SRTP on the same port): one a leg.
+RTC_PORT_RANGE, RTC_PORTS = parsed(
+    "RTC_PORT_RANGE",
+    "21000-21999",
+    _port_range,
+    expected="first-last within 1024-65535, like 21000-21999",
+)

@@ -30,6 +30,7 @@ from telephony.dial import Dial, Ledger, diversion
 from telephony.sip.uac import OutboundCall
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech, SpeechError
+from telephony.webrtc.leg import agent_ice_servers
 from telephony.webrtc.ring import BrowserRing
 from virtual_numbers.models import ForwardCallerId
 
@@ -124,7 +125,8 @@ class Forwarder:
         return BrowserRing(
             owner_id=number.owner_id,
             frame=frame,
-            ice_servers=tuple(settings.RTC_ICE_SERVERS),
+            ice_servers=agent_ice_servers(),
+            ports=self.ua.config.rtc_ports,
             label=f"inbound call {self.call.call_id}",
         )
 

@@ -82,6 +82,7 @@ class UaConfig:
     tls_key_file: str = ""
     srtp: str = "off"  # off, optional or required (SDES keys; only over TLS)
     dns_servers: tuple[tuple[str, int], ...] = ()  # (ip, port); none: the system's resolvers
+    rtc_ports: range | None = None  # the browsers' legs (telephony.webrtc); None: the kernel's
 
 
 class UserAgent:

@@ -17,6 +17,7 @@ import fractions
 import logging
 import os
 import struct
+import time
 
 import av
 from aiortc import (
@@ -28,9 +29,11 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.sdp import candidate_from_sdp
+from django.conf import settings
 
-from core.webrtc import G711, OfferRefused, offer_problem
+from core.webrtc import G711, OfferRefused, ice_servers, offer_problem
 from telephony.sip.rtp import DTMF_KEYS, g711_in
+from telephony.webrtc.ports import in_range
 
 logger = logging.getLogger(__name__)
 
@@ -145,11 +148,22 @@ class BrowserStream:
 class BrowserLeg:
     """One browser's WebRTC peer connection. `answer(offer)` returns the answer's SDP (every
     candidate in it: no trickle needed); media flows once the browser has it; `close()` ends
-    it. `ice_servers` are STUN/TURN URLs (RTC_ICE_SERVERS)."""
+    it. `ice_servers` are RTCIceServer dicts (agent_ice_servers), `ports` the agent's share
+    of RTC_PORT_RANGE (None: the kernel's)."""
 
-    def __init__(self, *, ice_servers: tuple[str, ...] = (), label: str = "") -> None:
-        servers = [RTCIceServer(urls=url) for url in ice_servers]
+    def __init__(
+        self, *, ice_servers: list[dict] = (), ports: range | None = None, label: str = ""
+    ) -> None:
+        servers = [
+            RTCIceServer(
+                urls=server["urls"],
+                username=server.get("username"),
+                credential=server.get("credential"),
+            )
+            for server in ice_servers
+        ]
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
+        self.ports = ports
         self.stream = BrowserStream()
         self.label = label
         # Set once the browser is gone: its connection closed (a hang-up, the tab closed) or
@@ -187,7 +201,8 @@ class BrowserLeg:
             for other in self.pc.getTransceivers():
                 if other is not transceiver:
                     other.direction = "inactive"  # one voice per call
-            await self.pc.setLocalDescription(await self.pc.createAnswer())
+            with in_range(self.ports):  # the candidates' sockets, bound as it gathers
+                await self.pc.setLocalDescription(await self.pc.createAnswer())
         except OfferRefused:
             raise
         except Exception as exc:  # aiortc's own refusal of what the checks let through
@@ -246,3 +261,22 @@ def _answered_payload_type(answer: str) -> int:
         if line.startswith("m=audio "):
             return int(line.split()[3])
     raise OfferRefused("the offer cannot be answered")
+
+
+def agent_ice_servers() -> list[dict]:
+    """The agent's STUN and TURN servers (RTC_ICE_SERVERS), TURN with credentials of its own
+    for RTC_TURN_TTL (core.webrtc.ice_servers)."""
+    return ice_servers(
+        urls=settings.RTC_ICE_SERVERS,
+        secret=settings.RTC_TURN_SECRET,
+        ttl=settings.RTC_TURN_TTL,
+        name="relay-agent",
+        now=time.time(),
+    )
+
+
+def agent_rtc_ports(index: int = 0) -> range:
+    """Agent `index`'s share of RTC_PORT_RANGE (SIP_AGENTS side by side, as RTP's)."""
+    first, last = settings.RTC_PORTS
+    share = (last - first + 1) // max(1, settings.SIP_AGENTS)
+    return range(first + index * share, first + (index + 1) * share)

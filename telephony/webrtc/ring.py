@@ -43,10 +43,12 @@ class BrowserRing:
 
     target = BROWSER
 
-    def __init__(self, *, owner_id, frame: dict, ice_servers: tuple[str, ...], label: str):
+    def __init__(
+        self, *, owner_id, frame: dict, ice_servers: list[dict], ports: range | None, label: str
+    ) -> None:
         self.owner_id, self.frame, self.label = owner_id, frame, label
         self.call_id = frame["callId"]
-        self.ice_servers = ice_servers
+        self.ice_servers, self.ports = ice_servers, ports
         self.layer = get_channel_layer()
         self.channel = ""
         self.tabs: set[str] = set()  # the sockets ringing (or talking)
@@ -166,7 +168,7 @@ class BrowserRing:
             frame = {"type": "rtc_hangup", "callId": self.call_id, "reason": "answered_elsewhere"}
             await self._tell(tab, frame)
             return
-        leg = BrowserLeg(ice_servers=self.ice_servers, label=self.label)
+        leg = BrowserLeg(ice_servers=self.ice_servers, ports=self.ports, label=self.label)
         try:
             answer = await leg.answer(sdp)
         except OfferRefused as refused:

@@ -322,6 +322,7 @@ def sip_env(workdir: Path, trunk_port: int, **extra) -> dict:
         "SIP_TRUNK_URI": f"sip:127.0.0.1:{trunk_port}",
         "SIP_BIND": f"127.0.0.1:{free_udp_port()}",
         "RTP_PORT_RANGE": rtp_range(),
+        "RTC_PORT_RANGE": rtp_range(40),  # the browsers' legs, off the other tests' ports
         # Short, so that no-answer tests are quick; long enough that a far end starved of
         # CPU on a busy CI machine still answers within it.
         "SIP_RING_TIMEOUT": "5",

@@ -6,14 +6,18 @@ offers are refused with a sentence before the WebRTC stack reads them."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import socket
 import struct
 
 import pytest
 
-from core.webrtc import MAX_SDP_BYTES, OfferRefused, offer_problem
+from core.webrtc import MAX_SDP_BYTES, OfferRefused, ice_servers, offer_problem
 from telephony.sip.rtp import TRANSCODE, RtpStream
 from telephony.webrtc.leg import BrowserLeg
+from tests.live import free_rtp_range
 from tests.telephony.browser_peer import BROWSER_SAYS, PHONE_SAYS, Browser, an_offer, until
 
 pytestmark = pytest.mark.timeout(60)
@@ -179,3 +183,42 @@ async def test_the_keypad_reaches_the_phone_as_rfc_4733_events_in_its_payload_ty
     finally:
         await leg.close()
         phone.close()
+
+
+async def test_the_legs_candidates_take_ports_of_rtc_port_range_and_the_sip_sockets_do_not():
+    ports = free_rtp_range(10)
+    browser, leg = Browser(), BrowserLeg(label="test", ports=ports)
+    other = RtpStream(0)
+    try:
+        answer = await leg.answer(await browser.offer())
+        await other.open("127.0.0.1", 0)  # asked for the kernel's port, outside any leg
+
+        candidates = [line for line in answer.splitlines() if line.startswith("a=candidate:")]
+        assert candidates
+        assert all(int(line.split()[5]) in ports for line in candidates), candidates
+        assert other.sock.get_extra_info("sockname")[1] not in ports
+    finally:
+        await leg.close()
+        await browser.pc.close()
+        other.close()
+
+
+def test_turn_urls_get_credentials_of_their_own_that_coturn_checks_and_stun_urls_none():
+    servers = ice_servers(
+        urls=("stun:stun.example.net:3478", "turn:turn.example.net:3478?transport=udp"),
+        secret="s3cret",
+        ttl=600,
+        name="relay-agent",
+        now=1_000_000,
+    )
+
+    assert servers[0] == {"urls": "stun:stun.example.net:3478"}
+    turn = servers[1]
+    assert turn["urls"] == ["turn:turn.example.net:3478?transport=udp"]
+    assert turn["username"] == "1000600:relay-agent"  # expiry:name
+    digest = hmac.new(b"s3cret", b"1000600:relay-agent", hashlib.sha1).digest()
+    assert turn["credential"] == base64.b64encode(digest).decode()
+    assert "s3cret" not in repr(servers)
+    assert ice_servers(urls=("turn:t:3478",), secret="", ttl=60, name="x", now=0) == [
+        {"urls": ["turn:t:3478"]}
+    ]
