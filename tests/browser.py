@@ -17,8 +17,9 @@ NEEDS_CHROMIUM = pytest.mark.skipif(
 
 
 @contextmanager
-def launched_chromium() -> Iterator:
-    """A headless Chromium with nothing of its own reaching out (updates, sync, QUIC)."""
+def launched_chromium(*extra: str) -> Iterator:
+    """A headless Chromium with nothing of its own reaching out (updates, sync, QUIC), and
+    `extra` flags (the browser phone's fake microphone)."""
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
@@ -36,6 +37,7 @@ def launched_chromium() -> Iterator:
                     "--disable-background-networking",
                     "--disable-component-update",
                     "--disable-sync",
+                    *extra,
                 ],
             )
             try:

@@ -3,6 +3,7 @@ cancel it while it runs. The page works without JavaScript but for the live stat
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
@@ -61,6 +62,8 @@ def _calls_page(request, form: CallForm, *, status: int = 200, error=None, cance
         # For the script: each status's words, and which ones end a call (no Cancel then).
         "labels": {"names": dict(CallState.choices), "terminal": sorted(TERMINAL_STATES)},
         "cancel_error": cancel_error.message if cancel_error else None,
+        # Calls from the browser need the SIP agent (issue 43): the form shows only then.
+        "browser_calls": settings.TELEPHONY_PROVIDER == "sip",
     }
     response = render(request, "console/calls.html", context, status=status)
     shown = error or cancel_error

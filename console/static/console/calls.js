@@ -79,5 +79,36 @@
       .catch(retry);
   }
 
+  // A call placed from the browser (phone.js) gets its row at once; its statuses follow.
+  document.addEventListener("relay:browser-call", function (event) {
+    var list = document.querySelector("ul.calls");
+    if (!list) {
+      list = document.createElement("ul");
+      list.className = "cards calls";
+      list.setAttribute("aria-labelledby", "recent-calls");
+      document.getElementById("recent-calls").after(list);
+    }
+    var row = document.createElement("li");
+    row.className = "card call";
+    row.dataset.callId = event.detail.callId;
+    var heading = document.createElement("h3");
+    var number = document.createElement("span");
+    number.className = "number";
+    number.textContent = event.detail.to;
+    heading.append("To ", number);
+    var line = document.createElement("p");
+    line.className = "call-status-line";
+    var status = document.createElement("strong");
+    status.className = "call-status";
+    status.dataset.status = "";
+    status.setAttribute("aria-live", "polite");
+    line.append("Status: ", status);
+    var from = document.createElement("p");
+    from.className = "muted";
+    from.textContent = "From the browser";
+    row.append(heading, line, from);
+    list.prepend(row);
+  });
+
   connect();
 })();

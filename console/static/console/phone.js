@@ -1,0 +1,363 @@
+// The browser phone (issue 43; docs/console.md, "Browser phone"). On every console page: the
+// "Phone" switch in the header, and the phone's panel. With the phone on, calls to numbers that
+// forward to "browser" ring this tab: Answer asks for the microphone, offers WebRTC audio to
+// Relay's telephony agent (rtc_offer) and plays what the caller says; Decline leaves the ring.
+// On the calls page, "Call from the browser" places a call the same way. The frames are
+// docs/websocket.md's. Nothing here is needed for the rest of the console to work.
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  var panel = document.getElementById("phone");
+  var toggle = document.getElementById("phone-switch");
+  if (!panel || !toggle) return;
+  var config = JSON.parse(document.getElementById("phone-config").textContent);
+  var csrf = document.querySelector("input[name=csrfmiddlewaretoken]");
+  var el = {
+    help: panel.querySelector(".phone-help"),
+    line: panel.querySelector(".phone-line"),
+    alert: panel.querySelector(".phone-alert"),
+    ringing: panel.querySelector(".phone-ringing"),
+    caller: panel.querySelector(".phone-caller"),
+    answer: panel.querySelector(".phone-answer"),
+    decline: panel.querySelector(".phone-decline"),
+    talking: panel.querySelector(".phone-talking"),
+    mute: panel.querySelector(".phone-mute"),
+    hangup: panel.querySelector(".phone-hangup"),
+    keypad: panel.querySelector(".phone-keypad"),
+    audio: new Audio(), // the caller's voice; not in the page: a player there is a message's
+  };
+  el.audio.autoplay = true;
+  var dial = document.getElementById("browser-call");
+  var socket = null;
+  var delay = 1000;
+  var stopped = false;
+  var on = localStorage.getItem("relay.phone") === "on";
+  var rings = {}; // callId -> the incoming_call frame of a ring this tab shows
+  var call = null; // {callId, pc, stream, outbound, label}
+  var tone = null;
+  var audioContext = null;
+  var DENIED = "Your browser did not allow the microphone, so the call cannot be taken here. " +
+    "Allow the microphone for this site in your browser's settings, then try again.";
+  var NO_MICROPHONE = "No microphone was found, so the call cannot be taken here.";
+
+  function say(text) { el.line.textContent = text; }
+  function warn(text) { el.alert.textContent = text; }
+
+  function send(frame) {
+    if (socket && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify(frame));
+      return true;
+    }
+    return false;
+  }
+
+  // --- The switch ---------------------------------------------------------------------------
+  function showSwitch() {
+    toggle.hidden = false;
+    toggle.setAttribute("aria-checked", on ? "true" : "false");
+    toggle.querySelector(".phone-state").textContent = on ? "on" : "off";
+    panel.hidden = !on && !call;
+    el.help.hidden = !on;
+  }
+
+  toggle.addEventListener("click", function () {
+    on = !on;
+    localStorage.setItem("relay.phone", on ? "on" : "off");
+    if (on) unlockAudio();
+    send({ type: "phone", on: on });
+    if (!on) Object.keys(rings).forEach(stopRinging);
+    showSwitch();
+    say(on ? "Your phone is on: calls to your numbers that ring the browser ring here." :
+      "Your phone is off.");
+  });
+
+  // A ring tone needs an AudioContext, which a browser lets a page start only from a click.
+  function unlockAudio() {
+    if (!audioContext && window.AudioContext) audioContext = new AudioContext();
+    if (audioContext && audioContext.state === "suspended") audioContext.resume();
+  }
+
+  function startTone() {
+    if (tone || !audioContext) return;
+    var gain = audioContext.createGain();
+    gain.gain.value = 0;
+    gain.connect(audioContext.destination);
+    [440, 480].forEach(function (hz) {
+      var oscillator = audioContext.createOscillator();
+      oscillator.frequency.value = hz;
+      oscillator.connect(gain);
+      oscillator.start();
+    });
+    // The UK ring cadence: 0.4 s on, 0.2 off, 0.4 on, 2 off.
+    var cadence = [[0, 0.15], [0.4, 0], [0.6, 0.15], [1.0, 0]];
+    function ringOnce() {
+      var now = audioContext.currentTime;
+      cadence.forEach(function (step) { gain.gain.setValueAtTime(step[1], now + step[0]); });
+    }
+    ringOnce();
+    tone = { gain: gain, timer: setInterval(ringOnce, 3000) };
+  }
+
+  function stopTone() {
+    if (!tone) return;
+    clearInterval(tone.timer);
+    tone.gain.disconnect();
+    tone = null;
+  }
+
+  // --- Incoming calls -----------------------------------------------------------------------
+  function ringing(frame) {
+    if (!on || call) return;
+    rings[frame.callId] = frame;
+    el.caller.textContent = "Call from " + frame.caller_num + " to " +
+      (frame.alias ? frame.alias + " (" + frame.number + ")" : frame.number);
+    el.ringing.dataset.callId = frame.callId;
+    el.ringing.hidden = false;
+    panel.hidden = false;
+    warn("");
+    say("Ringing: " + el.caller.textContent + ".");
+    startTone();
+  }
+
+  function stopRinging(callId) {
+    delete rings[callId];
+    if (el.ringing.dataset.callId === callId) {
+      el.ringing.hidden = true;
+      delete el.ringing.dataset.callId;
+      stopTone();
+    }
+  }
+
+  el.answer.addEventListener("click", function () {
+    var callId = el.ringing.dataset.callId;
+    var ring = rings[callId];
+    if (!ring) return;
+    stopTone();
+    el.ringing.hidden = true;
+    start({ callId: callId, outbound: false, label: ring.caller_num }, function (sdp) {
+      return { type: "rtc_offer", callId: callId, sdp: sdp };
+    });
+  });
+
+  el.decline.addEventListener("click", function () {
+    var callId = el.ringing.dataset.callId;
+    if (!callId) return;
+    send({ type: "rtc_hangup", callId: callId });
+    stopRinging(callId);
+    say("Declined.");
+  });
+
+  // --- A call, either way -------------------------------------------------------------------
+  function start(details, offerFrame) {
+    call = details;
+    say("Asking your browser for the microphone…");
+    navigator.mediaDevices.getUserMedia({ audio: true, video: false })
+      .then(function (stream) {
+        if (call !== details) { stop(stream); return null; }
+        details.stream = stream;
+        var pc = new RTCPeerConnection({ iceServers: config.iceServers });
+        details.pc = pc;
+        stream.getTracks().forEach(function (track) { pc.addTrack(track, stream); });
+        pc.addEventListener("track", function (event) {
+          el.audio.srcObject = event.streams[0] || new MediaStream([event.track]);
+        });
+        pc.addEventListener("icecandidate", function (event) {
+          if (event.candidate && details.offered) {
+            send({ type: "rtc_candidate", callId: details.callId,
+              candidate: event.candidate.candidate, sdpMid: event.candidate.sdpMid });
+          }
+        });
+        pc.addEventListener("connectionstatechange", function () {
+          if (pc.connectionState === "connected") talking(details);
+          if (pc.connectionState === "failed" || pc.connectionState === "disconnected") {
+            ended(details, "The call ended: the connection to the call was lost.");
+          }
+        });
+        return pc.createOffer().then(function (offer) {
+          return pc.setLocalDescription(offer);
+        }).then(function () {
+          return gathered(pc);
+        }).then(function () {
+          if (call !== details) return;
+          details.offered = true;
+          say("Connecting…");
+          send(offerFrame(pc.localDescription.sdp));
+        });
+      })
+      .catch(function (error) {
+        if (call !== details) return;
+        var denied = error && (error.name === "NotAllowedError" || error.name === "SecurityError");
+        var reason = denied ? DENIED : (error && error.name === "NotFoundError" ? NO_MICROPHONE :
+          "The call could not be started: " + (error && error.message ? error.message : error));
+        if (!details.outbound) send({ type: "rtc_hangup", callId: details.callId });
+        ended(details, "");
+        warn(reason);
+      });
+  }
+
+  // Every candidate in the offer (no trickle needed on a LAN), or what there is after 2 s.
+  function gathered(pc) {
+    if (pc.iceGatheringState === "complete") return Promise.resolve();
+    return new Promise(function (resolve) {
+      var timer = setTimeout(resolve, 2000);
+      pc.addEventListener("icegatheringstatechange", function () {
+        if (pc.iceGatheringState === "complete") { clearTimeout(timer); resolve(); }
+      });
+    });
+  }
+
+  function talking(details) {
+    if (call !== details || details.talking) return;
+    details.talking = true;
+    el.talking.hidden = false;
+    panel.hidden = false;
+    el.mute.setAttribute("aria-pressed", "false");
+    el.mute.textContent = "Mute";
+    say("On a call with " + details.label + ".");
+    el.hangup.focus();
+  }
+
+  function stop(stream) {
+    if (stream) stream.getTracks().forEach(function (track) { track.stop(); });
+  }
+
+  function ended(details, text) {
+    if (call !== details) return;
+    call = null;
+    if (details.pc) details.pc.close();
+    stop(details.stream);
+    el.audio.srcObject = null;
+    el.talking.hidden = true;
+    showSwitch();
+    if (text) say(text);
+    if (dial) dial.querySelector("button[type=submit]").disabled = false;
+  }
+
+  el.hangup.addEventListener("click", function () {
+    if (!call) return;
+    send({ type: "rtc_hangup", callId: call.callId });
+    ended(call, "You hung up.");
+  });
+
+  el.mute.addEventListener("click", function () {
+    if (!call || !call.stream) return;
+    var muted = el.mute.getAttribute("aria-pressed") !== "true";
+    call.stream.getAudioTracks().forEach(function (track) { track.enabled = !muted; });
+    el.mute.setAttribute("aria-pressed", muted ? "true" : "false");
+    el.mute.textContent = muted ? "Unmute" : "Mute";
+    say(muted ? "Muted: the other side hears nothing." : "Unmuted.");
+  });
+
+  el.keypad.addEventListener("click", function (event) {
+    var key = event.target.closest("button[data-key]");
+    if (!key || !call) return;
+    send({ type: "rtc_dtmf", callId: call.callId, digits: key.dataset.key });
+  });
+
+  // --- Calls from the browser (the calls page) ----------------------------------------------
+  if (dial) {
+    var to = dial.querySelector("[name=to]");
+    dial.querySelector(".dial-keypad").addEventListener("click", function (event) {
+      var key = event.target.closest("button[data-key]");
+      if (key) to.value += key.dataset.key;
+    });
+    dial.addEventListener("submit", function (event) {
+      event.preventDefault();
+      if (call) return;
+      warn("");
+      unlockAudio();
+      var callId = "browser-" + (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()));
+      var from = dial.querySelector("[name=from]").value;
+      var number = to.value.trim();
+      dial.querySelector("button[type=submit]").disabled = true;
+      panel.hidden = false;
+      document.dispatchEvent(new CustomEvent("relay:browser-call",
+        { detail: { callId: callId, to: number } }));
+      start({ callId: callId, outbound: true, label: number }, function (sdp) {
+        var frame = { type: "rtc_offer", callId: callId, to: number, sdp: sdp };
+        if (from) frame.from = from;
+        return frame;
+      });
+    });
+  }
+
+  // --- The socket ---------------------------------------------------------------------------
+  function received(frame) {
+    if (frame.type === "phone") {
+      panel.dataset.phone = frame.on ? "on" : "off"; // the server rings this tab, or not
+      return;
+    }
+    if (frame.type === "incoming_call" && frame.ringBrowser) return ringing(frame);
+    if (frame.type === "rtc_answer" && call && frame.callId === call.callId && call.pc) {
+      call.pc.setRemoteDescription({ type: "answer", sdp: frame.sdp });
+      return;
+    }
+    if (frame.type === "rtc_hangup") {
+      if (call && frame.callId === call.callId) {
+        return ended(call, frame.reason === "answered_elsewhere" ?
+          "The call was taken elsewhere." : "The call ended.");
+      }
+      if (rings[frame.callId]) {
+        stopRinging(frame.callId);
+        say(frame.reason === "answered_elsewhere" ? "The call was answered elsewhere." :
+          "The caller hung up.");
+      }
+      return;
+    }
+    if (frame.type === "call_status" && call && call.outbound && frame.callId === call.callId) {
+      if (["completed", "busy", "no_answer", "failed", "canceled"].indexOf(frame.status) !== -1) {
+        ended(call, "The call ended (" + frame.status.replace("_", " ") + ").");
+      }
+      return;
+    }
+    if (frame.type === "error" && call && frame.callId === call.callId) {
+      ended(call, "");
+      warn(frame.error);
+    }
+  }
+
+  function retry() {
+    socket = null;
+    if (stopped) return;
+    setTimeout(connect, delay);
+    delay = Math.min(delay * 2, 30000);
+  }
+
+  function connect() {
+    fetch(script.dataset.tokenUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf ? csrf.value : "" },
+    })
+      .then(function (response) {
+        if (response.status === 401 || response.status === 403) {
+          stopped = true;
+          return null;
+        }
+        return response.ok ? response.json() : null;
+      })
+      .then(function (body) {
+        if (!body) return retry();
+        socket = new WebSocket(body.wsUrl);
+        body = null;
+        socket.addEventListener("open", function () {
+          delay = 1000;
+          send({ type: "phone", on: on });
+        });
+        socket.addEventListener("message", function (event) {
+          var frame;
+          try { frame = JSON.parse(event.data); } catch (e) { return; }
+          received(frame);
+        });
+        socket.addEventListener("close", function () {
+          delete panel.dataset.phone;
+          if (call) ended(call, "The call ended: the connection to Relay was lost.");
+          retry();
+        });
+      })
+      .catch(retry);
+  }
+
+  showSwitch();
+  connect();
+})();

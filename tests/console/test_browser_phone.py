@@ -1,0 +1,216 @@
+"""The browser phone in Chromium (issue 43), against a real `manage.py runrelay` with the SIP
+agent: Chromium's fake microphone (a tone) is the owner's voice, SIPp the caller or the
+callee. The page is observed, never steered from inside: each RTCPeerConnection it makes is
+kept in a list, so the test can read what the page received (getStats). Each state of the
+phone is scanned with axe-core (tests/browser.py)."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+
+import pytest
+
+from history.models import AnsweredBy, CallStatus
+from tests.browser import NEEDS_CHROMIUM, Inspector, artifacts_dir, launched_chromium, opened_page
+from tests.console.pages import log_in
+from tests.factories import NumberFactory
+from tests.live import RelayProcess, wait_until
+from tests.telephony.conftest import (
+    Sipp,
+    bridge_log,
+    call_in,
+    free_udp_port,
+    sip_env,
+    wait_for_records,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
+
+DEADLINE_MS = 30_000
+KEEP_PEER_CONNECTIONS = """
+window.__peers = [];
+const Native = window.RTCPeerConnection;
+window.RTCPeerConnection = function (config) {
+  const pc = new Native(config);
+  window.__peers.push(pc);
+  return pc;
+};
+window.RTCPeerConnection.prototype = Native.prototype;
+"""
+# The audio energy the page has received so far on its call (WebRTC stats: inbound-rtp).
+RECEIVED_ENERGY = """async () => {
+  const pc = window.__peers[window.__peers.length - 1];
+  if (!pc) return 0;
+  let energy = 0;
+  (await pc.getStats()).forEach((s) => {
+    if (s.type === "inbound-rtp" && s.kind === "audio") energy += s.totalAudioEnergy || 0;
+  });
+  return energy;
+}"""
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory, django_db_setup):
+    workdir = tmp_path_factory.mktemp("browser-phone")
+    trunk_port = free_udp_port()
+    env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2)
+    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
+    process.agent, process.trunk_port = env["SIP_BIND"], trunk_port
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Chromium whose microphone is its fake device (a tone), which plays audio without a
+    click first; a page gets the microphone only where its context grants it."""
+    with launched_chromium(
+        "--use-fake-device-for-media-stream", "--autoplay-policy=no-user-gesture-required"
+    ) as browser:
+        yield browser
+
+
+@pytest.fixture
+def phone_page(chromium, relay):
+    with opened_page(chromium, width=1280, height=900) as page:
+        page.context.grant_permissions(["microphone"], origin=relay.base)
+        page.add_init_script(KEEP_PEER_CONNECTIONS)
+        yield page
+
+
+@pytest.fixture
+def inspector(tmp_path) -> Inspector:
+    return Inspector(artifacts_dir(tmp_path, "console"))
+
+
+def switch_on(page) -> None:
+    page.get_by_role("switch", name=re.compile("Phone")).click()
+    page.wait_for_selector("#phone[data-phone=on]", state="attached", timeout=DEADLINE_MS)
+
+
+def test_a_call_rings_the_tab_which_answers_talks_both_ways_and_hangs_up(
+    real_hashers, relay, phone_page, inspector, user, tmp_path
+):
+    page = phone_page
+    number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
+    log_in(page, relay.base, user)
+    switch = page.get_by_role("switch", name=re.compile("Phone"))
+    assert switch.get_attribute("aria-checked") == "false"
+    switch_on(page)
+    assert switch.get_attribute("aria-checked") == "true"
+    assert "allow it" in page.inner_text("#phone-help")  # the permission prompt, explained
+    inspector.look(page, "phone-on")
+
+    caller = call_in(relay.agent, tmp_path, "inbound_wait_bye", number.number)
+    answer = page.get_by_role("button", name="Answer")
+    answer.wait_for(timeout=DEADLINE_MS)
+    assert "Call from +447700900123 to Shop" in page.inner_text(".phone-caller")
+    assert page.get_by_role("button", name="Decline").is_visible()
+    inspector.look(page, "phone-ringing")
+
+    answer.click()
+    hang_up = page.get_by_role("button", name="Hang up")
+    hang_up.wait_for(timeout=DEADLINE_MS)
+    assert "On a call with +447700900123" in page.inner_text(".phone-line")
+    # The caller's recording reaches the page's ears.
+    page.wait_for_function(f"async () => ({RECEIVED_ENERGY})() > 0", timeout=DEADLINE_MS)
+    inspector.look(page, "phone-talking")
+
+    hang_up.click()
+    assert "You hung up." in page.inner_text(".phone-line")
+    assert caller.finish() == 0, caller  # Relay's BYE reached the caller
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.answered_by, record.forwarded_to) == (
+        CallStatus.ANSWERED,
+        AnsweredBy.FORWARD,
+        "browser",
+    )
+    # The page's microphone reached the caller: the bridge relayed it all the while.
+    match = wait_until(
+        lambda: bridge_log(relay.log_path.read_text(), record.sip_call_id),
+        deadline=10,
+        what="the bridge's log line",
+    )
+    assert int(match[5]) >= 25, match[0]  # packets relayed to the caller
+    assert inspector.violations == []
+
+
+def test_a_call_from_the_browser_with_a_key_of_its_keypad(
+    real_hashers, relay, phone_page, inspector, user, tmp_path
+):
+    page = phone_page
+    NumberFactory(owner=user, alias="Shop")
+    audio = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    audio.bind(("127.0.0.1", free_udp_port()))
+    audio.setblocking(False)
+    callee = Sipp(
+        tmp_path / "callee",
+        "answer_media_at",
+        port=relay.trunk_port,
+        audio_port=audio.getsockname()[1],
+    )
+    try:
+        log_in(page, relay.base, user, then="/calls")
+        page.wait_for_selector("#phone[data-phone]", state="attached", timeout=DEADLINE_MS)
+        inspector.look(page, "calls-browser-form")
+        page.fill("#browser-call-to", "+44207946012")
+        page.get_by_role("group", name="Dial pad").get_by_role("button", name="3").click()
+        assert page.input_value("#browser-call-to") == "+442079460123"
+        page.get_by_role("button", name="Call from the browser").click()
+        page.get_by_role("button", name="Hang up").wait_for(timeout=DEADLINE_MS)
+        row = page.locator(".call", has_text="+442079460123").first
+        page.wait_for_function(
+            "() => document.querySelector('.call .call-status').dataset.status === "
+            "'in_progress'",
+            timeout=DEADLINE_MS,
+        )
+        assert row.is_visible()
+        page.get_by_role("group", name="Keypad").get_by_role("button", name="7").click()
+
+        events = set()
+
+        def heard_seven() -> bool:
+            while True:
+                try:
+                    packet = audio.recv(2048)
+                except BlockingIOError:
+                    return 7 in events
+                if packet[1] & 0x7F == 101:
+                    events.add(packet[12])
+
+        wait_until(heard_seven, deadline=15, what="key 7 at the callee")
+        assert events == {7}
+        page.get_by_role("button", name="Hang up").click()
+        assert callee.finish() == 0, callee
+        page.wait_for_function(
+            "() => document.querySelector('.call .call-status').dataset.status === 'canceled'",
+            timeout=DEADLINE_MS,
+        )
+    finally:
+        audio.close()
+    assert inspector.violations == []
+
+
+def test_a_denied_microphone_is_said_in_a_plain_sentence_and_the_ring_ends(
+    real_hashers, relay, chromium, inspector, user, tmp_path
+):
+    number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
+    with opened_page(chromium, width=1280, height=900) as page:  # no microphone granted
+        log_in(page, relay.base, user)
+        switch_on(page)
+        started = time.monotonic()
+        caller = call_in(
+            relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=500
+        )
+        page.get_by_role("button", name="Answer").click(timeout=DEADLINE_MS)
+        alert = page.get_by_role("alert")
+        alert.filter(has_text="did not allow the microphone").wait_for(timeout=DEADLINE_MS)
+        inspector.look(page, "phone-denied")
+        # The tab left the ring (rtc_hangup): nobody else rings, so voicemail answers.
+        assert caller.finish() == 0, caller
+    assert time.monotonic() - started < 25
+    [record] = wait_for_records(number, 1)
+    assert record.answered_by == AnsweredBy.VOICEMAIL
+    assert inspector.violations == []
