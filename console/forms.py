@@ -245,11 +245,11 @@ CALLER_ID_CHOICES = [
 class ForwardingForm(ConsoleForm):
     targets = text(
         "Your phones",
-        help_text=f"One number per line, up to {FORWARD_TARGETS_MAX}, like +441134960456. "
-        "They all ring at once; the first to answer takes the call.",
+        help_text=f"One number per line, up to {FORWARD_TARGETS_MAX}, like +441134960456, or "
+        "the word browser for this console with its Phone switched on. They all ring at "
+        "once; the first to answer takes the call.",
         widget=forms.Textarea,
         rows=FORWARD_TARGETS_MAX,
-        inputmode="tel",
         autocomplete="off",
     )
     ringSeconds = text(  # noqa: N815 - the API's name, so its errors land here

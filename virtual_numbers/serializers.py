@@ -68,9 +68,7 @@ class BlocklistOutput(serializers.Serializer):
     blocked = BlockedCallerOutput(many=True)
 
 
-@extend_schema_field(
-    {"oneOf": [{"type": "string", "pattern": r"^\+[1-9]\d{6,14}$"}, {"const": BROWSER}]}
-)
+@extend_schema_field({"type": "string", "pattern": r"^(\+[1-9]\d{6,14}|browser)$"})
 class ForwardTargetField(DialableNumberField):
     """A forwarding target: a number Relay may dial, or "browser" (the owner's console tabs
     whose phone is on, issue 43)."""

@@ -162,8 +162,7 @@ def test_a_call_from_the_browser_with_a_key_of_its_keypad(
         page.get_by_role("button", name="Hang up").wait_for(timeout=DEADLINE_MS)
         row = page.locator(".call", has_text="+442079460123").first
         page.wait_for_function(
-            "() => document.querySelector('.call .call-status').dataset.status === "
-            "'in_progress'",
+            "() => document.querySelector('.call .call-status').dataset.status === 'in_progress'",
             timeout=DEADLINE_MS,
         )
         assert row.is_visible()

@@ -26,6 +26,17 @@ def put(client, number, **body):
     return client.put(url(number), body, format="json")
 
 
+def test_the_owners_browser_is_a_target_beside_phones(client_jwt, number):
+    body = {"targets": ["browser", "+447400123456"], "ringSeconds": 20}
+
+    response = put(client_jwt, number, **body)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["targets"] == ["browser", "+447400123456"]
+    number.refresh_from_db()
+    assert number.forward_targets == ["browser", "+447400123456"]
+
+
 def test_a_number_forwards_nowhere_until_told(client_jwt, number):
     response = client_jwt.get(url(number))
 
@@ -99,6 +110,8 @@ def test_another_users_number_is_not_found(outsider, number, method):
         ({"targets": ["+4477009004"]}, "targets"),
         ({"targets": [None]}, "targets"),
         ({"targets": ["+447400123456\u0000"]}, "targets"),
+        ({"targets": ["Browser"]}, "targets"),  # the one word, exactly
+        ({"targets": ["browser", "browser"]}, "targets"),
         ({"targets": ["+447400123456"], "ringSeconds": 4}, "ringSeconds"),
         ({"targets": ["+447400123456"], "ringSeconds": 61}, "ringSeconds"),
         ({"targets": ["+447400123456"], "ringSeconds": "20"}, "ringSeconds"),

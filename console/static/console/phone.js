@@ -132,8 +132,7 @@
     var callId = el.ringing.dataset.callId;
     var ring = rings[callId];
     if (!ring) return;
-    stopTone();
-    el.ringing.hidden = true;
+    stopRinging(callId); // the ring is this tab's call now
     start({ callId: callId, outbound: false, label: ring.caller_num }, function (sdp) {
       return { type: "rtc_offer", callId: callId, sdp: sdp };
     });
@@ -297,10 +296,14 @@
         return ended(call, frame.reason === "answered_elsewhere" ?
           "The call was taken elsewhere." : "The call ended.");
       }
-      if (rings[frame.callId]) {
+      var ring = rings[frame.callId];
+      if (ring) {
         stopRinging(frame.callId);
-        say(frame.reason === "answered_elsewhere" ? "The call was answered elsewhere." :
-          "The caller hung up.");
+        say({
+          answered_elsewhere: "The call was answered elsewhere.",
+          caller_hung_up: "Missed call from " + ring.caller_num + ": the caller hung up.",
+          no_answer: "Missed call from " + ring.caller_num + ".",
+        }[frame.reason] || "The call ended.");
       }
       return;
     }
