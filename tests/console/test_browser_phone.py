@@ -16,13 +16,13 @@ from history.models import AnsweredBy, CallStatus
 from tests.browser import NEEDS_CHROMIUM, Inspector, artifacts_dir, launched_chromium, opened_page
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
-from tests.live import RelayProcess, wait_until
+from tests.live import wait_until
 from tests.telephony.conftest import (
     Sipp,
+    agent_relay,
     bridge_log,
     call_in,
     free_udp_port,
-    sip_env,
     wait_for_records,
 )
 
@@ -53,11 +53,7 @@ RECEIVED_ENERGY = """async () => {
 
 @pytest.fixture(scope="module")
 def relay(tmp_path_factory, django_db_setup):
-    workdir = tmp_path_factory.mktemp("browser-phone")
-    trunk_port = free_udp_port()
-    env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2)
-    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
-    process.agent, process.trunk_port = env["SIP_BIND"], trunk_port
+    process = agent_relay(tmp_path_factory.mktemp("browser-phone"))
     yield process
     process.stop()
 

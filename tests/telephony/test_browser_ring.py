@@ -17,16 +17,9 @@ from websockets.asyncio.client import connect
 from history.models import AnsweredBy, CallStatus
 from telephony.models import InboundCall
 from tests.factories import NumberFactory
-from tests.live import RelayProcess, wait_until
+from tests.live import wait_until
 from tests.telephony.browser_peer import BROWSER_SAYS, Browser, until
-from tests.telephony.conftest import (
-    Sipp,
-    bridge_log,
-    call_in,
-    free_udp_port,
-    sip_env,
-    wait_for_records,
-)
+from tests.telephony.conftest import Sipp, agent_relay, bridge_log, call_in, wait_for_records
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -36,13 +29,23 @@ TARGET = "+441134960200"
 @pytest.fixture(scope="module")
 def relay(tmp_path_factory, django_db_setup):
     """runrelay with the SIP agent; SIPp on `relay.trunk_port` is the phone targets' trunk."""
-    workdir = tmp_path_factory.mktemp("browser-ring")
-    trunk_port = free_udp_port()
-    env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2)
-    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
-    process.agent, process.trunk_port = env["SIP_BIND"], trunk_port
+    process = agent_relay(tmp_path_factory.mktemp("browser-ring"))
     yield process
     process.stop()
+
+
+def phones(relay, tmp_path, *, answering: str, answer_ms: int = 0):
+    """SIPp as the trunk: the phone targets (forward_target.xml); `answering` answers."""
+    return Sipp(
+        tmp_path / "phones",
+        "forward_target",
+        port=relay.trunk_port,
+        answering=answering,
+        codec="0",
+        codec_name="PCMU",
+        answer_ms=answer_ms,
+        actions="",
+    )
 
 
 def forwarding(user, *targets, ring_seconds=10):
@@ -165,23 +168,13 @@ async def test_the_browser_wins_over_a_ringing_phone_which_is_cancelled(
     relay, tmp_path, user, login
 ):
     number = await sync_to_async(forwarding)(user, "browser", TARGET)
-    phones = await in_thread(
-        Sipp,
-        tmp_path / "phones",
-        "forward_target",
-        port=relay.trunk_port,
-        answering="nobody",
-        codec="0",
-        codec_name="PCMU",
-        answer_ms=0,
-        actions="",
-    )
+    phones_ = await in_thread(phones, relay, tmp_path, answering="nobody")
     [tab] = tabs = await tabs_of(relay, login, 1)
     try:
         caller = await in_thread(call_in, relay.agent, tmp_path, "inbound_wait_bye", number.number)
         ring = await tab.next("incoming_call", ringBrowser=True)
         await tab.answer(ring["callId"])
-        assert await in_thread(phones.finish) == 0, phones  # its leg was CANCELed
+        assert await in_thread(phones_.finish) == 0, phones_  # its leg was CANCELed
         await tab.ws.send(json.dumps({"type": "rtc_hangup", "callId": ring["callId"]}))
         assert await in_thread(caller.finish) == 0, caller
     finally:
@@ -189,24 +182,14 @@ async def test_the_browser_wins_over_a_ringing_phone_which_is_cancelled(
 
     [record] = await in_thread(wait_for_records, number, 1)
     assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, "browser")
-    assert len(phones.received("CANCEL")) == 1
+    assert len(phones_.received("CANCEL")) == 1
 
 
 async def test_a_phone_that_answers_first_wins_and_the_tab_stops_ringing(
     relay, tmp_path, user, login
 ):
     number = await sync_to_async(forwarding)(user, "browser", TARGET)
-    phones = await in_thread(
-        Sipp,
-        tmp_path / "phones",
-        "forward_target",
-        port=relay.trunk_port,
-        answering=re.escape(TARGET),
-        codec="0",
-        codec_name="PCMU",
-        answer_ms=500,
-        actions="",
-    )
+    phones_ = await in_thread(phones, relay, tmp_path, answering=re.escape(TARGET), answer_ms=500)
     [tab] = tabs = await tabs_of(relay, login, 1)
     try:
         caller = await in_thread(
@@ -222,7 +205,7 @@ async def test_a_phone_that_answers_first_wins_and_the_tab_stops_ringing(
         stopped = await tab.next("rtc_hangup", callId=ring["callId"])
         assert stopped["reason"] == "answered_elsewhere"
         assert await in_thread(caller.finish) == 0, caller
-        assert await in_thread(phones.finish) == 0, phones
+        assert await in_thread(phones_.finish) == 0, phones_
     finally:
         await closed(tabs)
 
