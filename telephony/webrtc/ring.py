@@ -143,8 +143,12 @@ class BrowserRing:
                 logger.warning("%s: the channel layer failed; the browsers' ring ends", self.label)
                 self.over.set()
                 return
-            with contextlib.suppress(KeyError, TypeError):
+            try:
                 await self._handle(message["type"], message["tab"], message)
+            except (KeyError, TypeError):
+                continue  # not a message of a socket's: passed over
+            except Exception:  # noqa: BLE001 - one tab's trouble must not stop the others'
+                logger.exception("%s: a browser's message failed", self.label)
 
     async def _handle(self, kind: str, tab: str, message: dict) -> None:
         if kind == "rtc.ringing":

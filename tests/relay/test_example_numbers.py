@@ -79,6 +79,7 @@ SHOWN: dict[str, dict[str, tuple]] = {
     "console forwarding": {"+441134960456": (FORWARDED_TO,)},
     "console blocklist": {"+447700900123": (BLOCKED,)},
     "console calls": {"+442079460123": (CALLED,)},
+    "console/templates/console/calls.html": {"+442079460123": (CALLED,)},  # from the browser
     "core.phone refusals": {"+441134960123": IN_EVERY_REFUSAL},
     "README.md": {
         "+441632960000": (CALLER,),  # SERVICE_CALLER_ID's default: what callees see

@@ -261,3 +261,32 @@ async def test_a_caller_who_hangs_up_while_it_rings_stops_the_tab_and_is_missed(
 
     [record] = await in_thread(wait_for_records, number, 1)
     assert (record.status, record.answered_by) == (CallStatus.MISSED, None)
+
+
+async def test_a_caller_who_hangs_up_while_talking_ends_the_tabs_call(relay, tmp_path, user, login):
+    number = await sync_to_async(forwarding)(user, "browser")
+    [tab] = tabs = await tabs_of(relay, login, 1)
+    try:
+        caller = await in_thread(
+            call_in,
+            relay.agent,
+            tmp_path,
+            "inbound_message",
+            number.number,
+            greeting_ms=0,
+            message_ms=2000,
+        )
+        ring = await tab.next("incoming_call", ringBrowser=True)
+        await tab.answer(ring["callId"])
+        ended = await tab.next("rtc_hangup", callId=ring["callId"])
+        assert ended["reason"] == "ended"
+        assert await in_thread(caller.finish) == 0, caller  # its BYE was answered
+    finally:
+        await closed(tabs)
+
+    [record] = await in_thread(wait_for_records, number, 1)
+    assert (record.status, record.answered_by, record.forwarded_to) == (
+        CallStatus.ANSWERED,
+        AnsweredBy.FORWARD,
+        "browser",
+    )
