@@ -212,3 +212,36 @@ def test_a_denied_microphone_is_said_in_a_plain_sentence_and_the_ring_ends(
     [record] = wait_for_records(number, 1)
     assert record.answered_by == AnsweredBy.VOICEMAIL
     assert inspector.violations == []
+
+
+def test_two_tabs_ring_one_answers_the_other_stops_and_the_caller_hangs_up_mid_talk(
+    real_hashers, relay, chromium, inspector, user, tmp_path
+):
+    number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
+    with (
+        opened_page(chromium, width=1280, height=900) as first,
+        opened_page(chromium, width=1280, height=900) as second,
+    ):
+        for page in (first, second):
+            page.context.grant_permissions(["microphone"], origin=relay.base)
+            log_in(page, relay.base, user)
+            switch_on(page)
+        caller = call_in(
+            relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=3000
+        )
+        for page in (first, second):
+            page.get_by_role("button", name="Answer").wait_for(timeout=DEADLINE_MS)
+
+        first.get_by_role("button", name="Answer").click()
+        first.get_by_role("button", name="Hang up").wait_for(timeout=DEADLINE_MS)
+        second.get_by_text("The call was answered elsewhere.").wait_for(timeout=DEADLINE_MS)
+        assert not second.get_by_role("button", name="Answer").is_visible()
+        inspector.look(second, "phone-answered-elsewhere")
+
+        # The caller hangs up while they talk: the first tab says the call ended.
+        first.get_by_text(re.compile("^The call ended")).wait_for(timeout=DEADLINE_MS)
+        assert not first.get_by_role("button", name="Hang up").is_visible()
+        assert caller.finish() == 0, caller
+    [record] = wait_for_records(number, 1)
+    assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, "browser")
+    assert inspector.violations == []
