@@ -9,6 +9,9 @@ import base64
 import hashlib
 import hmac
 import re
+import time
+
+from django.conf import settings
 
 MAX_SDP_BYTES = 16 * 1024  # a browser's audio offer is 2-5 KiB
 MAX_LINE = 1024
@@ -92,3 +95,15 @@ def ice_servers(*, urls: tuple[str, ...], secret: str, ttl: int, name: str, now:
     elif turns:
         servers.append({"urls": turns})
     return servers
+
+
+def ice_servers_for(name: str) -> list:
+    """ice_servers from the settings (RTC_ICE_SERVERS, RTC_TURN_SECRET, RTC_TURN_TTL), with
+    TURN credentials for `name` valid from now: the agent's and each tab's."""
+    return ice_servers(
+        urls=settings.RTC_ICE_SERVERS,
+        secret=settings.RTC_TURN_SECRET,
+        ttl=settings.RTC_TURN_TTL,
+        name=name,
+        now=time.time(),
+    )

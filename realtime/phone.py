@@ -79,12 +79,18 @@ class Phone:
             raise InvalidRequest(f"sdp: {problem}.", fields={"sdp": [problem]})
         await self._to(agent, {"type": "rtc.offer", "sdp": frame["sdp"]})
 
-    async def candidate(self, frame: dict) -> None:
-        """`rtc_candidate`: a candidate the tab found after its offer, to the agent."""
+    def _agent_of(self, frame: dict) -> str:
+        """The agent's channel of the frame's callId: a ring this socket is in, or a call
+        this tab placed; NotFound for anything else (another user's callId included)."""
         call_id = _call_id(frame)
         agent = self.rings.get(call_id) or self.peers.get(call_id)
         if agent is None:
             raise NotFound("No call of this tab's has this callId (it may have ended).")
+        return agent
+
+    async def candidate(self, frame: dict) -> None:
+        """`rtc_candidate`: a candidate the tab found after its offer, to the agent."""
+        agent = self._agent_of(frame)
         candidate, mid = frame.get("candidate"), frame.get("sdpMid")
         problem = candidate_problem(candidate, mid)
         if problem is not None:
@@ -94,10 +100,7 @@ class Phone:
     async def dtmf(self, frame: dict) -> None:
         """`rtc_dtmf`: keys of the page's keypad, sent on to the phone as RFC 4733 events.
         The digits never reach a log."""
-        call_id = _call_id(frame)
-        agent = self.rings.get(call_id) or self.peers.get(call_id)
-        if agent is None:
-            raise NotFound("No call of this tab's has this callId (it may have ended).")
+        agent = self._agent_of(frame)
         digits = frame.get("digits")
         if not isinstance(digits, str) or not DIGITS.fullmatch(digits):
             problem = f"1 to {MAX_DIGITS} of 0-9, *, # and A-D."

@@ -1,11 +1,8 @@
 """The browser phone's settings for the page (console/templates/console/phone.html)."""
 
-import time
-
 from django import template
-from django.conf import settings
 
-from core.webrtc import ice_servers
+from core.webrtc import ice_servers_for
 
 register = template.Library()
 
@@ -14,13 +11,4 @@ register = template.Library()
 def phone_config(context) -> dict:
     """STUN and TURN servers for this user's tab: TURN with credentials of their own, valid
     RTC_TURN_TTL seconds (core.webrtc.ice_servers); never the TURN secret."""
-    user = context["request"].user
-    return {
-        "iceServers": ice_servers(
-            urls=settings.RTC_ICE_SERVERS,
-            secret=settings.RTC_TURN_SECRET,
-            ttl=settings.RTC_TURN_TTL,
-            name=str(user.pk),
-            now=time.time(),
-        )
-    }
+    return {"iceServers": ice_servers_for(str(context["request"].user.pk))}

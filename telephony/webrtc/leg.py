@@ -17,7 +17,6 @@ import fractions
 import logging
 import os
 import struct
-import time
 
 import av
 from aiortc import (
@@ -31,7 +30,7 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.sdp import candidate_from_sdp
 from django.conf import settings
 
-from core.webrtc import G711, OfferRefused, ice_servers, offer_problem
+from core.webrtc import G711, OfferRefused, ice_servers_for, offer_problem
 from telephony.sip.rtp import DTMF_KEYS, g711_in
 from telephony.webrtc.ports import in_range
 
@@ -265,14 +264,8 @@ def _answered_payload_type(answer: str) -> int:
 
 def agent_ice_servers() -> list[dict]:
     """The agent's STUN and TURN servers (RTC_ICE_SERVERS), TURN with credentials of its own
-    for RTC_TURN_TTL (core.webrtc.ice_servers)."""
-    return ice_servers(
-        urls=settings.RTC_ICE_SERVERS,
-        secret=settings.RTC_TURN_SECRET,
-        ttl=settings.RTC_TURN_TTL,
-        name="relay-agent",
-        now=time.time(),
-    )
+    for RTC_TURN_TTL."""
+    return ice_servers_for("relay-agent")
 
 
 def agent_rtc_ports(index: int = 0) -> range:

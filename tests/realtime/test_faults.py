@@ -133,7 +133,8 @@ async def answer_to_call(ws, client: int, call_id: str) -> Answer:
                 if reply.get("callId") == call_id and reply["type"] == "error":
                     return answer("error", reply["code"])
     except ConnectionClosed as closed:
-        return answer("closed", closed.rcvd.code if closed.rcvd else None)
+        # A close without a close frame is kept with what the client saw, so a failure names it.
+        return answer("closed", closed.rcvd.code if closed.rcvd else f"no close frame: {closed!r}")
     except TimeoutError:
         return answer("silent")
 
