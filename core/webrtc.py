@@ -1,7 +1,7 @@
 """What a browser's WebRTC offer must be before aiortc reads it (issue 43): small, plain text,
 one or more audio sections, DTLS-SRTP with a SHA-256 fingerprint, ICE credentials, and G.711
-among its codecs. A hostile or broken offer is refused here with a sentence, so that it never
-reaches the peer connection, and never another call."""
+or Opus among its codecs. A hostile or broken offer is refused here with a sentence, so that
+it never reaches the peer connection, and never another call."""
 
 from __future__ import annotations
 
@@ -45,9 +45,19 @@ def offer_problem(sdp: object) -> str | None:
         line.startswith("a=ice-pwd:") for line in lines
     ):
         return "the offer has no ICE credentials"
-    codecs = {m[2].upper() for line in lines if (m := _RTPMAP.match(line)) and m[3] == "8000"}
-    if not codecs & G711.keys():
-        return "the offer has neither PCMU nor PCMA"
+    if offered_codec(lines) is None:
+        return "the offer has none of PCMU, PCMA and Opus"
+    return None
+
+
+def offered_codec(lines: list[str]) -> str | None:
+    """What the agent answers an offer's `lines` with: "G711" when it has PCMU or PCMA (relayed
+    as they are), else "OPUS" when it has Opus (transcoded), else None."""
+    codecs = {(m[2].upper(), m[3]) for line in lines if (m := _RTPMAP.match(line))}
+    if any((name, "8000") in codecs for name in G711):
+        return "G711"
+    if ("OPUS", "48000") in codecs:
+        return "OPUS"
     return None
 
 

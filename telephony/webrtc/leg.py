@@ -3,10 +3,12 @@
 
 `BrowserLeg.stream` has the relay interface of a SIP leg's `RtpStream` (`bridge`, `relay`,
 `payload_type`, `relayed_packets`), so `telephony.dial` bridges it to a SIP leg as it bridges
-two SIP legs. Audio is not transcoded on the common path: the answer keeps G.711 alone, what
-the SIP leg relays goes to aiortc as encoded packets (its encoder only packs them), and what
-the browser sends is taken off aiortc's receiver as RTP, before its decoder, and relayed on
-(PCMU and PCMA translated by table where the legs differ, as between two SIP legs).
+two SIP legs. Audio is not transcoded on the common path: when the browser offers G.711 the
+answer keeps G.711 alone, what the SIP leg relays goes to aiortc as encoded packets (its
+encoder only packs them), and what the browser sends is taken off aiortc's receiver as RTP,
+before its decoder, and relayed on (PCMU and PCMA translated by table where the legs differ,
+as between two SIP legs). A browser that offers Opus and no G.711 is answered with Opus, and
+its audio transcoded (OpusTranscoder): the SIP leg always speaks G.711.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.sdp import candidate_from_sdp
+from av.audio.resampler import AudioResampler
 from django.conf import settings
 
-from core.webrtc import G711, OfferRefused, ice_servers_for, offer_problem
+from core.webrtc import G711, OfferRefused, ice_servers_for, offer_problem, offered_codec
 from telephony.sip.rtp import DTMF_KEYS, g711_in
 from telephony.webrtc.ports import in_range
 
@@ -39,14 +42,16 @@ logger = logging.getLogger(__name__)
 TIME_BASE = fractions.Fraction(1, 8000)
 QUEUED_FRAMES = 25  # half a second: past it the oldest relayed frame is dropped, not delayed
 G711_MIME = {f"audio/{name}" for name in G711}
+OPUS_MIME = "audio/opus"
 KEY_MS, KEY_GAP_MS = 100, 60  # a keypad key's tone, and the silence before the next
 KEY_VOLUME = 10  # -10 dBm0, as phones send
 EVENT_PAYLOAD_TYPE = 101  # re-typed by the other leg to its own telephone-event
 
 
 class RelayedAudio(MediaStreamTrack):
-    """What the bridge relays to the browser, handed to aiortc's sender as encoded G.711
-    packets, one 20 ms frame each, in order; it waits (sends nothing) while nothing comes."""
+    """What the bridge relays to the browser, handed to aiortc's sender in order, one 20 ms
+    frame each: encoded G.711 packets (bytes), which its encoder only packs, or decoded
+    audio (av.AudioFrame) for its Opus encoder. It waits (sends nothing) while nothing comes."""
 
     kind = "audio"
 
@@ -55,19 +60,64 @@ class RelayedAudio(MediaStreamTrack):
         self.frames: asyncio.Queue[bytes] = asyncio.Queue()
         self.pts = 0
 
-    def push(self, payload: bytes) -> None:
+        self.frames: asyncio.Queue[bytes | av.AudioFrame] = asyncio.Queue()
+        self.pts = 0
+
+    def push(self, frame: bytes | av.AudioFrame) -> None:
         if self.frames.qsize() >= QUEUED_FRAMES:
             self.frames.get_nowait()  # a stalled browser: latency is worse than a lost frame
-        self.frames.put_nowait(payload)
+        self.frames.put_nowait(frame)
 
-    async def recv(self) -> av.Packet:
+    async def recv(self) -> av.Packet | av.AudioFrame:
         if self.readyState != "live":
             raise MediaStreamError
-        payload = await self.frames.get()
-        packet = av.Packet(payload)
-        packet.pts, packet.time_base = self.pts, TIME_BASE
-        self.pts += len(payload)  # one G.711 byte a sample
-        return packet
+        frame = await self.frames.get()
+        if isinstance(frame, bytes):
+            frame, samples = av.Packet(frame), len(frame)  # one G.711 byte a sample
+        else:
+            samples = frame.samples
+        frame.pts, frame.time_base = self.pts, TIME_BASE
+        self.pts += samples
+        return frame
+
+
+def _pcm_codec(name: str, mode: str, rate: int = 8000) -> av.CodecContext:
+    codec = av.CodecContext.create(name, mode)
+    codec.sample_rate, codec.layout, codec.format = rate, "mono", "s16"
+    return codec
+
+
+class OpusTranscoder:
+    """Opus (the browser's, 48 kHz) to and from G.711 (the SIP leg's, 8 kHz), one call's: a
+    decoder and a resampler keep state from packet to packet. libopus and libswresample (in
+    PyAV, as aiortc uses them) do the work, at C speed."""
+
+    def __init__(self) -> None:
+        self.opus = _pcm_codec("libopus", "r", rate=48000)
+        self.down = AudioResampler(format="s16", layout="mono", rate=8000, frame_size=160)
+        self.mulaw = _pcm_codec("pcm_mulaw", "w")
+        self.g711 = {
+            G711["PCMU"]: _pcm_codec("pcm_mulaw", "r"),
+            G711["PCMA"]: _pcm_codec("pcm_alaw", "r"),
+        }
+
+    def from_browser(self, opus: bytes) -> list[bytes]:
+        """An Opus packet as PCMU frames of 20 ms (none while the resampler fills)."""
+        try:
+            frames = self.opus.decode(av.Packet(opus))
+        except av.FFmpegError:  # a damaged packet: passed over, as a lost one
+            return []
+        return [
+            bytes(p) for f in frames for r in self.down.resample(f) for p in self.mulaw.encode(r)
+        ]
+
+    def to_browser(self, payload: bytes, payload_type: int) -> av.AudioFrame | None:
+        """A G.711 payload as 8 kHz audio for aiortc's Opus encoder (it resamples)."""
+        decoder = self.g711.get(payload_type)
+        if decoder is None:
+            return None
+        frames = decoder.decode(av.Packet(payload))
+        return frames[0] if frames else None
 
 
 class BrowserStream:
@@ -77,6 +127,8 @@ class BrowserStream:
 
     def __init__(self) -> None:
         self.payload_type = G711["PCMU"]  # until the answer says which
+        self.opus: OpusTranscoder | None = None  # set when the answer is Opus
+        self.sequence = 0  # of the G.711 packets made from Opus
         self.bridge = None
         self.track = RelayedAudio()
         self.relayed_packets = 0
@@ -90,17 +142,26 @@ class BrowserStream:
         """A packet the other leg heard, on to the browser in this leg's codec."""
         if event:
             return
-        payload = g711_in(payload, packet[1] & 0x7F, self.payload_type)
-        if payload is None:
+        if self.opus is not None:
+            frame = self.opus.to_browser(payload, packet[1] & 0x7F)
+        else:
+            frame = g711_in(payload, packet[1] & 0x7F, self.payload_type)
+        if frame is None:
             return
-        self.track.push(payload)
+        self.track.push(frame)
         self.relayed_packets += 1
 
     async def heard(self, packet, arrival_time_ms: int) -> None:
         """An RTP packet from the browser (aiortc's receiver hands it here, decrypted and
         checked, in place of its decoder): on to the other leg."""
         self.heard_packets += 1
-        if self.bridge is None or packet.payload_type not in G711.values():
+        if self.bridge is None:
+            return
+        if self.opus is not None:
+            if packet.payload_type == self.payload_type:
+                self._relay_transcoded(packet)
+            return
+        if packet.payload_type not in G711.values():
             return
         self.ssrc, self.timestamp = packet.ssrc, packet.timestamp
         header = struct.pack(
@@ -112,6 +173,18 @@ class BrowserStream:
             packet.ssrc,
         )
         self.bridge.relay(header + packet.payload, packet.payload, event=False)
+
+    def _relay_transcoded(self, packet) -> None:
+        """The browser's Opus packet, on to the other leg as PCMU packets of this stream's
+        own: the browser's SSRC, an 8 kHz clock and a sequence of their own."""
+        self.ssrc = packet.ssrc
+        for payload in self.opus.from_browser(packet.payload):
+            self.sequence = (self.sequence + 1) & 0xFFFF
+            self.timestamp = (self.timestamp + len(payload)) & 0xFFFFFFFF
+            header = struct.pack(
+                "!BBHII", 0x80, G711["PCMU"], self.sequence, self.timestamp, self.ssrc
+            )
+            self.bridge.relay(header + payload, payload, event=False)
 
     async def press(self, digits: str) -> None:
         """The page's keypad: each key (of DTMF_KEYS) sent on to the other leg as an RFC 4733
@@ -188,12 +261,14 @@ class BrowserLeg:
         try:
             # Ours before the offer's: its first audio section takes this transceiver, whose
             # codecs are negotiated as the offer is set (G.711 alone, in our order).
+            # G.711 alone when the browser offers it; Opus alone (transcoded) when it does not.
             transceiver = self.pc.addTransceiver(self.stream.track, direction="sendrecv")
+            wanted = G711_MIME if offered_codec(offer.splitlines()) == "G711" else {OPUS_MIME}
             transceiver.setCodecPreferences(
                 [
                     codec
                     for codec in RTCRtpSender.getCapabilities("audio").codecs
-                    if codec.mimeType in G711_MIME
+                    if codec.mimeType in wanted
                 ]
             )
             await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
@@ -210,6 +285,8 @@ class BrowserLeg:
             raise OfferRefused("the offer cannot be answered") from None
         answer = self.pc.localDescription.sdp
         self.stream.payload_type = _answered_payload_type(answer)
+        if self.stream.payload_type not in G711.values():
+            self.stream.opus = OpusTranscoder()
         transceiver.receiver._handle_rtp_packet = self.stream.heard  # before its decoder
         return answer
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
-from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCPeerConnection, RTCRtpSender, RTCSessionDescription
 
+from realtime.models import TERMINAL_STATES
 from telephony.webrtc.leg import RelayedAudio
 
 DEADLINE = 20
@@ -23,13 +25,18 @@ async def until(condition, what: str) -> None:
 
 
 class Browser:
-    """aiortc as a browser: it offers audio (opus, G.722, PCMU, PCMA, as it does), sends what
-    is pushed to its track, and keeps the RTP payloads it receives."""
+    """aiortc as a browser: it offers audio (opus, G.722, PCMU, PCMA, as it does, or only the
+    `codecs` given, by MIME type), sends what is pushed to its track, and keeps the RTP
+    payloads it receives."""
 
-    def __init__(self) -> None:
+    def __init__(self, codecs: tuple[str, ...] = ()) -> None:
         self.pc = RTCPeerConnection()
         self.track = RelayedAudio()
         self.pc.addTrack(self.track)
+        if codecs:
+            self.pc.getTransceivers()[0].setCodecPreferences(
+                [c for c in RTCRtpSender.getCapabilities("audio").codecs if c.mimeType in codecs]
+            )
         self.received: list[tuple[int, bytes]] = []
 
     async def offer(self) -> str:
@@ -52,3 +59,33 @@ async def an_offer() -> str:
         return await browser.offer()
     finally:
         await browser.pc.close()
+
+
+# --- what a tab reads on its socket ---
+async def next_frame(ws, call_id: str, kind: str, timeout: float = 30) -> dict:
+    """The next frame of `kind` about `call_id` (others are passed over)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("callId") == call_id and frame["type"] == kind:
+                return frame
+
+
+async def status_frames(ws, call_id: str, timeout: float = 60) -> list[str]:
+    """Its call_status frames until a terminal one."""
+    seen = []
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("callId") == call_id and frame["type"] == "call_status":
+                seen.append(frame["status"])
+                if frame["status"] in TERMINAL_STATES:
+                    return seen
+
+
+async def until_status(ws, call_id: str, status: str) -> None:
+    async with asyncio.timeout(30):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("callId") == call_id and frame.get("status") == status:
+                return

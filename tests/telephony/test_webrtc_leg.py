@@ -9,13 +9,16 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import itertools
+import math
 import socket
 import struct
 
+import av
 import pytest
 
 from core.webrtc import MAX_SDP_BYTES, OfferRefused, ice_servers, offer_problem
-from telephony.sip.rtp import TRANSCODE, RtpStream
+from telephony.sip.rtp import LINEAR, TRANSCODE, RtpStream
 from telephony.webrtc.leg import BrowserLeg
 from tests.live import free_rtp_range
 from tests.telephony.browser_peer import BROWSER_SAYS, PHONE_SAYS, Browser, an_offer, until
@@ -36,9 +39,11 @@ class Phone:
         await self.stream.open("127.0.0.1", 0)
         self.stream.expect(*self.far.getsockname())
 
-    def say(self, sequence: int) -> None:
+    def say(self, sequence: int, samples: list[int] | None = None) -> None:
+        """PHONE_SAYS, or the 16-bit `samples` (160) in the stream's G.711."""
         header = struct.pack("!BBHII", 0x80, self.stream.payload_type, sequence, 160 * sequence, 7)
-        self.far.sendto(header + PHONE_SAYS, self.stream.sock.get_extra_info("sockname"))
+        payload = PHONE_SAYS if samples is None else pcmu(samples)
+        self.far.sendto(header + payload, self.stream.sock.get_extra_info("sockname"))
 
     def heard(self) -> list[tuple[int, bytes]]:
         packets = []
@@ -105,9 +110,90 @@ HOSTILE = {
     "no ICE": lambda sdp: "\r\n".join(
         line for line in sdp.split("\r\n") if not line.startswith("a=ice-pwd")
     ),
-    "no G.711": lambda sdp: sdp.replace("PCMU/8000", "X-PCMU/8000").replace("PCMA/8000", "X"),
+    "no codec of Relay's": lambda sdp: (
+        sdp.replace("PCMU/8000", "X-PCMU/8000").replace("PCMA/8000", "X").replace("opus/", "X/")
+    ),
     "a broken media line": lambda sdp: sdp.replace("m=audio ", "m=audio nine ", 1),
 }
+
+
+def tone(hertz: float, frame: int) -> list[int]:
+    """20 ms of a sine at `hertz` (frame number `frame`), as 8 kHz 16-bit samples."""
+    return [
+        int(8000 * math.sin(2 * math.pi * hertz * (frame * 160 + n) / 8000)) for n in range(160)
+    ]
+
+
+def audio_frame(samples: list[int]) -> av.AudioFrame:
+    """8 kHz 16-bit mono `samples` as PyAV's frame, what a microphone's track yields."""
+    frame = av.AudioFrame(format="s16", layout="mono", samples=len(samples))
+    frame.planes[0].update(struct.pack(f"<{len(samples)}h", *samples))
+    frame.sample_rate = 8000
+    return frame
+
+
+def pcmu(samples: list[int]) -> bytes:
+    encoder = av.CodecContext.create("pcm_mulaw", "w")
+    encoder.sample_rate, encoder.layout, encoder.format = 8000, "mono", "s16"
+    return b"".join(bytes(packet) for packet in encoder.encode(audio_frame(samples)))
+
+
+def linear(frame: av.AudioFrame) -> list[int]:
+    return list(struct.unpack(f"<{frame.samples}h", bytes(frame.planes[0])[: 2 * frame.samples]))
+
+
+def pitch(samples: list[int], rate: int) -> float:
+    """The frequency of a pure tone in `samples`, from how often it crosses zero."""
+    crossings = sum(1 for a, b in itertools.pairwise(samples) if (a < 0) != (b < 0))
+    return crossings / 2 / (len(samples) / rate)
+
+
+async def test_a_browser_that_offers_opus_alone_is_answered_with_opus_and_both_hear_the_other():
+    # No G.711 in the offer: the agent answers Opus and transcodes, each way. The browser's
+    # 440 Hz reaches the phone as PCMU, the phone's 1 kHz reaches the browser as Opus.
+    browser, leg, phone = Browser(codecs=("audio/opus",)), BrowserLeg(label="test"), Phone(0)
+    decoder = av.CodecContext.create("libopus", "r")
+    decoder.sample_rate, decoder.layout, decoder.format = 48000, "mono", "s16"
+    try:
+        await phone.open()
+        offer = await browser.offer()
+        assert "PCMU/8000" not in offer and "opus/48000" in offer
+        answer = await leg.answer(offer)
+        rtpmaps = [line for line in answer.splitlines() if line.startswith("a=rtpmap:")]
+        assert [line.split()[1] for line in rtpmaps] == ["opus/48000/2"], rtpmaps
+        await browser.take(answer)
+        await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
+        leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+
+        heard_by_phone: list[tuple[int, bytes]] = []
+        for n in range(1, 400):
+            phone.say(n, tone(1000, n))
+            browser.track.push(audio_frame(tone(440, n)))
+            heard_by_phone += phone.heard()
+            if len(browser.received) >= 50 and len(heard_by_phone) >= 50:
+                break
+            await asyncio.sleep(0.02)
+
+        assert {pt for pt, _ in heard_by_phone} == {0}  # the phone's own PCMU
+        samples = [
+            struct.unpack("<h", LINEAR[0][code])[0]
+            for _, payload in heard_by_phone[-25:]
+            for code in payload
+        ]
+        assert 400 < pitch(samples, 8000) < 480
+        opus_type = leg.stream.payload_type
+        assert {pt for pt, _ in browser.received} == {opus_type}
+        decoded = [
+            sample
+            for _, payload in browser.received[-25:]
+            for frame in decoder.decode(av.Packet(payload))
+            for sample in linear(frame)
+        ]
+        assert 950 < pitch(decoded, 48000) < 1050
+    finally:
+        await leg.close()
+        await browser.pc.close()
+        phone.close()
 
 
 @pytest.mark.parametrize("how", HOSTILE)

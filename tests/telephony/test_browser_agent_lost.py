@@ -1,0 +1,71 @@
+"""An agent killed mid-call from the browser (issue 43). The socket (Daphne), the worker and
+the agent run apart, so that the agent can die alone; in a module of its own, so that no other
+module's agent is alive to claim its call from the shared test database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from websockets.asyncio.client import connect
+
+from realtime.models import TERMINAL_STATES, CallRequest
+from tests.live import DaphneProcess, PrivateRedis, WorkerProcess
+from tests.telephony.browser_peer import Browser, next_frame, until, until_status
+from tests.telephony.conftest import AgentProcess, Sipp, free_udp_port, sip_env
+
+TO = "+442079460123"
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
+
+
+async def test_an_agent_killed_mid_call_ends_the_tabs_call_once_and_tells_the_tab(login, tmp_path):
+    """The agent holding a call from the browser dies (SIGKILL) mid-talk. The call ends once,
+    failed/agent_lost, when recovery takes it; the tab's socket is told with its terminal
+    call_status (the page then says "The call ended (failed)."); the callee was dialled once.
+    The socket, the worker and the agent run apart here, so that one can die alone."""
+    redis = await sync_to_async(PrivateRedis)(tmp_path / "redis")
+    trunk = free_udp_port()
+    env = sip_env(
+        tmp_path, trunk, REDIS_URL=redis.url, CALL_RECOVERY_GRACE=2, CALL_RECOVERY_INTERVAL=0.3
+    )
+    started = []
+
+    async def start(child, *args, **kwargs):
+        started.append(await sync_to_async(child)(*args, **kwargs))
+        return started[-1]
+
+    browser = Browser()
+    try:
+        far_end = await start(Sipp, tmp_path / "sipp", "uas", port=trunk, echo=True, timeout=60)
+        web = await start(DaphneProcess, tmp_path, log=tmp_path / "daphne.log", **env)
+        await start(WorkerProcess, tmp_path, **env)
+        agent = await start(AgentProcess, tmp_path, env)
+        async with connect(f"{web.ws_base}/ws?token={login.token}") as ws:
+            offer = await browser.offer()
+            await ws.send(json.dumps({"type": "rtc_offer", "callId": "k1", "to": TO, "sdp": offer}))
+            await browser.take((await next_frame(ws, "k1", "rtc_answer"))["sdp"])
+            await until_status(ws, "k1", "in_progress")
+            await until(lambda: browser.pc.connectionState == "connected", "the connection")
+
+            await asyncio.to_thread(agent.kill)
+            ended = await next_frame(ws, "k1", "call_status", timeout=60)
+            assert (ended["status"], ended["reason"]) == ("failed", "agent_lost")
+            # Nothing more about it: no second terminal status, however long one waits for
+            # the next frame (a ping's pong comes first).
+            await ws.send(json.dumps({"type": "ping"}))
+            async with asyncio.timeout(10):
+                while (frame := json.loads(await ws.recv()))["type"] != "pong":
+                    assert frame.get("callId") != "k1", frame
+    finally:
+        await browser.pc.close()
+        for child in reversed(started):
+            await sync_to_async(child.stop)()
+        await sync_to_async(redis.stop)()
+    call = await sync_to_async(CallRequest.objects.get)(call_id="k1")
+    assert (call.status, call.failure_reason) == ("failed", "agent_lost")
+    terminal = call.events.filter(status__in=TERMINAL_STATES)
+    assert await sync_to_async(terminal.count)() == 1
+    assert far_end.invites() == [call.provider_call_id]
