@@ -51,6 +51,8 @@ class Profile:
     forward_many_bridges: int  # sip_forward_100: forwarded calls placed at once, one agent
     forward_many_talk_seconds: float  # each held this long, so the last bridged overlaps all
     forward_floor_seconds: float  # the RTP meter alone, socket to socket (its floor)
+    browser_calls: int  # sip_browser_50: calls from the browser at once on one agent
+    browser_talk_seconds: float  # each tab talks this long (and the baseline's callers)
     scripted_calls: int  # sip_scripted_100: scripted calls at once on one agent, per leg
     scripted_rounds: int  # legs of each kind, alternated scripted, message, message, ...
     edge_calls: int  # sip_edge_400: calls through the edge to two agents, all up together
@@ -108,6 +110,8 @@ FULL = Profile(
     forward_many_bridges=100,
     forward_many_talk_seconds=20,
     forward_floor_seconds=5,
+    browser_calls=50,
+    browser_talk_seconds=10,
     scripted_calls=100,
     scripted_rounds=2,
     edge_calls=400,
@@ -162,6 +166,8 @@ SMOKE = Profile(
     forward_many_bridges=5,
     forward_many_talk_seconds=4,
     forward_floor_seconds=1,
+    browser_calls=3,
+    browser_talk_seconds=3,
     scripted_calls=3,
     scripted_rounds=1,
     edge_calls=4,

@@ -331,6 +331,21 @@ METHOD_NOTES = """\
   those sent minus those received, each way, and a packet that arrives from another bridge's
   port would be counted as crossed. The agent's CPU while all are up and RSS per call are read
   as in sip_200_calls; load-gen CPU is the meter's and both SIPps'.
+- **sip_browser_50** (issue 43): calls from the browser. `bench/browser_load.py`, one process,
+  is 50 aiortc tabs of one user on one socket to a Daphne of Relay's with the agents' settings
+  (`TELEPHONY_PROVIDER=sip`); each tab offers PCMU alone and sends `rtc_offer`; one agent
+  (`SIP_AGENTS=1`) answers each offer (ICE, DTLS-SRTP), dials SIPp (`bench/sipp/
+  forward_target.xml`, PCMU, 300 ms of ringing, `-rtp_echo`), and bridges the tab to the call.
+  From its call's answer each tab talks for 10 s (the tabs are placed together, so the calls
+  overlap, as the baseline's do): a 20 ms packet every 20 ms, paced by the clock, whose
+  payload tags the tab and the packet; SIPp echoes it, and the tab
+  times its round trip (tab -> agent -> SIPp -> agent -> tab: two passes through the agent,
+  the tabs' own SRTP in one Python process, and SIPp's echo), so one pass is at most the round
+  trip. A packet never heard back is lost. Then each tab closes its connection (the hang-up).
+  The baseline, in the same run, is as many forwarded calls bridged SIP to SIP on a fresh agent
+  (as sip_forward_cpu's, both ends SIPp, the target echoing), the callers talking the same
+  10 s of 20 ms packets. Agent CPU per call is its CPU from the first offer (the first
+  caller) to the last call's end, over the calls.
 - **sip_edge_400** and **sip_edge_rolling** (issue 42): calls from the trunk through the shipped
   SIP edge, `deploy/kamailio/relay-edge.cfg` as it is with its default probe interval (5 s)
   and timeout (2 s), to two telephony agents. One SIPp is every caller (`edge_caller.xml`: it

@@ -17,6 +17,7 @@ from bench.scenarios.common import Bench
 from bench.scenarios.http import embedded_me, http_bare_asgi, http_history, http_me
 from bench.scenarios.http_logins import http_logins
 from bench.scenarios.round_trips import round_trips
+from bench.scenarios.sip_browser import sip_browser_50
 from bench.scenarios.sip_calls import sip_50_calls
 from bench.scenarios.sip_edge import sip_edge_400, sip_edge_rolling
 from bench.scenarios.sip_forward import sip_forward_100, sip_forward_cpu
@@ -40,6 +41,6 @@ SCENARIOS = [("http_bare_asgi", http_bare_asgi), ("http_me", http_me),
              ("ws_status_push", ws_status_push), ("sip_50_calls", sip_50_calls),
              ("sip_tls_srtp_cpu", sip_tls_srtp_cpu), ("sip_200_calls", sip_200_calls),
              ("sip_forward_cpu", sip_forward_cpu),
-             ("sip_forward_100", sip_forward_100),
+             ("sip_forward_100", sip_forward_100), ("sip_browser_50", sip_browser_50),
              ("sip_scripted_100", sip_scripted_100), ("sip_edge_400", sip_edge_400),
              ("sip_edge_rolling", sip_edge_rolling)]  # fmt: skip
