@@ -53,5 +53,10 @@ LOGGING = {
         # URLs. Relay logs what it needs itself, without them.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # aioice logs each ICE candidate pair's every state at INFO: a dozen lines a browser
+        # call, each with the browser's addresses, and a tenth of the agent's CPU per call
+        # (docs/benchmarks.md, sip_browser_50). The agent logs the call's outcome itself.
+        "aioice": {"level": "WARNING"},
+        "aiortc": {"level": "WARNING"},
     },
 }

@@ -35,6 +35,7 @@ from django.conf import settings
 
 from core.webrtc import G711, OfferRefused, ice_servers_for, offer_problem, offered_codec
 from telephony.sip.rtp import DTMF_KEYS, g711_in
+from telephony.webrtc.fastpath import FastPath
 from telephony.webrtc.ports import in_range
 
 logger = logging.getLogger(__name__)
@@ -128,6 +129,7 @@ class BrowserStream:
     def __init__(self) -> None:
         self.payload_type = G711["PCMU"]  # until the answer says which
         self.opus: OpusTranscoder | None = None  # set when the answer is Opus
+        self.fast: FastPath | None = None  # RTP's short path, once the leg is connected
         self.sequence = 0  # of the G.711 packets made from Opus
         self.bridge = None
         self.track = RelayedAudio()
@@ -148,37 +150,46 @@ class BrowserStream:
             frame = g711_in(payload, packet[1] & 0x7F, self.payload_type)
         if frame is None:
             return
-        self.track.push(frame)
+        if self.fast is not None and isinstance(frame, bytes):
+            self.fast.send(frame)
+        else:
+            self.track.push(frame)  # Opus to encode, or the leg not yet connected
         self.relayed_packets += 1
 
     async def heard(self, packet, arrival_time_ms: int) -> None:
-        """An RTP packet from the browser (aiortc's receiver hands it here, decrypted and
-        checked, in place of its decoder): on to the other leg."""
+        """An RTP packet from the browser on aiortc's path (its receiver hands it here,
+        decrypted and checked, in place of its decoder): before the fast path is open."""
+        self.heard_rtp(
+            packet.payload_type,
+            packet.marker,
+            packet.sequence_number,
+            packet.timestamp,
+            packet.ssrc,
+            packet.payload,
+        )
+
+    def heard_rtp(self, payload_type, marker, sequence, timestamp, ssrc, payload) -> None:
+        """An RTP packet from the browser, decrypted: on to the other leg."""
         self.heard_packets += 1
         if self.bridge is None:
             return
         if self.opus is not None:
-            if packet.payload_type == self.payload_type:
-                self._relay_transcoded(packet)
+            if payload_type == self.payload_type:
+                self._relay_transcoded(ssrc, payload)
             return
-        if packet.payload_type not in G711.values():
+        if payload_type not in G711.values():
             return
-        self.ssrc, self.timestamp = packet.ssrc, packet.timestamp
+        self.ssrc, self.timestamp = ssrc, timestamp
         header = struct.pack(
-            "!BBHII",
-            0x80,
-            (0x80 if packet.marker else 0) | packet.payload_type,
-            packet.sequence_number,
-            packet.timestamp,
-            packet.ssrc,
+            "!BBHII", 0x80, (0x80 if marker else 0) | payload_type, sequence, timestamp, ssrc
         )
-        self.bridge.relay(header + packet.payload, packet.payload, event=False)
+        self.bridge.relay(header + payload, payload, event=False)
 
-    def _relay_transcoded(self, packet) -> None:
+    def _relay_transcoded(self, ssrc: int, opus: bytes) -> None:
         """The browser's Opus packet, on to the other leg as PCMU packets of this stream's
         own: the browser's SSRC, an 8 kHz clock and a sequence of their own."""
-        self.ssrc = packet.ssrc
-        for payload in self.opus.from_browser(packet.payload):
+        self.ssrc = ssrc
+        for payload in self.opus.from_browser(opus):
             self.sequence = (self.sequence + 1) & 0xFFFF
             self.timestamp = (self.timestamp + len(payload)) & 0xFFFFFFFF
             header = struct.pack(
@@ -244,10 +255,12 @@ class BrowserLeg:
         self.connected = asyncio.Event()  # ICE and DTLS are up: media flows
         self.signals = ""  # the channel its tab's signals reach the agent on (ring.py)
         self.tasks: list[asyncio.Task] = []  # cancelled by close()
+        self.transceiver = None  # the call's audio, once answered
 
         @self.pc.on("connectionstatechange")
         def _state() -> None:
             if self.pc.connectionState == "connected":
+                self._open_fast_path()
                 self.connected.set()
             if self.pc.connectionState in ("closed", "failed"):
                 self.ended.set()
@@ -288,7 +301,14 @@ class BrowserLeg:
         if self.stream.payload_type not in G711.values():
             self.stream.opus = OpusTranscoder()
         transceiver.receiver._handle_rtp_packet = self.stream.heard  # before its decoder
+        self.transceiver = transceiver
         return answer
+
+    def _open_fast_path(self) -> None:
+        if self.transceiver is not None and self.stream.fast is None:
+            self.stream.fast = FastPath.open(
+                self.transceiver, self.stream.payload_type, self.stream.heard_rtp
+            )
 
     async def add_candidate(self, candidate: str, sdp_mid: str | None) -> None:
         """A candidate the browser found after its offer (trickle ICE, an `rtc_candidate`
@@ -306,6 +326,9 @@ class BrowserLeg:
     async def close(self) -> None:
         for task in self.tasks:
             task.cancel()
+        if self.stream.fast is not None:
+            self.stream.fast.close()
+            self.stream.fast = None
         self.stream.track.stop()
         with contextlib.suppress(Exception):
             await self.pc.close()

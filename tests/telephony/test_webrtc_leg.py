@@ -69,6 +69,7 @@ async def test_g711_crosses_the_bridge_both_ways(phone_codec):
         assert set(audio.split()[3:]) <= {"0", "8"}, audio  # G.711 alone: nothing to transcode
         await browser.take(answer)
         await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
+        assert leg.stream.fast is not None  # RTP takes the short path (telephony/webrtc/fastpath)
         leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
 
         heard_by_phone: list[tuple[int, bytes]] = []
