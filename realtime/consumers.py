@@ -15,6 +15,7 @@ from accounts import selectors as accounts_selectors
 from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import pipeline, services
+from realtime.ordering import StatusOrder
 from realtime.phone import Phone, rings_answer
 
 logger = logging.getLogger(__name__)
@@ -155,6 +156,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
     accepted = False  # the handshake answered
     counted_open = False  # counted in relay_websocket_connections, until disconnect
     phone: Phone | None = None  # the browser phone's state, once authenticated
+    order: StatusOrder | None = None  # each call's call_status frames in order, once open
 
     async def __call__(self, scope, receive, send):
         # Losing the channel layer (Redis down, or an operation past its timeout) ends the
@@ -226,6 +228,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.phone = Phone(layer=self.channel_layer, channel=self.channel_name, user_id=user.pk)
+        self.order = StatusOrder(self.send_json)
         self.counted_open = True
         metrics.websocket_connections.inc()
         logger.info("ws connect user=%s auth=%s", user.pk, "jwt" if session else "api_key")
@@ -241,6 +244,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         self.uncount()
+        if self.order is not None:
+            self.order.close()
         if self.phone is not None:
             with contextlib.suppress(RedisError, OSError):
                 await self.phone.switch({"on": False})  # leaves its group and its rings
@@ -339,6 +344,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
         for group, message in pushes:
             if group == mine and message.get("type") == "relay.event":
                 await self.send_json(message["event"])
+                if message["event"].get("type") == "call_status" and self.order is not None:
+                    self.order.sent(message["event"])
         await events.send_collected(
             [
                 (group, {**message, "origin": self.channel_name} if group == mine else message)
@@ -367,6 +374,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
             return  # sent already, in its place (handle_call)
         if "peer" in message and self.phone is not None:  # an rtc_answer, with its agent
             self.phone.answered(message)
+        if message["event"].get("type") == "call_status" and self.order is not None:
+            await self.order.arrived(message["event"])  # realtime.ordering
+            return
         await self.send_json(message["event"])
 
     async def rtc_probe(self, message):
