@@ -220,6 +220,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
         for group in (events.user_group(user.pk), credential_group):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups_joined.append(group)
+        self.opened_ms = now_ms()  # in the user's group: every push from here on reaches it
         # Authenticated before joining: a logout (or a key replaced) in between was sent to the
         # group before this socket was in it. Asked again now that any later one reaches it.
         current = await _credential_current(user, session)
@@ -228,7 +229,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.phone = Phone(layer=self.channel_layer, channel=self.channel_name, user_id=user.pk)
-        self.order = StatusOrder(self.send_json)
+        self.order = StatusOrder(self.send_json, opened_ms=self.opened_ms)
         self.counted_open = True
         metrics.websocket_connections.inc()
         logger.info("ws connect user=%s auth=%s", user.pk, "jwt" if session else "api_key")
@@ -375,7 +376,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if "peer" in message and self.phone is not None:  # an rtc_answer, with its agent
             self.phone.answered(message)
         if message["event"].get("type") == "call_status" and self.order is not None:
-            await self.order.arrived(message["event"])  # realtime.ordering
+            # realtime.ordering
+            await self.order.arrived(message["event"], created_ms=message.get("callCreated"))
             return
         await self.send_json(message["event"])
 
@@ -392,6 +394,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
         await self.send_json(message["event"])
 
     async def relay_session_ended(self, message):
+        if self.order is not None:
+            await self.order.flush()  # what it held for order goes before the close
         await self.close(code=CLOSE_UNAUTHENTICATED)
 
 

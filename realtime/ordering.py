@@ -8,11 +8,14 @@ pushing the rest of its batch: the user's other sockets then got `dialing` befor
 one agent holding the call, in order.
 
 So a socket holds a later state of a call it has not seen yet, for at most HOLD_SECONDS,
-waiting for that call's `queued`: when it comes, both go in order; when it does not (the
-socket opened after it was pushed), the held frames go at the end of the wait. A frame of a
-state the socket has already passed (a `queued` later than the wait) is dropped, never sent
-out of order. The socket that sent the call frame has its `queued` in place with its ack
-(`sent`), and never waits.
+waiting for that call's `queued`, when that `queued` is bound to reach it: the call was
+created after the socket opened (its group was joined by then). When `queued` comes, both go
+in order; when it does not (its push failed), the held frames go at the end of the wait. A
+socket opened after the call was created sends its frames as they come: it waits for nothing
+it may never get. A frame of a state the socket has already passed is dropped, never sent out
+of order. The socket that sent the call frame has its `queued` in place with its ack
+(`sent`), and never waits. A socket Relay closes (a logout) sends what it holds first
+(`flush`).
 """
 
 from __future__ import annotations
@@ -42,8 +45,11 @@ def rank(status: str) -> int:
 class StatusOrder:
     """One socket's order of call states; `send` sends a frame on it."""
 
-    def __init__(self, send: Callable[[dict], Awaitable[None]], hold: float = HOLD_SECONDS):
+    def __init__(
+        self, send: Callable[[dict], Awaitable[None]], *, opened_ms: int, hold=HOLD_SECONDS
+    ):
         self.send = send
+        self.opened_ms = opened_ms  # when the socket had joined its groups
         self.hold = hold
         self.ranks: OrderedDict[str, int] = OrderedDict()  # callId -> the last state sent
         self.held: dict[str, list[dict]] = {}
@@ -55,8 +61,9 @@ class StatusOrder:
         """`event` was sent in place (the sender's own `queued`)."""
         self._remember(event["callId"], rank(event["status"]))
 
-    async def arrived(self, event: dict) -> None:
-        """A call_status frame from the group: sent now, held, or dropped as passed."""
+    async def arrived(self, event: dict, *, created_ms: int | None = None) -> None:
+        """A call_status frame from the group (of a call created at `created_ms`): sent now,
+        held, or dropped as passed."""
         call_id, step = event["callId"], rank(event["status"])
         async with self.lock:
             if call_id in self.held:
@@ -65,7 +72,8 @@ class StatusOrder:
                     await self._flush(call_id)
                 return
             last = self.ranks.get(call_id)
-            if last is None and step > 0:
+            created_after = created_ms is not None and created_ms >= self.opened_ms
+            if last is None and step > 0 and created_after:
                 self.held[call_id] = [event]
                 loop = asyncio.get_running_loop()
                 self.timers[call_id] = loop.call_later(self.hold, self._flush_later, call_id)
@@ -74,6 +82,12 @@ class StatusOrder:
                 return  # a state this socket has passed
             self._remember(call_id, step)
             await self.send(event)
+
+    async def flush(self) -> None:
+        """Send every held frame now (the socket is about to be closed)."""
+        async with self.lock:
+            for call_id in list(self.held):
+                await self._flush(call_id)
 
     def close(self) -> None:
         for timer in self.timers.values():

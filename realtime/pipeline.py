@@ -24,7 +24,7 @@ from accounts import quotas
 from accounts.models import User
 from core import events, metrics
 from core.counters import counters_add
-from core.fields import represent
+from core.fields import represent, to_ms
 from realtime.models import (
     TERMINAL_STATES,
     CallEvent,
@@ -75,7 +75,15 @@ def call_ack_event(call: CallRequest) -> dict:
 
 
 def push_status(call: CallRequest) -> None:
-    events.send_to_user_on_commit(user_id=call.owner_id, event=call_status_event(call), row=call)
+    events.send_to_user_on_commit(
+        user_id=call.owner_id, event=call_status_event(call), row=call, extra=_order(call)
+    )
+
+
+def _order(call: CallRequest) -> dict:
+    """Beside a call_status frame, for the sockets' order of its states (realtime.ordering):
+    when the call was created."""
+    return {"callCreated": to_ms(call.created_at)}
 
 
 def call_reported_event(call: CallRequest, report: dict) -> dict:
@@ -98,7 +106,10 @@ def calls_reported(*, call: CallRequest, reports: list[dict], now=None) -> None:
             call=call, status=call.status, at=now, event=report["event"], detail=detail, data=data
         )
         events.send_to_user_on_commit(
-            user_id=call.owner_id, event=call_reported_event(call, report), row=call
+            user_id=call.owner_id,
+            event=call_reported_event(call, report),
+            row=call,
+            extra=_order(call),
         )
 
 
@@ -112,6 +123,7 @@ def push_statuses(calls: list[CallRequest], *, into: list, owned=None) -> None:
             for call, pushes in zip(calls, into, strict=True)
         ],
         owned=owned,
+        extras=[_order(call) for call in calls],
     )
 
 

@@ -150,3 +150,34 @@ def submit(page, button: str) -> None:
     """Click the button labelled `button` and wait for the page it leads to."""
     with page.expect_navigation():
         page.click(f"button:text('{button}')")
+
+
+# --- the browser phone's pages (issue 43): observed, never steered from inside -----------
+# Each RTCPeerConnection a page makes is kept in window.__peers, so that a test can read what
+# the page's call received and sent (getStats).
+KEEP_PEER_CONNECTIONS = """
+window.__peers = [];
+const Native = window.RTCPeerConnection;
+window.RTCPeerConnection = function (config) {
+  const pc = new Native(config);
+  window.__peers.push(pc);
+  return pc;
+};
+window.RTCPeerConnection.prototype = Native.prototype;
+"""
+
+
+def rtp_stat(kind: str, field: str) -> str:
+    """A page function: the sum of `field` over the audio stats of `kind` (inbound-rtp,
+    outbound-rtp) of the page's last peer connection (0 before there is one). It is async:
+    poll it with page.evaluate, never page.wait_for_function, which takes its promise for a
+    truthy answer at once."""
+    return f"""async () => {{
+  const pc = window.__peers[window.__peers.length - 1];
+  if (!pc) return 0;
+  let sum = 0;
+  (await pc.getStats()).forEach((s) => {{
+    if (s.type === "{kind}" && s.kind === "audio") sum += s.{field} || 0;
+  }});
+  return sum;
+}}"""

@@ -13,7 +13,15 @@ import time
 import pytest
 
 from history.models import AnsweredBy, CallStatus
-from tests.browser import NEEDS_CHROMIUM, Inspector, artifacts_dir, launched_chromium, opened_page
+from tests.browser import (
+    KEEP_PEER_CONNECTIONS,
+    NEEDS_CHROMIUM,
+    Inspector,
+    artifacts_dir,
+    launched_chromium,
+    opened_page,
+    rtp_stat,
+)
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
 from tests.live import wait_until
@@ -29,37 +37,9 @@ from tests.telephony.conftest import (
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
 
 DEADLINE_MS = 30_000
-KEEP_PEER_CONNECTIONS = """
-window.__peers = [];
-const Native = window.RTCPeerConnection;
-window.RTCPeerConnection = function (config) {
-  const pc = new Native(config);
-  window.__peers.push(pc);
-  return pc;
-};
-window.RTCPeerConnection.prototype = Native.prototype;
-"""
-# The audio energy the page has received so far on its call (WebRTC stats: inbound-rtp).
-RECEIVED_ENERGY = """async () => {
-  const pc = window.__peers[window.__peers.length - 1];
-  if (!pc) return 0;
-  let energy = 0;
-  (await pc.getStats()).forEach((s) => {
-    if (s.type === "inbound-rtp" && s.kind === "audio") energy += s.totalAudioEnergy || 0;
-  });
-  return energy;
-}"""
-
-
-SENT_PACKETS = """async () => {
-  const pc = window.__peers[window.__peers.length - 1];
-  if (!pc) return 0;
-  let sent = 0;
-  (await pc.getStats()).forEach((s) => {
-    if (s.type === "outbound-rtp" && s.kind === "audio") sent += s.packetsSent || 0;
-  });
-  return sent;
-}"""
+# What the page's call has received and sent so far (WebRTC stats).
+RECEIVED_ENERGY = rtp_stat("inbound-rtp", "totalAudioEnergy")
+SENT_PACKETS = rtp_stat("outbound-rtp", "packetsSent")
 
 
 def until_page(page, function: str, done, what: str) -> None:

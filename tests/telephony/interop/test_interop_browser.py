@@ -17,7 +17,7 @@ import av
 import pytest
 
 from history.models import AnsweredBy, CallStatus
-from tests.browser import NEEDS_CHROMIUM, launched_chromium, opened_page
+from tests.browser import KEEP_PEER_CONNECTIONS, NEEDS_CHROMIUM, launched_chromium, opened_page
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
 from tests.telephony.conftest import wait_for_records
@@ -28,16 +28,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.ma
 CALLER_WORDS = "Hello, it is me. I am calling about the delivery of the parcel tomorrow."
 OWNER_WORDS = "Hi, this is the shop, answering in the browser. The parcel comes in the morning."
 DEADLINE_MS = 30_000
-KEEP_PEER_CONNECTIONS = """
-window.__peers = [];
-const Native = window.RTCPeerConnection;
-window.RTCPeerConnection = function (config) {
-  const pc = new Native(config);
-  window.__peers.push(pc);
-  return pc;
-};
-window.RTCPeerConnection.prototype = Native.prototype;
-"""
 # The page records what it hears on its call: the remote track, as MediaRecorder gives it.
 START_RECORDING = """() => {
   const pc = window.__peers[window.__peers.length - 1];
