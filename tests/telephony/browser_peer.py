@@ -89,3 +89,13 @@ async def until_status(ws, call_id: str, status: str) -> None:
             frame = json.loads(await ws.recv())
             if frame.get("callId") == call_id and frame.get("status") == status:
                 return
+
+
+async def call_from_the_browser(ws, browser: Browser, call_id: str, to: str) -> None:
+    """Place a call from `browser` on socket `ws` (`rtc_offer`), take the agent's answer, and
+    return once the callee has answered and the tab's connection is up."""
+    offer = await browser.offer()
+    await ws.send(json.dumps({"type": "rtc_offer", "callId": call_id, "to": to, "sdp": offer}))
+    await browser.take((await next_frame(ws, call_id, "rtc_answer"))["sdp"])
+    await until_status(ws, call_id, "in_progress")
+    await until(lambda: browser.pc.connectionState == "connected", "the connection")

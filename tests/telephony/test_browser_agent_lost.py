@@ -13,7 +13,7 @@ from websockets.asyncio.client import connect
 
 from realtime.models import TERMINAL_STATES, CallRequest
 from tests.live import DaphneProcess, PrivateRedis, WorkerProcess
-from tests.telephony.browser_peer import Browser, next_frame, until, until_status
+from tests.telephony.browser_peer import Browser, call_from_the_browser, next_frame
 from tests.telephony.conftest import AgentProcess, Sipp, free_udp_port, sip_env
 
 TO = "+442079460123"
@@ -44,11 +44,7 @@ async def test_an_agent_killed_mid_call_ends_the_tabs_call_once_and_tells_the_ta
         await start(WorkerProcess, tmp_path, **env)
         agent = await start(AgentProcess, tmp_path, env)
         async with connect(f"{web.ws_base}/ws?token={login.token}") as ws:
-            offer = await browser.offer()
-            await ws.send(json.dumps({"type": "rtc_offer", "callId": "k1", "to": TO, "sdp": offer}))
-            await browser.take((await next_frame(ws, "k1", "rtc_answer"))["sdp"])
-            await until_status(ws, "k1", "in_progress")
-            await until(lambda: browser.pc.connectionState == "connected", "the connection")
+            await call_from_the_browser(ws, browser, "k1", TO)
 
             await asyncio.to_thread(agent.kill)
             ended = await next_frame(ws, "k1", "call_status", timeout=60)

@@ -18,6 +18,7 @@ from realtime.models import CallRequest
 from tests.telephony.browser_peer import (
     BROWSER_SAYS,
     Browser,
+    call_from_the_browser,
     next_frame,
     status_frames,
     until,
@@ -93,11 +94,7 @@ async def test_the_keypad_of_a_call_from_the_browser_reaches_the_callee_as_rfc_4
     events: set[int] = set()
     try:
         async with connect(f"{sip_relay.ws_base}/ws?token={login.token}") as ws:
-            offer = await browser.offer()
-            await ws.send(json.dumps({"type": "rtc_offer", "callId": "b3", "to": TO, "sdp": offer}))
-            await browser.take((await next_frame(ws, "b3", "rtc_answer"))["sdp"])
-            await until_status(ws, "b3", "in_progress")
-            await until(lambda: browser.pc.connectionState == "connected", "the connection")
+            await call_from_the_browser(ws, browser, "b3", TO)
             await ws.send(json.dumps({"type": "rtc_dtmf", "callId": "b3", "digits": "7"}))
 
             def heard_seven() -> bool:
