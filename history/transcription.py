@@ -122,6 +122,10 @@ class PocketsphinxEngine:
             return Transcript(text="", confidence=0.0)
         with self._lock:
             decoder = self._load()
+            # A fresh feature extractor for each message: its noise estimate and cepstral
+            # mean would otherwise carry over from the message before, and the same
+            # recording could give other words depending on what the process heard last.
+            decoder.reinit_feat()
             decoder.start_utt()
             decoder.process_raw(with_noise_floor(audio), full_utt=True)
             decoder.end_utt()
