@@ -60,6 +60,7 @@ class Profile:
     # pcap is 7.1 s; more than VOICEMAIL_SILENCE_SECONDS of silence after it ends the message)
     rolling_calls: int  # sip_edge_rolling: calls placed while both agents restart
     rolling_per_minute: int  # their steady rate
+    transcribe_messages: int  # transcribe_rtf: voicemails of 4-9 s transcribed one by one
 
 
 FULL = Profile(
@@ -118,6 +119,7 @@ FULL = Profile(
     edge_talk_seconds=8,
     rolling_calls=100,
     rolling_per_minute=50,
+    transcribe_messages=12,
 )
 
 SMOKE = Profile(
@@ -174,4 +176,5 @@ SMOKE = Profile(
     edge_talk_seconds=0,
     rolling_calls=4,
     rolling_per_minute=60,
+    transcribe_messages=2,
 )

@@ -1,5 +1,5 @@
-"""`make bench` / `make bench-smoke`: every scenario of issue 6, sip_50_calls (SIP) and issues 26's
-and 28's SIP scenarios, in one run.
+"""`make bench` / `make bench-smoke`: every scenario of issue 6, sip_50_calls (SIP), issues 26's
+and 28's SIP scenarios and issue 44's transcript cost, in one run.
 
 Usage: BENCH_DATABASE_URL=postgres://... BENCH_REDIS_URL=redis://.../5 \
        .venv/bin/python bench/run.py [--smoke] [--write-docs] \
@@ -361,6 +361,13 @@ METHOD_NOTES = """\
   agent 0 is sent SIGTERM (it drains), started again once it has exited, and (once the
   edge's probe can have found it, an interval and a timeout later, and has taken it back
   if it had taken it out) agent 1 the same; the calls run on until SIPp has placed them all.
+- **transcribe_rtf** (issue 44): the voicemail transcript's cost, in the harness process on
+  one core (pocketsphinx holds the GIL while it decodes). The engine's model is loaded
+  first (its own row, wall time, with its CPU in the note), one unmeasured message warms it
+  up, then messages of espeak-ng speech as a call's voicemail is stored (sox to 8 kHz
+  A-law, then `recording_save`'s WAV), 4 to 9 s each, are transcribed one after the other;
+  the figure is the CPU they took (`time.process_time`, this process's own, whatever else
+  the machine runs) over the seconds of speech they hold.
 """
 
 
