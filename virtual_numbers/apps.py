@@ -11,9 +11,14 @@ class NumbersConfig(AppConfig):
 
     def ready(self) -> None:
         from core import userdata
-        from virtual_numbers.selectors import numbers_export
+        from virtual_numbers.selectors import numbers_export, numbers_greeting_files
         from virtual_numbers.services import numbers_erase
 
         userdata.register(
-            userdata.UserDataPart("numbers", export=numbers_export, erase=numbers_erase)
+            userdata.UserDataPart(
+                "numbers",
+                export=numbers_export,
+                files=numbers_greeting_files,
+                erase=numbers_erase,
+            )
         )

@@ -36,6 +36,11 @@ class ForwardCallerId(models.TextChoices):
 FORWARD_TARGETS_MAX = 3
 FORWARD_RING_SECONDS = (5, 60)  # the least and the most a number may ring its targets
 FORWARD_RING_SECONDS_DEFAULT = 20
+# Recorded greetings live in the recordings storage under this prefix, apart from voicemail
+# messages: history's purge of files no call record names lists only the storage's top level,
+# so it never sees them (docs/decisions.md, issue 44).
+GREETING_PREFIX = "greetings/"
+GREETING_RECORDING_MAX_SECONDS = 60
 
 
 class Number(models.Model):
@@ -56,6 +61,10 @@ class Number(models.Model):
     # What voicemail says to callers; empty: the service's default, which never reads the
     # alias out (an alias is the owner's private label).
     greeting = models.CharField(max_length=500, blank=True, default="")
+    # A greeting the owner recorded by phone (the mailbox's 3), played in place of the spoken
+    # one: its WAV file in the recordings storage, under GREETING_PREFIX; empty when none.
+    greeting_recording = models.CharField(max_length=255, blank=True, default="", db_default="")
+    greeting_recording_seconds = models.FloatField(null=True, blank=True)
     # Forwarding (PUT /api/numbers/:id/forwarding): the owner's phones, rung at once when the
     # number is called (TELEPHONY_PROVIDER=sip); none: forwarding is off.
     forward_targets = models.JSONField(default=list, blank=True)
@@ -76,6 +85,15 @@ class Number(models.Model):
             models.CheckConstraint(
                 condition=models.Q(forward_caller_id__in=ForwardCallerId.values),
                 name="number_forward_caller_id_valid",
+            ),
+            # a recording and its length come and go together
+            models.CheckConstraint(
+                condition=models.Q(greeting_recording="", greeting_recording_seconds__isnull=True)
+                | (
+                    ~models.Q(greeting_recording="")
+                    & models.Q(greeting_recording_seconds__isnull=False)
+                ),
+                name="number_greeting_recording_with_seconds",
             ),
         ]
 

@@ -2,7 +2,9 @@
 
 import json
 import uuid
+from dataclasses import dataclass
 
+from django.core.files import File
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import JSONArray
 
@@ -11,8 +13,13 @@ from core import dialing
 from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
+from core.recordings import recording_opener, recordings_storage
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
-from virtual_numbers.serializers import BlockedCallerOutput, ForwardingOutput, NumberOutput
+from virtual_numbers.serializers import (
+    BlockedCallerOutput,
+    ForwardingOutput,
+    NumberOutput,
+)
 from virtual_numbers.services import Forwarding
 
 
@@ -58,6 +65,43 @@ def numbers_from_column(value: str | None) -> list[tuple[str, str]]:
     numbers_by_owner orders them)."""
     rows = json.loads(value) if value else []
     return [(pk, e164) for pk, e164, _ in sorted(rows, key=lambda row: (row[2], row[0]))]
+
+
+@dataclass(frozen=True)
+class Greeting:
+    """Which greeting a number's callers hear (GET /api/numbers/:id/greeting)."""
+
+    active: str  # "recorded", "text" or "default"
+    greeting: str
+    recording_url: str | None
+    recording_seconds: float | None
+
+    @classmethod
+    def of(cls, number: Number) -> "Greeting":
+        if number.greeting_recording:
+            return cls(
+                active="recorded",
+                greeting=number.greeting,
+                recording_url=f"/api/numbers/{number.pk}/greeting/recording",
+                recording_seconds=number.greeting_recording_seconds,
+            )
+        return cls(
+            active="text" if number.greeting else "default",
+            greeting=number.greeting,
+            recording_url=None,
+            recording_seconds=None,
+        )
+
+
+def greeting_recording_open(*, number: Number) -> File:
+    """The number's recorded greeting, open for reading; NotFound when it has none or its
+    file is gone (the API's and the console's download alike)."""
+    if not number.greeting_recording:
+        raise NotFound()
+    try:
+        return recordings_storage().open(number.greeting_recording, "rb")
+    except FileNotFoundError:
+        raise NotFound() from None
 
 
 def blocklist_of(*, number: Number) -> list[BlockedCaller]:
@@ -108,15 +152,24 @@ def targets_dialable(*, targets: list[str], owner: User) -> list[str]:
     return allowed
 
 
+def greeting_file_name(number_id) -> str:
+    """The name of a number's recorded greeting in the user's export archive."""
+    return f"greetings/{number_id}.wav"
+
+
 def numbers_export(*, user: User) -> dict:
     """The user's numbers for their export (core.userdata): each as the API answers it, with
-    its forwarding and its blocklist, oldest first."""
+    its greeting, its forwarding and its blocklist, oldest first; `greeting_file` names the
+    recorded greeting in the archive (numbers_greeting_files), null when there is none."""
 
     def each():
         held = Number.objects.filter(owner=user).prefetch_related("blocked_callers")
         for number in held.order_by("created_at", "pk"):
             yield {
                 **represent(NumberOutput, number),
+                "greeting_file": (
+                    greeting_file_name(number.pk) if number.greeting_recording else None
+                ),
                 "forwarding": represent(ForwardingOutput, Forwarding.of(number)),
                 "blocked": [
                     represent(BlockedCallerOutput, entry)
@@ -125,3 +178,13 @@ def numbers_export(*, user: User) -> dict:
             }
 
     return {"numbers": each()}
+
+
+def numbers_greeting_files(*, user: User) -> list:
+    """The recorded greetings of the user's numbers for their export: (name in the archive,
+    opener) pairs, `greetings/<number id>.wav`."""
+    held = Number.objects.filter(owner=user).exclude(greeting_recording="").order_by("pk")
+    return [
+        (greeting_file_name(pk), recording_opener(name))
+        for pk, name in held.values_list("pk", "greeting_recording")
+    ]

@@ -49,6 +49,24 @@ class GreetingInput(serializers.Serializer):
     greeting = GreetingField(help_text="0 to 500 characters; empty restores the default.")
 
 
+class GreetingOutput(serializers.Serializer):
+    active = serializers.ChoiceField(
+        choices=["recorded", "text", "default"],
+        help_text="What callers hear: `recorded` (the greeting recorded by phone), `text` "
+        "(`greeting`, spoken) or `default` (the service's default greeting, spoken).",
+    )
+    greeting = serializers.CharField(
+        help_text="The text greeting (empty: the default), spoken when nothing is recorded."
+    )
+    recording_url = serializers.CharField(
+        allow_null=True,
+        help_text="The recorded greeting (GET it for audio/wav), a path of this API; null: none.",
+    )
+    recording_seconds = serializers.FloatField(
+        allow_null=True, help_text="The recorded greeting's length; null: none."
+    )
+
+
 class PinChangeInput(serializers.Serializer):
     # A current PIN in the wrong format is a wrong PIN: 403, and counted towards the lock.
     currentPin = PinField(checked=False)  # noqa: N815

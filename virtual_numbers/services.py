@@ -1,5 +1,5 @@
-"""Every write on numbers: inventory, creation behind the CAPTCHA, alias, PIN, forwarding,
-deletion."""
+"""Every write on numbers: inventory, creation behind the CAPTCHA, alias, PIN, greetings,
+forwarding, deletion."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from core.recordings import recordings_delete_on_commit
 from core.webrtc import BROWSER
 from virtual_numbers.models import (
     FORWARD_RING_SECONDS_DEFAULT,
+    GREETING_PREFIX,
     BlockedCaller,
     ForwardCallerId,
     InventoryNumber,
@@ -301,6 +302,46 @@ def number_greeting_set(*, number: Number, greeting: str) -> Number:
     return number
 
 
+def number_greeting_recording_set(*, number: Number, name: str, seconds: float) -> Number:
+    """Make the recording `name` (a WAV file already in the recordings storage, named under
+    GREETING_PREFIX, `seconds` long) what voicemail plays to the number's callers in place of
+    the spoken greeting (the mailbox's "press 3", by phone). The recording it replaces is
+    deleted once this commits. NotFound when the number is gone; then `name` is deleted too,
+    since nothing will ever name it. ValueError for a name outside GREETING_PREFIX, which
+    history's purge of unnamed files would take for a stray voicemail."""
+    if not name.startswith(GREETING_PREFIX):
+        raise ValueError(f"a greeting recording is stored under {GREETING_PREFIX}")
+    try:
+        with transaction.atomic():
+            locked = _locked(number)
+            replaced = locked.greeting_recording
+            Number.objects.filter(pk=locked.pk).update(
+                greeting_recording=name, greeting_recording_seconds=seconds
+            )
+            recordings_delete_on_commit([replaced] if replaced != name else [])
+    except NotFound:
+        recordings_delete_on_commit([name])  # outside the rolled-back block: it happens
+        raise
+    number.greeting_recording, number.greeting_recording_seconds = name, seconds
+    return number
+
+
+def number_greeting_recording_remove(*, number: Number) -> Number:
+    """Callers hear the spoken greeting again (the number's text, or the default): the
+    recorded greeting is forgotten and its file deleted once this commits. NotFound when the
+    number has no recorded greeting, or is gone."""
+    with transaction.atomic():
+        locked = _locked(number)
+        if not locked.greeting_recording:
+            raise NotFound()
+        Number.objects.filter(pk=locked.pk).update(
+            greeting_recording="", greeting_recording_seconds=None
+        )
+        recordings_delete_on_commit([locked.greeting_recording])
+    number.greeting_recording, number.greeting_recording_seconds = "", None
+    return number
+
+
 @dataclass(frozen=True)
 class Forwarding:
     """Where a number forwards its calls (Number.forward_*); no targets: off."""
@@ -385,9 +426,10 @@ def _forwarding_store(number: Number, forwarding: Forwarding) -> Forwarding:
 
 def _delete_with_recordings(locked: Number) -> None:
     """Delete a locked number; its call records go with it (CASCADE) and their voicemail
-    files once that commits; its inventory entry rests NUMBER_QUARANTINE_HOURS. The records
-    are history's, reached by their reverse relation."""
+    files, and its recorded greeting, once that commits; its inventory entry rests
+    NUMBER_QUARANTINE_HOURS. The records are history's, reached by their reverse relation."""
     names = list(locked.calls.exclude(recording="").values_list("recording", flat=True))
+    names.append(locked.greeting_recording)  # recordings_delete_on_commit skips ""
     locked.delete()
     quarantine = timedelta(hours=settings.NUMBER_QUARANTINE_HOURS)
     InventoryNumber.objects.filter(pk=locked.inventory_id).update(

@@ -1,12 +1,14 @@
+from drf_spectacular.types import OpenApiTypes
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from core.errors import ErrorCode
 from core.passwords import hashes_passwords
-from core.schema import operation, success_operation
-from core.viewsets import ResourceViewSet
+from core.schema import RANGE_PARAMETER, operation, success_operation
+from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from virtual_numbers import selectors, services
+from virtual_numbers.responses import greeting_download
 from virtual_numbers.serializers import (
     AliasInput,
     BlockedCallerInput,
@@ -15,6 +17,7 @@ from virtual_numbers.serializers import (
     ForwardingInput,
     ForwardingOutput,
     GreetingInput,
+    GreetingOutput,
     NumberCreateInput,
     NumberListOutput,
     NumberOutput,
@@ -27,6 +30,12 @@ NUMBER_EXAMPLE = {
     "alias": "Office",
     "created_at": 1795320000000,
     "greeting": "",
+}
+GREETING_EXAMPLE = {
+    "active": "recorded",
+    "greeting": "You have reached the shop. Leave a message.",
+    "recording_url": "/api/numbers/7c1d2e3f-4a5b-4c6d-9e8f-0a1b2c3d4e5f/greeting/recording",
+    "recording_seconds": 6.48,
 }
 CALLER_EXAMPLE = {"caller_num": "+447700900123"}
 BLOCKED_EXAMPLE = {"caller_num": "+447700900123", "created_at": 1795320000000}
@@ -143,6 +152,54 @@ class NumberViewSet(ResourceViewSet):
         number = self.number()  # 404 before 400
         number = services.number_greeting_set(number=number, greeting=self.validated()["greeting"])
         return self.answer(NumberOutput, number)
+
+    @operation(
+        "numbers_greeting_get",
+        summary="Read which greeting a number's callers hear",
+        description="`recorded` when the owner recorded one by phone (the mailbox's 3: "
+        "docs/telephony.md, The mailbox), played in place of the text; else `text` when "
+        "`greeting` is set, else `default`.",
+        responses={200: (GreetingOutput, GREETING_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @greeting.mapping.get
+    def greeting_get(self, request, number_id):
+        return self.answer(GreetingOutput, selectors.Greeting.of(self.number()))
+
+    @operation(
+        "numbers_greeting_recording_get",
+        summary="Download a number's recorded greeting",
+        description="The greeting recorded by phone as WAV (16-bit PCM, 8 kHz, mono); 404 "
+        "when the number is not yours or has no recorded greeting. A `Range` of one byte "
+        "range is answered with 206 and `Content-Range` (`Accept-Ranges: bytes`), one "
+        "starting past the end with 416. Errors are JSON whatever the Accept header asks for.",
+        responses={
+            (200, "audio/wav"): (OpenApiTypes.BINARY, None),
+            (206, "audio/wav"): (OpenApiTypes.BINARY, None),
+        },
+        parameters=[RANGE_PARAMETER],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE],
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="greeting/recording",
+        content_negotiation_class=JsonErrorsOnly,
+    )
+    def greeting_recording(self, request, number_id):
+        return greeting_download(request, self.number())
+
+    @success_operation(
+        "numbers_greeting_recording_delete",
+        summary="Remove a number's recorded greeting",
+        description="Callers hear the text greeting again (or the default); the recording is "
+        "deleted. 404 when the number is not yours or has no recorded greeting.",
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @greeting_recording.mapping.delete
+    def greeting_recording_delete(self, request, number_id):
+        services.number_greeting_recording_remove(number=self.number())
+        return self.succeeded()
 
     @hashes_passwords
     @success_operation(
