@@ -5,11 +5,15 @@ presses (RFC 4733), one queue of them."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from django.conf import settings
 
+from core.recordings import recordings_storage
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech, SpeechError
+
+logger = logging.getLogger(__name__)
 
 
 class Line:
@@ -36,6 +40,21 @@ class Line:
         except SpeechError:
             return b""
         return audio[self.payload_type]
+
+    async def stored(self, name: str) -> bytes | None:
+        """The WAV file `name` of the recordings storage (a voicemail message, a recorded
+        greeting) in the call's codec; None when it cannot be read or converted."""
+
+        def convert() -> bytes:
+            with recordings_storage().open(name, "rb") as wav:
+                data = wav.read()
+            return self.speech_cache.telephone_audio(data, self.payload_type)
+
+        try:
+            return await asyncio.to_thread(convert)
+        except (OSError, SpeechError):
+            logger.warning("a stored recording could not be played")
+            return None
 
     async def play(self, audio: bytes, also: asyncio.Future | None = None) -> bool:
         """Play `audio` to its end (True), or stop when the call ends or `also` completes."""

@@ -1,27 +1,51 @@
 """The owner's mailbox, behind `*`, the PIN and `#` during the voicemail greeting: the new
-messages, newest first, each marked heard once played. Wrong PINs count against the number's
-PIN lock (virtual_numbers.services.number_pin_verify). Neither the PIN nor any key pressed is
-ever logged."""
+messages, newest first, each marked heard once played; then a menu, 1 to hear them again and
+3 to record the greeting callers hear (issue 44: a beep, up to 60 s ended by `#`, played back,
+then 1 to keep it, 2 to record it again, 3 to go back to the spoken greeting). Wrong PINs
+count against the number's PIN lock (virtual_numbers.services.number_pin_verify). Neither the
+PIN nor any key pressed is ever logged."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import uuid
 from collections.abc import Callable
 
-from core.errors import ApplicationError
-from core.recordings import recordings_storage
+from django.conf import settings
+
+from core.errors import ApplicationError, NotFound
 from history import selectors as history_selectors
 from history import services as history_services
 from telephony.inbound.line import Line
-from telephony.speech import SpeechError
-from virtual_numbers.services import PinLocked, PinMismatch, number_pin_verify
+from telephony.recording import Recording, recording_save
+from virtual_numbers.models import GREETING_PREFIX, GREETING_RECORDING_MAX_SECONDS
+from virtual_numbers.services import (
+    PinLocked,
+    PinMismatch,
+    number_greeting_recording_remove,
+    number_greeting_recording_set,
+    number_pin_verify,
+)
 
 logger = logging.getLogger(__name__)
 
 PIN_DIGIT_TIMEOUT = 10.0  # seconds between two keys of the PIN
 PIN_MAX_KEYS = 16
 PIN_ATTEMPTS = 3  # wrong PINs in one call before it hangs up
+MENU_TIMEOUT = 6.0  # seconds a menu waits for a key once its prompt has been said
+MENU_PROMPTS = 2  # times a menu is said before the mailbox gives up on it
+
+MENU = "Press 1 to hear your messages again, or 3 to record your greeting."
+MENU_NO_MESSAGES = "Press 3 to record your greeting."
+RECORD_PROMPT = "After the tone, say your greeting, then press the hash key."
+KEEP_PROMPT = (
+    "Press 1 to keep this greeting, 2 to record it again, or 3 to go back to the spoken greeting."
+)
+NOTHING_HEARD = (
+    "I did not hear a greeting. Press 2 to record it again, or 3 to go back to the spoken greeting."
+)
 
 
 class Mailbox:
@@ -76,29 +100,155 @@ class Mailbox:
             except ApplicationError:  # every hashing slot busy
                 await self._say("Sorry, the mailbox cannot be opened now. Goodbye.")
                 return
-            await self._messages()
+            await self._menu()
             return
 
-    async def _messages(self) -> None:
-        messages = await self.db(history_selectors.mailbox_messages)(number=self.number)
-        count = len(messages)
-        plural = "message" if count == 1 else "messages"
-        if not await self._say(f"You have {count or 'no'} new {plural}."):
-            return
-        for index, record in enumerate(messages, start=1):
-            audio = await asyncio.to_thread(self._audio, record.recording)
-            if audio is None:
-                continue
-            if not await self._say(f"Message {index}.") or not await self.line.play(audio):
-                return
-            await self.db(history_services.call_record_mark_heard)(record=record)
-        await self._say("End of messages. Goodbye.")
+    # --- keys ------------------------------------------------------------------------------
+    async def _next_key(self, keys: str) -> str:
+        """The next key pressed that is one of `keys`; the others are dropped."""
+        while (key := await self.line.keys.get()) not in keys:
+            pass
+        return key
 
-    def _audio(self, name: str) -> bytes | None:
+    async def _choice(self, audio: bytes, keys: str) -> str | None:
+        """Play `audio` (a prompt) and answer the first of `keys` pressed while it plays
+        (type-ahead) or within MENU_TIMEOUT after it; None when none is, or the call ends."""
+        pressed = asyncio.ensure_future(self._next_key(keys))
+        ended = asyncio.ensure_future(self.line.call.ended.wait())
         try:
-            with recordings_storage().open(name, "rb") as wav:
-                data = wav.read()
-            return self.line.speech_cache.telephone_audio(data, self.line.payload_type)
-        except (OSError, SpeechError):
-            logger.warning("a voicemail message could not be played")
+            await self.line.play(audio, also=pressed)
+            if not pressed.done() and not self.line.call.ended.is_set():
+                await asyncio.wait(
+                    {pressed, ended}, timeout=MENU_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+                )
+            if pressed.done() and not pressed.cancelled() and not self.line.call.ended.is_set():
+                return pressed.result()
             return None
+        finally:
+            pressed.cancel()
+            ended.cancel()
+
+    async def _ask(self, text: str, keys: str, *, before: bytes = b"") -> str | None:
+        """`before` (audio) and the prompt `text`, said up to MENU_PROMPTS times (`before`
+        only the first) until one of `keys` is pressed; None when none is."""
+        prompt = await self.line.speech(text)
+        for attempt in range(MENU_PROMPTS):
+            choice = await self._choice((before if attempt == 0 else b"") + prompt, keys)
+            if choice is not None or self.line.call.ended.is_set():
+                return choice
+        return None
+
+    # --- messages --------------------------------------------------------------------------
+    async def _menu(self) -> None:
+        """The new messages, then the menu until the owner stops choosing or hangs up. `3`
+        pressed while the messages play goes straight to recording the greeting (the
+        messages not yet played stay new)."""
+        messages = await self.db(history_selectors.mailbox_messages)(number=self.number)
+        choice = await self._messages(messages, count=True)
+        while not self.line.call.ended.is_set():
+            if choice is None:
+                choice = await self._ask(
+                    MENU if messages else MENU_NO_MESSAGES, "13" if messages else "3"
+                )
+                if choice is None:
+                    await self._say("Goodbye.")
+                    return
+            if choice == "1":
+                choice = await self._messages(messages, count=False)
+            elif not await self._greeting():
+                return
+            else:
+                choice = None
+
+    async def _messages(self, messages: list, *, count: bool) -> str | None:
+        """Say how many messages there are (`count`) and play each, marking it heard once
+        played; "3" when the owner pressed 3 meanwhile (the rest is skipped), else None."""
+        three = asyncio.ensure_future(self._next_key("3"))
+        try:
+            if count:
+                plural = "message" if len(messages) == 1 else "messages"
+                text = f"You have {len(messages) or 'no'} new {plural}."
+                if not await self.line.play(await self.line.speech(text), also=three):
+                    return self._pressed(three)
+            for index, record in enumerate(messages, start=1):
+                audio = await self.line.stored(record.recording)
+                if audio is None:
+                    continue
+                said = await self.line.speech(f"Message {index}.")
+                if not await self.line.play(said + audio, also=three):
+                    return self._pressed(three)
+                if not record.heard:
+                    await self.db(history_services.call_record_mark_heard)(record=record)
+                    record.heard = True
+            return self._pressed(three)
+        finally:
+            three.cancel()
+
+    @staticmethod
+    def _pressed(key: asyncio.Future) -> str | None:
+        return key.result() if key.done() and not key.cancelled() else None
+
+    # --- the greeting ----------------------------------------------------------------------
+    async def _greeting(self) -> bool:
+        """Record a greeting, play it back and do what the owner chooses: 1 keeps it (in
+        place of the spoken greeting, the one it replaces deleted), 2 records again, 3 goes
+        back to the spoken greeting (a recorded one is removed). Nothing is kept unless 1 is
+        pressed. False when the call has ended, True to go back to the menu."""
+        while True:
+            if not await self._say(RECORD_PROMPT):
+                return False
+            tone = self.line.speech_cache.tone()[self.line.payload_type]
+            if not await self.line.play(tone):
+                return False
+            audio = await self._record()
+            if self.line.call.ended.is_set():
+                return False  # hung up while recording: nothing is kept
+            if audio is None:
+                choice = await self._ask(NOTHING_HEARD, "23")
+            else:
+                choice = await self._ask(KEEP_PROMPT, "123", before=audio)
+            if choice == "2":
+                continue
+            if choice == "1":
+                return await self._keep(audio)
+            if choice == "3":
+                with contextlib.suppress(NotFound):  # nothing recorded before: nothing to do
+                    await self.db(number_greeting_recording_remove)(number=self.number)
+                return await self._say("Callers will hear your spoken greeting.")
+            if self.line.call.ended.is_set():
+                return False
+            return await self._say("Your greeting is unchanged.")
+
+    async def _record(self) -> bytes | None:
+        """What the owner says after the tone, up to GREETING_RECORDING_MAX_SECONDS, until
+        `#`, VOICEMAIL_SILENCE_SECONDS of silence or the call's end; silence at its end is
+        cut (all but half a second). None when nothing but silence was heard."""
+        while not self.line.keys.empty():  # keys pressed before the tone end nothing
+            self.line.keys.get_nowait()
+        recording = Recording(
+            self.line.stream,
+            max_seconds=GREETING_RECORDING_MAX_SECONDS,
+            silence=settings.VOICEMAIL_SILENCE_SECONDS,
+        )
+        hashed = asyncio.ensure_future(self._next_key("#"))
+        ended = asyncio.ensure_future(self.line.call.ended.wait())
+        try:
+            while not hashed.done() and not ended.done() and (left := recording.left()) > 0:
+                await asyncio.wait({hashed, ended}, timeout=min(0.2, left))
+        finally:
+            hashed.cancel()
+            ended.cancel()
+        return recording.take(trim=True)
+
+    async def _keep(self, audio: bytes) -> bool:
+        name, seconds = await recording_save(
+            audio, self.line.payload_type, name=f"{GREETING_PREFIX}{uuid.uuid4().hex}"
+        )
+        try:
+            await self.db(number_greeting_recording_set)(
+                number=self.number, name=name, seconds=seconds
+            )
+        except NotFound:  # the number was given back meanwhile (its file is deleted)
+            await self._say("Sorry, your greeting could not be saved. Goodbye.")
+            return False
+        return await self._say("Your greeting is saved.")

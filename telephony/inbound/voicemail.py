@@ -1,6 +1,7 @@
-"""What an answered call to a number hears: the greeting, a beep, and the caller's message
-recorded until they hang up, VOICEMAIL_MAX_SECONDS or VOICEMAIL_SILENCE_SECONDS of silence;
-or, after `*` during the greeting, the mailbox (telephony.inbound.mailbox)."""
+"""What an answered call to a number hears: the greeting (the one the owner recorded by phone,
+else the text spoken), a beep, and the caller's message recorded until they hang up,
+VOICEMAIL_MAX_SECONDS or VOICEMAIL_SILENCE_SECONDS of silence; or, after `*` during the
+greeting, the mailbox (telephony.inbound.mailbox)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class Voicemail:
     async def run(self) -> dict:
         """Play the greeting; the recording's fields for the record ({} when none)."""
         line = self.line
-        greeting = await line.speech(self.number.greeting or DEFAULT_GREETING)
+        greeting = await self._greeting()
         star = asyncio.ensure_future(line.key_pressed("*"))
         try:
             played = await line.play(greeting, also=star)
@@ -45,6 +46,15 @@ class Voicemail:
         if not played or not await line.play(self.speech.tone()[self.stream.payload_type]):
             return {}
         return await self._record()
+
+    async def _greeting(self) -> bytes:
+        """The recorded greeting, or when there is none (or its file cannot be played) the
+        text greeting spoken, or the default."""
+        if self.number.greeting_recording:
+            recorded = await self.line.stored(self.number.greeting_recording)
+            if recorded:
+                return recorded
+        return await self.line.speech(self.number.greeting or DEFAULT_GREETING)
 
     async def _record(self) -> dict:
         recording = Recording(

@@ -218,8 +218,9 @@ def test_a_withheld_caller_id_is_recorded_as_anonymous(relay, tmp_path, number, 
 
 
 def keys_in(relay, tmp_path, number, keys: str):
-    """A caller who presses `keys` a second after the answer and waits up to 40 s for the
-    hang-up."""
+    """A caller who presses `keys` a second after the answer and waits up to 60 s for the
+    hang-up (the mailbox's menu, after the messages, waits for a key twice before its
+    goodbye)."""
     return call_in(
         relay.agent,
         tmp_path,
@@ -227,7 +228,7 @@ def keys_in(relay, tmp_path, number, keys: str):
         number.number,
         before_ms=1000,
         presses=presses(keys),
-        hangup_timeout_ms=40000,
+        hangup_timeout_ms=60000,
     )
 
 
@@ -238,7 +239,7 @@ def test_the_pin_opens_the_mailbox_and_plays_the_new_message(relay, tmp_path, ma
 
     caller = keys_in(relay, tmp_path, number, "*1234#")
 
-    assert caller.finish(60) == 0, caller
+    assert caller.finish(90) == 0, caller
     assert time.monotonic() - started >= seconds
     message.refresh_from_db()
     assert message.heard is True
@@ -271,7 +272,7 @@ def test_keys_pressed_the_moment_the_call_is_answered_open_the_mailbox(relay, tm
         number.number,
         before_ms=0,
         presses=presses("*1234#") + touch(sent, after_ms=1000),
-        hangup_timeout_ms=40000,
+        hangup_timeout_ms=60000,
     )
     ledger = wait_until(
         lambda: InboundCall.objects.filter(number=number, answered_at__isnull=True).first(),
@@ -284,7 +285,7 @@ def test_keys_pressed_the_moment_the_call_is_answered_open_the_mailbox(relay, tm
         ledger.refresh_from_db()
         assert ledger.answered_at is None  # the agent's write did wait for the keys
 
-    assert caller.finish(60) == 0, caller
+    assert caller.finish(90) == 0, caller
     message.refresh_from_db()
     assert message.heard is True
     ledger.refresh_from_db()
