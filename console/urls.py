@@ -39,6 +39,16 @@ urlpatterns = [
         name="forwarding_clear",
     ),
     path("numbers/<str:number_id>/greeting", number_settings.greeting, name="greeting"),
+    path(
+        "numbers/<str:number_id>/greeting/recording",
+        number_settings.greeting_recording,
+        name="greeting_recording",
+    ),
+    path(
+        "numbers/<str:number_id>/greeting/recording/remove",
+        number_settings.greeting_recording_remove,
+        name="greeting_recording_remove",
+    ),
     # History
     path("history", history.history_list, name="history"),
     path("history/<str:record_id>/recording", history.recording, name="recording"),

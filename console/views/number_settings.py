@@ -1,12 +1,12 @@
 """A number's settings: the callers it blocks, where it forwards its calls, and its voicemail
-greeting. Each form goes through the API's input serializer (BlockedCallerInput,
-ForwardingInput, GreetingInput) and the service NumberViewSet calls, so the console holds no
-rule of its own."""
+greeting (the text, and the one recorded by phone, played and removed here). Each form goes
+through the API's input serializer (BlockedCallerInput, ForwardingInput, GreetingInput) and
+the service NumberViewSet calls, so the console holds no rule of its own."""
 
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from console.forms import (
     CALLER_ID_CHOICES,
@@ -20,6 +20,7 @@ from core.errors import ApplicationError, NotFound
 from core.fields import validated
 from virtual_numbers import selectors as numbers
 from virtual_numbers import services as numbers_services
+from virtual_numbers.responses import greeting_download
 from virtual_numbers.serializers import BlockedCallerInput, ForwardingInput, GreetingInput
 
 
@@ -146,4 +147,39 @@ def greeting(request, number_id):
             messages.success(request, f"Callers to {number.number} hear the default greeting.")
         return redirect("console:numbers")
 
-    return form_page(request, "console/greeting.html", form, save, number=number)
+    return form_page(
+        request,
+        "console/greeting.html",
+        form,
+        save,
+        number=number,
+        active=numbers.Greeting.of(number),
+    )
+
+
+@signed_in
+@require_GET
+def greeting_recording(request, number_id):
+    """The recorded greeting as WAV to its owner, through the session: the API's checks
+    (number_access; none recorded, or its file gone: 404), never cached, never a public URL."""
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    response = greeting_download(request, number)
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def greeting_recording_remove(request, number_id):
+    """Remove the recorded greeting (number_greeting_recording_remove): callers hear the
+    spoken one again. The greeting page, which plays what it removes, is this button's
+    confirmation; a GET goes to it, and so does a greeting removed already (a notice)."""
+    number = numbers.number_access(user=request.user, number_id=number_id)
+    if request.method == "POST":
+        try:
+            numbers_services.number_greeting_recording_remove(number=number)
+        except NotFound:
+            messages.info(request, f"{number.number} has no recorded greeting.")
+        else:
+            messages.success(request, f"Callers to {number.number} hear the spoken greeting again.")
+    return redirect("console:greeting", number.pk)
