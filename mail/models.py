@@ -19,6 +19,13 @@ class OutboundMail(OutboxRow):
     subject = models.CharField(max_length=200)
     text_body = models.TextField()
     html_body = models.TextField()
+    # What the mail is about, for callers that must find their mail again (a missed call's
+    # throttle, a voicemail's mail withdrawn with the message); empty for most.
+    topic = models.CharField(max_length=120, blank=True, default="", db_default="")
+    # A file of the `recordings` storage attached when the mail is sent (a voicemail's WAV),
+    # under `attachment_name`; a file gone by then leaves the mail without it.
+    attachment = models.CharField(max_length=255, blank=True, default="", db_default="")
+    attachment_name = models.CharField(max_length=100, blank=True, default="", db_default="")
     status = models.CharField(max_length=10, choices=MailStatus.choices, default=PENDING)
     sent_at = models.DateTimeField(null=True, blank=True)
 
@@ -31,6 +38,9 @@ class OutboundMail(OutboxRow):
             ),
             models.Index(fields=["-created_at"], name="mail_newest"),
             models.Index(fields=["to", "-created_at"], name="mail_to_newest"),
+            models.Index(
+                fields=["topic", "-created_at"], condition=~models.Q(topic=""), name="mail_topic"
+            ),
         ]
 
     def __str__(self) -> str:

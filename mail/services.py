@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 
 from core import outbox
 from core.fields import to_ms
-from mail.models import OutboundMail
+from mail.models import MailStatus, OutboundMail
 from mail.tasks import schedule_mail
 
 SUBJECT_MAX = 200
@@ -31,17 +31,47 @@ def mail_render(*, template: str, context: dict) -> tuple[str, str, str]:
     return subject, text, html
 
 
-def mail_queue(*, to: str, template: str, context: dict) -> OutboundMail:
+def mail_queue(
+    *,
+    to: str,
+    template: str,
+    context: dict,
+    topic: str = "",
+    attachment: str = "",
+    attachment_name: str = "",
+) -> OutboundMail:
     """Render mail `template` for `to` and write it to the outbox with its task, in the
     caller's transaction: it is sent if and only if the caller commits, by the worker, never
-    by the request. Raises TemplateDoesNotExist for a template that is missing a part."""
+    by the request. `topic` lets the caller find it again (mail_topic_since, mail_withdraw);
+    `attachment` names a file of the recordings storage attached at sending as
+    `attachment_name`. Raises TemplateDoesNotExist for a template that is missing a part."""
     subject, text, html = mail_render(template=template, context=context)
     with transaction.atomic():
         row = OutboundMail.objects.create(
-            to=to, template=template, subject=subject, text_body=text, html_body=html
+            to=to,
+            template=template,
+            subject=subject,
+            text_body=text,
+            html_body=html,
+            topic=topic[:120],
+            attachment=attachment,
+            attachment_name=attachment_name[:100],
         )
         schedule_mail(row)
     return row
+
+
+def mail_topic_since(*, topic: str, since) -> bool:
+    """Whether a mail about `topic` was queued at or after `since` (sent or not)."""
+    return OutboundMail.objects.filter(topic=topic, created_at__gte=since).exists()
+
+
+def mail_withdraw(*, topic: str) -> int:
+    """Delete the mail about `topic` not sent yet (what it reports was deleted: a voicemail
+    and its transcript), in the caller's transaction; return how many. Mail already sent is
+    gone from Relay's hands, and its row is blank."""
+    deleted, _ = OutboundMail.objects.filter(topic=topic, status=MailStatus.PENDING).delete()
+    return deleted
 
 
 def mail_export(*, user) -> dict:

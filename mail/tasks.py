@@ -18,6 +18,7 @@ from django.utils import timezone
 from django_tasks import task
 
 from core import outbox
+from core.recordings import recordings_storage
 from mail.models import MailStatus, OutboundMail
 
 logger = logging.getLogger(__name__)
@@ -54,7 +55,20 @@ def _message(row: OutboundMail) -> EmailMultiAlternatives:
         },
     )
     message.attach_alternative(row.html_body, "text/html")
+    if row.attachment:
+        data = _attachment(row.attachment)
+        if data is not None:
+            message.attach(row.attachment_name or "attachment.wav", data, "audio/wav")
     return message
+
+
+def _attachment(name: str) -> bytes | None:
+    """The file `name` of the recordings storage, or None when it is gone (deleted since)."""
+    try:
+        with recordings_storage().open(name, "rb") as file:
+            return file.read()
+    except FileNotFoundError:
+        return None
 
 
 def _failure(exc: Exception) -> tuple[bool, str]:
