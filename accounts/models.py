@@ -89,6 +89,12 @@ class User(AbstractBaseUser, PermissionsMixin):
     matrix_status = models.CharField(max_length=10, default="none", editable=False)
     matrix_inbound = models.BooleanField(default=True)
     matrix_outbound = models.BooleanField(default=True)
+    # Mail about calls to the user's numbers (history.notifications): a voicemail left, with
+    # its WAV attached or not, and a missed call. Off until the user turns them on: a
+    # message's audio leaves Relay only when they asked for it.
+    voicemail_email = models.BooleanField(default=False, db_default=False)
+    missed_call_email = models.BooleanField(default=False, db_default=False)
+    attach_audio = models.BooleanField(default=True, db_default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     is_active = models.BooleanField(default=True)
     is_staff = models.BooleanField(default=False)

@@ -182,6 +182,18 @@ class NotificationsInput(serializers.Serializer):
     matrixOutbound = StrictBooleanField(  # noqa: N815
         required=False, help_text="notices of your calls that ended"
     )
+    voicemailEmail = StrictBooleanField(  # noqa: N815
+        required=False, help_text="a mail for each voicemail left on your numbers"
+    )
+    missedCallEmail = StrictBooleanField(  # noqa: N815
+        required=False,
+        help_text="a mail for a missed call (at most one per caller and number in 10 minutes)",
+    )
+    attachAudio = StrictBooleanField(  # noqa: N815
+        required=False,
+        help_text="attach the voicemail's WAV to its mail (up to VOICEMAIL_EMAIL_MAX_MB; "
+        "else the mail links it)",
+    )
 
 
 # --- e-mail verification and change of address (accounts.verification) ---------------------
@@ -295,6 +307,9 @@ class NotificationsOutput(serializers.Serializer):
     success = SuccessField()
     matrixInbound = serializers.BooleanField(source="matrix_inbound")  # noqa: N815
     matrixOutbound = serializers.BooleanField(source="matrix_outbound")  # noqa: N815
+    voicemailEmail = serializers.BooleanField(source="voicemail_email")  # noqa: N815
+    missedCallEmail = serializers.BooleanField(source="missed_call_email")  # noqa: N815
+    attachAudio = serializers.BooleanField(source="attach_audio")  # noqa: N815
 
 
 class TwoFactorEnrolmentOutput(serializers.Serializer):

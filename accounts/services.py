@@ -216,17 +216,27 @@ def user_matrix_id_set(*, user: User, matrix_id: str | None) -> User:
 
 
 def user_notifications_set(
-    *, user: User, matrix_inbound: bool | None = None, matrix_outbound: bool | None = None
+    *,
+    user: User,
+    matrix_inbound: bool | None = None,
+    matrix_outbound: bool | None = None,
+    voicemail_email: bool | None = None,
+    missed_call_email: bool | None = None,
+    attach_audio: bool | None = None,
 ) -> User:
-    """Switch the Matrix bot's notices of inbound calls and of ended outbound calls on or off
-    (None leaves a switch as it is)."""
-    changed = []
-    if matrix_inbound is not None:
-        user.matrix_inbound = matrix_inbound
-        changed.append("matrix_inbound")
-    if matrix_outbound is not None:
-        user.matrix_outbound = matrix_outbound
-        changed.append("matrix_outbound")
+    """Switch the user's notices on or off (None leaves a switch as it is): the Matrix bot's
+    of inbound calls and of ended outbound calls, and the mail of a voicemail (with its audio
+    attached or not) and of a missed call (history.notifications)."""
+    switches = {
+        "matrix_inbound": matrix_inbound,
+        "matrix_outbound": matrix_outbound,
+        "voicemail_email": voicemail_email,
+        "missed_call_email": missed_call_email,
+        "attach_audio": attach_audio,
+    }
+    changed = [field for field, value in switches.items() if value is not None]
+    for field in changed:
+        setattr(user, field, switches[field])
     if changed:
         user.save(update_fields=changed)
     return user

@@ -412,13 +412,27 @@ class UserViewSet(ResourceViewSet):
 
     @operation(
         "user_notifications_set",
-        summary="Choose which calls the Matrix bot tells you about",
-        description="Give either switch, both or neither (a read); both are on by default.",
-        request=(NotificationsInput, {"matrixInbound": True, "matrixOutbound": False}),
+        summary="Choose which calls you are told about: by the Matrix bot, and by mail",
+        description="Give any of the switches, or none (a read). The Matrix notices are on by "
+        "default; the mail of a voicemail and of a missed call are off until you turn them "
+        "on, and a voicemail's mail attaches its WAV (attachAudio, on by default) up to "
+        "VOICEMAIL_EMAIL_MAX_MB. Mail goes only to a verified address where the service "
+        "requires verification, and never about a blocked caller.",
+        request=(
+            NotificationsInput,
+            {"matrixInbound": True, "voicemailEmail": True, "attachAudio": False},
+        ),
         responses={
             200: (
                 NotificationsOutput,
-                {"success": True, "matrixInbound": True, "matrixOutbound": False},
+                {
+                    "success": True,
+                    "matrixInbound": True,
+                    "matrixOutbound": False,
+                    "voicemailEmail": True,
+                    "missedCallEmail": False,
+                    "attachAudio": False,
+                },
             )
         },
     )
@@ -429,6 +443,9 @@ class UserViewSet(ResourceViewSet):
             user=request.user,
             matrix_inbound=values.get("matrixInbound"),
             matrix_outbound=values.get("matrixOutbound"),
+            voicemail_email=values.get("voicemailEmail"),
+            missed_call_email=values.get("missedCallEmail"),
+            attach_audio=values.get("attachAudio"),
         )
         return self.answer(NotificationsOutput, user)
 

@@ -416,6 +416,22 @@ class NotificationsForm(ConsoleForm):
         return {name: bool(self.cleaned_data.get(name)) for name in names}
 
 
+class MailNoticesForm(ConsoleForm):
+    voicemailEmail = forms.BooleanField(  # noqa: N815
+        label="Mail me each voicemail left on my numbers", required=False
+    )
+    attachAudio = forms.BooleanField(  # noqa: N815
+        label="Attach the message's audio (WAV) to the mail", required=False
+    )
+    missedCallEmail = forms.BooleanField(  # noqa: N815
+        label="Mail me missed calls (at most one per caller and number in 10 minutes)",
+        required=False,
+    )
+
+    def values(self, *names: str) -> dict:
+        return {name: bool(self.cleaned_data.get(name)) for name in names}
+
+
 class AnyChoices(forms.MultipleChoiceField):
     """Checkboxes whose ticked values go to the API's serializer as sent: it judges them."""
 
@@ -426,6 +442,8 @@ class AnyChoices(forms.MultipleChoiceField):
 EVENT_WORDS = {
     "call_status": "each state of your calls",
     "call_record": "a call recorded in your history",
+    "call_record.transcribed": "a voicemail's transcript, when it comes after its call's record "
+    "(sent with call_record too)",
     "incoming_call": "a call to one of your numbers",
 }
 

@@ -51,6 +51,7 @@ urlpatterns = [
     ),
     # History
     path("history", history.history_list, name="history"),
+    path("history/<str:record_id>", history.history_record, name="history_record"),
     path("history/<str:record_id>/recording", history.recording, name="recording"),
     path("history/<str:record_id>/heard", history.recording_heard, name="recording_heard"),
     path("history/<str:record_id>/delete", history.recording_delete, name="recording_delete"),
@@ -70,6 +71,7 @@ urlpatterns = [
         name="verification_resend",
     ),
     path("account/matrix", account.matrix_id, name="matrix_id"),
+    path("account/mail-notices", account.mail_notices, name="mail_notices"),
     path("account/webhook", account.webhook, name="webhook"),
     path("account/webhook/rotate", account.webhook_rotate, name="webhook_rotate"),
     path("account/webhook/delete", account.webhook_delete, name="webhook_delete"),

@@ -18,11 +18,12 @@ class CallRecordAdmin(OwnerLinkMixin, admin.ModelAdmin):
         "duration",
         "recording_seconds",
         "heard",
+        "transcript_status",
     )
-    list_filter = ("status", "answered_by", "heard")
-    # Staff see that a message exists and how long it is, never the message: it is the
-    # owner's, fetched through the API with their credentials.
-    exclude = ("recording",)
+    list_filter = ("status", "answered_by", "heard", "transcript_status")
+    # Staff see that a message exists, how long it is and whether it was transcribed, never
+    # the message nor its words: they are the owner's, fetched with their credentials.
+    exclude = ("recording", "transcript", "transcribe_lease_until")
     date_hierarchy = "created_at"
     search_fields = ("=caller_num", "=number__number", "owner__email")
     list_select_related = ("number", "owner")

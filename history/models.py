@@ -20,6 +20,15 @@ class AnsweredBy(models.TextChoices):
     APP = "app", "Voice app"
 
 
+class TranscriptStatus(models.TextChoices):
+    """Where a message's transcript stands (history.tasks): null on a record without one."""
+
+    PENDING = "pending", "Pending"  # stored, waiting for the worker
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"  # the engine could not read it; the mail went without
+    OFF = "off", "Off"  # TRANSCRIBE_ENGINE=off, or longer than TRANSCRIBE_MAX_SECONDS
+
+
 CALL_STATUS_VALUES = CallStatus.values  # the schema's CallRecordStatusEnum
 # The caller of a call whose caller ID was withheld or is not a phone number.
 ANONYMOUS_CALLER = "anonymous"
@@ -52,6 +61,17 @@ class CallRecord(models.Model):
     heard = models.BooleanField(
         default=False, db_default=False, help_text="played to the owner in the mailbox"
     )
+    # The message's automatic transcript (a rough draft: history.transcription), made by the
+    # worker after the record commits; deleted with the message.
+    transcript = models.TextField(blank=True, default="", db_default="")
+    transcript_confidence = models.FloatField(null=True, blank=True, help_text="0 to 1")
+    transcript_status = models.CharField(  # noqa: DJ001 - null is the API's "no message"
+        max_length=7, choices=TranscriptStatus.choices, null=True, blank=True
+    )
+    # The worker's hold on a transcription under way, and how many were started: a worker
+    # that died mid-way leaves the lease to expire, and the sweep queues it again.
+    transcribe_lease_until = models.DateTimeField(null=True, blank=True)
+    transcribe_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
     # Who answered an answered call (null: not answered, or recorded before Relay knew), and
     # the owner's phone that took a forwarded one.
     answered_by = models.CharField(max_length=9, choices=AnsweredBy.choices, null=True, blank=True)  # noqa: DJ001 - null is the API's "nobody"
@@ -73,6 +93,12 @@ class CallRecord(models.Model):
                 condition=~models.Q(recording=""),
                 name="callrecord_recording_age",
             ),
+            # the transcription sweep: messages still waiting for their transcript
+            models.Index(
+                fields=["transcribe_lease_until"],
+                condition=models.Q(transcript_status=TranscriptStatus.PENDING),
+                name="callrecord_transcript_pending",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -90,6 +116,16 @@ class CallRecord(models.Model):
                 condition=models.Q(forwarded_to__isnull=True)
                 | models.Q(answered_by=AnsweredBy.FORWARD),
                 name="callrecord_forwarded_to_only_forwarded",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(transcript_status__isnull=True)
+                | models.Q(transcript_status__in=TranscriptStatus.values),
+                name="callrecord_transcript_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(transcript_confidence__isnull=True)
+                | models.Q(transcript_confidence__gte=0, transcript_confidence__lte=1),
+                name="callrecord_transcript_confidence_0_1",
             ),
             models.UniqueConstraint(
                 fields=["sip_call_id"],
@@ -136,3 +172,16 @@ class CallRecordCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.number_id} {self.status}: {self.count}"
+
+
+class TranscriptionSlot(models.Model):
+    """One of TRANSCRIBE_CONCURRENCY places a transcription runs in, across every worker: a
+    transcription takes a free slot (one conditional UPDATE) and gives it back when done;
+    a slot whose worker died is free again once its lease has passed."""
+
+    slot = models.PositiveSmallIntegerField(primary_key=True)
+    record = models.UUIDField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"transcription slot {self.slot}"

@@ -11,7 +11,7 @@ from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
 from core.recordings import recording_opener, recordings_storage
-from history.models import CallRecord, CallRecordCounter
+from history.models import CallRecord, CallRecordCounter, TranscriptStatus
 from history.serializers import CallRecordOutput
 from virtual_numbers.models import Number
 
@@ -134,3 +134,12 @@ def voicemail_files(*, user: User) -> list:
         (voicemail_file_name(pk), recording_opener(name))
         for pk, name in kept.values_list("pk", "recording").iterator(chunk_size=500)
     ]
+
+
+def transcript_kept(record_id: str) -> bool:
+    """Whether the record's message still has its transcript (not deleted since)."""
+    try:
+        pk = uuid.UUID(str(record_id))
+    except ValueError:
+        return False
+    return CallRecord.objects.filter(pk=pk, transcript_status=TranscriptStatus.DONE).exists()

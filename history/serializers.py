@@ -2,7 +2,7 @@ from rest_framework import serializers
 
 from core.fields import MillisecondsField
 from core.pagination import PageOutput, PageParameters, PageQuery
-from history.models import AnsweredBy, CallStatus
+from history.models import AnsweredBy, CallStatus, TranscriptStatus
 
 STATUS_FILTERS = [*CallStatus.values, "all"]
 
@@ -37,6 +37,20 @@ class CallRecordOutput(serializers.Serializer):
         allow_null=True,
         help_text='the owner\'s phone that took a forwarded call, or "browser" when one of '
         "their console tabs took it; else null",
+    )
+    transcript = serializers.CharField(
+        help_text="the message's automatic transcript, a rough draft that may be inaccurate; "
+        'empty until transcript_status is "done" (and for a message that had no words)'
+    )
+    transcript_confidence = serializers.FloatField(
+        allow_null=True, help_text="the engine's confidence in the transcript, 0 to 1; else null"
+    )
+    transcript_status = serializers.ChoiceField(
+        choices=TranscriptStatus.values,
+        allow_null=True,
+        help_text="`pending` (the worker will transcribe it), `done`, `failed` (the engine "
+        "could not read it), `off` (transcription off, or the message longer than "
+        "TRANSCRIBE_MAX_SECONDS); null without a message",
     )
 
 

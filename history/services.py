@@ -16,12 +16,28 @@ from core.fields import represent
 from core.phone import e164_possible, e164_problem
 from core.recordings import recordings_delete_on_commit, recordings_storage
 from core.webrtc import BROWSER
-from history.models import ANONYMOUS_CALLER, AnsweredBy, CallRecord, CallRecordCounter, CallStatus
+from history.models import (
+    ANONYMOUS_CALLER,
+    AnsweredBy,
+    CallRecord,
+    CallRecordCounter,
+    CallStatus,
+    TranscriptStatus,
+)
+from history.notifications import call_mail_queue, voicemail_mail_withdraw
 from history.serializers import CallRecordOutput
+from history.tasks import schedule_transcription, transcript_status_for
 from virtual_numbers.models import Number
 from virtual_numbers.selectors import caller_blocked
 
 DURATION_MAX_SECONDS = 7 * 24 * 3600
+# A message deleted takes its transcript with it.
+NO_TRANSCRIPT = {
+    "transcript": "",
+    "transcript_confidence": None,
+    "transcript_status": None,
+    "transcribe_lease_until": None,
+}
 
 
 def call_record_event(*, record: CallRecord) -> dict:
@@ -98,8 +114,13 @@ def record_inbound_call(
             recording_seconds=None if recording_seconds is None else round(recording_seconds, 2),
             answered_by=answered_by,
             forwarded_to=forwarded_to,
+            transcript_status=transcript_status_for(recording=recording, seconds=recording_seconds),
         )
         call_record_counters_add(records=[record])
+        if record.transcript_status == TranscriptStatus.PENDING:
+            schedule_transcription(record.pk)
+        owner = User.objects.get(pk=number.owner_id)
+        call_mail_queue(record=record, owner=owner)
         events.send_to_user_on_commit(
             user_id=number.owner_id, event=call_record_event(record=record)
         )
@@ -152,9 +173,14 @@ def call_record_recording_delete(*, record: CallRecord) -> None:
         locked = CallRecord.objects.select_for_update().filter(pk=record.pk).first()
         if locked is None or not locked.recording:
             raise NotFound()
-        CallRecord.objects.filter(pk=locked.pk).update(recording="", recording_seconds=None)
+        CallRecord.objects.filter(pk=locked.pk).update(
+            recording="", recording_seconds=None, **NO_TRANSCRIPT
+        )
         recordings_delete_on_commit([locked.recording])
+        voicemail_mail_withdraw(record=locked)
     record.recording, record.recording_seconds = "", None
+    for field, value in NO_TRANSCRIPT.items():
+        setattr(record, field, value)
 
 
 def call_record_mark_heard(*, record: CallRecord) -> None:
@@ -186,7 +212,7 @@ def call_record_recordings_purge(*, now: datetime | None = None) -> int:
             if not batch:
                 break
             CallRecord.objects.filter(pk__in=[pk for pk, _ in batch]).update(
-                recording="", recording_seconds=None
+                recording="", recording_seconds=None, **NO_TRANSCRIPT
             )
             recordings_delete_on_commit([name for _, name in batch])
         deleted += len(batch)

@@ -28,6 +28,9 @@ HISTORY_EXAMPLE = {
             "heard": False,
             "answered_by": "voicemail",
             "forwarded_to": None,
+            "transcript": "hi it's sam please call me back about the delivery",
+            "transcript_confidence": 0.58,
+            "transcript_status": "done",
         }
     ],
     "total": 1,

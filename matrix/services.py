@@ -27,6 +27,7 @@ from matrix import selectors, texts
 from matrix.client import MatrixClient, MatrixError
 from matrix.models import MatrixMessage, MatrixRoom, MessageKind, MessageStatus, RoomStatus
 from matrix.tasks import (
+    TRANSCRIPT_KEY,
     message_enqueue,
     room_end,
     room_status_set,
@@ -124,7 +125,7 @@ def matrix_outbox_write(*, events: list[tuple], rows=None, owned=None) -> None:
 def _notice_write(user_id, event: dict) -> None:
     kind = event.get("type")
     ended = kind == "call_status" and event.get("status") in TERMINAL_STATES
-    if kind != "call_record" and not ended:
+    if kind not in ("call_record", "call_record.transcribed") and not ended:
         return
     # A savepoint: whatever goes wrong here is logged and undone alone, and the call's own
     # transaction commits as if Matrix were off.
@@ -132,8 +133,10 @@ def _notice_write(user_id, event: dict) -> None:
         with transaction.atomic():
             if ended:
                 _outbound_ended(user_id, event)
-            else:
+            elif kind == "call_record":
                 _inbound_recorded(user_id, event)
+            else:
+                _transcribed(user_id, event)
     except Exception:
         logger.exception("matrix: no notice queued for a %s of user %s", kind, user_id)
 
@@ -144,6 +147,19 @@ def _inbound_recorded(user_id, event: dict) -> None:
         return
     text = texts.inbound_call(event)
     message_enqueue(room=room, kind=MessageKind.INBOUND, key=f"inbound:{event['id']}", text=text)
+
+
+def _transcribed(user_id, event: dict) -> None:
+    """A voicemail's transcript, when there is one, after its call's notice."""
+    if event.get("transcript_status") != "done" or not event.get("transcript"):
+        return
+    room = selectors.room_joined(user_id=user_id)
+    if room is None or not User.objects.filter(pk=user_id, matrix_inbound=True).exists():
+        return
+    text = texts.transcript(event)
+    message_enqueue(
+        room=room, kind=MessageKind.INBOUND, key=f"{TRANSCRIPT_KEY}{event['id']}", text=text
+    )
 
 
 def _outbound_ended(user_id, event: dict) -> None:

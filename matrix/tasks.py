@@ -22,6 +22,7 @@ from django_tasks import task
 from accounts.models import User
 from core import outbox
 from core.db import create_unless_taken
+from history.selectors import transcript_kept
 from matrix import texts
 from matrix.client import MatrixClient, MatrixError
 from matrix.models import (
@@ -79,6 +80,9 @@ def room_end(*, user: User, reason: str) -> None:
     )
     if room.room_id and settings.MATRIX_ENABLED:
         leave_room.enqueue(room_id=room.room_id)
+
+
+TRANSCRIPT_KEY = "transcript:"  # + the record's id: a voicemail's transcript
 
 
 def message_enqueue(
@@ -168,6 +172,9 @@ def message_attempt(*, message_id: int) -> MatrixMessage | None:
         _hold(row, until=now + TOKEN_RECHECK, error="the homeserver refuses the bot's token")
         return row
     room = row.room
+    if row.key.startswith(TRANSCRIPT_KEY) and not transcript_kept(row.key[len(TRANSCRIPT_KEY) :]):
+        _finish(row, status=MessageStatus.DROPPED, error="the message was deleted")
+        return row
     if not room.in_use or (row.kind != MessageKind.INVITE and room.status != RoomStatus.JOINED):
         _finish(row, status=MessageStatus.DROPPED, error=f"the room is {_room_state(room)}")
         return row
@@ -256,7 +263,9 @@ def _finish(row: MatrixMessage, *, status: str, error: str = "") -> None:
     """Record `row`'s end (sent, dropped or given up) and start the next of its room."""
     now = timezone.now()
     with transaction.atomic():
+        blank = {"body": "", "formatted_body": ""} if row.key.startswith(TRANSCRIPT_KEY) else {}
         MatrixMessage.objects.filter(pk=row.pk).update(
+            **blank,  # a transcript is the user's, in their room: no copy stays here
             status=status,
             attempts=row.attempts + (0 if status == MessageStatus.DROPPED else 1),
             lease_until=None,

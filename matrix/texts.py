@@ -79,6 +79,22 @@ def inbound_call(event: dict) -> Text:
     )
 
 
+def transcript(event: dict) -> Text:
+    """A `call_record.transcribed` frame: the voicemail's words, marked as a machine's draft."""
+    caller = event.get("caller_num") or "an unknown caller"
+    number, alias = event["number"], event.get("alias") or ""
+    to = f"{alias} ({number})" if alias else number
+    confidence = event.get("transcript_confidence")
+    sure = f", confidence {round(confidence * 100)}%" if confidence is not None else ""
+    words = event["transcript"]
+    label = f"automatic transcript, may be inaccurate{sure}"
+    return Text(
+        body=f"Voicemail from {caller} to {to} ({label}): \u201c{words}\u201d",
+        html=f"Voicemail from <b>{escape(caller)}</b> to {escape(to)} (<i>{escape(label)}</i>): "
+        f"<blockquote>{escape(words)}</blockquote>",
+    )
+
+
 def outbound_call(*, to: str, status: str, duration=None, reason: str = "") -> Text:
     """An outbound call that ended: its target, its final status, its duration or reason."""
     words = OUTBOUND_WORDS.get(status, status)

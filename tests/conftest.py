@@ -234,7 +234,7 @@ def drain_tasks(max_rounds: int = 1000) -> None:
 
 def _run_worker(Worker, max_rounds: int) -> None:  # noqa: N803 - a class
     Worker(
-        queue_names=["default"],
+        queue_names=["default", "transcribe"],
         interval=0,
         batch=True,
         backend_name="default",

@@ -6,7 +6,10 @@ from django.utils import timezone
 
 from core.outbox import OutboxRow, outbox_indexes
 
-EVENT_TYPES = ("call_status", "call_record", "incoming_call")
+EVENT_TYPES = ("call_status", "call_record", "incoming_call", "call_record.transcribed")
+# An endpoint that takes a record takes its transcript when that comes later, as its own
+# event, whether or not it names it: it is the same record, completed.
+IMPLIED_BY = {"call_record.transcribed": "call_record"}
 
 
 class WebhookEndpoint(models.Model):
@@ -46,7 +49,7 @@ class WebhookDelivery(OutboxRow):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     url = models.CharField(max_length=2000)
     ordering_key = models.CharField(max_length=120, help_text="deliveries of one call, in order")
-    event_type = models.CharField(max_length=20)
+    event_type = models.CharField(max_length=30)
     payload = models.TextField(help_text="the JSON body, exactly as signed")
     status = models.CharField(
         max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING

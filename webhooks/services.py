@@ -25,7 +25,13 @@ from core.errors import InvalidRequest, NotFound
 from core.urls import AddressRefused, Unresolvable, resolve
 from realtime.models import CallRequest
 from webhooks import selectors
-from webhooks.models import EVENT_TYPES, DeliveryStatus, WebhookDelivery, WebhookEndpoint
+from webhooks.models import (
+    EVENT_TYPES,
+    IMPLIED_BY,
+    DeliveryStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from webhooks.tasks import schedule_delivery
 
 
@@ -134,7 +140,7 @@ def webhook_outbox_write(
         kind = event["type"]
         endpoint = endpoints.get(user_id)
         urls = []
-        if endpoint is not None and endpoint[0] and kind in endpoint[1]:
+        if endpoint is not None and endpoint[0] and _takes(endpoint[1], kind):
             urls.append(endpoint[0])
         if kind == "call_status":
             callback = callbacks.get((user_id, event["callId"]))
@@ -144,6 +150,8 @@ def webhook_outbox_write(
             continue
         if kind == "call_status":
             key = f"call:{event['callId']}"[:120]
+        elif kind in ("call_record", "call_record.transcribed"):
+            key = f"record:{event['id']}"  # the transcript after its record
         else:
             key = f"{kind}:{secrets.token_hex(8)}"  # nothing to keep in order with
         body = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
@@ -151,6 +159,10 @@ def webhook_outbox_write(
         deliveries += [WebhookDelivery(url=url, **about) for url in urls]
     for delivery in WebhookDelivery.objects.bulk_create(deliveries):
         schedule_delivery(delivery)
+
+
+def _takes(events: list, kind: str) -> bool:
+    return kind in events or IMPLIED_BY.get(kind) in events
 
 
 def _endpoints_of(user_ids: set[str], owned: dict) -> dict[str, tuple[str, list]]:

@@ -2,6 +2,7 @@
 its secret, the login sessions, and the user's data (its export, the account's deletion),
 each through the same services as the API."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import FileResponse
 from django.shortcuts import redirect, render
@@ -20,6 +21,7 @@ from accounts.serializers import (
 from console.forms import (
     AccountDeleteForm,
     EmailChangeForm,
+    MailNoticesForm,
     MatrixIdForm,
     NotificationsForm,
     PasswordChangeForm,
@@ -57,6 +59,8 @@ def account(request):
         "quotas": [(QUOTA_WORDS[quota.name], quota) for quota in counted],
         "matrix_words": MATRIX_WORDS.get(user.matrix_status, user.matrix_status),
         "webhook": webhook_selectors.webhook_of(user=user),
+        "mail_notices_form": MailNoticesForm(initial=_mail_notices(user)),
+        "require_verification": settings.REQUIRE_EMAIL_VERIFICATION,
         "sessions": selectors.sessions_newest(user=user),
         "two_factor": selectors.two_factor_enabled(user=user),
         "two_factor_pending": selectors.two_factor_pending(user=user) is not None,
@@ -186,6 +190,34 @@ def matrix_id(request):
 
     form, act = (notifications_form, switch) if switching else (matrix_form, set_id)
     return form_page(request, "console/matrix_id.html", form, act, **context)
+
+
+MAIL_NOTICES = ("voicemailEmail", "attachAudio", "missedCallEmail")
+
+
+def _mail_notices(user) -> dict:
+    return {
+        "voicemailEmail": user.voicemail_email,
+        "attachAudio": user.attach_audio,
+        "missedCallEmail": user.missed_call_email,
+    }
+
+
+@signed_in
+@require_POST
+def mail_notices(request):
+    """The mail switches of the account page, through the API's serializer and service."""
+    form = MailNoticesForm(request.POST)
+    form.is_valid()  # checkboxes: any submission is valid
+    values = validated(NotificationsInput, form.values(*MAIL_NOTICES))
+    services.user_notifications_set(
+        user=request.user,
+        voicemail_email=values["voicemailEmail"],
+        missed_call_email=values["missedCallEmail"],
+        attach_audio=values["attachAudio"],
+    )
+    messages.success(request, "Your mail notices are saved.")
+    return redirect(reverse("console:account") + "#mail-heading")
 
 
 def secret_shown(request, endpoint, secret: str, *, status: int = 200):

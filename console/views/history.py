@@ -50,6 +50,19 @@ def history_list(request):
     )
 
 
+@signed_in
+@require_GET
+def history_record(request, record_id):
+    """One record, as the history list shows it: where a voicemail's mail links. Anyone
+    else's record, or an unknown id, is the 404 page (call_record_access)."""
+    record = selectors.call_record_access(user=request.user, record_id=record_id)
+    return render(
+        request,
+        "console/history_entry.html",
+        {"record": record, "here": request.get_full_path()},
+    )
+
+
 def _voicemail(request, record_id):
     """The user's record with a message; NotFound (the 404 page) for anyone else's, an
     unknown or malformed id, or a record without one."""

@@ -19,7 +19,9 @@ WORKER_POLL_INTERVAL = seconds("WORKER_POLL_INTERVAL", 0.2, above=True, maximum=
 TASKS = {
     "default": {
         "BACKEND": "django_tasks_db.DatabaseBackend",
-        "QUEUES": ["default"],
+        # `transcribe`: voicemail transcripts, served by relay_worker's threads of their own
+        # (history.tasks), so that a long one never holds up a call's dispatch.
+        "QUEUES": ["default", "transcribe"],
     }
 }
 # What every worker runs every CALL_RECOVERY_INTERVAL besides its tasks: each pass finds work
@@ -29,4 +31,5 @@ WORKER_PERIODIC_PASSES = [
     "webhooks.services.deliveries_sweep",
     "matrix.services.messages_sweep",
     "mail.services.mails_sweep",
+    "history.tasks.transcriptions_sweep",
 ]

@@ -2,7 +2,15 @@
 forwarded, and voicemail: its messages, how long they are kept and where they are stored."""
 
 from relay.settings.base import VAR_DIR
-from relay.settings.readers import json_object, rate, seconds, text, whole_number
+from relay.settings.readers import (
+    choice,
+    json_object,
+    number,
+    rate,
+    seconds,
+    text,
+    whole_number,
+)
 
 # Inbound calls to the numbers ring this long, then voicemail answers.
 INBOUND_RING_SECONDS = seconds("INBOUND_RING_SECONDS", 20.0, above=True)
@@ -15,6 +23,15 @@ VOICEMAIL_SILENCE_SECONDS = seconds("VOICEMAIL_SILENCE_SECONDS", 5.0, above=True
 VOICEMAIL_RETENTION_DAYS = whole_number(
     "VOICEMAIL_RETENTION_DAYS", 30, maximum=36500, unit=" (days)"
 )
+
+# Transcripts of messages (history.transcription), made by the worker after a message is
+# stored, never by the agent: the engine (`off`: none), how many run at once across every
+# worker, and the longest message transcribed.
+TRANSCRIBE_ENGINE = choice("TRANSCRIBE_ENGINE", "pocketsphinx", ("pocketsphinx", "off"))
+TRANSCRIBE_CONCURRENCY = whole_number("TRANSCRIBE_CONCURRENCY", 1, maximum=64)
+TRANSCRIBE_MAX_SECONDS = seconds("TRANSCRIBE_MAX_SECONDS", 180.0, above=True)
+# A voicemail mail (history.notifications) attaches the WAV up to this size, else links it.
+VOICEMAIL_EMAIL_MAX_MB = number("VOICEMAIL_EMAIL_MAX_MB", 5.0, maximum=100.0, what="megabytes")
 
 # Voicemail recordings go through Django's storage API: files under var/recordings by
 # default, any django-storages backend in production (its options as JSON).

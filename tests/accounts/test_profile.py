@@ -102,12 +102,51 @@ def test_a_missing_matrix_id_is_rejected(client_jwt):
 def test_notification_switches_are_set_one_at_a_time_and_shown(client_jwt):
     response = client_jwt.put("/api/user/notifications", {"matrixInbound": False}, format="json")
 
+    mail_off = {"voicemailEmail": False, "missedCallEmail": False, "attachAudio": True}
     assert response.status_code == 200
-    assert response.json() == {"success": True, "matrixInbound": False, "matrixOutbound": True}
+    assert response.json() == {
+        "success": True,
+        "matrixInbound": False,
+        "matrixOutbound": True,
+        **mail_off,
+    }
     response = client_jwt.put("/api/user/notifications", {"matrixOutbound": False}, format="json")
-    assert response.json() == {"success": True, "matrixInbound": False, "matrixOutbound": False}
+    assert response.json() == {
+        "success": True,
+        "matrixInbound": False,
+        "matrixOutbound": False,
+        **mail_off,
+    }
     me = client_jwt.get("/api/user/me").json()
     assert (me["matrixInbound"], me["matrixOutbound"]) == (False, False)
+
+
+@pytest.mark.django_db
+def test_mail_switches_are_off_by_default_and_set_one_at_a_time(user, client_jwt):
+    read = client_jwt.put("/api/user/notifications", {}, format="json").json()
+    assert (read["voicemailEmail"], read["missedCallEmail"], read["attachAudio"]) == (
+        False,
+        False,
+        True,
+    )
+
+    client_jwt.put("/api/user/notifications", {"voicemailEmail": True}, format="json")
+    answer = client_jwt.put("/api/user/notifications", {"attachAudio": False}, format="json")
+
+    assert answer.status_code == 200
+    body = answer.json()
+    assert (body["voicemailEmail"], body["missedCallEmail"], body["attachAudio"]) == (
+        True,
+        False,
+        False,
+    )
+    user.refresh_from_db()
+    assert (user.voicemail_email, user.missed_call_email, user.attach_audio) == (
+        True,
+        False,
+        False,
+    )
+    assert (user.matrix_inbound, user.matrix_outbound) == (True, True)
 
 
 @pytest.mark.django_db
@@ -119,6 +158,10 @@ def test_notification_switches_are_set_one_at_a_time_and_shown(client_jwt):
         {"matrixOutbound": None},
         {"matrixOutbound": "yes"},
         {"matrixInbound": ["x"]},
+        {"voicemailEmail": "true"},
+        {"missedCallEmail": 1},
+        {"attachAudio": None},
+        {"attachAudio": {"deep": [[[[True]]]]}},
     ],
 )
 def test_notification_switches_take_json_booleans_only(user, client_jwt, body):
@@ -126,9 +169,14 @@ def test_notification_switches_take_json_booleans_only(user, client_jwt, body):
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_request"
-    assert set(response.json()["fields"]) <= {"matrixInbound", "matrixOutbound"}
+    assert set(response.json()["fields"]) == set(body)
     user.refresh_from_db()
     assert (user.matrix_inbound, user.matrix_outbound) == (True, True)
+    assert (user.voicemail_email, user.missed_call_email, user.attach_audio) == (
+        False,
+        False,
+        True,
+    )
 
 
 @pytest.mark.django_db

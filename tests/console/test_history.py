@@ -259,3 +259,38 @@ def test_the_list_and_the_audio_take_no_post(browser_client, voicemail):
     assert browser_client.post("/history").status_code == 405
     assert browser_client.post(f"/history/{voicemail.pk}/recording").status_code == 405
     assert browser_client.get(f"/history/{voicemail.pk}/heard").status_code == 405
+
+
+def test_a_call_has_its_own_page_with_its_transcript_marked_as_a_draft(
+    browser_client, voicemail, theirs
+):
+    CallRecord.objects.filter(pk=voicemail.pk).update(
+        transcript="call me back about the parcel",
+        transcript_confidence=0.734,
+        transcript_status="done",
+    )
+
+    page = browser_client.get(f"/history/{voicemail.pk}")
+
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Automatic transcript, may be inaccurate (confidence 73%)" in html
+    assert "call me back about the parcel" in html
+    assert f'src="/history/{voicemail.pk}/recording"' in html
+    assert browser_client.get(f"/history/{theirs.pk}").status_code == 404
+    assert browser_client.get(f"/history/{UNKNOWN}").status_code == 404
+    assert browser_client.get("/history/not-a-uuid").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [("pending", "Transcribing…"), ("failed", "could not be transcribed"), ("off", None)],
+)
+def test_a_transcript_not_done_says_where_it_stands(browser_client, voicemail, status, words):
+    CallRecord.objects.filter(pk=voicemail.pk).update(transcript_status=status)
+
+    html = browser_client.get("/history").content.decode()
+
+    assert "Automatic transcript" not in html
+    for sentence in ("Transcribing…", "could not be transcribed"):
+        assert (sentence in html) == (sentence == words)

@@ -55,7 +55,16 @@ def test_history_lists_records_newest_first_with_joined_fields(client_jwt, recor
         "heard",
         "answered_by",
         "forwarded_to",
+        "transcript",
+        "transcript_confidence",
+        "transcript_status",
     }
+    # No message, so no transcript either.
+    assert (first["transcript"], first["transcript_confidence"], first["transcript_status"]) == (
+        "",
+        None,
+        None,
+    )
     assert (first["recording_url"], first["recording_seconds"], first["heard"]) == (
         None,
         None,

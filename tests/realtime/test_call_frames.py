@@ -266,4 +266,7 @@ async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):
         "heard": False,
         "answered_by": "forward",
         "forwarded_to": "+447400123456",
+        "transcript": "",
+        "transcript_confidence": None,
+        "transcript_status": None,
     }

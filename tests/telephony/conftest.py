@@ -134,6 +134,7 @@ class Sipp(ChildProcess):
         else:
             source = scenario if isinstance(scenario, Path) else SCENARIOS / f"{scenario}.xml"
             text = source.read_text()
+            fill.setdefault("pcap", SIPP_SHARE / "g711a.pcap")
             for name, value in fill.items():
                 text = text.replace(f"@{name}@", str(value))
             path = workdir / source.name
@@ -231,6 +232,38 @@ def pcap_timestamps(path: Path) -> tuple[list[int], int]:
         last_payload = len(rtp) - 12
         offset += 16 + captured
     return stamps, last_payload
+
+
+def pcap_from_alaw(alaw: bytes, path: Path) -> Path:
+    """Write G.711 A-law audio as an RTP capture SIPp's play_pcap_audio plays: 20 ms packets
+    (payload type 8) in Ethernet, IPv4 and UDP frames, a libpcap file like SIPp's own."""
+    out = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    ssrc, packet = 0x52454C59, 160
+    for index, start in enumerate(range(0, len(alaw), packet)):
+        payload = alaw[start : start + packet]
+        rtp = struct.pack("!BBHII", 0x80, 8, index & 0xFFFF, start, ssrc) + payload
+        udp = struct.pack("!HHHH", 10000, 20000, 8 + len(rtp), 0) + rtp
+        ip = (
+            struct.pack(
+                "!BBHHHBBH4s4s",
+                0x45,
+                0,
+                20 + len(udp),
+                index & 0xFFFF,
+                0,
+                64,
+                17,
+                0,
+                bytes([127, 0, 0, 1]),
+                bytes([127, 0, 0, 1]),
+            )
+            + udp
+        )
+        frame = b"\x00" * 12 + b"\x08\x00" + ip
+        seconds, micros = divmod(index * 20_000, 1_000_000)
+        out += struct.pack("<IIII", seconds, micros, len(frame), len(frame)) + frame
+    path.write_bytes(bytes(out))
+    return path
 
 
 def pcap_seconds(path: Path) -> float:

@@ -20,6 +20,9 @@ from django.utils.module_loading import import_string
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 
+from history.tasks import QUEUE as TRANSCRIPTION_QUEUE
+from history.tasks import transcribe_in_processes
+
 logger = logging.getLogger(__name__)
 
 
@@ -63,6 +66,46 @@ class ResilientWorker(db_worker.Worker):
         return None
 
 
+TRANSCRIBE_POLL_INTERVAL = 1.0  # seconds: a transcript may wait a second to start
+
+
+class TranscribeThreads:
+    """TRANSCRIBE_CONCURRENCY workers of the `transcribe` queue, each in a thread of its own
+    beside the main worker: a transcription (tens of seconds of CPU) never holds up the
+    tasks that dispatch calls. None when transcription is off."""
+
+    def __init__(self, *, backend_name: str, worker_id: str) -> None:
+        self.workers = []
+        if settings.TRANSCRIBE_ENGINE == "off":
+            return
+        for index in range(settings.TRANSCRIBE_CONCURRENCY):
+            worker = ResilientWorker(
+                queue_names=[TRANSCRIPTION_QUEUE],
+                interval=TRANSCRIBE_POLL_INTERVAL,
+                batch=False,
+                backend_name=backend_name,
+                startup_delay=False,
+                max_tasks=None,
+                worker_id=f"{worker_id}-transcribe-{index}"[:64],
+                excluded_queue_names=[],
+            )
+            self.workers.append(worker)
+
+    def start(self) -> None:
+        if not self.workers:
+            return
+        # Each thread's transcription runs in a child process of its own (history.tasks).
+        transcribe_in_processes(len(self.workers))
+        for index, worker in enumerate(self.workers):
+            name = f"transcribe-{index}"
+            threading.Thread(target=worker.run, name=name, daemon=True).start()
+
+    def stop(self) -> None:
+        # A transcription cut short is held under a lease; the sweep queues it again.
+        for worker in self.workers:
+            worker.running = False
+
+
 class Command(DbWorkerCommand):
     """db_worker's options and logging, with ResilientWorker and the recovery loop.
 
@@ -104,6 +147,9 @@ class Command(DbWorkerCommand):
         )
         loop = RecoveryLoop(settings.CALL_RECOVERY_INTERVAL)
         loop.start()
+        transcribers = TranscribeThreads(backend_name=backend_name, worker_id=worker_id)
+        if TRANSCRIPTION_QUEUE not in queue_names and "*" not in queue_names:
+            transcribers.start()
         try:
             if reload and not batch:
                 if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
@@ -114,3 +160,4 @@ class Command(DbWorkerCommand):
                 worker.run()
         finally:
             loop.stopped.set()
+            transcribers.stop()

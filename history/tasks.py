@@ -1,0 +1,261 @@
+"""The history's side of the worker: a voicemail message transcribed (history.transcription),
+its transcript stored on the record and announced (`call_record.transcribed`), then its mail.
+
+A transcription runs on the `transcribe` queue, which relay_worker serves from threads of its
+own (TRANSCRIBE_CONCURRENCY of them), never from the thread that dispatches calls, and never
+in a telephony agent. Across every worker at most TRANSCRIBE_CONCURRENCY run at once: each
+holds one of that many TranscriptionSlot rows, taken with a conditional UPDATE under a lease.
+The record is held under a lease too; a worker that dies mid-way leaves it to expire, and the
+sweep (a periodic pass of the worker) queues the message again, TRANSCRIBE_ATTEMPTS times in
+all before it is `failed`. Neither the transcript nor anything heard is ever logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from datetime import timedelta
+from multiprocessing import get_context
+
+import django
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django_tasks import task
+
+from core import events, taskqueue
+from core.fields import represent
+from core.recordings import recordings_storage
+from history import notifications
+from history.models import CallRecord, TranscriptionSlot, TranscriptStatus
+from history.serializers import CallRecordOutput
+from history.transcription import Transcript, engine_for
+
+logger = logging.getLogger(__name__)
+
+QUEUE = "transcribe"
+TRANSCRIBE_ATTEMPTS = 3  # started transcriptions of one message, a worker's death included
+SLOT_BUSY_RETRY = timedelta(seconds=2)
+TRANSCRIBED = "call_record.transcribed"
+NOTHING = Transcript(text="", confidence=0.0)
+
+
+@task(queue_name=QUEUE)
+def transcribe_message(record_id: str) -> None:
+    transcription_run(record_id=record_id)
+
+
+def schedule_transcription(record_id, *, after: timedelta | None = None) -> None:
+    """Queue the transcription of the record's message, in the caller's transaction."""
+    due = transcribe_message
+    if after is not None:
+        due = due.using(run_after=timezone.now() + after)
+    taskqueue.enqueue(due, record_id=str(record_id))
+
+
+def transcript_status_for(*, recording: str, seconds: float | None) -> str | None:
+    """The status a new record's message starts with: pending when it is to be transcribed,
+    off when the engine is off or the message is longer than TRANSCRIBE_MAX_SECONDS, and
+    None without a message."""
+    if not recording:
+        return None
+    if settings.TRANSCRIBE_ENGINE == "off" or (seconds or 0) > settings.TRANSCRIBE_MAX_SECONDS:
+        return TranscriptStatus.OFF
+    return TranscriptStatus.PENDING
+
+
+def _lease() -> timedelta:
+    # Longer than the longest message can take at the engine's measured speed, with room
+    # for a busy machine: twice its length, and a minute.
+    return timedelta(seconds=2 * settings.TRANSCRIBE_MAX_SECONDS + 60)
+
+
+# --- the slots -----------------------------------------------------------------------------
+def _slot_take(record_id) -> int | None:
+    """One of the TRANSCRIBE_CONCURRENCY slots for `record_id`, or None when all are held.
+    The slots' rows are made the first time they are missing (a new or raised setting)."""
+    count = settings.TRANSCRIBE_CONCURRENCY
+    for _ in range(2):
+        now = timezone.now()
+        for slot in range(count):
+            taken = TranscriptionSlot.objects.filter(
+                Q(lease_until__isnull=True) | Q(lease_until__lt=now), slot=slot
+            ).update(record=record_id, lease_until=now + _lease())
+            if taken:
+                return slot
+        if TranscriptionSlot.objects.filter(slot__lt=count).count() == count:
+            return None
+        TranscriptionSlot.objects.bulk_create(
+            [TranscriptionSlot(slot=slot) for slot in range(count)], ignore_conflicts=True
+        )
+    return None
+
+
+def _slot_give_back(slot: int, record_id) -> None:
+    TranscriptionSlot.objects.filter(slot=slot, record=record_id).update(
+        record=None, lease_until=None
+    )
+
+
+# --- where the engine runs -----------------------------------------------------------------
+# In this process unless the worker asks for child processes (transcribe_in_processes):
+# pocketsphinx holds the GIL while it decodes, seconds at a time, which would stall the
+# worker's other threads (the tasks that dispatch calls) for as long.
+_processes: ProcessPoolExecutor | None = None
+_processes_lock = threading.Lock()
+
+
+def transcribe_in_processes(count: int) -> None:
+    """Run the engine in `count` child processes of this one from now on (relay_worker: one
+    per transcribing thread). Each is started fresh (spawn, not fork: this process has
+    threads and database connections), sets Django up, and loads the model once."""
+    global _processes
+    with _processes_lock:
+        _processes = ProcessPoolExecutor(
+            max_workers=count, mp_context=get_context("spawn"), initializer=django.setup
+        )
+
+
+def _run_engine(name: str, audio: bytes) -> Transcript:
+    global _processes
+    pool = _processes
+    if pool is None:
+        return engine_for(name).transcribe(audio)
+    try:
+        return pool.submit(_transcribe_in_child, name, audio).result()
+    except BrokenProcessPool:
+        # The engine died with this message (a crash in its C code): a new pool for the next
+        # one; this one is failed, as any failure of the engine is the message's.
+        with _processes_lock:
+            if _processes is pool:
+                transcribe_in_processes(pool._max_workers)
+        raise
+
+
+def _transcribe_in_child(name: str, audio: bytes) -> Transcript:
+    return engine_for(name).transcribe(audio)
+
+
+# --- one transcription ---------------------------------------------------------------------
+def transcription_run(*, record_id) -> str | None:
+    """Transcribe the record's message if it is still pending and no other worker holds it;
+    store the outcome. Returns the status stored, or None when nothing was done."""
+    slot = _slot_take(record_id)
+    if slot is None:
+        with transaction.atomic():
+            if CallRecord.objects.filter(
+                pk=record_id, transcript_status=TranscriptStatus.PENDING
+            ).exists():
+                schedule_transcription(record_id, after=SLOT_BUSY_RETRY)
+        return None
+    try:
+        return _transcribe_held(record_id)
+    finally:
+        _slot_give_back(slot, record_id)
+
+
+def _transcribe_held(record_id) -> str | None:
+    now = timezone.now()
+    claimed = (
+        CallRecord.objects.filter(
+            Q(transcribe_lease_until__isnull=True) | Q(transcribe_lease_until__lt=now),
+            pk=record_id,
+            transcript_status=TranscriptStatus.PENDING,
+        )
+        .exclude(recording="")
+        .update(
+            transcribe_lease_until=now + _lease(), transcribe_attempts=F("transcribe_attempts") + 1
+        )
+    )
+    if not claimed:
+        return None  # done, deleted, or held by another worker
+    record = CallRecord.objects.get(pk=record_id)
+    started = time.monotonic()
+    try:
+        with recordings_storage().open(record.recording, "rb") as file:
+            audio = file.read()
+    except FileNotFoundError:
+        return None  # the message was deleted meanwhile: so was its transcript
+    result, status = NOTHING, TranscriptStatus.OFF  # the engine was turned off meanwhile
+    if engine_for(settings.TRANSCRIBE_ENGINE) is not None:
+        try:
+            result, status = _run_engine(settings.TRANSCRIBE_ENGINE, audio), TranscriptStatus.DONE
+        except Exception as exc:  # a failure of the engine is the message's, not the worker's
+            logger.warning("record %s not transcribed: %s", record_id, type(exc).__name__)
+            result, status = NOTHING, TranscriptStatus.FAILED
+    settled = _settle(record, status=status, result=result, recording=record.recording)
+    if settled:
+        logger.info(
+            "record %s transcribed (%s) in %.2f s", record_id, status, time.monotonic() - started
+        )
+    return status if settled else None
+
+
+def _settle(record: CallRecord, *, status: str, result: Transcript, recording: str) -> bool:
+    """Store the outcome if the message is still the one transcribed and still pending; push
+    `call_record.transcribed` and queue the voicemail's mail in the same transaction."""
+    with transaction.atomic():
+        locked = (
+            CallRecord.objects.select_for_update()
+            .select_related("number")
+            .filter(pk=record.pk, transcript_status=TranscriptStatus.PENDING, recording=recording)
+            .first()
+        )
+        if locked is None:
+            return False
+        locked.transcript = result.text if status == TranscriptStatus.DONE else ""
+        locked.transcript_confidence = (
+            result.confidence if status == TranscriptStatus.DONE else None
+        )
+        locked.transcript_status = status
+        locked.transcribe_lease_until = None
+        locked.save(
+            update_fields=[
+                "transcript",
+                "transcript_confidence",
+                "transcript_status",
+                "transcribe_lease_until",
+            ]
+        )
+        events.send_to_user_on_commit(
+            user_id=locked.owner_id,
+            event={"type": TRANSCRIBED, **represent(CallRecordOutput, locked)},
+            row=locked,
+        )
+        notifications.voicemail_mail_queue(record=locked)
+    return True
+
+
+# --- the sweep -----------------------------------------------------------------------------
+def transcriptions_sweep() -> int:
+    """Queue again the messages whose worker died mid-way (their lease has passed), or mark
+    them failed (and mail them) after TRANSCRIBE_ATTEMPTS starts; return how many."""
+    now = timezone.now()
+    stale = list(
+        CallRecord.objects.filter(
+            transcript_status=TranscriptStatus.PENDING, transcribe_lease_until__lt=now
+        ).values_list("pk", "transcribe_attempts", "recording")[:100]
+    )
+    for record_id, attempts, recording in stale:
+        with transaction.atomic():
+            held = CallRecord.objects.filter(
+                pk=record_id,
+                transcript_status=TranscriptStatus.PENDING,
+                transcribe_lease_until__lt=now,
+            )
+            if attempts >= TRANSCRIBE_ATTEMPTS:
+                record = CallRecord.objects.filter(pk=record_id).first()
+                if record is not None:
+                    _settle(
+                        record,
+                        status=TranscriptStatus.FAILED,
+                        result=NOTHING,
+                        recording=recording,
+                    )
+            elif held.update(transcribe_lease_until=None):
+                schedule_transcription(record_id)
+    return len(stale)
