@@ -342,14 +342,18 @@ class RelayProcess(ChildProcess):
 
 class DaphneProcess(ChildProcess):
     """Relay's Daphne alone (as runrelay runs it, without the other processes), serving the
-    socket on a free port, for a test that runs the worker and an agent apart to kill one."""
+    socket on a free port, for a test that runs the worker and an agent apart to kill one (or
+    the bench, with `environ`: its own settings rather than the test database's)."""
 
-    def __init__(self, var_dir: Path, *, log: Path | None = None, **env):
+    def __init__(
+        self, var_dir: Path, *, log: Path | None = None, environ: dict | None = None, **env
+    ):
         self.port = free_port()
         self.ws_base = f"ws://127.0.0.1:{self.port}"
         argv = [sys.executable, "-m", "relay.daphne_server", "-b", "127.0.0.1"]
         argv += ["-p", str(self.port), "-v", "0", "relay.asgi:application"]
-        super().__init__(argv, relay_env(var_dir, **env), log=log)
+        environ = environ if environ is not None else relay_env(var_dir, **env)
+        super().__init__(argv, environ, log=log)
         self.wait_serving(f"http://127.0.0.1:{self.port}/healthz", what="Daphne")
 
 

@@ -21,22 +21,10 @@ from bench import fixtures, forward, sip
 from bench.report import Row
 from bench.scenarios.common import Bench
 from bench.wsload import percentile
-from realtime.models import CallRequest
-from tests.live import ChildProcess, free_port, wait_until
+from realtime.models import TERMINAL_STATES, CallRequest
+from tests.live import ChildProcess, DaphneProcess, wait_until
 
 LOAD = Path(__file__).resolve().parent.parent / "browser_load.py"
-
-
-class Daphne(ChildProcess):
-    """Relay's Daphne (as runrelay runs it) with `env`: the browser calls' socket, which
-    needs TELEPHONY_PROVIDER=sip, as the agents have it."""
-
-    def __init__(self, env: dict, log: Path):
-        self.port = free_port()
-        argv = [sys.executable, "-m", "relay.daphne_server", "-b", "127.0.0.1", "-p",
-                str(self.port), "-v", "0", "relay.asgi:application"]  # fmt: skip
-        super().__init__(argv, env, log=log)
-        self.wait_serving(f"http://127.0.0.1:{self.port}/healthz", what="the browsers' Daphne")
 
 
 def sip_browser_50(b: Bench) -> None:
@@ -102,7 +90,7 @@ def _browser_calls(b: Bench, workdir: Path, n: int, talk: float) -> dict:
     try:
         agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{trunk_port}", count=1,
                             capacity=2 * n, RTC_PORT_RANGE=sip.rtp_range(8 * n))  # fmt: skip
-        web = Daphne(agents.env, workdir / "daphne.log")
+        web = DaphneProcess(workdir, environ=agents.env, log=workdir / "daphne.log")
         out = workdir / "browsers.json"
         own0, tts0 = agents.cpu()
         started = time.monotonic()
@@ -146,7 +134,5 @@ def _browser_calls(b: Bench, workdir: Path, n: int, talk: float) -> dict:
 
 
 def _ended(call_ids: list[str]) -> bool:
-    active = CallRequest.objects.filter(call_id__in=call_ids).exclude(
-        status__in=("completed", "busy", "no_answer", "failed", "canceled")
-    )
+    active = CallRequest.objects.filter(call_id__in=call_ids).exclude(status__in=TERMINAL_STATES)
     return not active.exists()

@@ -58,9 +58,6 @@ class RelayedAudio(MediaStreamTrack):
 
     def __init__(self) -> None:
         super().__init__()
-        self.frames: asyncio.Queue[bytes] = asyncio.Queue()
-        self.pts = 0
-
         self.frames: asyncio.Queue[bytes | av.AudioFrame] = asyncio.Queue()
         self.pts = 0
 
@@ -273,8 +270,8 @@ class BrowserLeg:
             raise OfferRefused(problem)
         try:
             # Ours before the offer's: its first audio section takes this transceiver, whose
-            # codecs are negotiated as the offer is set (G.711 alone, in our order).
-            # G.711 alone when the browser offers it; Opus alone (transcoded) when it does not.
+            # codecs are negotiated as the offer is set, in our order: G.711 alone when the
+            # browser offers it, Opus alone (transcoded) when it does not.
             transceiver = self.pc.addTransceiver(self.stream.track, direction="sendrecv")
             wanted = G711_MIME if offered_codec(offer.splitlines()) == "G711" else {OPUS_MIME}
             transceiver.setCodecPreferences(
