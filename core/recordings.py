@@ -6,8 +6,13 @@ leaves a record pointing at nothing."""
 import logging
 from functools import partial
 
+from django.core.files import File
 from django.core.files.storage import Storage, storages
 from django.db import transaction
+from django.http import HttpResponseBase
+
+from core.downloads import file_download
+from core.errors import NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +35,24 @@ def recordings_delete_on_commit(names) -> None:
     names = [name for name in names if name]
     if names:
         transaction.on_commit(partial(_delete, names), robust=True)
+
+
+def recording_open(name: str) -> File:
+    """The recording `name` open for reading; NotFound when there is none (an empty name) or
+    its file is gone."""
+    if not name:
+        raise NotFound()
+    try:
+        return recordings_storage().open(name, "rb")
+    except FileNotFoundError:
+        raise NotFound() from None
+
+
+def recording_download(request, name: str, *, filename: str) -> HttpResponseBase:
+    """The recording `name` as a WAV download, whole or the byte range asked for (a voicemail,
+    a greeting, a call's recording: the API's and the console's alike); NotFound as
+    recording_open."""
+    return file_download(request, recording_open(name), content_type="audio/wav", filename=filename)
 
 
 def recording_opener(name: str):

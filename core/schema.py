@@ -85,6 +85,31 @@ RANGE_PARAMETER = OpenApiParameter(
 )
 
 
+# What a WAV download (a voicemail, a greeting, a call's recording) answers and says.
+WAV_RESPONSES = {
+    (200, "audio/wav"): (OpenApiTypes.BINARY, None),
+    (206, "audio/wav"): (OpenApiTypes.BINARY, None),
+}
+WAV_RANGES = (
+    "A `Range` of one byte range is answered with 206 and `Content-Range` (`Accept-Ranges: "
+    "bytes`), one starting past the end with 416. Errors are JSON whatever the Accept header "
+    "asks for."
+)
+
+
+def wav_download_operation(operation_id: str, *, summary: str, description: str, parameters=()):
+    """`operation()` of a WAV file download: `description` says whose file and when it is
+    404; the byte ranges, the responses and their errors are the same for every one."""
+    return operation(
+        operation_id,
+        summary=summary,
+        description=f"{description} {WAV_RANGES}",
+        responses=WAV_RESPONSES,
+        parameters=[RANGE_PARAMETER, *parameters],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE],
+    )
+
+
 def implied_codes(
     *, authenticated: bool, reads_body: bool, answers_json: bool = True
 ) -> list[ErrorCode]:

@@ -3,15 +3,11 @@ and the console's player alike."""
 
 from django.http import HttpResponseBase
 
-from core.downloads import file_download
-from history import selectors
+from core.recordings import recording_download as wav_download
 from history.models import CallRecord
 
 
 def recording_download(request, record: CallRecord) -> HttpResponseBase:
     """The record's message as WAV, whole or the byte range asked for; NotFound when it has
     no message or its file is gone."""
-    audio = selectors.call_record_recording_open(record=record)
-    return file_download(
-        request, audio, content_type="audio/wav", filename=f"voicemail-{record.pk}.wav"
-    )
+    return wav_download(request, record.recording, filename=f"voicemail-{record.pk}.wav")

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.core.files import File
 from django.db.models import CharField, QuerySet, Sum, UUIDField
 
 from accounts.models import User
@@ -10,7 +9,7 @@ from core.compiled import CompiledQuery
 from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
-from core.recordings import recording_opener, recordings_storage
+from core.recordings import recording_opener
 from history.models import CallRecord, CallRecordCounter, TranscriptStatus
 from history.serializers import CallRecordOutput
 from virtual_numbers.models import Number
@@ -83,17 +82,6 @@ def call_record_access(*, user: User, record_id) -> CallRecord:
     if record is None:
         raise NotFound()
     return record
-
-
-def call_record_recording_open(*, record: CallRecord) -> File:
-    """The record's voicemail file, open for reading; NotFound when it has no message or its
-    file is gone (the API's and the console's download alike)."""
-    if not record.recording:
-        raise NotFound()
-    try:
-        return recordings_storage().open(record.recording, "rb")
-    except FileNotFoundError:
-        raise NotFound() from None
 
 
 def mailbox_messages(*, number: Number) -> list[CallRecord]:

@@ -1,8 +1,7 @@
-from drf_spectacular.types import OpenApiTypes
 from rest_framework.decorators import action
 
 from core.errors import ErrorCode
-from core.schema import RANGE_PARAMETER, operation, success_operation
+from core.schema import operation, success_operation, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from history import selectors, services
 from history.responses import recording_download
@@ -65,19 +64,11 @@ class HistoryViewSet(ResourceViewSet):
             user=self.request.user, record_id=self.kwargs["record_id"]
         )
 
-    @operation(
+    @wav_download_operation(
         "history_recording_get",
         summary="Download a call's voicemail message",
         description="The message as WAV (16-bit PCM, 8 kHz, mono), to the number's owner; "
-        "404 for anyone else's record and for a record without a message. A `Range` of one "
-        "byte range is answered with 206 and `Content-Range` (`Accept-Ranges: bytes`), one "
-        "starting past the end with 416. Errors are JSON whatever the Accept header asks for.",
-        responses={
-            (200, "audio/wav"): (OpenApiTypes.BINARY, None),
-            (206, "audio/wav"): (OpenApiTypes.BINARY, None),
-        },
-        parameters=[RANGE_PARAMETER],
-        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE],
+        "404 for anyone else's record and for a record without a message.",
     )
     @action(detail=True, methods=["get"], content_negotiation_class=JsonErrorsOnly)
     def recording(self, request, record_id):

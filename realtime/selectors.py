@@ -14,7 +14,7 @@ from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
-from core.recordings import recording_opener, recordings_storage
+from core.recordings import recording_open, recording_opener
 from realtime.models import TERMINAL_STATES, CallRecording, CallRequest, CallRequestCounter
 from realtime.serializers import CallDetailOutput
 from virtual_numbers.selectors import numbers_column, numbers_from_column
@@ -107,10 +107,7 @@ def call_recording_open(*, call: CallRequest, recording_id: str) -> File:
     recording = CallRecording.objects.filter(pk=pk, call=call).first()
     if recording is None:
         raise NotFound()
-    try:
-        return recordings_storage().open(recording.name, "rb")
-    except FileNotFoundError:
-        raise NotFound() from None
+    return recording_open(recording.name)
 
 
 def calls_page(

@@ -1,4 +1,3 @@
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.decorators import action
@@ -7,7 +6,7 @@ from rest_framework.response import Response
 from core import metrics
 from core.downloads import file_download
 from core.errors import ErrorCode
-from core.schema import RANGE_PARAMETER, operation
+from core.schema import operation, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from realtime import pipeline, selectors, services
 from realtime.serializers import (
@@ -149,20 +148,13 @@ class CallViewSet(ResourceViewSet):
         )
         return self.answer(CallOutput, call)
 
-    @operation(
+    @wav_download_operation(
         "calls_recording_get",
         summary="Download what a call's `record` verb recorded",
         description="The recording as WAV (16-bit PCM, 8 kHz, mono), to the call's owner; 404 "
         "for anyone else's call and for an id that is not one of this call's recordings (the "
-        "`recordingId` of its `recorded` event). A `Range` of one byte range is answered with "
-        "206 and `Content-Range`, one starting past the end with 416. Errors are JSON "
-        "whatever the Accept header asks for.",
-        responses={
-            (200, "audio/wav"): (OpenApiTypes.BINARY, None),
-            (206, "audio/wav"): (OpenApiTypes.BINARY, None),
-        },
-        parameters=[RANGE_PARAMETER, RECORDING_ID_PARAMETER],
-        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE],
+        "`recordingId` of its `recorded` event).",
+        parameters=[RECORDING_ID_PARAMETER],
     )
     @action(
         detail=True,

@@ -3,15 +3,13 @@ and the console's player alike (as history.responses serves a voicemail message)
 
 from django.http import HttpResponseBase
 
-from core.downloads import file_download
-from virtual_numbers import selectors
+from core.recordings import recording_download
 from virtual_numbers.models import Number
 
 
 def greeting_download(request, number: Number) -> HttpResponseBase:
     """The number's recorded greeting as WAV, whole or the byte range asked for; NotFound
     when it has none or its file is gone."""
-    audio = selectors.greeting_recording_open(number=number)
-    return file_download(
-        request, audio, content_type="audio/wav", filename=f"greeting-{number.pk}.wav"
+    return recording_download(
+        request, number.greeting_recording, filename=f"greeting-{number.pk}.wav"
     )

@@ -4,7 +4,6 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from django.core.files import File
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import JSONArray
 
@@ -13,7 +12,7 @@ from core import dialing
 from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
-from core.recordings import recording_opener, recordings_storage
+from core.recordings import recording_opener
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
 from virtual_numbers.serializers import (
     BlockedCallerOutput,
@@ -91,17 +90,6 @@ class Greeting:
             recording_url=None,
             recording_seconds=None,
         )
-
-
-def greeting_recording_open(*, number: Number) -> File:
-    """The number's recorded greeting, open for reading; NotFound when it has none or its
-    file is gone (the API's and the console's download alike)."""
-    if not number.greeting_recording:
-        raise NotFound()
-    try:
-        return recordings_storage().open(number.greeting_recording, "rb")
-    except FileNotFoundError:
-        raise NotFound() from None
 
 
 def blocklist_of(*, number: Number) -> list[BlockedCaller]:

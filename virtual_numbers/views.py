@@ -1,11 +1,10 @@
-from drf_spectacular.types import OpenApiTypes
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from core.errors import ErrorCode
 from core.passwords import hashes_passwords
-from core.schema import RANGE_PARAMETER, operation, success_operation
+from core.schema import operation, success_operation, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from virtual_numbers import selectors, services
 from virtual_numbers.responses import greeting_download
@@ -166,19 +165,11 @@ class NumberViewSet(ResourceViewSet):
     def greeting_get(self, request, number_id):
         return self.answer(GreetingOutput, selectors.Greeting.of(self.number()))
 
-    @operation(
+    @wav_download_operation(
         "numbers_greeting_recording_get",
         summary="Download a number's recorded greeting",
         description="The greeting recorded by phone as WAV (16-bit PCM, 8 kHz, mono); 404 "
-        "when the number is not yours or has no recorded greeting. A `Range` of one byte "
-        "range is answered with 206 and `Content-Range` (`Accept-Ranges: bytes`), one "
-        "starting past the end with 416. Errors are JSON whatever the Accept header asks for.",
-        responses={
-            (200, "audio/wav"): (OpenApiTypes.BINARY, None),
-            (206, "audio/wav"): (OpenApiTypes.BINARY, None),
-        },
-        parameters=[RANGE_PARAMETER],
-        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE],
+        "when the number is not yours or has no recorded greeting.",
     )
     @action(
         detail=True,
