@@ -333,3 +333,17 @@ EDGE_NUMBER = "+442079460991"
 def voicemail_number():
     """EDGE_NUMBER, answered by voicemail after a one-word greeting (no forwarding)."""
     return _own_number(EDGE_EMAIL, EDGE_NUMBER, alias="bench edge", greeting="Hi.")
+
+
+MAIL_EMAIL = "bench-voicemail@relay.example"
+MAIL_NUMBER = "+442079460992"
+
+
+def mailed_number():
+    """MAIL_NUMBER, whose owner has each voicemail mailed to a verified address."""
+    number = _own_number(MAIL_EMAIL, MAIL_NUMBER, alias="bench mail")
+    number.owner.__class__.objects.filter(pk=number.owner_id).update(
+        email_verified=True, voicemail_email=True
+    )
+    number.owner.refresh_from_db()
+    return number

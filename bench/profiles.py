@@ -56,6 +56,7 @@ class Profile:
     scripted_calls: int  # sip_scripted_100: scripted calls at once on one agent, per leg
     scripted_rounds: int  # legs of each kind, alternated scripted, message, message, ...
     edge_calls: int  # sip_edge_400: calls through the edge to two agents, all up together
+    voicemail_mails: int  # voicemail_mail: messages timed to their mail, per engine
     edge_talk_seconds: float  # each caller hangs up this long after it starts its message (the
     # pcap is 7.1 s; more than VOICEMAIL_SILENCE_SECONDS of silence after it ends the message)
     rolling_calls: int  # sip_edge_rolling: calls placed while both agents restart
@@ -116,6 +117,7 @@ FULL = Profile(
     scripted_calls=100,
     scripted_rounds=2,
     edge_calls=400,
+    voicemail_mails=10,
     edge_talk_seconds=8,
     rolling_calls=100,
     rolling_per_minute=50,
@@ -173,6 +175,7 @@ SMOKE = Profile(
     scripted_calls=3,
     scripted_rounds=1,
     edge_calls=4,
+    voicemail_mails=2,
     edge_talk_seconds=0,
     rolling_calls=4,
     rolling_per_minute=60,

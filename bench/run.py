@@ -368,6 +368,14 @@ METHOD_NOTES = """\
   A-law, then `recording_save`'s WAV), 4 to 9 s each, are transcribed one after the other;
   the figure is the CPU they took (`time.process_time`, this process's own, whatever else
   the machine runs) over the seconds of speech they hold.
+- **voicemail_mail** (issue 44): how soon a voicemail's mail leaves. A `relay_worker` (as
+  production runs it, polling its queue every 0.2 s) mails through an SMTP server in the
+  harness (aiosmtpd on loopback); the harness stores an espeak-ng message and records its
+  call (`record_inbound_call`, as the agent does), one message at a time, and times each from
+  the record's commit to its mail's arrival. Once with `TRANSCRIBE_ENGINE=off` (the mail is
+  queued with the record), once with pocketsphinx (the mail waits for the transcript, made
+  in the worker's child process; the note gives the transcription's own time, from the
+  worker's log). The first message of each worker warms it up and is not counted.
 """
 
 
