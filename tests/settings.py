@@ -45,3 +45,11 @@ DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
 STORAGES["recordings"]["OPTIONS"] = {  # noqa: F405
     "location": tempfile.mkdtemp(prefix="relay-test-recordings-")
 }
+
+# Voicemail is transcribed only where a test is about transcripts (it sets TRANSCRIBE_ENGINE,
+# in-process or in a live server's environment): otherwise pocketsphinx would decode every
+# message the suite leaves (fifty at once in one test), in the live servers' workers too,
+# taking the CPU of every test beside them. The README's tests run `make run` as printed,
+# transcription on.
+TRANSCRIBE_ENGINE = "off"
+os.environ["TRANSCRIBE_ENGINE"] = "off"

@@ -44,9 +44,8 @@ def number(owner):
 
 
 @pytest.fixture(autouse=True)
-def _transcription_off(settings):
-    """Most tests here are about the mail, not the words: no engine (one test turns it on)."""
-    settings.TRANSCRIBE_ENGINE = "off"
+def _public_url(settings):
+    """The mails' links (transcription is off unless a test turns it on: tests/settings.py)."""
     settings.PUBLIC_URL = "https://relay.example.com"
 
 
