@@ -13,10 +13,13 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from accounts.models import DialRefusal
-from history.services import record_inbound_call
+from core.recordings import recordings_storage
+from history.services import call_record_recording_delete, record_inbound_call
+from history.tasks import transcription_run
 from matrix import services, tasks
 from matrix.client import MatrixClient
 from matrix.management.commands.matrix_bot import token_check
@@ -27,6 +30,7 @@ from realtime.services import call_request_submit
 from tests.conftest import drain_tasks
 from tests.dialing import REFUSED
 from tests.factories import NumberFactory
+from tests.history.speech import spoken_message
 from tests.live import wait_until
 from tests.matrix.synapse import MatrixUser
 
@@ -183,6 +187,67 @@ def test_an_alias_is_escaped_in_the_html(user, joined, bot, bot_account):
     (notice,) = bot_messages(member, room_id, bot_account.user_id)
     assert "&lt;b&gt;boss&lt;/b&gt;" in notice["content"]["formatted_body"]
     assert notice["content"]["body"].endswith("(<b>boss</b>): blocked.")
+
+
+def test_a_voicemails_transcript_follows_its_call_as_a_notice_marked_a_draft(
+    user, joined, bot, bot_account, settings
+):
+    settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    member, room_id = joined
+    number = NumberFactory(owner=user, alias="Office")
+    audio, seconds = spoken_message()
+    name = recordings_storage().save("message.wav", ContentFile(audio))
+    record = record_inbound_call(
+        number=number,
+        caller_num=CALLER,
+        status="answered",
+        duration=int(seconds) + 3,
+        recording=name,
+        recording_seconds=seconds,
+        answered_by="voicemail",
+    )
+    settle(bot)
+
+    record.refresh_from_db()
+    assert record.transcript_status == "done" and record.transcript
+    call, words = bot_messages(member, room_id, bot_account.user_id)
+    assert call["content"]["body"].startswith(f"Call from {CALLER} to {number.number} (Office)")
+    confidence = round(record.transcript_confidence * 100)
+    assert words["content"]["body"] == (
+        f"Voicemail from {CALLER} to Office ({number.number}) (automatic transcript, may be "
+        f"inaccurate, confidence {confidence}%): \u201c{record.transcript}\u201d"
+    )
+    assert f"<blockquote>{record.transcript}</blockquote>" in words["content"]["formatted_body"]
+    # Once sent, Relay keeps no copy of the words.
+    sent = MatrixMessage.objects.get(key=f"transcript:{record.pk}")
+    assert (sent.status, sent.body, sent.formatted_body) == (MessageStatus.SENT, "", "")
+
+
+def test_a_transcript_whose_message_was_deleted_before_it_left_is_dropped(
+    user, joined, bot, bot_account, settings
+):
+    settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    member, room_id = joined
+    number = NumberFactory(owner=user, alias="Office")
+    audio, seconds = spoken_message()
+    name = recordings_storage().save("message.wav", ContentFile(audio))
+    record = record_inbound_call(
+        number=number,
+        caller_num=CALLER,
+        status="answered",
+        duration=int(seconds) + 3,
+        recording=name,
+        recording_seconds=seconds,
+        answered_by="voicemail",
+    )
+    transcription_run(record_id=record.pk)  # the notice is queued, not yet sent
+    call_record_recording_delete(record=record)
+    settle(bot)
+
+    notices = bot_messages(member, room_id, bot_account.user_id)
+    assert [n["content"]["body"].startswith("Call from") for n in notices] == [True]
+    dropped = MatrixMessage.objects.get(key=f"transcript:{record.pk}")
+    assert (dropped.status, dropped.body) == (MessageStatus.DROPPED, "")
 
 
 # --- calls from the chat --------------------------------------------------------------------
