@@ -38,9 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-import av
-from pocketsphinx import Decoder
-
 logger = logging.getLogger(__name__)
 
 MODEL_RATE = 16000  # the bundled en-us acoustic model hears 16 kHz
@@ -111,6 +108,8 @@ class PocketsphinxEngine:
 
     def _load(self):
         if self._decoder is None:
+            from pocketsphinx import Decoder  # here: only a transcribing process loads it
+
             self._decoder = Decoder(**self.options)
         return self._decoder
 
@@ -146,6 +145,10 @@ def _is_filler(word: str) -> bool:
 def pcm16k(wav: bytes) -> bytes:
     """`wav` as 16-bit mono PCM at 16 kHz (little-endian), b"" for no audio;
     TranscriptionError when FFmpeg's WAV reader cannot read it."""
+    # PyAV here, not at the module's top: every process that imports the history's services
+    # imports this module (through history.tasks), and only a transcribing one needs FFmpeg.
+    import av
+
     resampler = av.AudioResampler(format="s16", layout="mono", rate=MODEL_RATE)
     chunks = []
     try:
