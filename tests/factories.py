@@ -4,11 +4,13 @@ import wave
 import factory
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
+from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import LoginSession, User
-from history.services import call_record_counters_add
+from core.recordings import recordings_storage
+from history.services import call_record_counters_add, record_inbound_call
 from realtime.models import TERMINAL_STATES, CallState
 from realtime.pipeline import call_counters_move
 
@@ -144,3 +146,21 @@ def wav_bytes(seconds: float = 1.0) -> bytes:
         out.setframerate(8000)
         out.writeframes(b"\x10\x00" * int(8000 * seconds))
     return buffer.getvalue()
+
+
+def voicemail_on(
+    number, *, seconds: float = 1.0, caller="+447700900123", data: bytes | None = None, **extra
+):
+    """A call to `number` answered by voicemail, its message `data` (a stored WAV `seconds`
+    long; by default a steady hum, wav_bytes), recorded by record_inbound_call."""
+    name = recordings_storage().save("message.wav", ContentFile(data or wav_bytes(seconds)))
+    return record_inbound_call(
+        number=number,
+        caller_num=caller,
+        status="answered",
+        duration=9,
+        recording=name,
+        recording_seconds=seconds,
+        answered_by="voicemail",
+        **extra,
+    )

@@ -4,13 +4,10 @@ Chromium), answer the CAPTCHA, leave a voicemail, and wait for its player."""
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from django.core.files.base import ContentFile
 from django.test import Client
 
-from core.recordings import recordings_storage
-from history.services import record_inbound_call
 from tests.browser import submit
-from tests.factories import DEFAULT_PASSWORD, wav_bytes
+from tests.factories import DEFAULT_PASSWORD
 
 # True once the page's <audio> element has loaded a message `seconds` long.
 PLAYABLE = """(seconds) => {
@@ -44,21 +41,6 @@ def log_in(page, base: str, user, *, then: str = "/numbers") -> None:
 def answer_the_captcha(page) -> None:
     a, b = re.search(r"what is (\d+) \+ (\d+)\?", page.inner_text("legend")).groups()
     page.fill("#id_answer", str(int(a) + int(b)))
-
-
-def voicemail_on(number, *, seconds: float = 1.0, caller="+447700900123", **extra):
-    """A call to `number` answered by voicemail, its message a WAV `seconds` long."""
-    name = recordings_storage().save("console-message.wav", ContentFile(wav_bytes(seconds)))
-    return record_inbound_call(
-        number=number,
-        caller_num=caller,
-        status="answered",
-        duration=9,
-        recording=name,
-        recording_seconds=seconds,
-        answered_by="voicemail",
-        **extra,
-    )
 
 
 def off_the_loop(write, **kwargs):

@@ -7,8 +7,8 @@ import pytest
 from history.models import CallRecord
 from history.services import record_inbound_call
 from tests.browser import NEEDS_CHROMIUM, submit
-from tests.console.pages import PLAYABLE, log_in, off_the_loop, voicemail_on
-from tests.factories import NumberFactory, UserFactory
+from tests.console.pages import PLAYABLE, log_in, off_the_loop
+from tests.factories import NumberFactory, UserFactory, voicemail_on
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 

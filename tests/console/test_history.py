@@ -12,8 +12,7 @@ from django.utils import timezone
 from core.recordings import recordings_storage
 from history.models import CallRecord
 from history.services import record_inbound_call
-from tests.console.pages import voicemail_on
-from tests.factories import NumberFactory, UserFactory
+from tests.factories import NumberFactory, UserFactory, voicemail_on
 
 pytestmark = pytest.mark.django_db
 

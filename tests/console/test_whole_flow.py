@@ -13,7 +13,8 @@ from django.conf import settings
 from accounts.models import User
 from realtime.models import CallRequest
 from tests.browser import NEEDS_CHROMIUM, submit
-from tests.console.pages import PLAYABLE, answer_the_captcha, off_the_loop, voicemail_on
+from tests.console.pages import PLAYABLE, answer_the_captcha, off_the_loop
+from tests.factories import voicemail_on
 from tests.live import RelayProcess, http
 from virtual_numbers.models import Number
 

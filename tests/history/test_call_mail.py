@@ -11,7 +11,6 @@ import shutil
 import subprocess
 
 import pytest
-from django.core.files.base import ContentFile
 from django.test import Client
 
 from core.recordings import recordings_storage
@@ -20,7 +19,7 @@ from history.services import call_record_recording_delete, record_inbound_call
 from mail.models import OutboundMail
 from tests.conftest import drain_tasks
 from tests.console.conftest import sign_in
-from tests.factories import BlockedCallerFactory, NumberFactory, UserFactory, wav_bytes
+from tests.factories import BlockedCallerFactory, NumberFactory, UserFactory, voicemail_on
 from tests.history.speech import spoken_message
 
 pytestmark = pytest.mark.django_db
@@ -49,19 +48,6 @@ def _public_url(settings):
     settings.PUBLIC_URL = "https://relay.example.com"
 
 
-def voicemail(number, *, seconds: float = 1.0, caller: str = CALLER, data: bytes | None = None):
-    name = recordings_storage().save("message.wav", ContentFile(data or wav_bytes(seconds)))
-    return record_inbound_call(
-        number=number,
-        caller_num=caller,
-        status="answered",
-        duration=int(seconds) + 5,
-        recording=name,
-        recording_seconds=seconds,
-        answered_by="voicemail",
-    )
-
-
 def missed(number, caller: str = CALLER):
     return record_inbound_call(number=number, caller_num=caller, status="missed", duration=0)
 
@@ -71,7 +57,7 @@ def attachments(received) -> list:
 
 
 def test_a_voicemail_mail_says_who_called_which_number_when_and_how_long(mailbox, number):
-    record = voicemail(number, seconds=2.0)
+    record = voicemail_on(number, seconds=2.0)
 
     received = mailbox.only("owner@example.com")
 
@@ -90,7 +76,7 @@ def test_a_voicemail_mail_says_who_called_which_number_when_and_how_long(mailbox
 
 @pytest.mark.skipif(shutil.which("sox") is None, reason="sox (Debian sox) is not installed")
 def test_the_wav_is_attached_and_plays(mailbox, number, tmp_path):
-    record = voicemail(number, seconds=1.5)
+    record = voicemail_on(number, seconds=1.5)
 
     [attached] = attachments(mailbox.only("owner@example.com"))
 
@@ -118,7 +104,7 @@ def test_the_wav_is_attached_and_plays(mailbox, number, tmp_path):
 def test_with_attach_audio_off_the_mail_links_the_message_alone(mailbox, number, owner):
     owner.attach_audio = False
     owner.save()
-    record = voicemail(number)
+    record = voicemail_on(number)
 
     received = mailbox.only("owner@example.com")
 
@@ -129,7 +115,7 @@ def test_with_attach_audio_off_the_mail_links_the_message_alone(mailbox, number,
 
 def test_a_message_over_the_limit_is_linked_not_attached(mailbox, number, settings):
     settings.VOICEMAIL_EMAIL_MAX_MB = 0.01  # 10 KB: a 1 s message is 16 KB
-    voicemail(number, seconds=1.0)
+    voicemail_on(number, seconds=1.0)
 
     received = mailbox.only("owner@example.com")
 
@@ -138,7 +124,7 @@ def test_a_message_over_the_limit_is_linked_not_attached(mailbox, number, settin
 
 
 def test_a_message_deleted_before_its_mail_left_takes_the_mail_with_it(mailbox, number):
-    record = voicemail(number)
+    record = voicemail_on(number)
     assert OutboundMail.objects.filter(template="voicemail").count() == 1
 
     call_record_recording_delete(record=record)
@@ -151,7 +137,7 @@ def test_no_mail_when_the_switch_is_off(mailbox, number, owner):
     owner.voicemail_email = owner.missed_call_email = False
     owner.save()
 
-    voicemail(number)
+    voicemail_on(number)
     missed(number)
 
     assert mailbox.delivered() == []
@@ -160,7 +146,7 @@ def test_no_mail_when_the_switch_is_off(mailbox, number, owner):
 def test_never_about_a_blocked_caller(mailbox, number):
     BlockedCallerFactory(number=number, caller_num=CALLER)
 
-    record = voicemail(number)
+    record = voicemail_on(number)
     missed(number)
 
     assert record.status == "blocked"
@@ -174,7 +160,7 @@ def test_an_unverified_address_gets_nothing_where_verification_is_required(
     owner.email_verified = False
     owner.save()
 
-    voicemail(number)
+    voicemail_on(number)
     missed(number)
     assert mailbox.delivered() == []
 
@@ -191,7 +177,7 @@ def test_where_verification_is_not_required_an_unverified_address_gets_its_mail(
     owner.email_verified = False
     owner.save()
 
-    voicemail(number)
+    voicemail_on(number)
 
     assert len(mailbox.delivered()) == 1
 
@@ -265,7 +251,7 @@ def test_a_withheld_caller_is_named_as_such(mailbox, number):
 
 # --- the link -------------------------------------------------------------------------------
 def test_the_link_opens_the_history_entry_for_its_owner_only(mailbox, number, owner):
-    record = voicemail(number)
+    record = voicemail_on(number)
     path = re.sub(r"^https://relay\.example\.com", "", mailbox.only(owner.email).links()[-1])
 
     client = Client()
@@ -284,7 +270,7 @@ def test_the_link_opens_the_history_entry_for_its_owner_only(mailbox, number, ow
 # --- transcripts in the mail ----------------------------------------------------------------
 def test_with_transcription_on_the_mail_waits_for_the_transcript(mailbox, number, settings):
     settings.TRANSCRIBE_ENGINE = "pocketsphinx"
-    record = voicemail(number, data=spoken_message()[0])
+    record = voicemail_on(number, data=spoken_message()[0])
     assert record.transcript_status == "pending"
     assert not OutboundMail.objects.filter(template="voicemail").exists()
 
@@ -299,7 +285,7 @@ def test_with_transcription_on_the_mail_waits_for_the_transcript(mailbox, number
 
 def test_a_transcript_with_no_words_says_so(mailbox, number, settings):
     settings.TRANSCRIBE_ENGINE = "pocketsphinx"
-    record = voicemail(number)  # a steady hum: nothing to hear
+    record = voicemail_on(number)  # a steady hum: nothing to hear
 
     received = mailbox.only("owner@example.com")
 
@@ -310,7 +296,7 @@ def test_a_transcript_with_no_words_says_so(mailbox, number, settings):
 
 def test_a_transcript_that_fails_lets_the_mail_go_without_it(mailbox, number, settings):
     settings.TRANSCRIBE_ENGINE = "pocketsphinx"
-    record = voicemail(number, data=b"this is not a WAV file at all" * 100)
+    record = voicemail_on(number, data=b"this is not a WAV file at all" * 100)
 
     received = mailbox.only("owner@example.com")
 
@@ -325,7 +311,7 @@ def test_a_transcript_that_fails_lets_the_mail_go_without_it(mailbox, number, se
 
 
 def test_the_mail_is_sent_when_the_task_runs_not_before(mailbox, number):
-    voicemail(number)
+    voicemail_on(number)
 
     assert mailbox.messages == []  # queued in the record's transaction, sent by the worker
     drain_tasks()
@@ -334,7 +320,7 @@ def test_the_mail_is_sent_when_the_task_runs_not_before(mailbox, number):
 
 def test_a_failing_smtp_server_keeps_the_mail_for_a_retry(mailbox, number, clock):
     mailbox.answer_next("451 4.3.0 Try again later")
-    voicemail(number)
+    voicemail_on(number)
 
     assert mailbox.delivered() == []
     row = OutboundMail.objects.get(template="voicemail")

@@ -13,15 +13,13 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.core.files.base import ContentFile
 from django.utils import timezone
 
-from core.recordings import recordings_storage
 from history import tasks
 from history.models import CallRecord, TranscriptionSlot
 from history.services import call_record_recording_delete, record_inbound_call
 from tests.conftest import drain_tasks
-from tests.factories import NumberFactory, wav_bytes
+from tests.factories import NumberFactory, voicemail_on
 from tests.history.speech import CONTENT_WORDS, spoken_message
 from webhooks.models import WebhookDelivery
 from webhooks.services import webhook_set
@@ -42,26 +40,13 @@ def number(user):
     return NumberFactory(owner=user, alias="Shop")
 
 
-def voicemail(number, data: bytes, seconds: float) -> CallRecord:
-    name = recordings_storage().save("message.wav", ContentFile(data))
-    return record_inbound_call(
-        number=number,
-        caller_num=CALLER,
-        status="answered",
-        duration=int(seconds) + 3,
-        recording=name,
-        recording_seconds=seconds,
-        answered_by="voicemail",
-    )
-
-
 @pytest.fixture(scope="module")
 def spoken() -> tuple[bytes, float]:
     return spoken_message()
 
 
 def test_a_message_is_pending_then_transcribed_by_the_worker(number, client_jwt, spoken):
-    record = voicemail(number, *spoken)
+    record = voicemail_on(number, data=spoken[0], seconds=spoken[1])
     entry = client_jwt.get("/api/history").json()["history"][0]
     assert (entry["transcript_status"], entry["transcript"], entry["transcript_confidence"]) == (
         "pending",
@@ -82,7 +67,7 @@ def test_a_message_is_pending_then_transcribed_by_the_worker(number, client_jwt,
 async def test_the_transcript_is_its_own_event_on_the_socket(number, communicator, login, spoken):
     socket, connected = await communicator(token=login.token)
     assert connected
-    record = await sync_to_async(voicemail)(number, *spoken)
+    record = await sync_to_async(voicemail_on)(number, data=spoken[0], seconds=spoken[1])
     first = await socket.receive_json_from(timeout=5)
     assert (first["type"], first["id"], first["transcript_status"]) == (
         "call_record",
@@ -106,7 +91,7 @@ def test_a_webhook_that_takes_records_gets_the_transcript_after_its_record(
 ):
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
     webhook_set(user=user, url="https://hooks.example.com/relay", events=["call_record"])
-    record = voicemail(number, *spoken)
+    record = voicemail_on(number, data=spoken[0], seconds=spoken[1])
     tasks.transcription_run(record_id=record.pk)
 
     rows = list(WebhookDelivery.objects.filter(user_id=user.pk).order_by("id"))
@@ -119,7 +104,7 @@ def test_a_webhook_that_takes_records_gets_the_transcript_after_its_record(
 
 def test_with_the_engine_off_the_message_is_off_and_nothing_is_queued(number, settings):
     settings.TRANSCRIBE_ENGINE = "off"
-    record = voicemail(number, wav_bytes(1.0), 1.0)
+    record = voicemail_on(number, seconds=1.0)
 
     assert record.transcript_status == "off"
     assert not CallRecord.objects.filter(transcript_status="pending").exists()
@@ -130,7 +115,7 @@ def test_with_the_engine_off_the_message_is_off_and_nothing_is_queued(number, se
 
 def test_a_message_longer_than_the_limit_is_not_transcribed(number, settings):
     settings.TRANSCRIBE_MAX_SECONDS = 2.0
-    record = voicemail(number, wav_bytes(2.5), 2.5)
+    record = voicemail_on(number, seconds=2.5)
 
     assert record.transcript_status == "off"
     drain_tasks()
@@ -145,7 +130,7 @@ def test_a_call_without_a_message_has_no_transcript_status(number):
 
 
 def test_audio_the_engine_cannot_read_fails_alone(number, caplog):
-    record = voicemail(number, b"RIFF but not a wave file" * 50, 1.0)
+    record = voicemail_on(number, data=b"RIFF but not a wave file" * 50)
 
     with caplog.at_level(logging.INFO):
         assert tasks.transcription_run(record_id=record.pk) == "failed"
@@ -160,7 +145,7 @@ def test_audio_the_engine_cannot_read_fails_alone(number, caplog):
 
 
 def test_deleting_the_message_deletes_its_transcript(number, client_jwt, spoken):
-    record = voicemail(number, *spoken)
+    record = voicemail_on(number, data=spoken[0], seconds=spoken[1])
     drain_tasks()
     record.refresh_from_db()
     assert record.transcript
@@ -179,7 +164,7 @@ def test_deleting_the_message_deletes_its_transcript(number, client_jwt, spoken)
 
 
 def test_a_message_deleted_while_pending_is_never_transcribed(number):
-    record = voicemail(number, wav_bytes(1.0), 1.0)
+    record = voicemail_on(number, seconds=1.0)
     call_record_recording_delete(record=record)
 
     drain_tasks()
@@ -192,7 +177,7 @@ def test_at_most_the_concurrency_run_at_once_across_workers(number, settings):
     """A slot held by another worker (its lease live) makes this one wait its turn: the task
     comes back later, and the message is transcribed once the slot is free."""
     settings.TRANSCRIBE_CONCURRENCY = 2
-    record = voicemail(number, wav_bytes(1.0), 1.0)
+    record = voicemail_on(number, seconds=1.0)
     held_until = timezone.now() + timedelta(minutes=5)
     TranscriptionSlot.objects.bulk_create(
         [TranscriptionSlot(slot=slot, record=None, lease_until=held_until) for slot in (0, 1)]
@@ -214,7 +199,7 @@ def test_at_most_the_concurrency_run_at_once_across_workers(number, settings):
 
 
 def test_a_worker_that_died_mid_way_is_replaced_by_the_sweep(number, clock):
-    record = voicemail(number, wav_bytes(1.0), 1.0)
+    record = voicemail_on(number, seconds=1.0)
     # A worker claimed it and died: the lease is live, then passes.
     CallRecord.objects.filter(pk=record.pk).update(
         transcribe_lease_until=timezone.now() + timedelta(minutes=1), transcribe_attempts=1
@@ -231,7 +216,7 @@ def test_a_worker_that_died_mid_way_is_replaced_by_the_sweep(number, clock):
 
 
 def test_a_message_that_kills_its_worker_again_and_again_ends_failed(number, clock):
-    record = voicemail(number, wav_bytes(1.0), 1.0)
+    record = voicemail_on(number, seconds=1.0)
     CallRecord.objects.filter(pk=record.pk).update(
         transcribe_lease_until=timezone.now(), transcribe_attempts=tasks.TRANSCRIBE_ATTEMPTS
     )
@@ -244,7 +229,7 @@ def test_a_message_that_kills_its_worker_again_and_again_ends_failed(number, clo
 
 
 def test_the_transcript_is_never_logged(number, caplog, spoken):
-    record = voicemail(number, *spoken)
+    record = voicemail_on(number, data=spoken[0], seconds=spoken[1])
     with caplog.at_level(logging.DEBUG):
         drain_tasks()
 

@@ -13,11 +13,9 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from accounts.models import DialRefusal
-from core.recordings import recordings_storage
 from history.services import call_record_recording_delete, record_inbound_call
 from history.tasks import transcription_run
 from matrix import services, tasks
@@ -29,7 +27,7 @@ from realtime.models import CallRequest
 from realtime.services import call_request_submit
 from tests.conftest import drain_tasks
 from tests.dialing import REFUSED
-from tests.factories import NumberFactory
+from tests.factories import NumberFactory, voicemail_on
 from tests.history.speech import spoken_message
 from tests.live import wait_until
 from tests.matrix.synapse import MatrixUser
@@ -196,16 +194,7 @@ def test_a_voicemails_transcript_follows_its_call_as_a_notice_marked_a_draft(
     member, room_id = joined
     number = NumberFactory(owner=user, alias="Office")
     audio, seconds = spoken_message()
-    name = recordings_storage().save("message.wav", ContentFile(audio))
-    record = record_inbound_call(
-        number=number,
-        caller_num=CALLER,
-        status="answered",
-        duration=int(seconds) + 3,
-        recording=name,
-        recording_seconds=seconds,
-        answered_by="voicemail",
-    )
+    record = voicemail_on(number, caller=CALLER, data=audio, seconds=seconds)
     settle(bot)
 
     record.refresh_from_db()
@@ -230,16 +219,7 @@ def test_a_transcript_whose_message_was_deleted_before_it_left_is_dropped(
     member, room_id = joined
     number = NumberFactory(owner=user, alias="Office")
     audio, seconds = spoken_message()
-    name = recordings_storage().save("message.wav", ContentFile(audio))
-    record = record_inbound_call(
-        number=number,
-        caller_num=CALLER,
-        status="answered",
-        duration=int(seconds) + 3,
-        recording=name,
-        recording_seconds=seconds,
-        answered_by="voicemail",
-    )
+    record = voicemail_on(number, caller=CALLER, data=audio, seconds=seconds)
     transcription_run(record_id=record.pk)  # the notice is queued, not yet sent
     call_record_recording_delete(record=record)
     settle(bot)
