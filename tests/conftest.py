@@ -18,9 +18,10 @@ from tests.factories import UserFactory
 from tests.live import HANDSHAKE_DEADLINE
 
 # The session's real Synapse (`synapse`, `synapse_admin`, `matrix_user_factory`), for the
-# Matrix tests and the console's alike; a real SMTP server and the test's `mailbox`; and how
-# the suite spreads over xdist workers (modules whole, the longest first).
-pytest_plugins = ["tests.matrix.fixtures", "tests.smtp", "tests.scheduling"]
+# Matrix tests and the console's alike; a real SMTP server and the test's `mailbox`; how
+# the suite spreads over xdist workers (modules whole, the longest first); and how a
+# transactional test empties PostgreSQL after itself (DELETE, not TRUNCATE).
+pytest_plugins = ["tests.matrix.fixtures", "tests.smtp", "tests.scheduling", "tests.pgflush"]
 
 # Hypothesis keeps caches in ./.hypothesis even with no example database; a test run leaves
 # the checkout as it found it, so they go to the temporary directory.

@@ -20,7 +20,7 @@ import pytest
 from websockets.sync.client import connect
 
 from matrix.models import MatrixBotState
-from tests.live import RelayProcess, cmdline, http, wait_until
+from tests.live import WORKER_POLL_INTERVAL, RelayProcess, cmdline, http, wait_until
 from tests.matrix.synapse import MatrixUser
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
@@ -48,7 +48,7 @@ def relay(tmp_path, synapse, bot_account):
         MATRIX_SYNC_TIMEOUT="1",
         SIMULATED_STEP_SECONDS="0.02",
         SIMULATED_TALK_SCALE="0",
-        WORKER_POLL_INTERVAL="0.02",
+        WORKER_POLL_INTERVAL=WORKER_POLL_INTERVAL,
     )
     yield process
     process.stop()

@@ -14,7 +14,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.live import ROOT, RelayProcess, child_environ, cmdline, http, wait_until
+from tests.live import (
+    ROOT,
+    WORKER_POLL_INTERVAL,
+    RelayProcess,
+    child_environ,
+    cmdline,
+    http,
+    wait_until,
+)
 
 DEADLINE = 60
 METRICS_TOKEN = "runrelay-metrics-token-0123456789"
@@ -30,7 +38,7 @@ def relay_server(tmp_path):
         METRICS_TOKEN=METRICS_TOKEN,
         SIMULATED_STEP_SECONDS="0.02",
         SIMULATED_TALK_SCALE="0",
-        WORKER_POLL_INTERVAL="0.02",
+        WORKER_POLL_INTERVAL=WORKER_POLL_INTERVAL,
     )
     env.pop("REDIS_URL", None)  # the embedded default: runrelay starts its own Redis
     subprocess.run(  # noqa: S603
