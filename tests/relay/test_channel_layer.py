@@ -7,7 +7,8 @@ import asyncio
 import pytest
 from django.conf import settings
 
-from relay.channel_layer import POOL_CONNECTIONS, BoundedRedisChannelLayer
+from relay import channel_layer
+from relay.channel_layer import BoundedRedisChannelLayer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -91,10 +92,13 @@ async def test_a_socket_that_stops_leaves_the_others_receiving_and_the_last_stop
     assert (await receive_soon(layer, staying))["type"] == "after"
 
 
-async def test_a_burst_of_operations_past_the_pool_size_waits_for_connections(layer):
+async def test_a_burst_of_operations_past_the_pool_size_waits_for_connections(layer, monkeypatch):
     # redis-py 8's own pool refused the operations past its size (MaxConnectionsError), and
-    # each refusal closed a socket with 4503.
-    channels = [await layer.new_channel() for _ in range(3 * POOL_CONNECTIONS)]
+    # each refusal closed a socket with 4503. A pool of ten (made at the layer's first
+    # operation): a hundred connections opened at once by a test process starved of CPU
+    # under the suite's load once took past REDIS_CONNECT_TIMEOUT to connect.
+    monkeypatch.setattr(channel_layer, "POOL_CONNECTIONS", 10)
+    channels = [await layer.new_channel() for _ in range(3 * channel_layer.POOL_CONNECTIONS)]
     await asyncio.gather(*(layer.group_add(f"user.{n}", c) for n, c in enumerate(channels)))
     await layer.group_send("user.7", {"type": "to"})
     assert (await receive_soon(layer, channels[7]))["type"] == "to"

@@ -21,9 +21,14 @@ from tests.browser import KEEP_PEER_CONNECTIONS, NEEDS_CHROMIUM, launched_chromi
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
 from tests.telephony.conftest import wait_for_records
-from tests.telephony.interop.conftest import CALLER, sox_level, speech_wav, tool
+from tests.telephony.interop.conftest import CALLER, EMBEDDED_PASS_ONLY, sox_level, speech_wav, tool
 
-pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(180)]
+pytestmark = [
+    EMBEDDED_PASS_ONLY,
+    pytest.mark.django_db(transaction=True),
+    NEEDS_CHROMIUM,
+    pytest.mark.timeout(180),
+]
 
 CALLER_WORDS = "Hello, it is me. I am calling about the delivery of the parcel tomorrow."
 OWNER_WORDS = "Hi, this is the shop, answering in the browser. The parcel comes in the morning."

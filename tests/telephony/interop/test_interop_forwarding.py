@@ -15,12 +15,13 @@ from tests.telephony.conftest import bridge_log, wait_for_records
 from tests.telephony.interop.conftest import (
     CALLEE,
     CALLER,
+    EMBEDDED_PASS_ONLY,
     expected_sdp,
     sox_level,
     speech_wav,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [EMBEDDED_PASS_ONLY, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 CALLER_WORDS = "Hello, it is me. I am calling about the delivery of the parcel tomorrow."
 OWNER_WORDS = "Hi, this is the shop. Yes, the parcel comes in the morning."

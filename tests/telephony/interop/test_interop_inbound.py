@@ -21,6 +21,7 @@ from tests.live import wait_until
 from tests.telephony.conftest import stored_message, wait_for_records
 from tests.telephony.interop.conftest import (
     CALLER,
+    EMBEDDED_PASS_ONLY,
     NAT_ADDRESS,
     NAT_CALLER,
     expected_sdp,
@@ -29,7 +30,7 @@ from tests.telephony.interop.conftest import (
     speech_wav,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [EMBEDDED_PASS_ONLY, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 GREETING = "Hi."
 BEEP_SECONDS = 0.4

@@ -11,9 +11,15 @@ from realtime.models import TERMINAL_STATES
 from telephony.speech import Speech
 from tests.live import wait_until
 from tests.telephony.conftest import status_of, submit
-from tests.telephony.interop.conftest import CALLEE, expected_sdp, silence_wav, sox_level
+from tests.telephony.interop.conftest import (
+    CALLEE,
+    EMBEDDED_PASS_ONLY,
+    expected_sdp,
+    silence_wav,
+    sox_level,
+)
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [EMBEDDED_PASS_ONLY, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 MESSAGE = "Hello from Relay. The parcel is at the door."
 
