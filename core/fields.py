@@ -6,9 +6,9 @@ another one), and each states its rule in its OpenAPI schema.
 """
 
 import re
+import threading
 import unicodedata
 from datetime import datetime
-from functools import cache
 
 from django.core.validators import MaxLengthValidator
 from drf_spectacular.types import OpenApiTypes
@@ -26,31 +26,48 @@ from core.phone import (
     e164_possible,
     e164_valid,
 )
+from core.representation import representer
 from core.urls import url_problem
 
 
 def validated(serializer_class, data) -> dict:
     """`data` checked by `serializer_class`, for code outside a view (the WebSocket consumer,
-    services that take raw input); InvalidRequest naming every bad field otherwise."""
+    services that take raw input); InvalidRequest naming every bad field otherwise.
+
+    Valid data is checked by one instance of the serializer per class and thread, its fields
+    bound once: DRF deep-copies every declared field for each instance it builds, which was a
+    part of every call submitted. Its run_validation keeps no state on the instance, and no
+    validator of Relay's has a side effect. Refused data is checked again as DRF's is_valid
+    checks it, for the very errors (and wording) it gives."""
+    try:
+        return _input(serializer_class).run_validation(data)
+    except serializers.ValidationError:
+        pass
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
         raise invalid_fields(serializer.errors)
     return serializer.validated_data
 
 
-@cache
-def _bound(serializer_class) -> serializers.Serializer:
-    # One instance per output serializer and process, its fields bound once: DRF deep-copies
-    # every declared field for each instance it builds, which cost more than rendering /me.
-    # Its to_representation keeps no state of its own, so threads may share it.
-    return serializer_class()
+_inputs = threading.local()
+
+
+def _input(serializer_class) -> serializers.Serializer:
+    """This thread's instance of an input serializer (no context)."""
+    made = getattr(_inputs, "made", None)
+    if made is None:
+        made = _inputs.made = {}
+    if serializer_class not in made:
+        made[serializer_class] = serializer_class()
+    return made[serializer_class]
 
 
 def represent(serializer_class, instance) -> dict:
     """`serializer_class(instance).data` as a plain dict, the same keys and values in the
-    same order, without building a serializer per response. For output serializers that
-    read nothing but `instance` (no context)."""
-    return _bound(serializer_class).to_representation(instance)
+    same order, without building a serializer per response, and compiled
+    (core.representation). For output serializers that read nothing but `instance` (no
+    context)."""
+    return representer(serializer_class)(instance)
 
 
 class StrictCharField(serializers.CharField):

@@ -14,6 +14,28 @@ from history.models import CallRecord, CallRecordCounter, TranscriptStatus
 from history.serializers import CallRecordOutput
 from virtual_numbers.models import Number
 
+# The columns a page's rows are rendered from (history.serializers.CallRecordOutput, and the
+# console's history_record.html), the number's two among them: reading every column of both
+# rows cost more than the query (a Number carries its greeting, forwarding and app).
+PAGE_COLUMNS = (
+    "id",
+    "number_id",
+    "caller_num",
+    "status",
+    "duration",
+    "created_at",
+    "number__number",
+    "number__alias",
+    "recording",
+    "recording_seconds",
+    "heard",
+    "answered_by",
+    "forwarded_to",
+    "transcript",
+    "transcript_confidence",
+    "transcript_status",
+)
+
 
 def history_page(
     *,
@@ -39,9 +61,8 @@ def history_page(
     total = summed["total"] if summed else 0
     page, next_cursor = [], None
     if offset < total:  # past the end there is nothing to read, however large the offset
-        page, next_cursor = page_rows(
-            records.select_related("number"), limit=limit, offset=offset, before=before
-        )
+        rows = records.select_related("number").only(*PAGE_COLUMNS)
+        page, next_cursor = page_rows(rows, limit=limit, offset=offset, before=before)
     return Page(records=page, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
 
 
