@@ -3,7 +3,9 @@ import contextlib
 import json
 import logging
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
@@ -32,20 +34,24 @@ CLOSE_UNAVAILABLE = 4503
 CLOSE_NOT_FOUND = 4404
 MAX_FRAME_BYTES = 64 * 1024
 
-# Submits run on a few threads of their own, each with its own kept database connection, so
-# their round trips to the database and Redis overlap. On the one thread Channels gives every
-# other database_sync_to_async call of the process, a socket's submit waited for every other
-# socket's: acks per second were one over a submit's round trips. Each thread holds one
-# database connection per Daphne process (docs/operations.md).
-SUBMIT_THREADS = 4
+# Submits are written by one thread of their own per process, with its own kept database
+# connection, off the event loop and off the one thread Channels gives every other
+# database_sync_to_async call. One, not several: the process is bound by its CPU (one GIL),
+# and each batch pays its statements once, so what arrives while a batch is written is best
+# written as the next batch, whole. With four threads, batches were a quarter the size and the
+# CPU per ack grew with them (docs/benchmarks.md, issue 40).
+SUBMIT_THREADS = 1
 _submit_executor = ThreadPoolExecutor(max_workers=SUBMIT_THREADS, thread_name_prefix="submit")
 # At most this many submits share a transaction (SQLite's statements take at most 32,766
 # parameters, and one batch's lock should stay short).
 BATCH_MAX = 100
+# A socket's call frames read and not yet answered: past this many, its next frame is read
+# once the oldest is answered (the client's frames then wait in its TCP window).
+CALLS_IN_FLIGHT_MAX = BATCH_MAX
 
 
 def _submit_batch(submits: list[services.Submit]) -> list[services.Outcome]:
-    """On a submit thread: the batch, between the connection upkeep that
+    """On the submit thread: the batch, between the connection upkeep that
     database_sync_to_async does around a call."""
     close_old_connections()
     try:
@@ -54,29 +60,45 @@ def _submit_batch(submits: list[services.Submit]) -> list[services.Outcome]:
         close_old_connections()
 
 
+@dataclass(frozen=True)
+class Enqueued:
+    """A call frame in the batcher: its submit, and the future its batch fills."""
+
+    submit: services.Submit
+    done: asyncio.Future
+
+    async def outcome(self) -> tuple:
+        """(call, created, pushes), or the ApplicationError refusing the frame (raised), or
+        the database's error (raised: nothing of its batch was written)."""
+        outcome = await self.done
+        if isinstance(outcome, ApplicationError):
+            raise outcome
+        return (*outcome, self.submit.pushes)
+
+
 class SubmitBatcher:
-    """The submits of every socket of this process, written together: while SUBMIT_THREADS
-    batches are being written, what arrives waits, and goes as the next batch, in one
-    transaction (realtime.services.call_requests_submit). A submit that finds a thread free goes
-    at once, alone, so a quiet service adds no wait; under load, a batch costs about what one
+    """The submits of every socket of this process, written together: while a batch is being
+    written, what arrives waits, and goes as the next batch, in one transaction
+    (realtime.services.call_requests_submit). A submit that finds the writer free goes at
+    once, alone, so a quiet service adds no wait; under load, a batch costs about what one
     submit did, whatever its size."""
 
     def __init__(self) -> None:
         self.waiting: list[tuple[services.Submit, asyncio.Future]] = []
         self.writing = 0  # batches on the threads
 
-    async def submit(self, *, user, data, browser: bool = False) -> tuple:
-        """(call, created, pushes) for one call frame (`browser`: an rtc_offer frame), or the
-        ApplicationError refusing it."""
+    def enqueue(self, *, user, data, browser: bool = False) -> Enqueued:
+        """Queue one call frame (`browser`: an rtc_offer frame), in the order frames arrive."""
         submit = services.Submit(user=user, data=data, pushes=[], browser=browser)
         done = asyncio.get_running_loop().create_future()
         self.waiting.append((submit, done))
         if self.writing < SUBMIT_THREADS:
             self._next_batch()
-        outcome = await done
-        if isinstance(outcome, ApplicationError):
-            raise outcome
-        return (*outcome, submit.pushes)
+        return Enqueued(submit, done)
+
+    async def submit(self, *, user, data, browser: bool = False) -> tuple:
+        """enqueue, then its outcome."""
+        return await self.enqueue(user=user, data=data, browser=browser).outcome()
 
     def _next_batch(self) -> None:
         batch, self.waiting = self.waiting[:BATCH_MAX], self.waiting[BATCH_MAX:]
@@ -107,6 +129,7 @@ class SubmitBatcher:
 
 
 _batches: set[asyncio.Task] = set()  # held, so that a batch in flight is never collected
+_answering: set[asyncio.Task] = set()  # the same for the tasks answering call frames
 _batchers: dict[asyncio.AbstractEventLoop, SubmitBatcher] = {}
 
 
@@ -157,6 +180,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
     counted_open = False  # counted in relay_websocket_connections, until disconnect
     phone: Phone | None = None  # the browser phone's state, once authenticated
     order: StatusOrder | None = None  # each call's call_status frames in order, once open
+    calls: deque  # the tasks answering the call frames in flight, oldest first (handle_call)
 
     async def __call__(self, scope, receive, send):
         # Losing the channel layer (Redis down, or an operation past its timeout) ends the
@@ -164,6 +188,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
         # close the socket with "try again later" instead of a bare 1011, then leave the
         # groups if the layer still answers (each attempt is bounded).
         self.groups_joined = []
+        self.calls = deque()
         try:
             await super().__call__(scope, receive, send)
         except (RedisError, OSError) as exc:
@@ -265,22 +290,25 @@ class RelayConsumer(AsyncWebsocketConsumer):
             frame = parsing.loads(raw, what="frame")
         except ApplicationError as exc:
             # Refused like any bad field; a clean callId is still echoed for the client.
+            await self.calls_answered()
             await self.send_error(exc, frame=getattr(exc, "document", None))
             return
-        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-            await self.send_error(InvalidRequest("Frames must be JSON objects with a type."))
-            return
-        if frame["type"] == "ping":
-            await self.send_json({"type": "pong", "ts": now_ms()})
-            return
-        kind = frame["type"]
-        if kind == "rtc_offer" and rings_answer(frame):
-            await self.on_phone(self.phone.answer, frame)
-            return
-        if kind in ("call", "rtc_offer"):
+        kind = frame.get("type") if isinstance(frame, dict) else None
+        if kind in ("call", "rtc_offer") and not (kind == "rtc_offer" and rings_answer(frame)):
             if kind == "rtc_offer" and isinstance(frame.get("callId"), str):
                 self.phone.offered.add(frame["callId"])
             await self.handle_call(frame, browser=kind == "rtc_offer")
+            return
+        # Any other frame is answered after the call frames before it.
+        await self.calls_answered()
+        if not isinstance(kind, str):
+            await self.send_error(InvalidRequest("Frames must be JSON objects with a type."))
+            return
+        if kind == "ping":
+            await self.send_json({"type": "pong", "ts": now_ms()})
+            return
+        if kind == "rtc_offer":  # a ring's answer (rings_answer)
+            await self.on_phone(self.phone.answer, frame)
             return
         if kind == "rtc_hangup":
             await self.handle_hangup(frame)
@@ -323,17 +351,53 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.send_error(DatabaseUnavailable(), frame=frame)
 
     async def handle_call(self, frame: dict, *, browser: bool = False) -> None:
+        """A call frame: handed to the batcher at once, in arrival order, and answered by a
+        task of its own, so that the socket's next frames are read (and batched) while it is
+        written. Each task answers after the one before it: a socket's acks and error frames
+        go in the order of its frames."""
+        enqueued = _batcher().enqueue(user=self.scope["user"], data=frame, browser=browser)
+        previous = self.calls[-1] if self.calls else None
+        task = asyncio.ensure_future(self.answer_call(frame, enqueued, previous))
+        self.calls.append(task)
+        _answering.add(task)  # held past the consumer: a socket closed meanwhile is still answered
+        task.add_done_callback(_answering.discard)
+        task.add_done_callback(self._call_answered)
+        if len(self.calls) >= CALLS_IN_FLIGHT_MAX:
+            await asyncio.wait({self.calls[0]})
+
+    def _call_answered(self, _task: asyncio.Task) -> None:
+        while self.calls and self.calls[0].done():
+            self.calls.popleft()
+
+    async def calls_answered(self) -> None:
+        """Wait until every call frame read so far is answered."""
+        if self.calls:
+            await asyncio.wait({self.calls[-1]})
+
+    async def answer_call(self, frame: dict, enqueued: Enqueued, previous) -> None:
         try:
-            call, _created, pushes = await _batcher().submit(
-                user=self.scope["user"], data=frame, browser=browser
-            )
-        except ApplicationError as exc:
-            await self.send_error(exc, frame=frame)
-            return
-        except (OperationalError, InterfaceError) as exc:  # nothing of the batch was written
-            logger.warning("database unavailable for a call frame: %s", type(exc).__name__)
-            await self.send_error(DatabaseUnavailable(), frame=frame)
-            return
+            try:
+                call, _created, pushes = await enqueued.outcome()
+                refused = None
+            except ApplicationError as exc:
+                refused = exc
+            except (OperationalError, InterfaceError) as exc:  # nothing of the batch written
+                logger.warning("database unavailable for a call frame: %s", type(exc).__name__)
+                refused = DatabaseUnavailable()
+            if previous is not None:
+                await asyncio.wait({previous})
+            if refused is not None:
+                await self.send_error(refused, frame=frame)
+                return
+            await self.send_ack(call, pushes)
+        except (RedisError, OSError) as exc:
+            await self.close_unavailable(exc)
+        except Exception:
+            # Not raised into Channels (this task is the socket's, not its dispatch's): the
+            # socket stays open and the bug is logged.
+            logger.exception("answering a call frame failed")
+
+    async def send_ack(self, call, pushes: list) -> None:
         # The call is committed (and its dispatch enqueued) before this ack leaves. Its
         # `queued` status follows on this socket at once, in this handler, so nothing the
         # agent pushes about the call (it may claim it within milliseconds: `dialing`) can
