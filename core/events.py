@@ -85,6 +85,26 @@ async def send_collected(pushes: list[Push]) -> None:
             logger.exception("could not push %s to %s", message.get("type"), group)
 
 
+async def send_collected_together(pushes: list[tuple[str, dict, str | None]]) -> None:
+    """send_collected for the pushes of several writes at once (a batch of submits), each
+    with the one channel of its group it need not reach (None: every one), because its sender
+    sent it there in place. A channel layer that can (relay.channel_layer's
+    `group_send_together`) sends them all in a fixed number of round trips and leaves those
+    channels out; any other sends each to its whole group, and its left-out channel drops it
+    by the message's `origin`. Failures are logged, never raised, as send_collected's."""
+    layer = get_channel_layer()
+    if layer is None or not pushes:
+        return
+    together = getattr(layer, "group_send_together", None)
+    if together is None:
+        await send_collected([(group, message) for group, message, _channel in pushes])
+        return
+    try:
+        await together(pushes)
+    except Exception:
+        logger.exception("could not push %s messages together", len(pushes))
+
+
 # Writers of outbox rows (webhook deliveries, Matrix notifications): each is called with
 # every user event inside the transaction that caused it, so its rows commit with the state
 # they report or not at all. Apps above the kernel register theirs in AppConfig.ready().

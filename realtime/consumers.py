@@ -62,10 +62,12 @@ def _submit_batch(submits: list[services.Submit]) -> list[services.Outcome]:
 
 @dataclass(frozen=True)
 class Enqueued:
-    """A call frame in the batcher: its submit, and the future its batch fills."""
+    """A call frame in the batcher: its submit, the future its batch fills, and the channel
+    of the socket that sent it, which sends the call's pushes to its own user in place."""
 
     submit: services.Submit
     done: asyncio.Future
+    origin: str | None = None
 
     async def outcome(self) -> tuple:
         """(call, created, pushes), or the ApplicationError refusing the frame (raised), or
@@ -74,6 +76,18 @@ class Enqueued:
         if isinstance(outcome, ApplicationError):
             raise outcome
         return (*outcome, self.submit.pushes)
+
+    def pushes_elsewhere(self) -> list[tuple[str, dict, str | None]]:
+        """The call's pushes for every other socket (events.send_collected_together): what
+        the sending socket sends in place (its user's events, RelayConsumer.send_ack) is
+        marked with its `origin` and leaves its channel out."""
+        mine = events.user_group(self.submit.user.pk)
+        return [
+            (group, {**message, "origin": self.origin}, self.origin)
+            if group == mine and message.get("type") == "relay.event"
+            else (group, message, None)
+            for group, message in self.submit.pushes
+        ]
 
 
 class SubmitBatcher:
@@ -84,17 +98,18 @@ class SubmitBatcher:
     submit did, whatever its size."""
 
     def __init__(self) -> None:
-        self.waiting: list[tuple[services.Submit, asyncio.Future]] = []
+        self.waiting: list[Enqueued] = []
         self.writing = 0  # batches on the threads
 
-    def enqueue(self, *, user, data, browser: bool = False) -> Enqueued:
-        """Queue one call frame (`browser`: an rtc_offer frame), in the order frames arrive."""
+    def enqueue(self, *, user, data, browser: bool = False, origin=None) -> Enqueued:
+        """Queue one call frame (`browser`: an rtc_offer frame) of the socket whose channel
+        is `origin`, in the order frames arrive."""
         submit = services.Submit(user=user, data=data, pushes=[], browser=browser)
-        done = asyncio.get_running_loop().create_future()
-        self.waiting.append((submit, done))
+        enqueued = Enqueued(submit, asyncio.get_running_loop().create_future(), origin)
+        self.waiting.append(enqueued)
         if self.writing < SUBMIT_THREADS:
             self._next_batch()
-        return Enqueued(submit, done)
+        return enqueued
 
     async def submit(self, *, user, data, browser: bool = False) -> tuple:
         """enqueue, then its outcome."""
@@ -107,25 +122,30 @@ class SubmitBatcher:
         _batches.add(task)
         task.add_done_callback(_batches.discard)
 
-    async def _write(self, batch: list[tuple[services.Submit, asyncio.Future]]) -> None:
+    async def _write(self, batch: list[Enqueued]) -> None:
         loop = asyncio.get_running_loop()
         metrics.call_submit_batch_size.observe(len(batch))
+        pushes = []
         try:
             outcomes = await loop.run_in_executor(
-                _submit_executor, _submit_batch, [submit for submit, _ in batch]
+                _submit_executor, _submit_batch, [enqueued.submit for enqueued in batch]
             )
         except Exception as exc:  # the database down: nothing of the batch was written
-            for _, done in batch:
-                if not done.done():
-                    done.set_exception(exc)
+            for enqueued in batch:
+                if not enqueued.done.done():
+                    enqueued.done.set_exception(exc)
         else:
-            for (_, done), outcome in zip(batch, outcomes, strict=True):
-                if not done.done():  # the socket may have gone meanwhile
-                    done.set_result(outcome)
+            for enqueued, outcome in zip(batch, outcomes, strict=True):
+                if not enqueued.done.done():  # the socket may have gone meanwhile
+                    enqueued.done.set_result(outcome)
+                pushes += enqueued.pushes_elsewhere()
         finally:
             self.writing -= 1
             if self.waiting:
                 self._next_batch()
+        # The batch's pushes to other sockets, together, while the next batch is written and
+        # the sending sockets ack theirs.
+        await events.send_collected_together(pushes)
 
 
 _batches: set[asyncio.Task] = set()  # held, so that a batch in flight is never collected
@@ -355,7 +375,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
         task of its own, so that the socket's next frames are read (and batched) while it is
         written. Each task answers after the one before it: a socket's acks and error frames
         go in the order of its frames."""
-        enqueued = _batcher().enqueue(user=self.scope["user"], data=frame, browser=browser)
+        enqueued = _batcher().enqueue(
+            user=self.scope["user"], data=frame, browser=browser, origin=self.channel_name
+        )
         previous = self.calls[-1] if self.calls else None
         task = asyncio.ensure_future(self.answer_call(frame, enqueued, previous))
         self.calls.append(task)
@@ -411,12 +433,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
                 await self.send_json(message["event"])
                 if message["event"].get("type") == "call_status" and self.order is not None:
                     self.order.sent(message["event"])
-        await events.send_collected(
-            [
-                (group, {**message, "origin": self.channel_name} if group == mine else message)
-                for group, message in pushes
-            ]
-        )
+        # The pushes for every other socket leave with the batch's (SubmitBatcher._write).
 
     async def send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":")))

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from relay import channel_layer
 from relay.channel_layer import BoundedRedisChannelLayer
+from tests.roundtrips import count_redis
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -102,3 +103,49 @@ async def test_a_burst_of_operations_past_the_pool_size_waits_for_connections(la
     await asyncio.gather(*(layer.group_add(f"user.{n}", c) for n, c in enumerate(channels)))
     await layer.group_send("user.7", {"type": "to"})
     assert (await receive_soon(layer, channels[7]))["type"] == "to"
+
+
+async def test_pushes_together_reach_their_groups_but_the_left_out_channel_in_order(layer, redis):
+    other = BoundedRedisChannelLayer(hosts=[redis.url], prefix="test")  # another process's
+    a, b, c = [await layer.new_channel() for _ in range(3)]
+    elsewhere = await other.new_channel()
+    for group, channel in (("user.1", a), ("user.1", b), ("user.2", c)):
+        await layer.group_add(group, channel)
+    await other.group_add("user.1", elsewhere)
+    await layer.group_add("warm", await layer.new_channel())
+    await layer.group_send_together([("warm", {"type": "warm"}, None)])  # the script loaded
+
+    with count_redis() as sent:
+        await layer.group_send_together(
+            [
+                ("user.1", {"type": "relay.event", "n": 1}, a),
+                ("user.2", {"type": "relay.event", "n": 2}, None),
+                ("user.1", {"type": "relay.event", "n": 3}, a),
+                ("user.1", {"type": "relay.event", "n": 4}, None),
+                ("user.9", {"type": "relay.event", "n": 5}, None),  # a group of no one
+            ]
+        )
+
+    assert sent.round_trips == 2, sent.names  # the groups read, then one script
+    assert [(await receive_soon(layer, b))["n"] for _ in range(3)] == [1, 3, 4]
+    assert [(await receive_soon(other, elsewhere))["n"] for _ in range(3)] == [1, 3, 4]
+    assert (await receive_soon(layer, c))["n"] == 2
+    assert (await receive_soon(layer, a))["n"] == 4  # 1 and 3 left it out
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await layer.receive(a)
+    await other.close_pools()
+
+
+async def test_pushes_together_past_a_channels_capacity_are_dropped_not_raised(redis):
+    small = BoundedRedisChannelLayer(hosts=[redis.url], prefix="cap", capacity=2)
+    channel = await small.new_channel()
+    await small.group_add("user.1", channel)
+
+    await small.group_send_together([("user.1", {"type": "to", "n": n}, None) for n in range(5)])
+
+    assert [(await receive_soon(small, channel))["n"] for _ in range(2)] == [0, 1]
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await small.receive(channel)
+    await small.close_pools()
