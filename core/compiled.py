@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 
 
@@ -120,3 +121,65 @@ class CompiledQuery:
         """The first row, or None."""
         found = self.rows(using, **values)
         return found[0] if found else None
+
+
+class CompiledInQuery:
+    """A CompiledQuery whose `lists` placeholders are lists of values (each an `__in`
+    lookup's), of any length.
+
+    Compiled once per size bucket of each list, the next power of two at least its length (0
+    for an empty list, which `build` then gets as []), so a process holds a few statements, not
+    one per length. A list shorter than its bucket is padded with its own first value, which
+    an IN matches once: the rows are the unpadded list's. An empty list that leaves no row to
+    match (a filter's own IN, not a subquery's) returns [] without a statement, as the
+    queryset does.
+    """
+
+    def __init__(
+        self,
+        build: Callable[..., models.QuerySet],
+        *,
+        lists: dict[str, models.Field],
+        **placeholders: models.Field,
+    ):
+        self.build = build
+        self.lists = lists
+        self.placeholders = placeholders
+        self._by_sizes: dict[tuple[int, ...], CompiledQuery] = {}
+        self._nothing: set[tuple[int, ...]] = set()  # sizes whose query can match no row
+
+    @staticmethod
+    def _bucket(length: int) -> int:
+        return 0 if length == 0 else 1 << (length - 1).bit_length()
+
+    def _compiled(self, sizes: tuple[int, ...]) -> CompiledQuery:
+        query = self._by_sizes.get(sizes)
+        if query is None:
+            slots = {
+                name: [f"{name}__{n}" for n in range(size)]
+                for name, size in zip(self.lists, sizes, strict=True)
+            }
+
+            def build(**given):
+                lists = {name: [given.pop(slot) for slot in names] for name, names in slots.items()}
+                return self.build(**lists, **given)
+
+            fields = {slot: self.lists[name] for name, names in slots.items() for slot in names}
+            query = self._by_sizes[sizes] = CompiledQuery(build, **fields, **self.placeholders)
+        return query
+
+    def rows(self, using: str = "default", **values) -> list[dict]:
+        """The rows the queryset built with `values` returns (each of `lists` a list)."""
+        lists = {name: list(dict.fromkeys(values.pop(name))) for name in self.lists}
+        sizes = tuple(self._bucket(len(items)) for items in lists.values())
+        for name, items in lists.items():
+            bucket = self._bucket(len(items))
+            padded = items + items[:1] * (bucket - len(items))
+            values.update({f"{name}__{n}": item for n, item in enumerate(padded)})
+        if sizes in self._nothing:
+            return []
+        try:
+            return self._compiled(sizes).rows(using, **values)
+        except EmptyResultSet:  # an empty list where no row can match: as the queryset
+            self._nothing.add(sizes)
+            return []

@@ -138,6 +138,11 @@ def outbox_owner_column_register(name: str, column: Callable[[], object]) -> Non
     _owner_columns[name] = column
 
 
+def outbox_owner_column_names() -> list[str]:
+    """The registered owner columns' names (outbox_owner_columns, without building them)."""
+    return list(_owner_columns)
+
+
 def outbox_owner_columns() -> dict[str, object]:
     """The registered owner columns, by name, to annotate a query over users with."""
     return {name: column() for name, column in _owner_columns.items()}

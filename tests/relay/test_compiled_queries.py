@@ -8,7 +8,7 @@ import pytest
 from django.db.models import DateTimeField, UUIDField
 from django.utils import timezone
 
-from core.compiled import CompiledQuery
+from core.compiled import CompiledInQuery, CompiledQuery
 from history.models import CallRecord
 from tests.factories import CallRecordFactory, NumberFactory
 
@@ -111,3 +111,33 @@ def test_a_placeholder_left_out_leaves_its_filter_off(user, records):
     assert len(compiled.rows(owner=user.pk)) == 6
     with pytest.raises(TypeError, match="status"):
         compiled.rows(owner=user.pk, status="missed")
+
+
+def records_of(*, owners, since):
+    return (
+        CallRecord.objects.filter(owner__in=owners, created_at__gt=since)
+        .order_by("-created_at", "-id")
+        .values("id", "owner_id", "created_at")
+    )
+
+
+@pytest.mark.django_db
+def test_a_compiled_in_query_returns_its_querysets_rows_for_lists_of_every_length(records):
+    built = []
+
+    def build(**values):
+        built.append(len(values["owners"]))
+        return records_of(**values)
+
+    compiled = CompiledInQuery(build, lists={"owners": UUIDField()}, since=DateTimeField())
+    owners = [records[0].owner_id, *(uuid.uuid4() for _ in range(8))]
+    since = timezone.now() - timedelta(days=1)
+
+    for length in range(len(owners) + 1):
+        for order in (owners[:length], owners[:length][::-1]):
+            expected = list(records_of(owners=order, since=since))
+            assert compiled.rows(owners=order, since=since) == expected
+    assert len(compiled.rows(owners=[owners[0]] * 3, since=since)) == 6  # once each
+    assert len(compiled.rows(owners=owners[1:], since=since)) == 0
+    # One statement per size bucket (0, 1, 2, 4, 8, 16), whatever the lengths asked for.
+    assert sorted(built) == [0, 1, 2, 4, 8, 16]
