@@ -260,3 +260,27 @@ def test_me_counts_the_use_afresh_on_every_request(settings, user, client_jwt):
     assert quotas["callsPerDay"]["used"] == 2
     assert quotas["callSecondsPerDay"]["used"] == 5
     assert quotas["concurrentCalls"]["used"] == 1
+
+
+@pytest.mark.django_db
+def test_a_batchs_read_of_its_users_use_is_each_users_own(user):
+    """accounts.quotas.uses_of (a batch of submits, one grouped query) gives each user what
+    the use of that user alone is (the query of GET /api/user/me), whatever the user holds."""
+    from accounts import quotas
+
+    ended(user, ago=timedelta(hours=2), answered=40)
+    ended(user, ago=timedelta(hours=30), answered=60)  # out of the day
+    CallRequestFactory(owner=user, status=CallState.IN_PROGRESS, answered_at=timezone.now(),
+                       talk_limit=90)  # fmt: skip
+    CallRequestFactory(owner=user)
+    outsider, idle = UserFactory(), UserFactory()
+    CallRequestFactory(owner=outsider)
+    now = timezone.now()
+
+    uses = quotas.uses_of([user.pk, outsider.pk, idle.pk], now=now)
+
+    assert set(uses) == {user.pk, outsider.pk, idle.pk}
+    for who in (user, outsider, idle):
+        assert uses[who.pk] == quotas._use(who, now)
+    assert (uses[user.pk]["calls"], uses[user.pk]["seconds"], uses[user.pk]["up"]) == (3, 130, 2)
+    assert uses[idle.pk] == {"calls": 0, "first": None, "seconds": 0, "oldest": None, "up": 0}
