@@ -216,7 +216,7 @@ def ws_call_acks_embedded(b: Bench) -> None:
         token = (Path(env["RELAY_VAR_DIR"]) / "metrics_token").read_text().strip()
         target = CallTarget("ws_call_acks_embedded", relay, accounts, token,
                             lambda prefix: set(fixtures.elsewhere(env, "calls_persisted", prefix)),
-                            acks_target=300, where=f", {EMBEDDED}")  # fmt: skip
+                            acks_target=600, where=f", {EMBEDDED}")  # fmt: skip
         _ws_call_acks(b, target)
     finally:
         relay.stop()

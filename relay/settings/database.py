@@ -36,6 +36,14 @@ _db["CONN_MAX_AGE"] = whole_number(
     "DATABASE_CONN_MAX_AGE", 60, minimum=0, maximum=86400, unit=" (seconds)"
 )
 _db["CONN_HEALTH_CHECKS"] = True
+# ...unless a request used it without a database error less than this many seconds ago
+# (relay/db/postgresql/base.py): under load the check's round trip is never paid. 0: every
+# request checks.
+DATABASE_HEALTH_CHECK_FRESH = whole_number(
+    "DATABASE_HEALTH_CHECK_FRESH", 1, minimum=0, maximum=60, unit=" (seconds)"
+)
+if _db["ENGINE"] == "django.db.backends.postgresql":
+    _db["ENGINE"] = "relay.db.postgresql"
 # Or a psycopg pool (Django 5.1+) of at most this many connections per process (PostgreSQL).
 _pool_size = whole_number("DATABASE_POOL_SIZE", 0, minimum=0, maximum=1000)
 if _db["ENGINE"] != "django.db.backends.sqlite3":

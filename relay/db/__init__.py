@@ -1,0 +1,1 @@
+"""Relay's database backends: Django's, with what Relay changes about them."""
