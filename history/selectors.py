@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
-from django.db.models import CharField, QuerySet, Sum, UUIDField
+from django.db.models import CharField, DateTimeField, QuerySet, Sum, UUIDField
+from django.db.models.base import ModelState
 
 from accounts.models import User
 from core.compiled import CompiledQuery
@@ -60,10 +62,66 @@ def history_page(
     summed = _TOTAL.first(owner=user.pk, **{k: v for k, v in filters.items() if v is not None})
     total = summed["total"] if summed else 0
     page, next_cursor = [], None
-    if offset < total:  # past the end there is nothing to read, however large the offset
+    if offset == 0 and total:  # the first page, or a cursor's: one compiled statement
+        at = {} if before is None else {"before_at": before.created_at, "before_id": before.id}
+        rows = _page(limit).rows(owner=user.pk, **{k: v for k, v in filters.items() if v}, **at)
+        page = [_record_of(row) for row in rows[:limit]]
+        next_cursor = Cursor.after(page[-1]).encode() if len(rows) > limit else None
+    elif offset < total:  # past the end there is nothing to read, however large the offset
         rows = records.select_related("number").only(*PAGE_COLUMNS)
         page, next_cursor = page_rows(rows, limit=limit, offset=offset, before=before)
     return Page(records=page, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
+
+
+def _page_query(*, owner, status=None, number_id=None, before_at=None, before_id=None, limit):
+    """The rows of a page read from its start (offset 0): page_rows' read, as values."""
+    records, _counters = history_querysets(user=owner, status=status, number_id=number_id)
+    if before_at is not None:
+        records = records.filter(Cursor(before_at, before_id).older())
+    return records.order_by("-created_at", "-id").values(*PAGE_COLUMNS)[: limit + 1]
+
+
+# A page from its start, compiled once per process, filter and limit (a LIMIT is part of the
+# SQL): reading the first page or a cursor's through the ORM cost more to build than to run.
+_PAGES: dict[int, CompiledQuery] = {}
+
+
+def _page(limit: int) -> CompiledQuery:
+    query = _PAGES.get(limit)
+    if query is None:
+        query = _PAGES[limit] = CompiledQuery(
+            partial(_page_query, limit=limit),
+            owner=UUIDField(),
+            status=CharField(),
+            number_id=UUIDField(),
+            before_at=DateTimeField(),
+            before_id=UUIDField(),
+        )
+    return query
+
+
+_RECORD_COLUMNS = tuple(name for name in PAGE_COLUMNS if "__" not in name)
+
+
+def _record_of(row: dict) -> CallRecord:
+    """The CallRecord of a page's row, with its number, as `.only(*PAGE_COLUMNS)` would load
+    them (a column left out is read on access), without Model.__init__ for each: building 51
+    records and their numbers through it cost more than reading them."""
+    record = _loaded(CallRecord, {name: row[name] for name in _RECORD_COLUMNS})
+    number = {"id": row["number_id"], "number": row["number__number"]}
+    number["alias"] = row["number__alias"]
+    record._state.fields_cache["number"] = _loaded(Number, number)
+    return record
+
+
+def _loaded(model, values: dict):
+    """An instance of `model` as the database gave it (`values` by attname), as from_db."""
+    instance = model.__new__(model)
+    instance.__dict__.update(values)
+    instance._state = ModelState()
+    instance._state.adding = False
+    instance._state.db = "default"
+    return instance
 
 
 def history_querysets(

@@ -1,6 +1,7 @@
 """`total` of the history list is a sum of per-(owner, number, status) counters; every path
 that writes or deletes records keeps them equal to the rows."""
 
+import dataclasses
 import itertools
 from importlib import import_module
 from io import StringIO
@@ -192,3 +193,36 @@ def test_the_migration_fills_the_counters_from_the_records_already_stored(user, 
 
     assert sum(history_counted().values()) == 20
     assert_totals_exact()
+
+
+@pytest.mark.parametrize("status", [None, "missed", "answered"])
+@pytest.mark.parametrize("on_number", [False, True])
+@pytest.mark.parametrize("limit", [1, 3, 50])
+def test_a_page_from_its_start_is_the_page_the_orm_reads(user, recorded, status, on_number, limit):
+    """The first page and every cursor's (one compiled statement, records built from its rows)
+    hold what the ORM's read of the same page holds, rendered alike, to the end of the list."""
+    from core.pagination import page_rows
+    from history.selectors import PAGE_COLUMNS, history_querysets
+
+    number_id = recorded[1].pk if on_number else None
+    records, _ = history_querysets(user=user, status=status, number_id=number_id)
+    before, pages = None, 0
+    while True:
+        page = history_page(user=user, status=status, limit=limit, offset=0,
+                            number_id=number_id, before=before)  # fmt: skip
+        expected, cursor = page_rows(
+            records.select_related("number").only(*PAGE_COLUMNS),
+            limit=limit,
+            offset=0,
+            before=before,
+        )
+        assert represent(HistoryOutput, page) == represent(
+            HistoryOutput, dataclasses.replace(page, records=expected)
+        )
+        assert page.next_cursor == cursor
+        assert all(record.number.owner_id == user.pk for record in page.records)  # read on use
+        pages += 1
+        if cursor is None:
+            break
+        before = Cursor.decode(cursor)
+    assert pages == max(1, -(-page.total // limit))
