@@ -79,12 +79,19 @@ def test_a_request_after_a_database_error_is_pinged(settings, pings):
     assert pings == []  # proven alive by that check
 
 
-def test_a_connection_killed_within_the_second_fails_one_request_and_is_replaced(settings):
-    settings.DATABASE_HEALTH_CHECK_FRESH = 60
+def killed_after_a_request() -> int:
+    """A request, then its kept connection's server process ended (a database restart, for
+    that connection): the process id it had."""
     request()
     pid = connection.connection.info.backend_pid
     with psycopg.connect(**connection.get_connection_params(), autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+    return pid
+
+
+def test_a_connection_killed_within_the_second_fails_one_request_and_is_replaced(settings):
+    settings.DATABASE_HEALTH_CHECK_FRESH = 60
+    pid = killed_after_a_request()
 
     with pytest.raises(OperationalError):
         request()
@@ -95,10 +102,7 @@ def test_a_connection_killed_within_the_second_fails_one_request_and_is_replaced
 
 def test_with_freshness_off_a_killed_connection_is_replaced_before_the_request(settings):
     settings.DATABASE_HEALTH_CHECK_FRESH = 0
-    request()
-    pid = connection.connection.info.backend_pid
-    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+    pid = killed_after_a_request()
 
     request()
 
