@@ -67,7 +67,7 @@ class Enqueued:
 
     submit: services.Submit
     done: asyncio.Future
-    origin: str | None = None
+    origin: str
 
     async def outcome(self) -> tuple:
         """(call, created, pushes), or the ApplicationError refusing the frame (raised), or
@@ -101,7 +101,7 @@ class SubmitBatcher:
         self.waiting: list[Enqueued] = []
         self.writing = 0  # batches on the threads
 
-    def enqueue(self, *, user, data, browser: bool = False, origin=None) -> Enqueued:
+    def enqueue(self, *, user, data, origin: str, browser: bool = False) -> Enqueued:
         """Queue one call frame (`browser`: an rtc_offer frame) of the socket whose channel
         is `origin`, in the order frames arrive."""
         submit = services.Submit(user=user, data=data, pushes=[], browser=browser)
@@ -110,10 +110,6 @@ class SubmitBatcher:
         if self.writing < SUBMIT_THREADS:
             self._next_batch()
         return enqueued
-
-    async def submit(self, *, user, data, browser: bool = False) -> tuple:
-        """enqueue, then its outcome."""
-        return await self.enqueue(user=user, data=data, browser=browser).outcome()
 
     def _next_batch(self) -> None:
         batch, self.waiting = self.waiting[:BATCH_MAX], self.waiting[BATCH_MAX:]
