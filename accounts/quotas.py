@@ -204,6 +204,10 @@ def uses_of(user_ids, *, now: datetime) -> dict:
     return {pk: _use_summed(kinds) for pk, kinds in rows.items()}
 
 
+# The figures of a user's use, as _use_summed gives them.
+FIGURES = ("calls", "first", "seconds", "oldest", "up")
+
+
 def _use_summed(kinds: list[dict]) -> dict:
     """The use of a user's rows of _uses_query (one a kind of use the user has)."""
     return {
@@ -217,13 +221,8 @@ def _use_summed(kinds: list[dict]) -> dict:
 
 def use_of_row(use: Mapping) -> dict:
     """The use (as _use gives it) from a row that carries the columns of use_columns."""
-    return {
-        "calls": (use["calls0"] or 0) + (use["calls1"] or 0),
-        "first": _earliest(use["first0"], use["first1"]),
-        "seconds": (use["seconds0"] or 0) + (use["seconds1"] or 0),
-        "oldest": _earliest(use["oldest0"], use["oldest1"]),
-        "up": (use["up0"] or 0) + (use["up1"] or 0),
-    }
+    kinds = range(len(_uses()))
+    return _use_summed([{name: use[f"{name}{kind}"] for name in FIGURES} for kind in kinds])
 
 
 def _earliest(*moments: datetime | None) -> datetime | None:

@@ -57,17 +57,21 @@ def history_page(
     """
     if number_id is not None and not Number.objects.filter(pk=number_id, owner=user).exists():
         raise NotFound()
-    records, _counters = history_querysets(user=user, status=status, number_id=number_id)
-    filters = {"status": status, "number_id": number_id}
-    summed = _TOTAL.first(owner=user.pk, **{k: v for k, v in filters.items() if v is not None})
+    filters = {
+        name: value
+        for name, value in (("status", status), ("number_id", number_id))
+        if value is not None
+    }
+    summed = _TOTAL.first(owner=user.pk, **filters)
     total = summed["total"] if summed else 0
     page, next_cursor = [], None
     if offset == 0 and total:  # the first page, or a cursor's: one compiled statement
         at = {} if before is None else {"before_at": before.created_at, "before_id": before.id}
-        rows = _page(limit).rows(owner=user.pk, **{k: v for k, v in filters.items() if v}, **at)
+        rows = _page(limit).rows(owner=user.pk, **filters, **at)
         page = [_record_of(row) for row in rows[:limit]]
         next_cursor = Cursor.after(page[-1]).encode() if len(rows) > limit else None
     elif offset < total:  # past the end there is nothing to read, however large the offset
+        records, _counters = history_querysets(user=user, status=status, number_id=number_id)
         rows = records.select_related("number").only(*PAGE_COLUMNS)
         page, next_cursor = page_rows(rows, limit=limit, offset=offset, before=before)
     return Page(records=page, total=total, limit=limit, offset=offset, next_cursor=next_cursor)

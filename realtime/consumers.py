@@ -81,13 +81,19 @@ class Enqueued:
         """The call's pushes for every other socket (events.send_collected_together): what
         the sending socket sends in place (its user's events, RelayConsumer.send_ack) is
         marked with its `origin` and leaves its channel out."""
-        mine = events.user_group(self.submit.user.pk)
+        user = self.submit.user
         return [
             (group, {**message, "origin": self.origin}, self.origin)
-            if group == mine and message.get("type") == "relay.event"
+            if sent_in_place(group, message, user)
             else (group, message, None)
             for group, message in self.submit.pushes
         ]
+
+
+def sent_in_place(group: str, message: dict, user) -> bool:
+    """Whether a submit's push is sent by the submitting socket itself, beside its ack: an
+    event for its own user's group."""
+    return group == events.user_group(user.pk) and message.get("type") == "relay.event"
 
 
 class SubmitBatcher:
@@ -423,9 +429,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
         # this socket's own so that `relay_event` does not send it here twice.
         await self.send_json(pipeline.call_ack_event(call))
         metrics.call_acks.labels("socket").inc()
-        mine = events.user_group(self.scope["user"].pk)
         for group, message in pushes:
-            if group == mine and message.get("type") == "relay.event":
+            if sent_in_place(group, message, self.scope["user"]):
                 await self.send_json(message["event"])
                 if message["event"].get("type") == "call_status" and self.order is not None:
                     self.order.sent(message["event"])
