@@ -4,7 +4,7 @@ channel layer (events between processes)."""
 from redis.maint_notifications import MaintNotificationsConfig
 
 from relay.settings.base import VAR_DIR
-from relay.settings.readers import database_config, text, whole_number
+from relay.settings.readers import boolean, database_config, text, whole_number
 
 # --- Database -------------------------------------------------------------------------------
 # The embedded default is the database that needs no DATABASE_URL: a SQLite file under var/.
@@ -44,6 +44,10 @@ DATABASE_HEALTH_CHECK_FRESH = whole_number(
 )
 if _db["ENGINE"] == "django.db.backends.postgresql":
     _db["ENGINE"] = "relay.db.postgresql"
+# PostgreSQL: the statements every request and every batch of submits runs (core.compiled) are
+# prepared once per connection, not parsed and planned on every run. Off: for a pooler that
+# does not keep a session's prepared statements (PgBouncer in transaction mode before 1.21).
+DATABASE_PREPARED_STATEMENTS = boolean("DATABASE_PREPARED_STATEMENTS", True)
 # Or a psycopg pool (Django 5.1+) of at most this many connections per process (PostgreSQL).
 _pool_size = whole_number("DATABASE_POOL_SIZE", 0, minimum=0, maximum=1000)
 if _db["ENGINE"] != "django.db.backends.sqlite3":
