@@ -47,6 +47,11 @@ class HashingAdmission:
     def __init__(self, application) -> None:
         self.application = application
 
+    def hashes(self, method: str, path: str) -> bool:
+        """Whether a request of `method` to `path` hashes (request_hashes): gunicorn's worker
+        gives such requests threads of their own (relay/gunicorn_worker.py)."""
+        return request_hashes(method, path)[0]
+
     def __call__(self, environ, start_response):
         started = time.perf_counter()
         method = environ.get("REQUEST_METHOD", "")

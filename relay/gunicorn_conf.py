@@ -22,6 +22,8 @@ from relay.server_errors import error_response  # noqa: E402
 # the worker's own queue counts toward PASSWORD_HASH_WAIT_SECONDS. Each worker has
 # PASSWORD_HASH_THREADS threads more than HTTP_THREADS, and requests that hash may hold only
 # that many (core.passwords.admit_hashing_request): HTTP_THREADS are always left for the rest.
+# The worker splits them into two pools, each with its queue (relay/gunicorn_worker.py):
+# HTTP_THREADS for everything else, PASSWORD_HASH_THREADS (and 2 spare) for requests that hash.
 worker_class = "relay.gunicorn_worker.RelayThreadWorker"
 workers = settings.HTTP_WORKERS
 threads = settings.HTTP_THREADS + settings.PASSWORD_HASH_THREADS

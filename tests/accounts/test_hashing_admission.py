@@ -16,6 +16,7 @@ import pytest
 from core import passwords
 from core.passwords import PasswordHashingBusy, password_hashing_slot, request_arrived
 from relay.admission import request_hashes
+from relay.gunicorn_worker import SPARE_HASHING_THREADS
 from tests.accounts.test_hashing_queue import Request, queue_behind, waiting
 from tests.live import RelayProcess, http, http_exchange, wait_until
 
@@ -86,12 +87,15 @@ def test_a_process_lends_only_its_hashing_threads_to_requests_that_hash(queue):
 # --- Live: gunicorn with its stamp and the admission before Django (relay/admission.py) -------
 
 
-def held_connection(relay: RelayProcess) -> socket.socket:
-    """A client that sent half a request: gunicorn's thread reading it is held until the
-    rest comes (finish_request)."""
+def held_connection(relay: RelayProcess, line: bytes = b"GET /healthz") -> socket.socket:
+    """A client that sent half a request (`line`, then a header): gunicorn's thread reading it
+    is held until the rest comes (finish_request). A login's line holds a hashing thread."""
     client = socket.create_connection(("127.0.0.1", relay.port), timeout=30)
-    client.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    client.sendall(line + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     return client
+
+
+LOGIN_LINE = b"POST /api/auth/login"
 
 
 def finish_request(client: socket.socket) -> bytes:
@@ -156,10 +160,11 @@ def test_a_flood_of_logins_leaves_me_its_threads(queue, tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_login_that_waited_its_whole_wait_in_gunicorns_queue_is_refused_at_once(queue, tmp_path):
-    """Both of the worker's threads are held by clients still sending; a login waits behind
-    them longer than PASSWORD_HASH_WAIT_SECONDS. When a thread frees, the login is refused,
-    though the slot is free: its wait counts from its arrival. Before, the wait started
-    when Django saw the login, which was then served seconds past the promise."""
+    """Every hashing thread of the worker (one, and the two spare) is held by a client still
+    sending a login; a login waits behind them longer than PASSWORD_HASH_WAIT_SECONDS. When
+    a thread frees, the login is refused, though the slot is free: its wait counts from its
+    arrival. Before, the wait started when Django saw the login, which was then served
+    seconds past the promise."""
     relay = RelayProcess(
         tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=1, PASSWORD_HASH_THREADS=1,
         PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=1,
@@ -169,7 +174,7 @@ def test_a_login_that_waited_its_whole_wait_in_gunicorns_queue_is_refused_at_onc
         status, _ = http("POST", f"{relay.base}/api/auth/register",
                          {"email": email, "password": "a-long-passphrase-w"})  # fmt: skip
         assert status == 201
-        held = [held_connection(relay), held_connection(relay)]
+        held = [held_connection(relay, LOGIN_LINE) for _ in range(1 + SPARE_HASHING_THREADS)]
         answers: dict = {}
         sent = time.monotonic()
         thread = log_in(relay, email, answers)
@@ -178,15 +183,72 @@ def test_a_login_that_waited_its_whole_wait_in_gunicorns_queue_is_refused_at_onc
         wait_until(lambda: time.monotonic() - sent > 2, deadline=10, what="the wait to pass")
         assert not answers
 
-        assert finish_request(held[0]).startswith(b"HTTP/1.1 200")
+        # The held login arrived before the wait too: refused as well, once it is whole.
+        assert finish_request(held[0]).startswith(b"HTTP/1.1 503")
         thread.join(timeout=30)
         status, body, headers = answers[email]
 
         assert (status, body, headers["Retry-After"]) == (503, BUSY, "1")
         assert "X-Request-Id" in headers
-        finish_request(held[1])
+        for client in held[1:]:
+            finish_request(client)
         assert http("POST", f"{relay.base}/api/auth/login",
                     {"email": email, "password": "a-long-passphrase-w"})[0] == 200  # fmt: skip
+    finally:
+        relay.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_logins_have_threads_of_their_own_that_other_requests_cannot_take(queue, tmp_path):
+    """Both of the worker's threads for everything else (HTTP_THREADS 1 and, before, the
+    hashing one beside it in one pool) are held by clients still sending; a login is served
+    all the same, by a hashing thread."""
+    relay = RelayProcess(
+        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=1, PASSWORD_HASH_THREADS=1,
+        PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=30,
+    )  # fmt: skip
+    try:
+        email = "own@example.com"
+        status, _ = http("POST", f"{relay.base}/api/auth/register",
+                         {"email": email, "password": "a-long-passphrase-w"})  # fmt: skip
+        assert status == 201
+        held = [held_connection(relay), held_connection(relay)]
+        answers: dict = {}
+        log_in(relay, email, answers).join(timeout=60)
+
+        assert answers[email][0] == 200
+        for client in held:
+            assert finish_request(client).startswith(b"HTTP/1.1 200")
+    finally:
+        relay.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_me_is_served_while_every_hashing_thread_is_held(queue, tmp_path):
+    """Every hashing thread (one, and the two spare) is held by a client still sending a
+    login, and one more login waits for them: /me goes by, to the other pool. Before, the
+    held logins took every thread of the one pool and /me waited in its queue."""
+    relay = RelayProcess(
+        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=1, PASSWORD_HASH_THREADS=1,
+        PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=30,
+    )  # fmt: skip
+    try:
+        credentials = {"email": "goes-by@example.com", "password": "a-long-passphrase-w"}
+        status, body = http("POST", f"{relay.base}/api/auth/register", credentials)
+        assert status == 201
+        held = [held_connection(relay, LOGIN_LINE) for _ in range(1 + SPARE_HASHING_THREADS)]
+        answers: dict = {}
+        waiter = log_in(relay, credentials["email"], answers)
+
+        status, me = http("GET", f"{relay.base}/api/user/me", token=body["token"])
+
+        assert (status, me["email"]) == (200, credentials["email"])
+        assert not answers  # the login still waits for a hashing thread
+        for client in held:
+            # A login without a body: refused as invalid, or as busy beside the waiter's.
+            assert finish_request(client)[:12] in (b"HTTP/1.1 400", b"HTTP/1.1 503")
+        waiter.join(timeout=60)
+        assert answers[credentials["email"]][0] == 200
     finally:
         relay.stop()
 
