@@ -14,7 +14,10 @@ on (peeked, left in the socket for gunicorn to parse), and a request to a view t
 threads plus SPARE_HASHING_THREADS, everything else to a pool of the rest (HTTP_THREADS).
 Under a flood of logins, /me no longer waits in one queue behind the flood's connections,
 each to be read and refused (docs/decisions.md, "A login flood that slows nobody else"). The
-spare threads answer the refusals at once while the hashing threads wait their turn. A request
+spare threads answer the refusals at once while the hashing threads wait their turn; a thread
+of that pool closes its database connection after each request, so the worker's connections
+stay at most HTTP_THREADS + PASSWORD_HASH_THREADS (a login pays a connection's opening,
+next to a hash's 20 ms). A request
 whose first line cannot be read yet (a client still sending it), and every request of a worker
 that speaks TLS itself, goes to the rest's pool: admission still bounds what hashes there.
 """
@@ -29,6 +32,7 @@ from concurrent import futures
 from functools import partial
 
 from django.conf import settings
+from django.db import connections
 from gunicorn.workers.gthread import ThreadWorker
 
 ARRIVED_AT = "relay.arrived_at"
@@ -63,7 +67,8 @@ class RelayThreadWorker(ThreadWorker):
             self._await_request_line(conn)
             return
         conn.relay_arrived_at = time.monotonic()
-        done = pool.submit(self.handle, conn)
+        handle = self._handle_hashing if pool is self.hashing_pool else self.handle
+        done = pool.submit(handle, conn)
         done.add_done_callback(lambda fut: self.method_queue.defer(self.finish_request, conn, fut))
 
     def _pool_for(self, conn) -> futures.ThreadPoolExecutor | None:
@@ -102,6 +107,15 @@ class RelayThreadWorker(ThreadWorker):
     def handle(self, conn):
         self._serving.arrived_at = getattr(conn, "relay_arrived_at", None)
         return super().handle(conn)
+
+    def _handle_hashing(self, conn):
+        # Whichever of the pool's threads a request that hashes lands on, the thread keeps no
+        # database connection after it: at most PASSWORD_HASH_THREADS of them are open at once
+        # (admission), as before the pool was split, not one per thread, spare ones included.
+        try:
+            return self.handle(conn)
+        finally:
+            connections.close_all()
 
     def handle_http2(self, conn):
         # One connection carries many streams over its life: its stamp dates none of them.

@@ -11,14 +11,16 @@ import threading
 import time
 import uuid
 
+import psutil
 import pytest
+from django.db import connection
 
 from core import passwords
 from core.passwords import PasswordHashingBusy, password_hashing_slot, request_arrived
 from relay.admission import request_hashes
 from relay.gunicorn_worker import SPARE_HASHING_THREADS
 from tests.accounts.test_hashing_queue import Request, queue_behind, waiting
-from tests.live import RelayProcess, http, http_exchange, wait_until
+from tests.live import RelayProcess, cmdline, http, http_exchange, wait_until
 
 BUSY = {
     "error": "The server is busy checking other passwords. Try again in a second.",
@@ -96,6 +98,7 @@ def held_connection(relay: RelayProcess, line: bytes = b"GET /healthz") -> socke
 
 
 LOGIN_LINE = b"POST /api/auth/login"
+PASSWORD = "a-long-passphrase-w"
 
 
 def finish_request(client: socket.socket) -> bytes:
@@ -107,8 +110,39 @@ def finish_request(client: socket.socket) -> bytes:
     return answer
 
 
+def small_relay(tmp_path, *, wait: int, **env) -> RelayProcess:
+    """One worker: one thread for everything else, one hashing thread (and the two spare),
+    one hashing slot, a wait of `wait` seconds."""
+    return RelayProcess(
+        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=1, PASSWORD_HASH_THREADS=1,
+        PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=wait, **env,
+    )  # fmt: skip
+
+
+def database_connections(relay: RelayProcess) -> int:
+    """The connections to the database that the relay's gunicorn worker holds open."""
+    port = int(connection.settings_dict["PORT"] or 5432)
+    workers = [
+        process
+        for process in psutil.Process(relay.proc.pid).children(recursive=True)
+        if "gunicorn" in " ".join(cmdline(process))
+        and "gunicorn" in " ".join(cmdline(process.parent()))
+    ]
+    assert len(workers) == 1, workers
+    held = workers[0].net_connections(kind="tcp")
+    return sum(1 for held_one in held if held_one.raddr and held_one.raddr.port == port)
+
+
+def register(relay: RelayProcess, email: str) -> dict:
+    status, body = http(
+        "POST", f"{relay.base}/api/auth/register", {"email": email, "password": PASSWORD}
+    )
+    assert status == 201, body
+    return body
+
+
 def log_in(relay: RelayProcess, email: str, answers: dict) -> threading.Thread:
-    body = {"email": email, "password": "a-long-passphrase-w"}
+    body = {"email": email, "password": PASSWORD}
     thread = threading.Thread(
         target=lambda: answers.update(
             {email: http_exchange("POST", f"{relay.base}/api/auth/login", body, timeout=60)}
@@ -132,12 +166,7 @@ def test_a_flood_of_logins_leaves_me_its_threads(queue, tmp_path):
     queue.PASSWORD_HASHING_SLOTS_DIR = tmp_path / "relay" / "hashing-slots"
     try:
         emails = [f"flood{n}@example.com" for n in range(4)]
-        tokens = []
-        for email in emails:
-            status, body = http("POST", f"{relay.base}/api/auth/register",
-                                {"email": email, "password": "a-long-passphrase-w"})  # fmt: skip
-            assert status == 201, body
-            tokens.append(body["token"])
+        tokens = [register(relay, email)["token"] for email in emails]
         answers: dict = {}
         with password_hashing_slot():
             threads = [log_in(relay, email, answers) for email in emails]
@@ -165,15 +194,10 @@ def test_a_login_that_waited_its_whole_wait_in_gunicorns_queue_is_refused_at_onc
     a thread frees, the login is refused, though the slot is free: its wait counts from its
     arrival. Before, the wait started when Django saw the login, which was then served
     seconds past the promise."""
-    relay = RelayProcess(
-        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=1, PASSWORD_HASH_THREADS=1,
-        PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=1,
-    )  # fmt: skip
+    relay = small_relay(tmp_path, wait=1)
     try:
         email = "late@example.com"
-        status, _ = http("POST", f"{relay.base}/api/auth/register",
-                         {"email": email, "password": "a-long-passphrase-w"})  # fmt: skip
-        assert status == 201
+        register(relay, email)
         held = [held_connection(relay, LOGIN_LINE) for _ in range(1 + SPARE_HASHING_THREADS)]
         answers: dict = {}
         sent = time.monotonic()
@@ -192,8 +216,8 @@ def test_a_login_that_waited_its_whole_wait_in_gunicorns_queue_is_refused_at_onc
         assert "X-Request-Id" in headers
         for client in held[1:]:
             finish_request(client)
-        assert http("POST", f"{relay.base}/api/auth/login",
-                    {"email": email, "password": "a-long-passphrase-w"})[0] == 200  # fmt: skip
+        login = {"email": email, "password": PASSWORD}
+        assert http("POST", f"{relay.base}/api/auth/login", login)[0] == 200
     finally:
         relay.stop()
 
@@ -203,15 +227,10 @@ def test_logins_have_threads_of_their_own_that_other_requests_cannot_take(queue,
     """Both of the worker's threads for everything else (HTTP_THREADS 1 and, before, the
     hashing one beside it in one pool) are held by clients still sending; a login is served
     all the same, by a hashing thread."""
-    relay = RelayProcess(
-        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=1, PASSWORD_HASH_THREADS=1,
-        PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=30,
-    )  # fmt: skip
+    relay = small_relay(tmp_path, wait=30)
     try:
         email = "own@example.com"
-        status, _ = http("POST", f"{relay.base}/api/auth/register",
-                         {"email": email, "password": "a-long-passphrase-w"})  # fmt: skip
-        assert status == 201
+        register(relay, email)
         held = [held_connection(relay), held_connection(relay)]
         answers: dict = {}
         log_in(relay, email, answers).join(timeout=60)
@@ -226,29 +245,46 @@ def test_logins_have_threads_of_their_own_that_other_requests_cannot_take(queue,
 @pytest.mark.django_db(transaction=True)
 def test_me_is_served_while_every_hashing_thread_is_held(queue, tmp_path):
     """Every hashing thread (one, and the two spare) is held by a client still sending a
-    login, and one more login waits for them: /me goes by, to the other pool. Before, the
-    held logins took every thread of the one pool and /me waited in its queue."""
-    relay = RelayProcess(
-        tmp_path / "relay", HTTP_WORKERS=1, HTTP_THREADS=1, PASSWORD_HASH_THREADS=1,
-        PASSWORD_HASH_CONCURRENCY=1, PASSWORD_HASH_WAIT_SECONDS=30,
-    )  # fmt: skip
+    login: /me goes by, to the other pool. Before, the held logins took every thread of the
+    one pool and /me waited in its queue."""
+    relay = small_relay(tmp_path, wait=30)
     try:
-        credentials = {"email": "goes-by@example.com", "password": "a-long-passphrase-w"}
-        status, body = http("POST", f"{relay.base}/api/auth/register", credentials)
-        assert status == 201
+        email = "goes-by@example.com"
+        token = register(relay, email)["token"]
         held = [held_connection(relay, LOGIN_LINE) for _ in range(1 + SPARE_HASHING_THREADS)]
+
+        status, me = http("GET", f"{relay.base}/api/user/me", token=token)
+
+        assert (status, me["email"]) == (200, email)
+        for client in held:  # one at a time: each is a login without a body
+            assert finish_request(client).startswith(b"HTTP/1.1 400")
         answers: dict = {}
-        waiter = log_in(relay, credentials["email"], answers)
+        log_in(relay, email, answers).join(timeout=60)
+        assert answers[email][0] == 200
+    finally:
+        relay.stop()
 
-        status, me = http("GET", f"{relay.base}/api/user/me", token=body["token"])
 
-        assert (status, me["email"]) == (200, credentials["email"])
-        assert not answers  # the login still waits for a hashing thread
-        for client in held:
-            # A login without a body: refused as invalid, or as busy beside the waiter's.
-            assert finish_request(client)[:12] in (b"HTTP/1.1 400", b"HTTP/1.1 503")
-        waiter.join(timeout=60)
-        assert answers[credentials["email"]][0] == 200
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite opens no connection")
+def test_the_hashing_threads_keep_no_database_connection(queue, tmp_path):
+    """Connections are kept between requests (DATABASE_CONN_MAX_AGE): the one thread for
+    everything else keeps the one it opened for the start's health checks. A thread of the
+    hashing pool closes its own after each request: with spare threads beside them, a worker
+    still holds at most HTTP_THREADS + PASSWORD_HASH_THREADS, not one per thread."""
+    relay = small_relay(tmp_path, wait=30, DATABASE_CONN_MAX_AGE=60)
+    try:
+        assert database_connections(relay) == 1  # /healthz's, on the other pool's thread
+        email = "closes@example.com"
+        register(relay, email)
+        for _ in range(3):
+            answers: dict = {}
+            log_in(relay, email, answers).join(timeout=60)
+            assert answers[email][0] == 200
+
+        # Closed once each response is written: a moment after the client has it.
+        wait_until(lambda: database_connections(relay) == 1, deadline=10,
+                   what="the hashing threads to close their connections")  # fmt: skip
     finally:
         relay.stop()
 
