@@ -21,7 +21,7 @@ HISTORY_EMAIL = "bench-history@relay.example"  # the user bench/history_plans.py
 WS_EMAIL = "bench-ws-{}@relay.example"
 LOGIN_EMAIL = "bench-login-{}@relay.example"  # http_logins's logins at once, one request per user
 NUMBERS_EMAIL = "bench-numbers@relay.example"  # http_logins's number creations at once
-NUMBER_STOCK_START = "+442079460100"  # Ofcom's drama range, below FORWARD_NUMBER
+NUMBER_STOCK_START = "+442079460100"  # Ofcom's drama range for London
 
 
 def ensure_database(url: str) -> None:
@@ -297,7 +297,11 @@ def probe_sender(user_ids: list[str], *, rate: float, seconds: float) -> int:
 
 
 FORWARD_EMAIL = "bench-forward@relay.example"
-FORWARD_NUMBER = "+442079460990"  # Ofcom's range for drama: never a real line
+# The numbers the scenarios hold by name lie outside every range the bench provisions (London's
+# drama range, +44 20 7946 0000-0999, seed_history's and NUMBER_STOCK_START's), from which
+# number_grant hands out free numbers at random: one of them was once granted to the history
+# user first. Birmingham's drama range: Ofcom's, never a real line.
+FORWARD_NUMBER = "+441214960990"
 FORWARD_TARGET = "+441134960990"
 
 
@@ -327,7 +331,7 @@ def forwarding_number():
 
 
 EDGE_EMAIL = "bench-edge@relay.example"
-EDGE_NUMBER = "+442079460991"
+EDGE_NUMBER = "+441214960991"
 
 
 def voicemail_number():
@@ -336,7 +340,7 @@ def voicemail_number():
 
 
 MAIL_EMAIL = "bench-voicemail@relay.example"
-MAIL_NUMBER = "+442079460992"
+MAIL_NUMBER = "+441214960992"
 
 
 def mailed_number():
