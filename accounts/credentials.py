@@ -24,7 +24,7 @@ from django_tasks import task
 from accounts.errors import password_typed_again_check
 from accounts.linktokens import link_token_make, link_token_user
 from accounts.models import LoginSession, User, UserManager
-from accounts.services import sessions_end_all
+from accounts.services import email_key, sessions_end_all
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.passwords import password_hashing_slot
@@ -92,10 +92,13 @@ def user_password_change(
     logger.info("user %s changed their password", user.pk)
 
 
-def password_reset_rate_limit(*, ip: str, email: str) -> None:
-    """Count one reset asked for per client IP and per address; 429 past either."""
+def password_reset_rate_limit(*, ip: str, email: object) -> None:
+    """Count one reset asked for per client IP and per address (as typed; keyed as the lookup
+    normalises it, accounts.services.email_key); 429 past either."""
     ratelimit.hit("password-reset:ip", ip, settings.RATE_LIMIT_PASSWORD_RESET_PER_IP)
-    ratelimit.hit("password-reset:email", email, settings.RATE_LIMIT_PASSWORD_RESET_PER_EMAIL)
+    ratelimit.hit(
+        "password-reset:email", email_key(email), settings.RATE_LIMIT_PASSWORD_RESET_PER_EMAIL
+    )
 
 
 def password_reset_confirm_rate_limit(*, ip: str) -> None:

@@ -46,10 +46,20 @@ class InvalidCredentials(ApplicationError):
     code, message = ErrorCode.INVALID_CREDENTIALS, "Wrong e-mail or password."
 
 
-def auth_rate_limit(*, scope: str, ip: str, email: str) -> None:
-    """Count one register or login attempt per client IP and per e-mail; 429 past either."""
+def auth_rate_limit(*, scope: str, ip: str, email: object) -> None:
+    """Count one register or login attempt per client IP and per e-mail; 429 past either.
+    `email` is taken as typed (whatever the body held): the bucket is keyed on the address as
+    the account's lookup normalises it (UserManager.normalize_email_address), so " Me@x.org\t"
+    and "me@x.org" share one bucket, as they share one account."""
     ratelimit.hit(f"{scope}:ip", ip, settings.RATE_LIMIT_AUTH_PER_IP)
-    ratelimit.hit(f"{scope}:email", email, settings.RATE_LIMIT_AUTH_PER_EMAIL)
+    ratelimit.hit(f"{scope}:email", email_key(email), settings.RATE_LIMIT_AUTH_PER_EMAIL)
+
+
+def email_key(email: object) -> str:
+    """The key of a limiter counted per address: the address as typed (any JSON value),
+    normalised the way the account's lookup normalises it, so that no spelling of one
+    address gets a bucket of its own."""
+    return UserManager.normalize_email_address(email if isinstance(email, str) else str(email))
 
 
 def session_token_issue(*, session: LoginSession, lifetime: timedelta | None = None) -> str:

@@ -123,9 +123,7 @@ class AuthViewSet(ResourceViewSet):
         (register or login), answering the token and the user."""
         request = self.request
         data = request.data if isinstance(request.data, dict) else {}
-        services.auth_rate_limit(
-            scope=scope, ip=client_ip(request), email=str(data.get("email", "")).lower()
-        )
+        services.auth_rate_limit(scope=scope, ip=client_ip(request), email=data.get("email", ""))
         result = service(**self.validated())
         return self.answer(AuthOutput, result, status=status_code)
 
@@ -198,9 +196,7 @@ class AuthViewSet(ResourceViewSet):
     )
     def password_reset(self, request):
         data = request.data if isinstance(request.data, dict) else {}
-        credentials.password_reset_rate_limit(
-            ip=client_ip(request), email=str(data.get("email", "")).strip().lower()
-        )
+        credentials.password_reset_rate_limit(ip=client_ip(request), email=data.get("email", ""))
         values = self.validated()
         credentials.password_reset_request(email=values["email"], base_url=public_base_url(request))
         return self.answer(SuccessOutput, None, status=status.HTTP_202_ACCEPTED)

@@ -49,7 +49,7 @@ def login(request):
 
     def log_in():
         accounts.auth_rate_limit(
-            scope="login", ip=client_ip(request), email=form.values("email")["email"].lower()
+            scope="login", ip=client_ip(request), email=form.values("email")["email"]
         )
         try:
             result = accounts.user_login(
@@ -103,7 +103,7 @@ def register(request):
     def create():
         accounts.registration_check()
         accounts.auth_rate_limit(
-            scope="register", ip=client_ip(request), email=form.values("email")["email"].lower()
+            scope="register", ip=client_ip(request), email=form.values("email")["email"]
         )
         result = accounts.user_register(
             **validated(RegisterInput, form.values("email", "password")),
@@ -160,7 +160,7 @@ def password_reset(request):
     form = PasswordResetForm(posted(request))
 
     def ask():
-        email = form.values("email")["email"].strip().lower()
+        email = form.values("email")["email"]
         credentials.password_reset_rate_limit(ip=client_ip(request), email=email)
         values = validated(PasswordResetInput, {"email": email})
         credentials.password_reset_request(email=values["email"], base_url=public_base_url(request))
