@@ -10,6 +10,7 @@ import threading
 import unicodedata
 from datetime import datetime
 
+from django.conf import settings
 from django.core.validators import MaxLengthValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -27,7 +28,7 @@ from core.phone import (
     e164_valid,
 )
 from core.representation import representer
-from core.urls import url_problem
+from core.urls import destination_problem, url_problem
 
 
 def validated(serializer_class, data) -> dict:
@@ -297,4 +298,19 @@ class WebhookUrlField(StrictCharField):
         problem = url_problem(value)
         if problem:
             raise serializers.ValidationError(problem)
+        return value
+
+
+@extend_schema_field({"type": "string", "format": "uri", "maxLength": 2000})
+class PublicUrlField(WebhookUrlField):
+    """A WebhookUrlField that leads to a public address (core.urls.destination_problem),
+    unless WEBHOOK_ALLOW_PRIVATE: refused when it is given, not at every later request."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        problem = destination_problem(value, allow_private=settings.WEBHOOK_ALLOW_PRIVATE)
+        if problem:
+            raise serializers.ValidationError(
+                f"{problem}; Relay's requests go to public addresses."
+            )
         return value

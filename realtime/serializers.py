@@ -8,7 +8,7 @@ from core.fields import (
     DialableNumberField,
     E164Field,
     MillisecondsField,
-    WebhookUrlField,
+    PublicUrlField,
 )
 from core.pagination import PageOutput, PageParameters, PageQuery
 from core.webrtc import offer_problem
@@ -67,8 +67,9 @@ class CallSubmitInput(serializers.Serializer):
         required=False, help_text="verbs to run (docs/voice-apps.md); or `message`, not both"
     )
     language = LanguageField(required=False, help_text="the voice; default TTS_DEFAULT_LANGUAGE")
-    statusCallback = WebhookUrlField(  # noqa: N815
-        required=False, help_text="where this call's call_status events are POSTed, signed"
+    statusCallback = PublicUrlField(  # noqa: N815
+        required=False,
+        help_text="where this call's call_status events are POSTed, signed; a public address",
     )
 
     def get_fields(self):

@@ -16,7 +16,7 @@ from rest_framework import serializers
 
 from core import parsing
 from core.fields import BoundedTextField, DialableNumberField, StrictCharField, WebhookUrlField
-from core.urls import AddressRefused, Unresolvable, resolve
+from core.urls import destination_problem
 from voiceapps.languages import LANGUAGES
 
 TEXT_MAX = 1000  # a message, and the text of every say
@@ -66,14 +66,11 @@ class HookUrlField(WebhookUrlField):
         allow_private = settings.WEBHOOK_ALLOW_PRIVATE
         if not allow_private and not value.startswith("https:"):
             raise serializers.ValidationError("Must be an https URL.")
-        try:
-            resolve(value, allow_private=allow_private)
-        except Unresolvable:
-            pass
-        except AddressRefused as refused:
+        problem = destination_problem(value, allow_private=allow_private)
+        if problem:
             raise serializers.ValidationError(
-                f"{refused}; a call's requests go to public addresses."
-            ) from None
+                f"{problem}; a call's requests go to public addresses."
+            )
         return value
 
 

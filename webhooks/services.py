@@ -22,7 +22,7 @@ from accounts import apikeys
 from accounts.models import User
 from core import outbox
 from core.errors import InvalidRequest, NotFound
-from core.urls import AddressRefused, Unresolvable, resolve
+from core.urls import destination_problem
 from realtime.models import CallRequest
 from webhooks import selectors
 from webhooks.models import (
@@ -46,14 +46,11 @@ def _check_destination(url: str) -> None:
     """InvalidRequest when `url` leads to a private or local address (unless allowed): checked
     when it is set, and again at every delivery. A host that does not resolve yet is accepted
     (its DNS may be on its way); each delivery to it fails, and is retried, until it does."""
-    try:
-        resolve(url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE)
-    except Unresolvable:
-        return
-    except AddressRefused as refused:
+    problem = destination_problem(url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE)
+    if problem:
         raise InvalidRequest(
-            f"url: {refused}.", fields={"url": [f"{refused}; webhooks go to public addresses."]}
-        ) from None
+            f"url: {problem}.", fields={"url": [f"{problem}; webhooks go to public addresses."]}
+        )
 
 
 def _endpoint_for(user: User) -> tuple[WebhookEndpoint, str | None]:
