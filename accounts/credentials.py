@@ -23,7 +23,7 @@ from django_tasks import task
 
 from accounts.errors import password_typed_again_check
 from accounts.linktokens import link_token_make, link_token_user
-from accounts.models import LoginSession, User, UserManager
+from accounts.models import LoginSession, TotpDevice, User, UserManager
 from accounts.services import email_key, sessions_end_all
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
@@ -145,6 +145,10 @@ def password_reset_send(*, email: str, base_url: str) -> bool:
             "email": user.email,
             "reset_url": f"{base_url}{RESET_PATH}/{reset_token_make(user=user)}",
             "valid_minutes": settings.PASSWORD_RESET_TIMEOUT // 60,
+            # A reset keeps the second factor (it is the one thing a stolen mailbox lacks):
+            # the mail says so, and where to turn should the factor be lost too.
+            "two_factor": TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).exists(),
+            "support_email": settings.SUPPORT_EMAIL,
         },
     )
     return True

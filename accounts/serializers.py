@@ -162,6 +162,10 @@ class LoginCodeInput(serializers.Serializer):
     otp = OtpField()
 
 
+class TwoFactorStartInput(serializers.Serializer):
+    password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+
+
 class TwoFactorConfirmInput(serializers.Serializer):
     code = OtpField(help_text="The 6-digit code the authenticator app shows for the secret.")
 

@@ -26,6 +26,8 @@ from accounts import apikeys, twofactor, verification
 from accounts.errors import EmailTaken, password_typed_again_check
 from accounts.models import FREE_PLAN, DialRefusal, FraudRecord, LoginSession, User, UserManager
 from accounts.serializers import matrix_id_problem
+from accounts.sessions import session_end as session_end  # re-exported: callers end sessions here
+from accounts.sessions import sessions_end_all as sessions_end_all
 from core import events, metrics, ratelimit, userdata
 from core.db import create_unless_taken
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
@@ -163,15 +165,6 @@ def user_login_second_step(*, user: User, otp: str | None) -> AuthResult:
     return session_open(user=user)
 
 
-def session_end(*, session: LoginSession) -> None:
-    """Mark `session` ended: its JWTs are refused from the next request, its sockets close."""
-    updated = LoginSession.objects.filter(pk=session.pk, active=True).update(
-        active=False, ended_at=timezone.now()
-    )
-    if updated:
-        events.session_ended_on_commit(session_id=session.pk)
-
-
 def session_end_for_user(*, user: User, session_id: UUID | str) -> None:
     """End one of `user`'s sessions. Another user's or an unknown id is NotFound."""
     try:
@@ -179,19 +172,6 @@ def session_end_for_user(*, user: User, session_id: UUID | str) -> None:
     except (LoginSession.DoesNotExist, DjangoValidationError, ValueError) as exc:
         raise NotFound() from exc
     session_end(session=session)
-
-
-def sessions_end_all(*, user: User, keep: LoginSession | None = None) -> int:
-    """End every active session of `user` but `keep` (the one that changed the password),
-    their JWTs and sockets with them (admin action, password changed or reset). Returns how
-    many were ended."""
-    sessions = LoginSession.objects.filter(user=user, active=True)
-    if keep is not None:
-        sessions = sessions.exclude(pk=keep.pk)
-    ids = list(sessions.values_list("pk", flat=True))
-    for session_id in ids:
-        session_end(session=LoginSession(pk=session_id, user=user))
-    return len(ids)
 
 
 def session_touch(*, session: LoginSession) -> None:

@@ -27,8 +27,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import apikeys
-from accounts.errors import PasswordMismatch
-from accounts.models import RecoveryCode, TotpDevice, User
+from accounts.errors import PasswordMismatch, password_typed_again_check
+from accounts.models import LoginSession, RecoveryCode, TotpDevice, User
+from accounts.sessions import sessions_end_all
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode
 from core.passwords import password_hashing_slot
@@ -112,11 +113,15 @@ def enrolment(*, user: User, secret: str) -> Enrolment:
     return Enrolment(secret=secret, otpauth_uri=uri, qr_svg=buffer.getvalue().decode())
 
 
-def two_factor_start(*, user: User) -> Enrolment:
-    """Begin enrolment: a fresh random secret, stored encrypted and pending (the factor is
-    not on until two_factor_confirm). A second start before confirming replaces the pending
-    secret. TwoFactorOn (409) while a confirmed factor is on. Concurrent starts of one user
-    are serialised on the user's row, so a user never has two devices."""
+def two_factor_start(*, user: User, password: str) -> Enrolment:
+    """Begin enrolment, with the account's password (PasswordMismatch, 403; the caller counts
+    the attempt toward the login rate limits first): a token alone, stolen, must not be able
+    to bind the thief's authenticator to the account. A fresh random secret, stored
+    encrypted and pending (the factor is not on until two_factor_confirm). A second start
+    before confirming replaces the pending secret. TwoFactorOn (409) while a confirmed factor
+    is on. Concurrent starts of one user are serialised on the user's row, so a user never
+    has two devices. PasswordHashingBusy (503) when every hashing slot is taken."""
+    password_typed_again_check(user=user, password=password)
     secret = pyotp.random_base32(length=SECRET_BASE32_CHARS)
     with transaction.atomic():
         User.objects.select_for_update(no_key=True).get(pk=user.pk)
@@ -132,12 +137,15 @@ def two_factor_start(*, user: User) -> Enrolment:
     return enrolment(user=user, secret=secret)
 
 
-def two_factor_confirm(*, user: User, code: str) -> list[str]:
+def two_factor_confirm(*, user: User, code: str, keep: LoginSession | None) -> list[str]:
     """Turn the pending factor on with a right TOTP code of its secret; answers the ten
-    recovery codes, in clear this once (only their digests are kept). TwoFactorOff (409)
-    when no enrolment was started, TwoFactorOn (409) when the factor is already on,
-    OtpInvalid (401) for a wrong code, which counts toward RATE_LIMIT_OTP_PER_USER
-    (RateLimited, 429, past it, even for a right code)."""
+    recovery codes, in clear this once (only their digests are kept). Every session of the
+    account but `keep` (the caller's; None with an API key) ends in the same transaction,
+    its JWTs refused and its sockets closed (4401), as a password change ends them: whoever
+    else held a session must now pass the new factor. TwoFactorOff (409) when no enrolment
+    was started, TwoFactorOn (409) when the factor is already on, OtpInvalid (401) for a
+    wrong code, which counts toward RATE_LIMIT_OTP_PER_USER (RateLimited, 429, past it, even
+    for a right code)."""
     failures_check(user=user)
     with transaction.atomic():
         device = TotpDevice.objects.select_for_update().filter(user=user).first()
@@ -152,6 +160,7 @@ def two_factor_confirm(*, user: User, code: str) -> list[str]:
             device.last_used_step = step
             device.save(update_fields=["confirmed_at", "last_used_step"])
             codes = _recovery_codes_issue(device=device)
+            sessions_end_all(user=user, keep=keep)
             _mail(user=user, template="two_factor_on", at=device.confirmed_at)
     if not confirmed:
         _failed(user=user, error=OtpInvalid())

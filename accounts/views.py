@@ -27,6 +27,7 @@ from accounts.serializers import (
     TwoFactorConfirmInput,
     TwoFactorDisableInput,
     TwoFactorEnrolmentOutput,
+    TwoFactorStartInput,
     VerifyEmailInput,
 )
 from accounts.wsurl import ws_base_url
@@ -281,6 +282,7 @@ class UserViewSet(ResourceViewSet):
         "password": PasswordChangeInput,
         "me_delete": AccountDeleteInput,
         "email": EmailChangeInput,
+        "two_factor": TwoFactorStartInput,
         "two_factor_confirm": TwoFactorConfirmInput,
         "two_factor_disable": TwoFactorDisableInput,
     }
@@ -456,19 +458,31 @@ class UserViewSet(ResourceViewSet):
         api_key = services.user_api_key_regenerate(user=request.user)
         return self.answer(ApiKeyOutput, {"apiKey": api_key})
 
+    @hashes_passwords
     @operation(
         "user_two_factor_start",
         summary="Start turning on a second factor (TOTP)",
-        description="Answers a fresh secret, as text, as an `otpauth://` URI and as a QR code "
-        "(SVG), for an authenticator app. The factor is not on until "
+        description="Needs your current password (403 `password_mismatch`): a token alone "
+        "cannot bind an authenticator to the account. Every attempt counts toward the login "
+        "rate limit (`RATE_LIMIT_AUTH_PER_IP`, `RATE_LIMIT_AUTH_PER_EMAIL`: 429 with "
+        "`Retry-After`). Answers a fresh secret, as text, as an `otpauth://` URI and as a QR "
+        "code (SVG), for an authenticator app. The factor is not on until "
         "`POST /api/user/2fa/confirm`; starting again before that replaces the secret. "
         "409 `two_factor_on` while a factor is on.",
+        request=(TwoFactorStartInput, {"password": "a-long-passphrase"}),
         responses={200: (TwoFactorEnrolmentOutput, ENROLMENT_EXAMPLE)},
-        errors=[ErrorCode.TWO_FACTOR_ON],
+        errors=[
+            ErrorCode.PASSWORD_MISMATCH,
+            ErrorCode.TWO_FACTOR_ON,
+            ErrorCode.RATE_LIMITED,
+            ErrorCode.SERVICE_UNAVAILABLE,
+        ],
     )
     @action(detail=False, methods=["post"], url_path="2fa")
     def two_factor(self, request):
-        enrolment = twofactor.two_factor_start(user=request.user)
+        services.auth_rate_limit(scope="login", ip=client_ip(request), email=request.user.email)
+        values = self.validated()
+        enrolment = twofactor.two_factor_start(user=request.user, password=values["password"])
         return self.answer(TwoFactorEnrolmentOutput, enrolment)
 
     @hashes_passwords
@@ -502,9 +516,11 @@ class UserViewSet(ResourceViewSet):
         summary="Turn the second factor on",
         description="With a code the authenticator app shows for the secret of "
         "`POST /api/user/2fa`. Answers ten single-use recovery codes, shown this once: each "
-        "stands in for the app's code, at login or to turn the factor off. 409 "
-        "`two_factor_off` when no enrolment was started, `two_factor_on` when the factor is "
-        f"already on. {OTP_RATE_LIMIT_DESCRIPTION}",
+        "stands in for the app's code, at login or to turn the factor off. Every other login "
+        "session ends: its JWT is refused from then on and its sockets close (4401); called "
+        "with an API key, every session ends. 409 `two_factor_off` when no enrolment was "
+        "started, `two_factor_on` when the factor is already on. "
+        f"{OTP_RATE_LIMIT_DESCRIPTION}",
         request=(TwoFactorConfirmInput, {"code": "123456"}),
         responses={200: (RecoveryCodesOutput, RECOVERY_CODES_EXAMPLE)},
         errors=[
@@ -516,7 +532,11 @@ class UserViewSet(ResourceViewSet):
     )
     @action(detail=False, methods=["post"], url_path="2fa/confirm")
     def two_factor_confirm(self, request):
-        codes = twofactor.two_factor_confirm(user=request.user, code=self.validated()["code"])
+        codes = twofactor.two_factor_confirm(
+            user=request.user,
+            code=self.validated()["code"],
+            keep=request.auth if isinstance(request.auth, LoginSession) else None,
+        )
         return self.answer(RecoveryCodesOutput, {"recoveryCodes": codes})
 
     # --- e-mail verification and change of address (accounts.verification) --------------------

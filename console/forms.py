@@ -137,6 +137,11 @@ class LoginCodeForm(ConsoleForm):
     code_fields = {ErrorCode.OTP_INVALID: "otp", ErrorCode.OTP_REQUIRED: "otp"}
 
 
+class TwoFactorStartForm(ConsoleForm):
+    password = secret("Password", autocomplete="current-password")
+    code_fields = {ErrorCode.PASSWORD_MISMATCH: "password"}
+
+
 class TwoFactorConfirmForm(ConsoleForm):
     code = otp(help_text="The 6-digit code your authenticator app shows for this account.")
     code_fields = {ErrorCode.OTP_INVALID: "code"}

@@ -2,12 +2,14 @@ import io
 import wave
 
 import factory
+import pyotp
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
 
+from accounts import twofactor
 from accounts.models import LoginSession, User
 from core.recordings import recordings_storage
 from history.services import call_record_counters_add, record_inbound_call
@@ -164,3 +166,16 @@ def voicemail_on(
         answered_by="voicemail",
         **extra,
     )
+
+
+def totp_now(secret: str, *, steps: int = 0) -> str:
+    """The TOTP code of `secret` at the server's now, `steps` steps of 30 s later."""
+    return pyotp.TOTP(secret).at(timezone.now(), counter_offset=steps)
+
+
+def two_factor_on(user: User, *, keep: LoginSession | None = None) -> tuple[str, list[str]]:
+    """`user` with a second factor on, through accounts.twofactor as the user turns it on
+    (with the password, then a code): its secret and its recovery codes. Turning it on ends
+    every session of the user but `keep`, the one that turned it on."""
+    secret = twofactor.two_factor_start(user=user, password=DEFAULT_PASSWORD).secret
+    return secret, twofactor.two_factor_confirm(user=user, code=totp_now(secret), keep=keep)

@@ -5,13 +5,14 @@ API does."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
-from accounts import selectors, twofactor
-from accounts.serializers import TwoFactorConfirmInput, TwoFactorDisableInput
-from console.forms import TwoFactorConfirmForm, TwoFactorDisableForm
+from accounts import selectors, services, twofactor
+from accounts.serializers import TwoFactorConfirmInput, TwoFactorDisableInput, TwoFactorStartInput
+from console.forms import TwoFactorConfirmForm, TwoFactorDisableForm, TwoFactorStartForm
 from console.signin import signed_in
 from console.views.common import form_page, posted
+from core.clientip import client_ip
 from core.fields import validated
 
 
@@ -22,14 +23,22 @@ def unstored(response):
 
 
 @signed_in
-@require_POST
+@require_http_methods(["GET", "POST"])
 def two_factor_start(request):
-    try:
-        twofactor.two_factor_start(user=request.user)
-    except twofactor.TwoFactorOn as refusal:
-        messages.error(request, refusal.message)
+    """Start enrolment with the account's password, counted toward the login rate limit as
+    POST /api/user/2fa counts it; then the secret's page (two_factor)."""
+    if selectors.two_factor_enabled(user=request.user):
         return redirect("console:account")
-    return redirect("console:two_factor")
+    form = TwoFactorStartForm(posted(request))
+
+    def start():
+        user = request.user
+        services.auth_rate_limit(scope="login", ip=client_ip(request), email=user.email)
+        values = validated(TwoFactorStartInput, form.values("password"))
+        twofactor.two_factor_start(user=user, password=values["password"])
+        return redirect("console:two_factor")
+
+    return form_page(request, "console/two_factor_start.html", form, start)
 
 
 @signed_in
@@ -45,7 +54,9 @@ def two_factor(request):
 
     def confirm():
         values = validated(TwoFactorConfirmInput, form.values("code"))
-        codes = twofactor.two_factor_confirm(user=user, code=values["code"])
+        codes = twofactor.two_factor_confirm(
+            user=user, code=values["code"], keep=request.login_session
+        )
         return render(request, "console/two_factor_codes.html", {"codes": codes})
 
     page = form_page(request, "console/two_factor.html", form, confirm, enrolment=enrolment)

@@ -86,5 +86,9 @@ EMAIL_TIMEOUT = seconds("EMAIL_TIMEOUT", 10.0, above=True, maximum=300)
 EMAIL_FROM = text("EMAIL_FROM", "Relay <relay@localhost>")
 must("@" in EMAIL_FROM and "\n" not in EMAIL_FROM, "EMAIL_FROM must be an e-mail address")
 DEFAULT_FROM_EMAIL = SERVER_EMAIL = EMAIL_FROM
+# Where a person who lost their second factor writes to the service's staff (the mails of a
+# password reset say so): the sender's address unless the operator names another.
+SUPPORT_EMAIL = text("SUPPORT_EMAIL", EMAIL_FROM)
+must("@" in SUPPORT_EMAIL and "\n" not in SUPPORT_EMAIL, "SUPPORT_EMAIL must be an e-mail address")
 # Tries of one mail before it is given up (backoff between them: 30 s, 1 min, 2 min, ...).
 MAIL_MAX_ATTEMPTS = whole_number("MAIL_MAX_ATTEMPTS", 8, maximum=50)

@@ -4,7 +4,7 @@ user goes in one go, calls in progress ended first; only a fraud record may stay
 import pytest
 from asgiref.sync import sync_to_async
 
-from accounts import services, twofactor
+from accounts import services
 from accounts.models import DialRefusal, FraudRecord, LoginSession, User
 from core.recordings import recordings_storage
 from history.models import CallRecord
@@ -13,9 +13,8 @@ from mail.services import mail_queue
 from matrix.models import MatrixRoom
 from realtime.models import CallRequest, CallState
 from tests.accounts.data import holdings_of
-from tests.accounts.test_two_factor import code_now
 from tests.conftest import jwt_client
-from tests.factories import DEFAULT_PASSWORD, CallRequestFactory
+from tests.factories import DEFAULT_PASSWORD, CallRequestFactory, two_factor_on
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import number_grant
 from webhooks.models import WebhookDelivery, WebhookEndpoint
@@ -152,9 +151,8 @@ def test_wrong_passwords_count_toward_the_login_rate_limit(client_jwt, api_clien
     assert User.objects.filter(pk=user.pk).exists()
 
 
-def test_with_a_second_factor_the_code_is_needed_before_anything_goes(client_jwt, user):
-    secret = twofactor.two_factor_start(user=user).secret
-    recovery = twofactor.two_factor_confirm(user=user, code=code_now(secret))
+def test_with_a_second_factor_the_code_is_needed_before_anything_goes(client_jwt, login, user):
+    secret, recovery = two_factor_on(user, keep=login.session)
 
     missing = delete_me(client_jwt, {"password": DEFAULT_PASSWORD})
     wrong = delete_me(client_jwt, {"password": DEFAULT_PASSWORD, "otp": "000000"})

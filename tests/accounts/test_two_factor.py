@@ -13,13 +13,9 @@ from django.utils import timezone
 
 from accounts.models import LoginSession, RecoveryCode, TotpDevice
 from tests.factories import DEFAULT_PASSWORD
+from tests.factories import totp_now as code_now
 
 pytestmark = pytest.mark.django_db
-
-
-def code_now(secret: str, *, steps: int = 0) -> str:
-    """The TOTP code of `secret` at the server's now, `steps` steps of 30 s later."""
-    return pyotp.TOTP(secret).at(timezone.now(), counter_offset=steps)
 
 
 def login(api_client, user, **extra):
@@ -27,8 +23,12 @@ def login(api_client, user, **extra):
     return api_client.post("/api/auth/login", body, format="json")
 
 
+def start_with(client, password: str = DEFAULT_PASSWORD):
+    return client.post("/api/user/2fa", {"password": password}, format="json")
+
+
 def start(client) -> str:
-    response = client.post("/api/user/2fa")
+    response = start_with(client)
     assert response.status_code == 200, response.content
     return response.json()["secret"]
 
@@ -57,7 +57,7 @@ def next_step(clock):
 
 # --- enrolment --------------------------------------------------------------------------------
 def test_starting_answers_a_secret_its_uri_and_a_qr_code(client_jwt, user):
-    response = client_jwt.post("/api/user/2fa")
+    response = start_with(client_jwt)
 
     assert response.status_code == 200
     body = response.json()
@@ -78,7 +78,7 @@ def test_starting_answers_a_secret_its_uri_and_a_qr_code(client_jwt, user):
 def test_the_issuer_is_a_setting(client_jwt, settings):
     settings.TOTP_ISSUER = "Acme Relay"
 
-    uri = client_jwt.post("/api/user/2fa").json()["otpauthUri"]
+    uri = start_with(client_jwt).json()["otpauthUri"]
 
     assert parse_qs(urlsplit(uri).query)["issuer"] == ["Acme Relay"]
 
@@ -138,7 +138,7 @@ def test_confirming_without_starting_is_a_conflict(client_jwt):
 def test_starting_or_confirming_while_the_factor_is_on_is_refused(client_jwt, enrolled, user):
     secret, _ = enrolled
 
-    again = client_jwt.post("/api/user/2fa")
+    again = start_with(client_jwt)
     confirm = client_jwt.post("/api/user/2fa/confirm", {"code": code_now(secret)}, format="json")
 
     assert again.status_code == confirm.status_code == 409
@@ -366,7 +366,7 @@ def test_turning_off_without_a_factor_is_a_conflict(client_jwt):
 def test_another_user_cannot_touch_yours(outsider, client_jwt, user, enrolled):
     secret, codes = enrolled
 
-    start_theirs = outsider.post("/api/user/2fa")
+    start_theirs = start_with(outsider)
     their_confirm = outsider.post(
         "/api/user/2fa/confirm", {"code": code_now(secret, steps=1)}, format="json"
     )
@@ -382,13 +382,13 @@ def test_another_user_cannot_touch_yours(outsider, client_jwt, user, enrolled):
 
 
 def test_the_endpoints_need_credentials(api_client):
-    assert api_client.post("/api/user/2fa").status_code == 401
+    assert start_with(api_client).status_code == 401
     assert api_client.post("/api/user/2fa/confirm", {"code": "1"}, format="json").status_code == 401
     assert disable(api_client, password="x", code="1").status_code == 401
 
 
 def test_an_api_key_may_enrol_too(client_key, user):
-    assert client_key.post("/api/user/2fa").status_code == 200
+    assert start_with(client_key).status_code == 200
 
 
 # --- hostile input ----------------------------------------------------------------------------

@@ -6,10 +6,9 @@ import logging
 import pytest
 from django.contrib.admin.models import LogEntry
 
-from accounts import twofactor
 from accounts.models import RecoveryCode, TotpDevice, User
-from tests.accounts.test_two_factor import code_now, login
-from tests.factories import UserFactory
+from tests.accounts.test_two_factor import login
+from tests.factories import UserFactory, two_factor_on
 
 pytestmark = pytest.mark.django_db
 
@@ -17,8 +16,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def enrolled_user():
     user = UserFactory()
-    secret = twofactor.two_factor_start(user=user).secret
-    codes = twofactor.two_factor_confirm(user=user, code=code_now(secret))
+    secret, codes = two_factor_on(user)
     return user, secret, codes
 
 

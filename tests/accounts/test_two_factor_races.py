@@ -3,9 +3,8 @@ conditional UPDATE lets exactly one of them in, a TOTP code and a recovery code 
 
 import pytest
 
-from accounts import twofactor
 from tests.accounts.test_two_factor import code_now
-from tests.factories import DEFAULT_PASSWORD
+from tests.factories import DEFAULT_PASSWORD, two_factor_on
 from tests.live import http
 from tests.numbers.test_races import race
 
@@ -17,8 +16,7 @@ PARALLEL = 8
 @pytest.fixture
 def enrolled(user, settings, clock):
     settings.RATE_LIMIT_AUTH_PER_EMAIL = settings.RATE_LIMIT_AUTH_PER_IP = "1000/m"
-    secret = twofactor.two_factor_start(user=user).secret
-    codes = twofactor.two_factor_confirm(user=user, code=code_now(secret))
+    secret, codes = two_factor_on(user)
     clock.advance(seconds=30)  # the confirming code's step is spent
     return secret, codes
 

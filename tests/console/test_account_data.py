@@ -9,11 +9,9 @@ import zipfile
 import pytest
 from django.contrib.messages import get_messages
 
-from accounts import twofactor
 from accounts.models import User
 from tests.accounts.data import holdings_of
-from tests.accounts.test_two_factor import code_now
-from tests.factories import DEFAULT_PASSWORD
+from tests.factories import DEFAULT_PASSWORD, two_factor_on
 from virtual_numbers.models import InventoryNumber
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -62,8 +60,7 @@ def test_the_deletion_asks_for_the_password_first(browser_client, user):
 
 
 def test_the_code_is_asked_for_where_a_second_factor_is_enrolled(browser_client, user):
-    secret = twofactor.two_factor_start(user=user).secret
-    recovery = twofactor.two_factor_confirm(user=user, code=code_now(secret))
+    secret, recovery = two_factor_on(user, keep=browser_client.login_session)
 
     assert 'autocomplete="one-time-code"' in browser_client.get("/account/delete").content.decode()
     refused = browser_client.post("/account/delete", {"password": DEFAULT_PASSWORD})

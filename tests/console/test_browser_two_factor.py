@@ -19,7 +19,10 @@ def test_turning_on_two_step_login_and_logging_in_with_a_code(
 ):
     base = live_server.url
     log_in(page, base, user, then="/account")
-    submit(page, "Turn on two-step login")
+    page.click("a:text('Turn on two-step login')")
+    inspector.look(page, "two-factor-password")
+    page.fill("#id_password", DEFAULT_PASSWORD)
+    submit(page, "Continue")
     assert page.url == f"{base}/account/2fa"
     assert page.locator(".qr svg").bounding_box()["width"] > 100  # drawn, not blocked
     inspector.look(page, "two-factor-enrol")

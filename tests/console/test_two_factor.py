@@ -8,11 +8,10 @@ import re
 import pytest
 from django.test import Client
 
-from accounts import twofactor
 from accounts.models import LoginSession, TotpDevice
 from console.signin import PENDING_KEY, PENDING_SECONDS, SESSION_KEY
 from tests.accounts.test_two_factor import code_now
-from tests.factories import DEFAULT_PASSWORD
+from tests.factories import DEFAULT_PASSWORD, two_factor_on
 
 pytestmark = pytest.mark.django_db
 
@@ -20,10 +19,10 @@ SECRET_SHOWN = re.compile(r'id="totp-secret"[^>]*value="([A-Z2-7]+)"')
 
 
 @pytest.fixture
-def enrolled(user):
-    """`user` with two-step login on (through the service): the secret, the recovery codes."""
-    secret = twofactor.two_factor_start(user=user).secret
-    return secret, twofactor.two_factor_confirm(user=user, code=code_now(secret))
+def enrolled(user, browser_client):
+    """`user` with two-step login on (through the service), from `browser_client`'s sign-in
+    (which stays): the secret, the recovery codes."""
+    return two_factor_on(user, keep=browser_client.login_session)
 
 
 def password_step(client: Client, user, **extra):
@@ -34,7 +33,9 @@ def test_turning_it_on_from_the_account_page(browser_client, user):
     account = browser_client.get("/account").content.decode()
     assert "Turn on two-step login" in account
 
-    started = browser_client.post("/account/2fa/start")
+    asked = browser_client.get("/account/2fa/start")
+    assert 'autocomplete="current-password"' in asked.content.decode()
+    started = browser_client.post("/account/2fa/start", {"password": DEFAULT_PASSWORD})
     assert started.status_code == 302 and started.url == "/account/2fa"
     page = browser_client.get("/account/2fa")
     html = page.content.decode()
@@ -57,7 +58,7 @@ def test_turning_it_on_from_the_account_page(browser_client, user):
 
 
 def test_a_wrong_confirming_code_is_shown_on_its_field(browser_client, user):
-    browser_client.post("/account/2fa/start")
+    browser_client.post("/account/2fa/start", {"password": DEFAULT_PASSWORD})
 
     response = browser_client.post("/account/2fa", {"code": "000000"})
 
@@ -69,7 +70,7 @@ def test_a_wrong_confirming_code_is_shown_on_its_field(browser_client, user):
 
 
 def test_hostile_codes_are_bad_requests(browser_client):
-    browser_client.post("/account/2fa/start")
+    browser_client.post("/account/2fa/start", {"password": DEFAULT_PASSWORD})
 
     for value in ["a\x00b", "9" * 65]:
         assert browser_client.post("/account/2fa", {"code": value}).status_code == 400
@@ -169,6 +170,6 @@ def test_turning_it_off_needs_the_password_and_a_code(browser_client, user, enro
 
 
 def test_the_pages_are_for_signed_in_people_only(client):
-    for path in ["/account/2fa", "/account/2fa/disable"]:
+    for path in ["/account/2fa", "/account/2fa/start", "/account/2fa/disable"]:
         assert client.get(path).url.startswith("/login?next=")
     assert client.post("/account/2fa/start").url.startswith("/login?next=")

@@ -38,6 +38,7 @@ RATE_LIMITED = {
     "user_matrix_set": {"rate_limited"},
     "user_delete": {"rate_limited"},
     "user_export": {"rate_limited"},
+    "user_two_factor_start": {"rate_limited"},
     "user_two_factor_confirm": {"rate_limited"},
     "user_two_factor_disable": {"rate_limited"},
     "auth_verify_email": {"rate_limited"},
