@@ -10,6 +10,7 @@ the request only queues a task, and the worker looks the address up and mails th
 
 from __future__ import annotations
 
+import enum
 import logging
 
 from django.conf import settings
@@ -24,7 +25,7 @@ from django_tasks import task
 from accounts.errors import password_typed_again_check
 from accounts.linktokens import link_token_make, link_token_user
 from accounts.models import LoginSession, TotpDevice, User, UserManager
-from accounts.services import email_key, sessions_end_all
+from accounts.services import email_key, sessions_end_all, user_api_key_regenerate
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.passwords import password_hashing_slot
@@ -33,6 +34,14 @@ from mail.services import mail_queue
 logger = logging.getLogger(__name__)
 
 RESET_PATH = "/password-reset"  # the console's page (console.urls)
+
+
+class ApiKeyRotation(enum.Enum):
+    """Why a change of password replaces the API key, and so how its owner sees the new one
+    (the password_changed mail says which)."""
+
+    READ_BY_CALLER = "asked"  # asked for with the change: the caller's session reads it
+    SHOWN_AT_SIGN_IN = "reset"  # a reset by mail: no session is left to show it to
 
 
 class ResetTokenInvalid(ApplicationError):
@@ -54,14 +63,24 @@ def _new_password_hash(*, user: User, password: str, field: str) -> str:
         return make_password(password)
 
 
-def _password_set(*, user: User, password_hash: str, keep: LoginSession | None, base_url: str):
-    """Store the new hash, end every session but `keep`, and tell the owner by mail; in one
-    transaction, so the mail goes only if the change holds."""
+def _password_set(
+    *,
+    user: User,
+    password_hash: str,
+    keep: LoginSession | None,
+    base_url: str,
+    api_key: ApiKeyRotation | None = None,
+):
+    """Store the new hash, end every session but `keep`, replace the API key where `api_key`
+    says so, and tell the owner by mail; in one transaction, so the mail goes only if the
+    change holds."""
     now = timezone.now()
     with transaction.atomic():
         User.objects.filter(pk=user.pk).update(password=password_hash)
         user.password = password_hash
         sessions_end_all(user=user, keep=keep)
+        if api_key is not None:
+            user_api_key_regenerate(user=user, unseen=api_key is ApiKeyRotation.SHOWN_AT_SIGN_IN)
         mail_queue(
             to=user.email,
             template="password_changed",
@@ -69,6 +88,7 @@ def _password_set(*, user: User, password_hash: str, keep: LoginSession | None, 
                 "email": user.email,
                 "changed_at": now.strftime("%Y-%m-%d %H:%M"),
                 "reset_url": f"{base_url}{RESET_PATH}",
+                "api_key": api_key and api_key.value,
             },
         )
 
@@ -80,15 +100,23 @@ def user_password_change(
     new_password: str,
     keep: LoginSession | None,
     base_url: str,
+    rotate_api_key: bool = False,
 ) -> None:
     """Change `user`'s password. PasswordMismatch (403) for a wrong current password;
     InvalidRequest with `fields.newPassword` for a new one the password rules refuse. Every
     session but `keep` (the caller's own; None with an API key) ends, its JWTs refused at once
-    and its sockets closed (4401); the API key stays. The owner gets a mail. (The caller
-    counts the attempt toward the login rate limit first.)"""
+    and its sockets closed (4401); the API key stays unless `rotate_api_key`, which replaces
+    it in the same transaction (the caller's session, kept, reads the new one). The owner
+    gets a mail. (The caller counts the attempt toward the login rate limit first.)"""
     password_typed_again_check(user=user, password=current_password)
     password_hash = _new_password_hash(user=user, password=new_password, field="newPassword")
-    _password_set(user=user, password_hash=password_hash, keep=keep, base_url=base_url)
+    _password_set(
+        user=user,
+        password_hash=password_hash,
+        keep=keep,
+        base_url=base_url,
+        api_key=ApiKeyRotation.READ_BY_CALLER if rotate_api_key else None,
+    )
     logger.info("user %s changed their password", user.pk)
 
 
@@ -158,8 +186,10 @@ def password_reset_confirm(*, token: str, new_password: str, base_url: str) -> U
     """Set a new password with a reset token. ResetTokenInvalid (400) for a token that is not
     valid now; InvalidRequest with `fields.newPassword` for a password the rules refuse. The
     token dies with the change (it covers the password hash), even when two requests race with
-    it: the second finds the row changed under its lock. Every session ends. The address the
-    link went to counts as verified from then on."""
+    it: the second finds the row changed under its lock. Every session ends, and the API key
+    is replaced (whoever held the password may have read it): the new one is shown once at the
+    console's next sign-in, and the login API answers it as always. The address the link went
+    to counts as verified from then on."""
     user = reset_token_user(token=token)
     if user is None:
         raise ResetTokenInvalid()
@@ -168,7 +198,13 @@ def password_reset_confirm(*, token: str, new_password: str, base_url: str) -> U
         locked = User.objects.select_for_update().get(pk=user.pk)
         if not default_token_generator.check_token(locked, token.partition(".")[2]):
             raise ResetTokenInvalid()
-        _password_set(user=locked, password_hash=password_hash, keep=None, base_url=base_url)
+        _password_set(
+            user=locked,
+            password_hash=password_hash,
+            keep=None,
+            base_url=base_url,
+            api_key=ApiKeyRotation.SHOWN_AT_SIGN_IN,
+        )
         if not locked.email_verified:
             # The link reached the account's address: that proves it as a verification would.
             User.objects.filter(pk=locked.pk).update(email_verified=True)

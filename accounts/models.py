@@ -101,6 +101,9 @@ class User(AbstractBaseUser, PermissionsMixin):
     # The API key: its SHA-256 digest for lookup, the key itself only Fernet-encrypted.
     api_key_digest = models.CharField(max_length=64, unique=True, editable=False)
     api_key_ciphertext = models.TextField(editable=False)
+    # A key replaced by a password reset, not yet shown: the console's next sign-in shows it
+    # once (console.views.account.api_key_new), since no page showed it when it was made.
+    api_key_unseen = models.BooleanField(default=False, db_default=False, editable=False)
 
     objects = UserManager()
 

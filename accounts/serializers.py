@@ -129,6 +129,11 @@ class PasswordChangeInput(serializers.Serializer):
     newPassword = PasswordField(  # noqa: N815
         max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False
     )
+    rotateApiKey = StrictBooleanField(  # noqa: N815
+        required=False,
+        default=False,
+        help_text="also replace the API key (read the new one from GET /api/dashboard)",
+    )
 
 
 class PasswordResetInput(serializers.Serializer):
@@ -162,7 +167,9 @@ class LoginCodeInput(serializers.Serializer):
     otp = OtpField()
 
 
-class TwoFactorStartInput(serializers.Serializer):
+class PasswordConfirmInput(serializers.Serializer):
+    # The account's password, asked again before a step that a session alone must not take
+    # (turning a second factor on, the console's "Reveal" of the API key).
     password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
 
 

@@ -232,15 +232,36 @@ def user_notifications_set(
     return user
 
 
-def user_api_key_regenerate(*, user: User) -> str:
-    """Replace the user's API key in one UPDATE: the old key fails on the very next request."""
+def user_api_key_regenerate(*, user: User, unseen: bool = False) -> str:
+    """Replace the user's API key in one UPDATE: the old key fails on the very next request,
+    and its sockets close. `unseen` marks a key no page shows as it is made (a password
+    reset's): the console's next sign-in shows it once (api_key_unseen_take)."""
     issued = apikeys.issue()
     User.objects.filter(pk=user.pk).update(
-        api_key_digest=issued.digest, api_key_ciphertext=issued.ciphertext
+        api_key_digest=issued.digest, api_key_ciphertext=issued.ciphertext, api_key_unseen=unseen
     )
     user.assign_api_key(issued)
+    user.api_key_unseen = unseen
     events.api_key_replaced_on_commit(user_id=user.pk)
     return issued.plaintext
+
+
+def api_key_unseen_take(*, user: User) -> str | None:
+    """The key a password reset made, the first time it is asked for (one conditional UPDATE,
+    so two pages racing show it once between them); None once shown, or when the key was
+    not replaced by a reset."""
+    if not User.objects.filter(pk=user.pk, api_key_unseen=True).update(api_key_unseen=False):
+        return None
+    user.api_key_unseen = False
+    return User.objects.only("api_key_ciphertext").get(pk=user.pk).api_key
+
+
+def api_key_reveal(*, user: User, password: str) -> str:
+    """`user`'s API key, for the console's "Reveal", with the account's password
+    (PasswordMismatch, 403; the caller counts the attempt toward the login rate limits
+    first): a signed-in browser left open does not show the key to whoever sits at it."""
+    password_typed_again_check(user=user, password=password)
+    return user.api_key
 
 
 # --- fraud review ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from accounts.serializers import (
     NotificationsInput,
     NotificationsOutput,
     PasswordChangeInput,
+    PasswordConfirmInput,
     PasswordResetConfirmInput,
     PasswordResetInput,
     RecoveryCodesOutput,
@@ -27,7 +28,6 @@ from accounts.serializers import (
     TwoFactorConfirmInput,
     TwoFactorDisableInput,
     TwoFactorEnrolmentOutput,
-    TwoFactorStartInput,
     VerifyEmailInput,
 )
 from accounts.wsurl import ws_base_url
@@ -208,8 +208,9 @@ class AuthViewSet(ResourceViewSet):
         summary="Set a new password with a reset link's token",
         description="The token is the last part of the mailed link's path. It works once, "
         "for 30 minutes, and dies with any change of the password. Every session of the "
-        "account ends. Rate limited per client IP (`RATE_LIMIT_AUTH_PER_IP`): 429 with "
-        "`Retry-After`.",
+        "account ends, and the API key is replaced (the next login answers the new one; the "
+        "console shows it once at its next sign-in). Rate limited per client IP "
+        "(`RATE_LIMIT_AUTH_PER_IP`): 429 with `Retry-After`.",
         request=(
             PasswordResetConfirmInput,
             {
@@ -282,7 +283,7 @@ class UserViewSet(ResourceViewSet):
         "password": PasswordChangeInput,
         "me_delete": AccountDeleteInput,
         "email": EmailChangeInput,
-        "two_factor": TwoFactorStartInput,
+        "two_factor": PasswordConfirmInput,
         "two_factor_confirm": TwoFactorConfirmInput,
         "two_factor_disable": TwoFactorDisableInput,
     }
@@ -295,10 +296,16 @@ class UserViewSet(ResourceViewSet):
         "limit (`RATE_LIMIT_AUTH_PER_IP`, `RATE_LIMIT_AUTH_PER_EMAIL`: 429 with "
         "`Retry-After`). Every other login session ends: its JWT is refused from then on and "
         "its sockets close (4401). Called with an API key, every session ends. The API key "
-        "stays. A mail tells you of the change.",
+        "stays, unless `rotateApiKey` is true: then it is replaced too (the old one fails on "
+        "the very next request; a session kept reads the new one from `GET /api/dashboard`). "
+        "A mail tells you of the change.",
         request=(
             PasswordChangeInput,
-            {"currentPassword": "a-long-passphrase", "newPassword": "another-long-passphrase"},
+            {
+                "currentPassword": "a-long-passphrase",
+                "newPassword": "another-long-passphrase",
+                "rotateApiKey": False,
+            },
         ),
         responses={204: (None, None)},
         errors=[ErrorCode.PASSWORD_MISMATCH, ErrorCode.RATE_LIMITED, ErrorCode.SERVICE_UNAVAILABLE],
@@ -314,6 +321,7 @@ class UserViewSet(ResourceViewSet):
             new_password=values["newPassword"],
             keep=request.auth if isinstance(request.auth, LoginSession) else None,
             base_url=public_base_url(request),
+            rotate_api_key=values["rotateApiKey"],
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -469,7 +477,7 @@ class UserViewSet(ResourceViewSet):
         "code (SVG), for an authenticator app. The factor is not on until "
         "`POST /api/user/2fa/confirm`; starting again before that replaces the secret. "
         "409 `two_factor_on` while a factor is on.",
-        request=(TwoFactorStartInput, {"password": "a-long-passphrase"}),
+        request=(PasswordConfirmInput, {"password": "a-long-passphrase"}),
         responses={200: (TwoFactorEnrolmentOutput, ENROLMENT_EXAMPLE)},
         errors=[
             ErrorCode.PASSWORD_MISMATCH,

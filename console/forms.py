@@ -137,7 +137,7 @@ class LoginCodeForm(ConsoleForm):
     code_fields = {ErrorCode.OTP_INVALID: "otp", ErrorCode.OTP_REQUIRED: "otp"}
 
 
-class TwoFactorStartForm(ConsoleForm):
+class PasswordConfirmForm(ConsoleForm):
     password = secret("Password", autocomplete="current-password")
     code_fields = {ErrorCode.PASSWORD_MISMATCH: "password"}
 

@@ -64,6 +64,8 @@ urlpatterns = [
     path("account", account.account, name="account"),
     path("account/password", account.password_change, name="password_change"),
     path("account/api-key", account.api_key_regenerate, name="api_key_regenerate"),
+    path("account/api-key/reveal", account.api_key_reveal, name="api_key_reveal"),
+    path("account/api-key/new", account.api_key_new, name="api_key_new"),
     path("account/email", account.email_change, name="email_change"),
     path(
         "account/verify-email/resend",

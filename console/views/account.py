@@ -17,6 +17,7 @@ from accounts.serializers import (
     MatrixIdInput,
     NotificationsInput,
     PasswordChangeInput,
+    PasswordConfirmInput,
 )
 from console.forms import (
     AccountDeleteForm,
@@ -25,6 +26,7 @@ from console.forms import (
     MatrixIdForm,
     NotificationsForm,
     PasswordChangeForm,
+    PasswordConfirmForm,
     WebhookForm,
 )
 from console.signin import current_session, signed_in
@@ -57,6 +59,7 @@ def account(request):
     counted = quotas.quotas_of(user, now=timezone.now())
     context = {
         "quotas": [(QUOTA_WORDS[quota.name], quota) for quota in counted],
+        "api_key_end": (user.api_key or "")[-4:],
         "matrix_words": MATRIX_WORDS.get(user.matrix_status, user.matrix_status),
         "webhook": webhook_selectors.webhook_of(user=user),
         "mail_notices_form": MailNoticesForm(initial=_mail_notices(user)),
@@ -93,15 +96,55 @@ def password_change(request):
     return form_page(request, "console/password_change.html", form, change)
 
 
+def api_key_page(request, api_key: str, *, why: str = "", then: str = ""):
+    """The one page that shows the API key in full: never cached (relay.middleware's list
+    holds its URLs), and the key never in a message (the Django session)."""
+    context = {"api_key": api_key, "why": why, "then": then}
+    return render(request, "console/api_key_shown.html", context)
+
+
 @signed_in
 @require_http_methods(["GET", "POST"])
 def api_key_regenerate(request):
     if request.method == "POST":
-        services.user_api_key_regenerate(user=request.user)
-        # The new key is on the account page; it is never put in the message (the session).
-        messages.success(request, "Your API key is replaced: the new one is below.")
-        return redirect("console:account")
+        api_key = services.user_api_key_regenerate(user=request.user)
+        return api_key_page(
+            request, api_key, why="Your API key is replaced: the old one is refused from now on."
+        )
     return render(request, "console/api_key_regenerate.html")
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def api_key_reveal(request):
+    """The key in full, once the password is typed again (counted toward the login rate
+    limit, as the API's password checks are); the account page shows only its end."""
+    form = PasswordConfirmForm(posted(request))
+
+    def reveal():
+        user = request.user
+        services.auth_rate_limit(scope="login", ip=client_ip(request), email=user.email)
+        values = validated(PasswordConfirmInput, form.values("password"))
+        return api_key_page(
+            request, services.api_key_reveal(user=user, password=values["password"])
+        )
+
+    return form_page(request, "console/api_key_reveal.html", form, reveal)
+
+
+@signed_in
+def api_key_new(request):
+    """The first sign-in after a password reset lands here: the key the reset made, shown
+    this once (accounts.services.api_key_unseen_take), then on to where the sign-in went."""
+    then = next_page(request, reverse("console:numbers"))
+    api_key = services.api_key_unseen_take(user=request.user)
+    if api_key is None:
+        return redirect(then)
+    why = (
+        "Your password was reset, so your API key was replaced: here is the new one, shown "
+        "this once. Programs that use the old key are refused until you give them this one."
+    )
+    return api_key_page(request, api_key, why=why, then=then)
 
 
 # --- e-mail verification and change of address (accounts.verification) ------------------------

@@ -2,6 +2,8 @@
 limits and services as `POST /api/auth/*`; the browser is bound to the LoginSession they open
 (console.signin)."""
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
@@ -39,6 +41,14 @@ def home(request):
     return redirect("console:numbers")
 
 
+def landing(user, wanted: str):
+    """Where a sign-in goes: to `wanted`, by way of the API key a password reset replaced,
+    shown once (account.api_key_new), when there is one the user has not seen."""
+    if user.api_key_unseen:
+        return redirect(f"{reverse('console:api_key_new')}?{urlencode({'next': wanted})}")
+    return redirect(wanted)
+
+
 @require_http_methods(["GET", "POST"])
 def login(request):
     """Log in: the API's rate limits (per IP and e-mail, shared with POST /api/auth/login),
@@ -63,7 +73,7 @@ def login(request):
             )
             return redirect("console:login_code")
         signin.sign_in(request, result.session)
-        return redirect(next_page(request, reverse("console:numbers")))
+        return landing(result.user, next_page(request, reverse("console:numbers")))
 
     wanted = request.POST.get("next") or request.GET.get("next", "")  # kept through a refusal
     return form_page(request, "console/login.html", form, log_in, next=wanted)
@@ -87,7 +97,7 @@ def login_code(request):
         result = accounts.user_login_second_step(user=user, otp=values["otp"])
         signin.code_forget(request)
         signin.sign_in(request, result.session)
-        return redirect(wanted or reverse("console:numbers"))
+        return landing(result.user, wanted or reverse("console:numbers"))
 
     return form_page(request, "console/login_code.html", form, finish)
 

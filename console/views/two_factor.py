@@ -8,8 +8,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts import selectors, services, twofactor
-from accounts.serializers import TwoFactorConfirmInput, TwoFactorDisableInput, TwoFactorStartInput
-from console.forms import TwoFactorConfirmForm, TwoFactorDisableForm, TwoFactorStartForm
+from accounts.serializers import PasswordConfirmInput, TwoFactorConfirmInput, TwoFactorDisableInput
+from console.forms import PasswordConfirmForm, TwoFactorConfirmForm, TwoFactorDisableForm
 from console.signin import signed_in
 from console.views.common import form_page, posted
 from core.clientip import client_ip
@@ -29,12 +29,12 @@ def two_factor_start(request):
     POST /api/user/2fa counts it; then the secret's page (two_factor)."""
     if selectors.two_factor_enabled(user=request.user):
         return redirect("console:account")
-    form = TwoFactorStartForm(posted(request))
+    form = PasswordConfirmForm(posted(request))
 
     def start():
         user = request.user
         services.auth_rate_limit(scope="login", ip=client_ip(request), email=user.email)
-        values = validated(TwoFactorStartInput, form.values("password"))
+        values = validated(PasswordConfirmInput, form.values("password"))
         twofactor.two_factor_start(user=user, password=values["password"])
         return redirect("console:two_factor")
 

@@ -22,12 +22,20 @@ def test_the_account_page_copies_the_key_and_passes_the_scan(live_server, page, 
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
     log_in(page, base, user, then="/account")
     inspector.look(page, "account")
+    assert user.api_key not in page.content()
 
+    page.click("a:text('Reveal the API key')")
+    inspector.look(page, "api-key-reveal")
+    page.fill("#id_password", DEFAULT_PASSWORD)
+    submit(page, "Reveal the API key")
+    assert page.input_value("#api-key") == user.api_key
+    inspector.look(page, "api-key-shown")
     page.click("button:text('Copy the API key')")
     status = page.locator("#copy-status")
     status.filter(has_text="Copied the API key.").wait_for()
     assert page.evaluate("() => navigator.clipboard.readText()") == user.api_key
 
+    page.goto(f"{base}/account")
     page.click("a:text('Regenerate the API key')")
     inspector.look(page, "api-key-regenerate")
     submit(page, "Regenerate the API key")
