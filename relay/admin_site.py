@@ -1,10 +1,34 @@
+import functools
 from datetime import timedelta
 
 from django.contrib import admin
+from django.contrib.auth.decorators import login_not_required
 from django.db.models import Count
+from django.urls import path
 from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_protect
 
-from core.passwords import hashes_passwords_on_post
+from core.passwords import HASHES_PASSWORDS, PasswordHashingBusy, hashes_passwords_on_post
+from relay import admin_signin
+
+
+def hashes_passwords_on_post_in_service(view):
+    """hashes_passwords_on_post for a view whose service takes the hashing slot itself (a
+    slot is not re-entrant: the view holding one too would wait for itself): only the mark
+    that admits its POSTs as hashing (core.passwords.view_hashes), and a busy queue answered
+    with the same 503 in Relay's error shape."""
+
+    @functools.wraps(view)
+    def wrapper(self, request, *args, **kwargs):
+        try:
+            return view(self, request, *args, **kwargs)
+        except PasswordHashingBusy as busy:
+            return busy.as_response()
+
+    setattr(wrapper, HASHES_PASSWORDS, frozenset({"POST"}))
+    return wrapper
 
 
 class RelayAdminSite(admin.AdminSite):
@@ -18,11 +42,35 @@ class RelayAdminSite(admin.AdminSite):
     def index(self, request, extra_context=None):
         return super().index(request, {**(extra_context or {}), "relay": service_state()})
 
+    def has_permission(self, request):
+        # Staff signed in through the admin's own login, its LoginSession still active, and
+        # with a second factor where REQUIRE_STAFF_2FA asks for one (relay.admin_signin).
+        return super().has_permission(request) and admin_signin.signed_in(request)
+
+    def get_urls(self):
+        return [path("login/code/", self.login_code, name="login_code"), *super().get_urls()]
+
     # The login form is open to anyone and checks a password; the password change form
-    # checks the old one and hashes the new. Both take a hashing slot like the API's login.
-    @hashes_passwords_on_post
+    # checks the old one and hashes the new. Both hash in a slot like the API's login. The
+    # login is the API's (relay.admin_signin): its limits, its second factor, and its slot,
+    # taken by user_login itself, so the view is only marked for admission.
+    @method_decorator(csrf_protect)
+    @method_decorator(never_cache)
+    @login_not_required
+    @hashes_passwords_on_post_in_service
     def login(self, request, extra_context=None):
-        return super().login(request, extra_context)
+        return admin_signin.login(self, request, extra_context)
+
+    @method_decorator(csrf_protect)
+    @method_decorator(never_cache)
+    @login_not_required
+    def login_code(self, request):
+        return admin_signin.login_code(self, request)
+
+    def logout(self, request, extra_context=None):
+        if request.method == "POST":  # Django's LogoutView signs out on POST only
+            admin_signin.sign_out(request)
+        return super().logout(request, extra_context)
 
     @hashes_passwords_on_post
     def password_change(self, request, extra_context=None):

@@ -126,12 +126,27 @@ def outsider(other_user) -> APIClient:
     return jwt_client(services.session_open(user=other_user).token)
 
 
+def admin_signed_in(client, user) -> None:
+    """`client` signed in to the admin as `user` the way its login leaves a browser
+    (relay.admin_signin): Django's session auth bound to a LoginSession of its own, no code
+    given. A shortcut like force_login, for tests of the admin's pages rather than of its
+    sign-in (tests/admin/test_sign_in.py), under the suite's REQUIRE_STAFF_2FA=False."""
+    from relay import admin_signin
+
+    client.force_login(user)
+    session = client.session
+    admin_signin.bind(session, services.session_open(user=user).session, second_factor=False)
+    session.save()
+
+
 @pytest.fixture
 def staff_client(client, db):
-    """Django's test client logged in as a superuser."""
+    """Django's test client signed in to the admin as a superuser (admin_signed_in)."""
     from accounts.models import User
 
-    client.force_login(User.objects.create_superuser("admin@example.com", "admin-password-long"))
+    admin_signed_in(
+        client, User.objects.create_superuser("admin@example.com", "admin-password-long")
+    )
     return client
 
 

@@ -193,3 +193,7 @@ RATE_LIMIT_EXPORT_PER_USER = rate("RATE_LIMIT_EXPORT_PER_USER", "5/h")
 RATE_LIMIT_OTP_PER_USER = rate("RATE_LIMIT_OTP_PER_USER", "10/h")
 # The issuer authenticator apps show beside the account (the otpauth:// URI's `issuer`).
 TOTP_ISSUER = text("TOTP_ISSUER", "Relay")
+# Staff without a confirmed second factor are kept out of the admin: its login answers a page
+# that sends them to the console's account page to turn one on (relay.admin_signin). On
+# outside DEBUG, so a production admin is never one stolen password away (issue 53).
+REQUIRE_STAFF_2FA = boolean("REQUIRE_STAFF_2FA", not DEBUG)

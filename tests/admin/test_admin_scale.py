@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import User
+from tests.conftest import admin_signed_in
 from tests.factories import UserFactory
 
 pytestmark = [
@@ -25,7 +26,7 @@ WHOLE_TABLE_COUNT = re.compile(r'SELECT COUNT\(\*\).*FROM "history_callrecord"(?
 def test_history_changelist_at_a_million_rows_never_counts_the_table(client):
     owner = UserFactory()
     call_command("seed_history", "--email", owner.email, "--count", "1000000", verbosity=0)
-    client.force_login(User.objects.create_superuser("admin@example.com", "admin-password-long"))
+    admin_signed_in(client, User.objects.create_superuser("admin@example.com", "admin-pw-long"))
 
     with CaptureQueriesContext(connection) as queries:
         response = client.get("/admin/history/callrecord/")
