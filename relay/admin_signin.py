@@ -42,7 +42,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from accounts import selectors
 from accounts import services as accounts
-from accounts.models import User, UserManager
+from accounts.models import User
 from accounts.serializers import CredentialsInput, LoginCodeInput
 from accounts.twofactor import OtpRequired
 from core.clientip import client_ip
@@ -123,10 +123,9 @@ def login(site, request, extra_context=None):
 def _password_step(site, request, form: AdminLoginForm, next_url: str):
     """The response to a posted login form, or None to show the form again (with its
     errors). RateLimited past either limit, whatever the password."""
+    # The address as typed: the limiter keys it as the lookup normalises it.
     accounts.auth_rate_limit(
-        scope="login",
-        ip=client_ip(request),
-        email=UserManager.normalize_email_address(request.POST.get("username", "")),
+        scope="login", ip=client_ip(request), email=request.POST.get("username", "")
     )
     if not form.is_valid():
         return None

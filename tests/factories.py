@@ -173,9 +173,11 @@ def totp_now(secret: str, *, steps: int = 0) -> str:
     return pyotp.TOTP(secret).at(timezone.now(), counter_offset=steps)
 
 
-def two_factor_on(user: User, *, keep: LoginSession | None = None) -> tuple[str, list[str]]:
+def two_factor_on(
+    user: User, *, password: str = DEFAULT_PASSWORD, keep: LoginSession | None = None
+) -> tuple[str, list[str]]:
     """`user` with a second factor on, through accounts.twofactor as the user turns it on
     (with the password, then a code): its secret and its recovery codes. Turning it on ends
     every session of the user but `keep`, the one that turned it on."""
-    secret = twofactor.two_factor_start(user=user, password=DEFAULT_PASSWORD).secret
+    secret = twofactor.two_factor_start(user=user, password=password).secret
     return secret, twofactor.two_factor_confirm(user=user, code=totp_now(secret), keep=keep)

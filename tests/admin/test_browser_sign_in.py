@@ -15,11 +15,11 @@ import pyotp
 import pytest
 from django.utils import timezone
 
-from accounts import twofactor
 from accounts.models import LoginSession, User
 from tests.accounts.test_two_factor import code_now, next_step  # noqa: F401 - a fixture
 from tests.admin.test_browser import shot
 from tests.browser import NEEDS_CHROMIUM, launched_chromium, opened_page
+from tests.factories import two_factor_on
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 
@@ -61,8 +61,7 @@ def test_staff_with_two_step_login_give_the_code_after_the_password(
     next_step,  # noqa: F811 - the fixture imported above
 ):
     base = live_server.url
-    secret = twofactor.two_factor_start(user=staff).secret
-    twofactor.two_factor_confirm(user=staff, code=code_now(secret))
+    secret, _ = two_factor_on(staff, password=STAFF_PASSWORD)
     next_step()  # the confirming code is spent; the server's clock is the test's
 
     submit_login(page, base, STAFF_EMAIL, STAFF_PASSWORD)

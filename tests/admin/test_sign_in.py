@@ -13,11 +13,11 @@ import logging
 
 import pytest
 
-from accounts import services, twofactor
+from accounts import services
 from accounts.models import LoginSession, User
 from relay import admin_signin
 from tests.accounts.test_two_factor import code_now, next_step  # noqa: F401 - a fixture
-from tests.factories import DEFAULT_PASSWORD, UserFactory
+from tests.factories import DEFAULT_PASSWORD, UserFactory, two_factor_on
 
 pytestmark = pytest.mark.django_db
 
@@ -36,8 +36,7 @@ def staff():
 def enrolled_staff(staff, next_step):  # noqa: F811 - the fixture imported above
     """`staff` with a confirmed second factor, and its secret; the clock is moved into the
     next step, so the code that confirmed it is not the one the test logs in with."""
-    secret = twofactor.two_factor_start(user=staff).secret
-    twofactor.two_factor_confirm(user=staff, code=code_now(secret))
+    secret, _ = two_factor_on(staff, password=STAFF_PASSWORD)
     next_step()
     return staff, secret
 
@@ -112,8 +111,7 @@ def test_the_right_code_signs_in_and_cannot_be_used_again(client, enrolled_staff
 
 
 def test_a_recovery_code_signs_in_once(client, staff, next_step):  # noqa: F811
-    secret = twofactor.two_factor_start(user=staff).secret
-    recovery = twofactor.two_factor_confirm(user=staff, code=code_now(secret))[0]
+    _, (recovery, *_) = two_factor_on(staff, password=STAFF_PASSWORD)
     post_login(client)
 
     assert client.post(CODE, {"otp": recovery})["Location"] == "/admin/"
@@ -237,8 +235,7 @@ def test_a_user_who_is_not_staff_is_refused_and_keeps_no_session(client):
 
 def test_a_user_with_a_factor_who_is_not_staff_is_refused_before_any_code(client, next_step):  # noqa: F811
     customer = UserFactory(email="customer@example.com")
-    secret = twofactor.two_factor_start(user=customer).secret
-    twofactor.two_factor_confirm(user=customer, code=code_now(secret))
+    two_factor_on(customer)
 
     response = post_login(client, email=customer.email, password=DEFAULT_PASSWORD)
 
