@@ -16,7 +16,7 @@ from django.db import connection
 
 from accounts import services as accounts
 from accounts.models import LoginSession, User
-from tests.browser import NEEDS_CHROMIUM, launched_chromium, opened_page
+from tests.browser import NEEDS_CHROMIUM
 from tests.conftest import jwt_client
 from tests.factories import (
     CallRecordFactory,
@@ -33,18 +33,6 @@ ARTIFACTS = (
 STAFF_PASSWORD = "staff-password-long-enough"
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture
-def page(browser):
-    with opened_page(browser, width=1400, height=1000) as page:
-        yield page
 
 
 @pytest.fixture

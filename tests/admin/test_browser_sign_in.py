@@ -18,25 +18,13 @@ from django.utils import timezone
 from accounts.models import LoginSession, User
 from tests.accounts.test_two_factor import code_now, next_step  # noqa: F401 - a fixture
 from tests.admin.test_browser import shot
-from tests.browser import NEEDS_CHROMIUM, launched_chromium, opened_page
+from tests.browser import NEEDS_CHROMIUM
 from tests.factories import two_factor_on
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 
 STAFF_EMAIL = "staff@example.com"
 STAFF_PASSWORD = "staff-password-long-enough"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture
-def page(browser):
-    with opened_page(browser, width=1280, height=900) as page:
-        yield page
 
 
 @pytest.fixture
