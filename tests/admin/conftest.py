@@ -1,16 +1,2 @@
-import pytest
-
-from tests.browser import launched_chromium, opened_page
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One headless Chromium for a module's browser tests of the admin."""
-    with launched_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture
-def page(browser):
-    with opened_page(browser, width=1400, height=1000) as page:
-        yield page
+# The admin's browser tests use the console's Chromium: one per module, a desktop-wide page.
+from tests.console.conftest import browser, page  # noqa: F401 - fixtures
