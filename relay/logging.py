@@ -1,5 +1,5 @@
-"""Log records: no secret in any line, the request's id on every line, and JSON lines on
-`LOG_FORMAT=json`.
+"""Log records: no secret in any line, no line forged by a value a client sent, the request's
+id on every line, and JSON lines on `LOG_FORMAT=json`.
 
 Defence in depth for the rule "no secret in any log line":
 Code never logs a token, key, password or PIN on purpose; this filter also scrubs anything
@@ -25,6 +25,33 @@ _PATTERNS = [
 ]
 _MASK = "[redacted]"
 
+# What a value a client chose may not carry into a line (issue 53): C0 controls (a newline
+# would forge a second line, ESC reaches the terminal that shows the log, NUL makes the file
+# binary), DEL, C1 controls (NEL ends a line for some readers), the Unicode line and paragraph
+# separators, and lone surrogates (no encoder writes them).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# The access line's path and method are written as they travel on the wire: everything but
+# printable ASCII percent-encoded, so a space cannot fake the line's fields either.
+_NOT_WIRE = re.compile(r"[^\x21-\x7e]")
+
+
+def _percent_encoded(match: re.Match) -> str:
+    # surrogatepass: a lone surrogate becomes its three bytes rather than an error.
+    return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8", "surrogatepass"))
+
+
+def control_characters_escaped(text: str) -> str:
+    """`text` with each control character (and lone surrogate) as its UTF-8 bytes in
+    percent-encoding: a newline is `%0A`, ESC `%1B`, NUL `%00`, DEL `%7F`."""
+    return _CONTROL.sub(_percent_encoded, text)
+
+
+def wire_form(text: str) -> str:
+    """`text` (a request's method or decoded path) with everything but printable ASCII
+    percent-encoded as UTF-8, as a client would have sent it: `/a b`, then a newline, is
+    `/a%20b%0A`."""
+    return _NOT_WIRE.sub(_percent_encoded, text)
+
 
 def redact(text: str) -> str:
     for pattern in _PATTERNS:
@@ -33,6 +60,23 @@ def redact(text: str) -> str:
         else:
             text = pattern.sub(_MASK, text)
     return text
+
+
+class ControlCharactersFilter(logging.Filter):
+    """Escapes control characters in the values a record interpolates (its `args`), wherever
+    they came from: a path in Django's "Internal Server Error: <path>", a header a library
+    logs. The message's own text is the code's, and stays as written."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_escaped(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: _escaped(value) for key, value in record.args.items()}
+        return True
+
+
+def _escaped(value):
+    return control_characters_escaped(value) if isinstance(value, str) else value
 
 
 class RedactSecretsFilter(logging.Filter):

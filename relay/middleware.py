@@ -7,6 +7,7 @@ from django.db import InterfaceError, OperationalError
 
 from core import metrics, requestid
 from core.errors import ApplicationError, DatabaseUnavailable, ErrorCode, InvalidRequest
+from relay.logging import wire_form
 
 logger = logging.getLogger("relay.access")
 security_logger = logging.getLogger("relay.security")
@@ -38,6 +39,11 @@ class AccessLogMiddleware:
     never logged, and a path argument named `token` (a mailed link's secret, such as a
     password reset's) is logged as `[token]`, so no token, key or password can reach the log
     through this line.
+
+    The method and path are written in their wire form (relay.logging.wire_form): Django
+    hands the path over decoded, and a `%0A` in it would otherwise start a forged line, a
+    `%1B` reach the terminal that shows the log, a `%00` make the file binary (issue 53).
+    A `%` is written as it came, so `%0A` in the line may also be a `%250A` sent.
     """
 
     def __init__(self, get_response):
@@ -63,8 +69,8 @@ class AccessLogMiddleware:
             path = path.replace(secret, "[token]")
         logger.info(
             "%s %s %s %.1fms user=%s",
-            request.method,
-            path,
+            wire_form(request.method),
+            wire_form(path),
             response.status_code,
             elapsed_ms,
             user_id,

@@ -29,6 +29,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {
+        "control_characters": {"()": "relay.logging.ControlCharactersFilter"},
         "redact": {"()": "relay.logging.RedactSecretsFilter"},
         "request_id": {"()": "relay.logging.RequestIdFilter"},
     },
@@ -40,7 +41,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": LOG_FORMAT,
-            "filters": ["redact", "request_id"],
+            "filters": ["control_characters", "redact", "request_id"],
         },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

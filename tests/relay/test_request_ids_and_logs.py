@@ -57,8 +57,38 @@ def json_relay(tmp_path):
     relay.stop()
 
 
+# A path that, written decoded, would end the access line and forge another, colour the
+# terminal that shows the log (ESC), and make the file binary (NUL); its query string is not
+# written at all (issue 53).
+FORGING_PATH = "/api/x%0Aforged%201.2.3.4%1B[31m%00%7F"
+FORGING_QUERY = "?q=%0Aquery-forged"
+
+
+def send_forging_requests(relay: RelayProcess) -> None:
+    """The forging path, once to gunicorn and once to Daphne (which serves HTTP too)."""
+    for server, port in (("gunicorn", relay.port), ("daphne", relay.ws_port)):
+        request = f"GET {FORGING_PATH}-{server}{FORGING_QUERY} HTTP/1.1\r\n"
+        request += "Host: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        assert status_line(port, request.encode()).startswith(b"HTTP/1.1 404 ")
+
+
+def assert_no_line_forged(text: str, messages: list[str]) -> None:
+    """Each forging request left exactly one line, its access line, with the path escaped
+    (`messages`: the lines' messages); nothing of it started a line, reached the terminal or
+    made the log binary, and its query string was not written."""
+    assert "\x1b" not in text and "\x00" not in text
+    assert not [line for line in text.splitlines() if "forged" in line.split("/api/x", 1)[0]]
+    for server in ("gunicorn", "daphne"):
+        lines = [m for m in messages if "forged" in m and m.endswith("user=-") and server in m]
+        assert len(lines) == 1, messages
+        escaped = "/api/x%0Aforged%201.2.3.4%1B[31m%00%7F"
+        assert lines[0].startswith(f"GET {escaped}-{server} 404 "), lines
+    assert "query-forged" not in text
+
+
 def test_json_logs_parse_line_by_line_and_carry_the_request_id(json_relay):
     relay, log = json_relay
+    send_forging_requests(relay)
     status, body = http(
         "POST", f"{relay.base}/api/auth/register", {"email": "j@example.com", "password": PASSWORD}
     )
@@ -97,6 +127,7 @@ def test_json_logs_parse_line_by_line_and_carry_the_request_id(json_relay):
     assert {"relay.runrelay", "gunicorn.error", "relay.access"} <= {r["logger"] for r in records}
     text = log.read_text()
     assert api_key not in text and token not in text and PASSWORD not in text
+    assert_no_line_forged(text, [r["message"] for r in records])
 
 
 def test_plain_logs_carry_the_request_id_too(tmp_path):
@@ -106,12 +137,15 @@ def test_plain_logs_carry_the_request_id_too(tmp_path):
         # Any answer will do: the line, not the health, is under test (a loaded machine's
         # channel-layer check may time out and answer 503).
         status, headers = get(f"{relay.base}/healthz", **{"X-Request-Id": "plain-req-1"})
+        send_forging_requests(relay)
     finally:
         relay.stop()
 
     assert headers["X-Request-Id"] == "plain-req-1"
     access = [line for line in log.read_text().splitlines() if f"GET /healthz {status}" in line]
     assert any("[plain-req-1]" in line for line in access), access
+    text = log.read_text(errors="replace")
+    assert_no_line_forged(text, [line.split("] ", 1)[-1] for line in text.splitlines()])
 
 
 def test_an_origin_refusal_is_a_handshake_refusal(json_relay):
