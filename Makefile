@@ -40,20 +40,24 @@ VAR_DIR := $(or $(RELAY_VAR_DIR),var)
 # A per-install secret for the embedded default, made once and kept under var/; every
 # manage.py started from this checkout without SECRET_KEY reads it (relay/settings/security.py).
 $(VAR_DIR)/secret_key: | $(STAMP)
-	@mkdir -p $(VAR_DIR)
+	@umask 077 && mkdir -p $(VAR_DIR)
 	@echo "== Generating a secret key into $@"
-	@$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
+	@umask 077 && $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
 	@chmod 600 $@
 
 # The bearer token of /metrics on the embedded default, made once like the secret key.
 $(VAR_DIR)/metrics_token: | $(STAMP)
-	@mkdir -p $(VAR_DIR)
+	@umask 077 && mkdir -p $(VAR_DIR)
 	@echo "== Generating the /metrics token into $@"
-	@$(PY) -c "import secrets; print(secrets.token_urlsafe(32))" > $@
+	@umask 077 && $(PY) -c "import secrets; print(secrets.token_urlsafe(32))" > $@
 	@chmod 600 $@
 
+# umask 077 before anything opens the database: var/ and every file in it (the database with
+# its password hashes and session keys, static files, the Redis socket) are the user's alone
+# (issue 53); runrelay also narrows what an earlier run left wider.
 run: install $(VAR_DIR)/secret_key $(VAR_DIR)/metrics_token
-	@export SECRET_KEY="$${SECRET_KEY:-$$(cat $(VAR_DIR)/secret_key)}" && \
+	@umask 077 && chmod 700 $(VAR_DIR) && \
+	export SECRET_KEY="$${SECRET_KEY:-$$(cat $(VAR_DIR)/secret_key)}" && \
 	echo "== Migrating the database" && \
 	$(PY) manage.py migrate --noinput --verbosity 0 && \
 	echo "== Collecting static files" && \

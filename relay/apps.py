@@ -24,7 +24,10 @@ class RelayConfig(AppConfig):
 
     def ready(self) -> None:
         # The runtime folder (SQLite file, embedded Redis socket, static files) exists before
-        # any process writes to it; settings only name it.
+        # any process writes to it; settings only name it. Made 0700 by whichever process
+        # comes first: it holds the database and the secret key (runrelay also narrows one an
+        # older release made wider).
+        Path(settings.VAR_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
         Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
         connection_created.connect(_sqlite_query_params, dispatch_uid="relay.sqlite_query_params")
 

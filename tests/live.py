@@ -15,6 +15,7 @@ import os
 import secrets
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -157,6 +158,18 @@ def assert_refused_at_start_up(result: subprocess.CompletedProcess, name: str) -
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("Relay cannot start: ")
     assert name in lines[0]
+
+
+def assert_private(var_dir: Path) -> None:
+    """`var_dir` is 0700, and nothing under it (files, folders, the Redis socket) grants its
+    group or others anything."""
+    assert stat.S_IMODE(var_dir.stat().st_mode) == 0o700
+    opened = {
+        str(path.relative_to(var_dir)): oct(stat.S_IMODE(path.lstat().st_mode))
+        for path in var_dir.rglob("*")
+        if not path.is_symlink() and path.lstat().st_mode & 0o077
+    }
+    assert opened == {}
 
 
 WORKER_POLL_INTERVAL = "0.05"  # seconds; relay_env says why

@@ -22,7 +22,7 @@ from django.db import connection
 from websockets.sync.client import connect
 
 from history.management.commands.seed_demo import DEMO_RECORDS
-from tests.live import ROOT, ChildProcess, free_port, http
+from tests.live import ROOT, ChildProcess, assert_private, free_port, http
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -181,6 +181,10 @@ def run_printed(command: str, var_dir: Path, cwd: Path = ROOT) -> str:
 
 def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
     var_dir, base = make_run
+    # make run's var/ is its user's alone: the database, the secret key, the static files,
+    # the Redis socket (issue 53).
+    assert_private(var_dir)
+    assert (var_dir / "relay.sqlite3").is_file() and (var_dir / "static").is_dir()
     commands = readme_manage_commands()
     # seed_demo first: the commands after it aim at the demo user and numbers it creates.
     seed = [c for c in commands if "seed_demo" in c]

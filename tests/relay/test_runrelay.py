@@ -18,6 +18,7 @@ from tests.live import (
     ROOT,
     WORKER_POLL_INTERVAL,
     RelayProcess,
+    assert_private,
     child_environ,
     cmdline,
     http,
@@ -48,6 +49,10 @@ def relay_server(tmp_path):
         check=True,
     )
     env.pop("EMAIL_URL", None)  # the embedded default: mail printed to runrelay's output
+    # What an older release (or a hand-run migrate under umask 022) left: a world-readable
+    # database in a world-listable var/. runrelay narrows both as it starts (issue 53).
+    tmp_path.chmod(0o755)
+    (tmp_path / "relay.sqlite3").chmod(0o644)
     relay = RelayProcess(tmp_path, environ=env, log=tmp_path / "runrelay.log")
     yield relay.proc, relay.base, relay.ws_port
     relay.stop()  # SIGTERM: runrelay stops its children; a kill would orphan them
@@ -87,6 +92,13 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
         what="the reset mail in runrelay's output",
     )
     assert "Subject: Reset your Relay password" in printed.read_text(errors="replace")
+
+    # var/ (here RELAY_VAR_DIR) is runrelay's user's alone: the database and its WAL files,
+    # and everything runrelay and its children wrote there (issue 53).
+    assert_private(tmp_path)
+    assert {"relay.sqlite3", "relay.sqlite3-wal", "relay.sqlite3-shm"} <= {
+        path.name for path in tmp_path.iterdir()
+    }
 
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0

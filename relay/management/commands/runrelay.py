@@ -13,6 +13,11 @@ Ctrl-C or SIGTERM stops them all: first the telephony agents drain (no new call;
 calls end first, up to SIP_DRAIN_SECONDS) while everything else still serves them, then the
 rest stop; Ctrl-C again (two seconds on) hangs the agents' calls up at once. If any one of
 them dies, the rest are stopped too and the command exits non-zero.
+
+Everything it and its children write is theirs alone (issue 53): the umask is 077 before
+anything is opened, and var/ (0700) and the SQLite files (0600) lose any wider mode an
+earlier run or a hand-run command gave them. The database holds password hashes and the
+console's session keys; var/ the secret key.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -62,6 +68,33 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+RUNTIME_UMASK = 0o077  # files 0600, folders 0700
+PRIVATE_BITS = 0o077  # what group and others may have: nothing
+
+
+def runtime_files_private() -> None:
+    """The umask 077 for this process and every child (they inherit it), var/ made or made
+    0700, and every file and folder under it, and the SQLite database's files wherever they
+    are, without group or other permissions. Symbolic links are left alone (chmod would
+    follow them out of var/)."""
+    os.umask(RUNTIME_UMASK)
+    var_dir = Path(settings.VAR_DIR)
+    var_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    paths = [var_dir]
+    for folder, folders, files in os.walk(var_dir):
+        paths += [Path(folder, name) for name in folders + files]
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        paths += [Path(f"{database['NAME']}{suffix}") for suffix in ("", "-wal", "-shm")]
+    for path in paths:
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISLNK(mode) and mode & PRIVATE_BITS:
+            path.chmod(stat.S_IMODE(mode) & ~PRIVATE_BITS)
+
+
 def metrics_dir() -> str:
     """PROMETHEUS_MULTIPROC_DIR for the children, emptied: each process writes its counters
     there and /metrics sums them; what a previous run left would be counted again."""
@@ -88,6 +121,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-worker", action="store_true", help="Do not start the task worker."
         )
+
+    def execute(self, *args, **options):
+        # Before the system checks and anything else of the command opens or writes a file.
+        runtime_files_private()
+        return super().execute(*args, **options)
 
     def handle(self, *args, **options):
         self.children: list[tuple[str, subprocess.Popen]] = []
