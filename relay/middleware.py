@@ -4,6 +4,7 @@ import time
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.db import InterfaceError, OperationalError
+from django.utils.cache import patch_cache_control
 
 from core import metrics, requestid
 from core.errors import ApplicationError, DatabaseUnavailable, ErrorCode, InvalidRequest
@@ -75,6 +76,65 @@ class AccessLogMiddleware:
             elapsed_ms,
             user_id,
         )
+        return response
+
+
+# Every route whose answer carries a credential (a JWT, an API key, a webhook or TOTP secret,
+# recovery codes, a mailed link's token in its URL or form), the user's export or a recording:
+# by URL name (`namespace:name` for the console). tests/relay/test_no_store.py requests each
+# one for real, and fails on a route whose name says it should be here and is not.
+NO_STORE_ROUTES = frozenset(
+    {
+        # The API: sessions opened (the JWT and the API key), keys and secrets shown.
+        "auth-register",
+        "auth-login",
+        "auth-password-reset-confirm",
+        "auth-verify-email",
+        "captcha-verify",
+        "dashboard-list",
+        "user-regenerate-api-key",
+        "user-two-factor",
+        "user-two-factor-confirm",
+        "user-export",
+        "webhook",
+        "webhook-rotate-secret",
+        # Recordings: voicemail, a call's `record` verb, a greeting recorded by phone.
+        "history-recording",
+        "call-recording",
+        "number-greeting-recording",
+        # The console: sign-in, mailed links, the pages that show the key, a secret or codes.
+        "console:login",
+        "console:login_code",
+        "console:register",
+        "console:password_reset_confirm",
+        "console:verify_email",
+        "console:account",
+        "console:api_key_regenerate",
+        "console:webhook",
+        "console:webhook_rotate",
+        "console:two_factor",
+        "console:account_export",
+        "console:recording",
+        "console:greeting_recording",
+        "console:socket_token",
+    }
+)
+
+
+class NoStoreMiddleware:
+    """`Cache-Control: no-store` on every answer of a route in NO_STORE_ROUTES, whatever its
+    status: neither the browser's cache nor a proxy's keeps a token, key, secret, export or
+    recording (issue 53). Added to what a view set (a recording's `private`), never replacing
+    it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        if match is not None and match.view_name in NO_STORE_ROUTES:
+            patch_cache_control(response, no_store=True)
         return response
 
 

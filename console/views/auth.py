@@ -135,8 +135,8 @@ def verify_email(request, token):
     """A mailed verification link. GET shows a button: mail programs open a mail's links to
     scan them, so only a person's POST verifies, through accounts.verification.email_verify
     and the rate limit of POST /api/auth/verify-email. Open to anyone, signed in or not: the
-    token is the credential. Never cached, and no Referer carries the path elsewhere; the
-    access log cuts the token out of it (relay.logging)."""
+    token is the credential. Never cached (relay.middleware.NO_STORE_ROUTES), and no Referer
+    carries the path elsewhere; the access log cuts the token out of it (relay.logging)."""
     form = VerifyEmailForm(posted(request))
 
     def confirm():
@@ -149,7 +149,6 @@ def verify_email(request, token):
         return redirect("console:login")
 
     response = form_page(request, "console/verify_email.html", form, confirm)
-    response["Cache-Control"] = "no-store"
     # The link's token never leaves for another site in a Referer; same-origin, not
     # no-referrer, with which Chromium posts the page's own form with `Origin: null` and
     # Django's CSRF check refuses it.

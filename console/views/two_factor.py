@@ -16,12 +16,6 @@ from core.clientip import client_ip
 from core.fields import validated
 
 
-def unstored(response):
-    """A page with a secret or recovery codes: never cached by the browser or a proxy."""
-    response["Cache-Control"] = "no-store"
-    return response
-
-
 @signed_in
 @require_http_methods(["GET", "POST"])
 def two_factor_start(request):
@@ -59,8 +53,8 @@ def two_factor(request):
         )
         return render(request, "console/two_factor_codes.html", {"codes": codes})
 
-    page = form_page(request, "console/two_factor.html", form, confirm, enrolment=enrolment)
-    return unstored(page)
+    # Never cached, secret and codes alike: relay.middleware.NO_STORE_ROUTES.
+    return form_page(request, "console/two_factor.html", form, confirm, enrolment=enrolment)
 
 
 @signed_in

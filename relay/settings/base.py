@@ -45,6 +45,7 @@ MIDDLEWARE = [
     "relay.middleware.RequestIdMiddleware",
     "relay.middleware.AccessLogMiddleware",
     "relay.middleware.AllowedHostMiddleware",
+    "relay.middleware.NoStoreMiddleware",
     "relay.middleware.BodySizeLimitMiddleware",
     "relay.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
