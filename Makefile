@@ -52,12 +52,15 @@ $(VAR_DIR)/metrics_token: | $(STAMP)
 	@umask 077 && $(PY) -c "import secrets; print(secrets.token_urlsafe(32))" > $@
 	@chmod 600 $@
 
+# PUBLIC_URL, the base of mailed links, which the servers need outside DEBUG, is where this
+# serves unless the environment says otherwise.
 # umask 077 before anything opens the database: var/ and every file in it (the database with
 # its password hashes and session keys, static files, the Redis socket) are the user's alone
 # (issue 53); runrelay also narrows what an earlier run left wider.
 run: install $(VAR_DIR)/secret_key $(VAR_DIR)/metrics_token
 	@umask 077 && chmod 700 $(VAR_DIR) && \
 	export SECRET_KEY="$${SECRET_KEY:-$$(cat $(VAR_DIR)/secret_key)}" && \
+	export PUBLIC_URL="$${PUBLIC_URL:-http://$(HOST):$(PORT)}" && \
 	echo "== Migrating the database" && \
 	$(PY) manage.py migrate --noinput --verbosity 0 && \
 	echo "== Collecting static files" && \

@@ -164,7 +164,12 @@ def gunicorn_plain(name: str, env: dict) -> Server:
         sys.executable, "-m", "gunicorn", "--config", "python:relay.gunicorn_conf",
         "--bind", f"127.0.0.1:{port}", "relay.wsgi:application",
     ]  # fmt: skip
-    env = {**env, "DJANGO_SETTINGS_MODULE": "bench.plain_settings"}
+    # PUBLIC_URL: gunicorn under Relay's configuration needs it outside DEBUG (relay.serving).
+    env = {
+        "PUBLIC_URL": f"http://127.0.0.1:{port}",
+        **env,
+        "DJANGO_SETTINGS_MODULE": "bench.plain_settings",
+    }
     return Server(name, argv, env, port=port, ready="/plain")
 
 

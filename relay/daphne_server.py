@@ -14,14 +14,18 @@ Run as `python -m relay.daphne_server <daphne arguments>` (runrelay does).
 """
 
 import logging
+import os
 import re
+import sys
 from http import HTTPStatus
 
 from daphne import http_protocol, server, ws_protocol
 from daphne.cli import CommandLineInterface
+from django.core.exceptions import ImproperlyConfigured
 from twisted.web import http
 
 from relay.server_errors import error_body, error_response
+from relay.serving import serving_settings_check
 
 logger = logging.getLogger("relay.http")
 
@@ -142,6 +146,11 @@ class HTTPFactory(http_protocol.HTTPFactory):
 
 
 def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relay.settings")
+    try:
+        serving_settings_check()
+    except ImproperlyConfigured as exc:
+        sys.exit(f"Relay cannot start: {exc}")
     # Server.__init__ and Server.run() build their factories from these names.
     server.WebSocketFactory = WebSocketFactory
     server.HTTPFactory = HTTPFactory

@@ -7,13 +7,23 @@ same bodies Daphne's refusals get (relay/daphne_server.py).
 """
 
 import os
+import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relay.settings")
 
 from django.conf import settings  # noqa: E402
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 from gunicorn import util  # noqa: E402
 
 from relay.server_errors import error_response  # noqa: E402
+from relay.serving import serving_settings_check  # noqa: E402
+
+try:
+    serving_settings_check()
+except ImproperlyConfigured as exc:
+    # One line, as manage.py says it, rather than gunicorn's "Failed to read config file" and
+    # a traceback (SystemExit passes through gunicorn's loader).
+    sys.exit(f"Relay cannot start: {exc}")
 
 # Threads: a request waiting in the password-hashing queue holds one thread of its worker,
 # and the worker's other threads go on serving (with sync workers, a flood of logins held

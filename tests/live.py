@@ -353,6 +353,8 @@ class RelayProcess(ChildProcess):
         argv = [sys.executable, "manage.py", "runrelay", "--port", str(self.port)]
         argv += ["--ws-port", str(self.ws_port), *args]
         environ = environ if environ is not None else relay_env(var_dir, **env)
+        # The servers need PUBLIC_URL outside DEBUG (relay.serving); mailed links lead here.
+        environ = {"PUBLIC_URL": self.base, **environ}
         super().__init__(argv, environ, log=log)
         # gunicorn answers HTTP, Daphne the socket (and HTTP too, on its own port).
         self.wait_serving(f"{self.base}/healthz", what="runrelay's gunicorn to serve")
@@ -372,6 +374,7 @@ class DaphneProcess(ChildProcess):
         argv = [sys.executable, "-m", "relay.daphne_server", "-b", "127.0.0.1"]
         argv += ["-p", str(self.port), "-v", "0", "relay.asgi:application"]
         environ = environ if environ is not None else relay_env(var_dir, **env)
+        environ = {"PUBLIC_URL": f"http://127.0.0.1:{self.port}", **environ}
         super().__init__(argv, environ, log=log)
         self.wait_serving(f"http://127.0.0.1:{self.port}/healthz", what="Daphne")
 

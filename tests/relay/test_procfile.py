@@ -23,7 +23,9 @@ def test_the_procfile_has_every_long_running_process_and_the_release_step():
 
 
 @pytest.mark.parametrize("name", sorted(procfile()))
-def test_each_procfile_command_names_something_relay_has(name):
+def test_each_procfile_command_names_something_relay_has(name, settings):
+    # What the servers need to start outside DEBUG (relay.serving), as a deployment sets it.
+    settings.PUBLIC_URL = "https://relay.example.com"
     argv = procfile()[name]
     if argv[:2] == ["python", "manage.py"]:
         assert argv[2] in get_commands()

@@ -185,6 +185,14 @@ def test_every_readme_command_runs_as_printed_beside_make_run(make_run):
     # the Redis socket (issue 53).
     assert_private(var_dir)
     assert (var_dir / "relay.sqlite3").is_file() and (var_dir / "static").is_dir()
+    # Its default ALLOWED_HOSTS serve no `testserver`: no reset link can be minted for it.
+    status, refused = http(
+        "POST",
+        f"{base}/api/auth/password-reset",
+        {"email": "demo@relay.example"},
+        headers={"Host": "testserver"},
+    )
+    assert (status, refused["code"]) == (400, "invalid_request")
     commands = readme_manage_commands()
     # seed_demo first: the commands after it aim at the demo user and numbers it creates.
     seed = [c for c in commands if "seed_demo" in c]

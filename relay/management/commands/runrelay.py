@@ -40,6 +40,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from realtime.consumers import MAX_FRAME_BYTES
+from relay.serving import serving_settings_check
 
 logger = logging.getLogger("relay.runrelay")
 
@@ -123,6 +124,7 @@ class Command(BaseCommand):
         )
 
     def execute(self, *args, **options):
+        serving_settings_check()  # ImproperlyConfigured: manage.py prints it in one line
         # Before the system checks and anything else of the command opens or writes a file.
         runtime_files_private()
         return super().execute(*args, **options)

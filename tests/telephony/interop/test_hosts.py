@@ -139,6 +139,7 @@ class Site:
                 DATABASE_URL=database,
                 REDIS_URL=redis,
                 ALLOWED_HOSTS=f"{host.address},127.0.0.1,localhost",
+                PUBLIC_URL=f"http://{host.address}:{HTTP_PORT}",
                 PROMETHEUS_MULTIPROC_DIR=host_dir / "metrics",
                 TELEPHONY_PROVIDER="sip",
                 SIP_BIND=f"{host.address}:{SIP_PORT}",
