@@ -110,6 +110,8 @@ NO_STORE_ROUTES = frozenset(
         "console:verify_email",
         "console:account",
         "console:api_key_regenerate",
+        "console:api_key_reveal",
+        "console:api_key_new",
         "console:webhook",
         "console:webhook_rotate",
         "console:two_factor",

@@ -13,7 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts import twofactor
+from accounts import services
 from accounts.credentials import reset_token_make
 from accounts.verification import verification_token_make
 from core.recordings import recordings_storage
@@ -25,6 +25,7 @@ from tests.factories import (
     DEFAULT_PASSWORD,
     CallRequestFactory,
     NumberFactory,
+    two_factor_on,
     voicemail_on,
     wav_bytes,
 )
@@ -54,11 +55,10 @@ def code_now(secret: str) -> str:
     return pyotp.TOTP(secret).at(timezone.now())
 
 
-def two_factor_on(visitor: Visitor) -> str:
+def factor_on(visitor: Visitor) -> str:
     """The user's second factor turned on; the clock moved past the step of the code that
     confirmed it, so the next code is a fresh one. Its secret."""
-    secret = twofactor.two_factor_start(user=visitor.user).secret
-    twofactor.two_factor_confirm(user=visitor.user, code=code_now(secret))
+    secret, _ = two_factor_on(visitor.user)
     visitor.clock.advance(seconds=30)
     return secret
 
@@ -76,7 +76,7 @@ def call_recording(visitor: Visitor) -> CallRecording:
 
 
 def console_login_code(v: Visitor):
-    secret = two_factor_on(v)
+    secret = factor_on(v)
     credentials = {"email": v.user.email, "password": DEFAULT_PASSWORD}
     first = v.anonymous_browser.post("/login", credentials)
     assert first.url == "/login/code"
@@ -84,7 +84,9 @@ def console_login_code(v: Visitor):
 
 
 def api_two_factor_confirm(v: Visitor):
-    secret = v.api.post("/api/user/2fa").json()["secret"]
+    secret = v.api.post("/api/user/2fa", {"password": DEFAULT_PASSWORD}, format="json").json()[
+        "secret"
+    ]
     return v.api.post("/api/user/2fa/confirm", {"code": code_now(secret)}, format="json")
 
 
@@ -105,8 +107,13 @@ def api_call_recording(v: Visitor):
 
 
 def console_two_factor(v: Visitor):
-    v.browser.post("/account/2fa/start")
+    v.browser.post("/account/2fa/start", {"password": DEFAULT_PASSWORD})
     return v.browser.get("/account/2fa")
+
+
+def console_api_key_new(v: Visitor):
+    services.user_api_key_regenerate(user=v.user, unseen=True)  # as a password reset does
+    return v.browser.get("/account/api-key/new")
 
 
 def console_webhook_rotate(v: Visitor):
@@ -133,7 +140,9 @@ VISITS = {
     "captcha-verify": captcha_verify,
     "dashboard-list": lambda v: v.api.get("/api/dashboard"),
     "user-regenerate-api-key": lambda v: v.api.post("/api/user/regenerate-api-key"),
-    "user-two-factor": lambda v: v.api.post("/api/user/2fa"),
+    "user-two-factor": lambda v: v.api.post(
+        "/api/user/2fa", {"password": DEFAULT_PASSWORD}, format="json"
+    ),
     "user-two-factor-confirm": api_two_factor_confirm,
     "user-export": lambda v: v.api.get("/api/user/export"),
     "webhook": lambda v: v.api.put("/api/user/webhook", {"url": HOOK}, format="json"),
@@ -160,6 +169,10 @@ VISITS = {
     ),
     "console:account": lambda v: v.browser.get("/account"),
     "console:api_key_regenerate": lambda v: v.browser.post("/account/api-key"),
+    "console:api_key_reveal": lambda v: v.browser.post(
+        "/account/api-key/reveal", {"password": DEFAULT_PASSWORD}
+    ),
+    "console:api_key_new": console_api_key_new,
     "console:webhook": lambda v: v.browser.post("/account/webhook", {"url": HOOK}),
     "console:webhook_rotate": console_webhook_rotate,
     "console:two_factor": console_two_factor,
@@ -214,7 +227,7 @@ SECRET_SOUNDING = re.compile(
 NOT_SECRET = {
     "user-verify-email-resend": "answers 202; the link goes by mail",
     "console:verification_resend": "a redirect; the link goes by mail",
-    "console:two_factor_start": "a redirect to console:two_factor, which is on the list",
+    "console:two_factor_start": "asks for the password; a redirect to console:two_factor",
     "console:two_factor_disable": "turns the factor off; shows nothing of it",
     "console:webhook_delete": "removes the webhook; shows no secret",
     "console:greeting_recording_remove": "deletes the recording; a redirect",
