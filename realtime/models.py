@@ -4,24 +4,13 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-
-class CallState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    DIALING = "dialing", "Dialing"
-    RINGING = "ringing", "Ringing"
-    IN_PROGRESS = "in_progress", "In progress"
-    COMPLETED = "completed", "Completed"
-    BUSY = "busy", "Busy"
-    NO_ANSWER = "no_answer", "No answer"
-    FAILED = "failed", "Failed"
-    CANCELED = "canceled", "Canceled"
-
+# A call's states are the ledger's (calls.states); named here too for the apps that read them
+# with realtime's models.
+from calls.states import ACTIVE_STATES as ACTIVE_STATES
+from calls.states import TERMINAL_STATES as TERMINAL_STATES
+from calls.states import CallState as CallState
 
 CALL_STATE_VALUES = CallState.values  # the schema's CallStateEnum (ENUM_NAME_OVERRIDES)
-TERMINAL_STATES = frozenset(
-    {CallState.COMPLETED, CallState.BUSY, CallState.NO_ANSWER, CallState.FAILED, CallState.CANCELED}
-)
-ACTIVE_STATES = frozenset(set(CallState.values) - TERMINAL_STATES)
 
 
 class CallRequest(models.Model):

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from accounts import quotas
 from accounts.models import User
+from calls.states import move_allowed
 from core import events, metrics
 from core.counters import counters_add
 from core.fields import represent, to_ms
@@ -135,7 +136,19 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
     state gets a deadline of `step.wait` plus the recovery grace: past it, recovery drives the
     call again. The owner's status counters move in the same transaction. Scheduling the
     next step is the caller's (realtime.tasks), in the same transaction.
+
+    A move the ledger's table refuses (calls.states.MOVES: backward, out of an ended state,
+    to the state it is in) is logged with the call's id and the two states, and changes
+    nothing: False, as for a call that moved on.
     """
+    if not move_allowed(expected_status, step.status):
+        logger.warning(
+            "call %s: the move from %s to %s is refused by the state table",
+            call.pk,
+            expected_status,
+            step.status,
+        )
+        return False
     now = timezone.now()
     terminal = step.status in TERMINAL_STATES
     fields: dict = {"status": step.status, "updated_at": now}

@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "accounts",
     "virtual_numbers",
     "captcha",
+    "calls",  # the call ledger: a call's states and the moves between them
     "history",
     "voiceapps",  # scripts of verbs a call runs, their hooks and TwiML
     "realtime",

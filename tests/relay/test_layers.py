@@ -7,6 +7,8 @@ Layers, lowest first (docs/architecture.md):
   mail                      the outbox of mail to users, and its sending
   accounts
   captcha, virtual_numbers
+  calls                     the call ledger: every app that places, routes or shows calls
+                            reads and moves them through it
   history
   voiceapps                 scripts of verbs a call runs: their checks, TwiML, hooks
   realtime
@@ -28,6 +30,7 @@ LAYERS = [
     {"mail"},
     {"accounts"},
     {"captcha", "virtual_numbers"},
+    {"calls"},
     {"history"},
     {"voiceapps"},
     {"realtime"},

@@ -1,0 +1,53 @@
+"""The states of a call and the moves between them, written once as a table, in the style of
+h11's `_state.py`: the states are data, a move is looked up, and what the table does not hold
+is refused. Every writer of a call's state asks `move_allowed` first (today
+realtime.pipeline.call_transition, the one writer of an outbound call's state).
+
+A call goes forward along QUEUED, DIALING, RINGING, IN_PROGRESS, skipping any of them (a
+callee may answer without ringing first), and may end from any of them, in any of the
+terminal states, since whatever crashes every call must be able to end. An ended call moves
+no more; nor does a call move to the state it is in (a duplicate report is not a move).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class CallState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    DIALING = "dialing", "Dialing"
+    RINGING = "ringing", "Ringing"
+    IN_PROGRESS = "in_progress", "In progress"
+    COMPLETED = "completed", "Completed"
+    BUSY = "busy", "Busy"
+    NO_ANSWER = "no_answer", "No answer"
+    FAILED = "failed", "Failed"
+    CANCELED = "canceled", "Canceled"
+
+
+TERMINAL_STATES = frozenset(
+    {CallState.COMPLETED, CallState.BUSY, CallState.NO_ANSWER, CallState.FAILED, CallState.CANCELED}
+)
+ACTIVE_STATES = frozenset(set(CallState) - TERMINAL_STATES)
+
+# The order a call passes its active states in (DESIGN.md §5.5).
+_FORWARD = (CallState.QUEUED, CallState.DIALING, CallState.RINGING, CallState.IN_PROGRESS)
+
+# Each state, and the states a call in it may move to.
+MOVES: dict[CallState, frozenset[CallState]] = {
+    **{
+        state: frozenset(_FORWARD[index + 1 :]) | TERMINAL_STATES
+        for index, state in enumerate(_FORWARD)
+    },
+    **{state: frozenset() for state in TERMINAL_STATES},
+}
+
+
+def move_allowed(old: str, new: str) -> bool:
+    """Whether a call in state `old` may move to `new` (MOVES); False for a value that is no
+    state at all."""
+    try:
+        return CallState(new) in MOVES[CallState(old)]
+    except ValueError:
+        return False
