@@ -1,3 +1,4 @@
+import logging
 from datetime import timedelta
 
 from django import forms
@@ -13,6 +14,8 @@ from accounts.models import DialRefusal, FraudRecord, LoginSession, User
 from core.admin_links import ReadOnlyAdmin, change_link, changelist_link
 from core.passwords import hashes_passwords_on_post
 from core.phone import country_codes_problem, parse_country_codes
+
+logger = logging.getLogger(__name__)
 
 
 class UserCreationAdminForm(BaseUserCreationForm):
@@ -228,7 +231,20 @@ class UserAdmin(DjangoUserAdmin):
 
     @hashes_passwords_on_post
     def user_change_password(self, request, id, form_url=""):
-        return super().user_change_password(request, id, form_url)
+        response = super().user_change_password(request, id, form_url)
+        if request.method == "POST" and response.status_code == 302:  # the password was set
+            # Every session of the user ends, as a reset ends them: whoever held the old
+            # password is out (staff setting their own here sign in again; the admin's own
+            # "Change password" keeps their sign-in).
+            user = self.get_object(request, id)
+            ended = services.sessions_end_all(user=user)
+            logger.info(
+                "password of user %s set by staff user %s; %d session(s) ended",
+                user.pk,
+                request.user.pk,
+                ended,
+            )
+        return response
 
     @admin.action(description="End all sessions of the selected users")
     def end_all_sessions(self, request, queryset):

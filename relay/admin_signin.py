@@ -270,17 +270,40 @@ def signed_in(request) -> bool:
     return holds
 
 
-def sign_out(request) -> None:
-    """End the LoginSession the admin's sign-in is bound to (Django's logout follows)."""
+def bound_session(request):
+    """The LoginSession the admin's sign-in in this browser is bound to, if it is the signed-in
+    user's; None otherwise."""
     bound = request.session.get(SIGN_IN_KEY)
     if not isinstance(bound, dict):
-        return
+        return None
     try:
         login_session = selectors.session_with_user(session_id=UUID(bound.get("session")))
     except (ValidationError, ValueError, TypeError):
-        return
-    if login_session is not None and login_session.user_id == request.user.pk:
+        return None
+    if login_session is None or login_session.user_id != request.user.pk:
+        return None
+    return login_session
+
+
+def sign_out(request) -> None:
+    """End the LoginSession the admin's sign-in is bound to (Django's logout follows)."""
+    login_session = bound_session(request)
+    if login_session is not None:
         accounts.session_end(session=login_session)
+
+
+def password_changed(request, user: User) -> None:
+    """A password set in the admin (staff's own, or a user's by staff) ends every session of
+    its user, as a change through the API does: all of them but the admin's own sign-in when
+    it is that user's."""
+    keep = bound_session(request) if user.pk == request.user.pk else None
+    ended = accounts.sessions_end_all(user=user, keep=keep)
+    logger.info(
+        "password of user %s set in the admin by staff user %s; %d session(s) ended",
+        user.pk,
+        request.user.pk,
+        ended,
+    )
 
 
 # --- the code step's pending login --------------------------------------------------------

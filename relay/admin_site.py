@@ -74,7 +74,10 @@ class RelayAdminSite(admin.AdminSite):
 
     @hashes_passwords_on_post
     def password_change(self, request, extra_context=None):
-        return super().password_change(request, extra_context)
+        response = super().password_change(request, extra_context)
+        if request.method == "POST" and response.status_code == 302:  # the password changed
+            admin_signin.password_changed(request, request.user)
+        return response
 
 
 def service_state() -> dict:
