@@ -251,17 +251,11 @@ def signed_in(request) -> bool:
     if known is not None:
         return known
     bound = request.session.get(SIGN_IN_KEY)
-    login_session = None
-    if isinstance(bound, dict) and (bound.get("second_factor") or not settings.REQUIRE_STAFF_2FA):
-        try:
-            login_session = selectors.session_with_user(session_id=UUID(bound.get("session")))
-        except (ValidationError, ValueError, TypeError):
-            login_session = None
-    holds = (
-        login_session is not None
-        and login_session.active
-        and login_session.user_id == request.user.pk
+    factor_given = isinstance(bound, dict) and bound.get("second_factor")
+    login_session = (
+        bound_session(request) if factor_given or not settings.REQUIRE_STAFF_2FA else None
     )
+    holds = login_session is not None and login_session.active
     if holds:
         accounts.session_touch(session=login_session)
     else:
