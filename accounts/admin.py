@@ -213,7 +213,7 @@ class UserAdmin(DjangoUserAdmin):
         relations = (
             (obj.numbers, "numbers"),
             (obj.call_records, "call history"),
-            (obj.call_requests, "outbound calls"),
+            (obj.calls, "outbound calls"),
         )
         return format_html_join(
             " &middot; ",

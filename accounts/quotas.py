@@ -3,7 +3,7 @@ The legs of forwarded calls (telephony.models.ForwardLeg) count as calls: forwar
 the owner's behalf.
 
 A user's limits are their plan's (settings.PLANS) unless staff set the user's own. Use is
-counted through the reverse relations realtime and telephony declare (`user.call_requests`,
+counted through the reverse relations calls and telephony declare (`user.calls`,
 `user.forward_legs`), never an import of them: a call is up while it has no `ended_at`, and
 its answered seconds are its `duration` once ended, or the seconds it was granted
 (`talk_limit`) while it talks.
@@ -94,10 +94,10 @@ def limits_of(user: User) -> dict[str, int | None]:
 
 def _uses() -> tuple:
     """What users dial, each as the foreign key to the user declared by its app (read through
-    the reverse relation, never an import): their calls (realtime's `call_requests`) and the
+    the reverse relation, never an import): their calls (the ledger's `calls`) and the
     legs of their forwarded calls (telephony's `forward_legs`), both with created_at,
     answered_at, ended_at, duration and talk_limit."""
-    return (User.call_requests.field, User.forward_legs.field)
+    return (User.calls.field, User.forward_legs.field)
 
 
 def _figures(*, since: datetime, answered: Q, filtered: bool = False) -> list[tuple[Q, dict]]:

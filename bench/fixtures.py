@@ -238,21 +238,19 @@ def history_sql_ms(
 
 
 def calls_persisted(prefix: str) -> set[str]:
-    from realtime.models import CallRequest
+    from calls.models import Call
 
-    return set(
-        CallRequest.objects.filter(call_id__startswith=prefix).values_list("call_id", flat=True)
-    )
+    return set(Call.objects.filter(call_id__startswith=prefix).values_list("call_id", flat=True))
 
 
 def calls_reset() -> None:
     """Drop earlier runs' calls and queued steps, so a worker starts with an empty queue."""
     from django_tasks_db.models import DBTaskResult
 
-    from realtime.models import CallRequest
+    from calls.models import Call
 
     DBTaskResult.objects.all().delete()
-    CallRequest.objects.filter(owner__email__startswith="bench-ws-").delete()
+    Call.objects.filter(owner__email__startswith="bench-ws-").delete()
 
 
 def argon2_verify_ms(runs: int) -> list[float]:

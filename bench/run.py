@@ -142,7 +142,7 @@ METHOD_NOTES = """\
   over-stated); the achieved rate is in the note. The baseline runs the plain Django view at
   the same rate and connections.
 - **round_trips**: counts, not timings, in the harness process against the bench's PostgreSQL
-  and Redis: a batch of 1, 10 and 100 submits through `realtime.services.call_requests_submit`
+  and Redis: a batch of 1, 10 and 100 submits through `realtime.services.calls_submit`
   (as the socket server's batcher calls it, the bench's WebSocket users, rolled back after)
   and `GET /api/user/me` through Django's test client. Database round trips are the
   statements Django's instrumentation captures (the transaction's two included); Redis round

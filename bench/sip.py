@@ -23,7 +23,8 @@ from django.db.models import Count
 
 from bench.kamailio import Kamailio
 from bench.sipp_log import Dialog
-from realtime.models import TERMINAL_STATES, CallRequest, CallState
+from calls.models import Call
+from calls.states import TERMINAL_STATES, CallState
 from telephony.speech import Speech
 from tests.live import ChildProcess, child_environ, wait_until
 from tests.telephony.conftest import Sipp, free_udp_port, rtp_range, udp_port_taken
@@ -60,7 +61,7 @@ def check_no_worker() -> None:
             continue
         if "relay_worker" in argv:
             raise RuntimeError(f"a relay_worker (pid {child.pid}) is running during sip_50_calls")
-    queued = CallRequest.objects.filter(status=CallState.QUEUED).count()
+    queued = Call.objects.filter(status=CallState.QUEUED).count()
     if queued:
         raise RuntimeError(f"{queued} queued calls are left over: the agents would dial them")
 
@@ -320,14 +321,14 @@ class Placed:
     call_id: str
     pk: str
     status: str
-    provider_call_id: str
+    sip_call_id: str
     answered_at: float | None  # epoch seconds
     ended_at: float | None
 
 
 def placed(prefix: str) -> dict[str, Placed]:
-    rows = CallRequest.objects.filter(call_id__startswith=prefix).values_list(
-        "call_id", "pk", "status", "provider_call_id", "answered_at", "ended_at"
+    rows = Call.objects.filter(call_id__startswith=prefix).values_list(
+        "call_id", "pk", "status", "sip_call_id", "answered_at", "ended_at"
     )
     return {
         call_id: Placed(call_id, str(pk), status, provider,
@@ -337,7 +338,7 @@ def placed(prefix: str) -> dict[str, Placed]:
 
 
 def status_counts(prefix: str) -> dict[str, int]:
-    rows = CallRequest.objects.filter(call_id__startswith=prefix).values("status")
+    rows = Call.objects.filter(call_id__startswith=prefix).values("status")
     return dict(rows.annotate(n=Count("id")).values_list("status", "n"))
 
 
@@ -396,7 +397,7 @@ def wait_dialed(call_ids: list[str], *, deadline: float) -> None:
     with a ringing or more."""
 
     def dialed() -> bool:
-        rows = CallRequest.objects.filter(call_id__in=call_ids).exclude(status__in=NOT_YET_DIALED)
+        rows = Call.objects.filter(call_id__in=call_ids).exclude(status__in=NOT_YET_DIALED)
         return rows.count() == len(call_ids)
 
     wait_until(dialed, deadline=deadline, what="a batch of calls to be dialed", interval=0.02)
@@ -456,7 +457,7 @@ def steady(calls: list[Placed], dialogs: dict[str, Dialog], streams: list[dict],
     for stream in streams:
         by_port.setdefault(stream["port"], []).append(stream)
     for call in calls:
-        dialog = dialogs.get(call.provider_call_id)
+        dialog = dialogs.get(call.sip_call_id)
         if dialog is None or dialog.answered is None or dialog.bye is None:
             continue
         candidates = by_port.get(dialog.media_port, [])

@@ -51,3 +51,6 @@ def move_allowed(old: str, new: str) -> bool:
         return CallState(new) in MOVES[CallState(old)]
     except ValueError:
         return False
+
+
+CALL_STATE_VALUES = CallState.values  # the schema's CallStateEnum (ENUM_NAME_OVERRIDES)

@@ -385,7 +385,7 @@ class CallForm(ConsoleForm):
         ]
 
     def submitted(self) -> dict:
-        """The values for call_request_submit, as a POST /api/calls body: `from` left out
+        """The values for call_submit, as a POST /api/calls body: `from` left out
         when the default is chosen."""
         data = self.values("callId", "to", "message", "language")
         if self.cleaned_data.get("from_number"):

@@ -1,7 +1,7 @@
 """The dialing policy: which numbers Relay rings at all, whoever asks.
 
 Every path that dials checks a destination here before anything is written: the socket's
-`call`, `POST /api/calls`, Matrix `!call` (all through realtime.services.call_request_submit,
+`call`, `POST /api/calls`, Matrix `!call` (all through realtime.services.call_submit,
 which `manage.py place_call` reaches over the socket), and forwarding targets. Anyone can
 register, so without it one account, or one stolen API key, could pump calls to premium-rate
 numbers abroad on the operator's trunk (international revenue-share fraud).

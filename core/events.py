@@ -148,35 +148,28 @@ def outbox_owner_columns() -> dict[str, object]:
     return {name: column() for name, column in _owner_columns.items()}
 
 
-def send_to_user_on_commit(
-    *, user_id: UUID | str, event: dict, row=None, extra: dict | None = None
-) -> None:
+def send_to_user_on_commit(*, user_id: UUID | str, event: dict, row=None) -> None:
     """Deliver `event` (a client frame) to every socket of the user once the caller commits,
     and hand it to every outbox writer now, inside the caller's transaction (with `row`, the
     model instance it reports, when the caller has it). Call it inside the transaction that
-    writes the state `event` reports. `extra` goes beside the frame in the channel message,
-    for the sockets only (never to a client, nor to an outbox writer)."""
-    send_to_users_on_commit([(user_id, event, None, row)], extras=[extra or {}])
+    writes the state `event` reports."""
+    send_to_users_on_commit([(user_id, event, None, row)])
 
 
-def send_to_users_on_commit(
-    deliveries: list[tuple], *, owned: Owned | None = None, extras: list[dict] | None = None
-):
+def send_to_users_on_commit(deliveries: list[tuple], *, owned: Owned | None = None):
     """send_to_user_on_commit for the events of one write at once, each (user id, event,
     where to collect its push: a list for collected_into, or None, and the row it reports
     or None): every outbox writer sees them all in one call, with `owned`, the owner columns
-    the sender read of these users (outbox_owner_columns), when it has them; `extras`, one
-    dict per delivery, as send_to_user_on_commit's `extra`."""
+    the sender read of these users (outbox_owner_columns), when it has them."""
     for writer in _outbox_writers:
         writer(
             events=[(user_id, event) for user_id, event, *_ in deliveries],
             rows=[row for *_, row in deliveries],
             owned=owned or {},
         )
-    extras = extras or [{}] * len(deliveries)
-    for (user_id, event, pushes, _row), extra in zip(deliveries, extras, strict=True):
+    for user_id, event, pushes, _row in deliveries:
         with collected_into(pushes):
-            send_on_commit(user_group(user_id), {"type": "relay.event", "event": event, **extra})
+            send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
 
 
 def session_ended_on_commit(*, session_id: UUID | str) -> None:

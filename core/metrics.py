@@ -55,6 +55,11 @@ call_submit_batch_size = Histogram(
     "(realtime.consumers.SubmitBatcher): 1 while it is quiet, more under load.",
     buckets=(1, 2, 5, 10, 20, 50, 100),
 )
+call_status_dropped = Counter(
+    "relay_call_status_dropped",
+    "call_status frames a socket did not send: not above the last `seq` it sent of that call "
+    "(a later event of the call had reached it first).",
+)
 calls_ended = Counter(
     "relay_calls_ended",
     "Outbound calls that reached their terminal state, by that state.",

@@ -21,6 +21,8 @@ from django.utils import timezone
 
 from accounts import services as account_services
 from accounts.models import User
+from calls.models import Call
+from calls.states import TERMINAL_STATES
 from core import outbox, ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from matrix import selectors, texts
@@ -34,7 +36,6 @@ from matrix.tasks import (
     schedule_message,
     token_recheck,
 )
-from realtime.models import TERMINAL_STATES, CallRequest
 
 logger = logging.getLogger(__name__)
 
@@ -163,11 +164,7 @@ def _transcribed(user_id, event: dict) -> None:
 
 
 def _outbound_ended(user_id, event: dict) -> None:
-    call = (
-        CallRequest.objects.filter(owner_id=user_id, call_id=event["callId"])
-        .values("pk", "to")
-        .first()
-    )
+    call = Call.objects.filter(owner_id=user_id, call_id=event["callId"]).values("pk", "to").first()
     if call is None:
         return
     text = texts.outbound_call(

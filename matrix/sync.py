@@ -18,12 +18,12 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from calls.models import Call
 from core.errors import ApplicationError
 from matrix import services, tasks, texts
 from matrix.client import MatrixClient, MatrixError
 from matrix.models import MatrixBotState, MatrixRoom, RoomStatus
-from realtime.models import CallRequest
-from realtime.services import call_request_submit
+from realtime.services import call_submit
 
 logger = logging.getLogger(__name__)
 
@@ -111,9 +111,7 @@ def command_run(*, room: MatrixRoom, event_id: str, body: str) -> None:
             )
     elif word == "!calls":
         recent = list(
-            CallRequest.objects.filter(owner_id=room.user_id).order_by("-created_at", "-id")[
-                :RECENT_CALLS
-            ]
+            Call.objects.filter(owner_id=room.user_id).order_by("-created_at", "-id")[:RECENT_CALLS]
         )
         with transaction.atomic():
             services.reply_enqueue(
@@ -131,7 +129,7 @@ def _place_call(room: MatrixRoom, event_id: str, rest: str) -> None:
     to, message = _split(rest)
     data = {"callId": event_id, "to": to, "message": message}
 
-    def ack(call: CallRequest) -> None:
+    def ack(call: Call) -> None:
         services.reply_enqueue(
             room=room,
             command_event_id=event_id,
@@ -140,7 +138,7 @@ def _place_call(room: MatrixRoom, event_id: str, rest: str) -> None:
         )
 
     try:
-        call, created = call_request_submit(user=room.user, data=data, also=ack)
+        call, created = call_submit(user=room.user, data=data, also=ack)
     except ApplicationError as refused:
         with transaction.atomic():
             services.reply_enqueue(

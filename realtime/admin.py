@@ -1,9 +1,10 @@
 from django.contrib import admin, messages
 
+from calls.models import Call, CallEvent
+from calls.states import ACTIVE_STATES
 from core.admin_links import EstimatedCountPaginator, OwnerLinkMixin
 from core.errors import ApplicationError, ErrorCode
 from realtime import services
-from realtime.models import ACTIVE_STATES, CallEvent, CallRequest
 
 
 class CallEventInline(admin.TabularInline):
@@ -16,18 +17,18 @@ class CallEventInline(admin.TabularInline):
     ordering = ("at", "id")
 
 
-@admin.register(CallRequest)
-class CallRequestAdmin(OwnerLinkMixin, admin.ModelAdmin):
+@admin.register(Call)
+class CallAdmin(OwnerLinkMixin, admin.ModelAdmin):
     list_display = ("call_id", "owner_link", "to", "caller_id", "status", "duration", "created_at")
     list_filter = ("status",)
     search_fields = ("=call_id", "=to", "owner__email")
     list_select_related = ("owner",)
-    raw_id_fields = ("owner", "from_number")
+    raw_id_fields = ("owner", "number", "parent")
     ordering = ("-created_at", "-id")
     show_full_result_count = False
     paginator = EstimatedCountPaginator
     inlines = [CallEventInline]
-    readonly_fields = [f.name for f in CallRequest._meta.fields]
+    readonly_fields = [f.name for f in Call._meta.fields]
     actions = ["cancel_calls"]
 
     def has_add_permission(self, request):
@@ -44,7 +45,7 @@ class CallRequestAdmin(OwnerLinkMixin, admin.ModelAdmin):
         canceled = 0
         for call in queryset.filter(status__in=ACTIVE_STATES).select_related("owner"):
             try:
-                services.call_request_cancel(call=call)
+                services.call_cancel(call=call)
                 canceled += 1
             except ApplicationError as error:
                 if error.code != ErrorCode.CALL_NOT_CANCELABLE:

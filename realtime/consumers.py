@@ -17,8 +17,8 @@ from accounts import selectors as accounts_selectors
 from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import pipeline, services
-from realtime.ordering import StatusOrder
 from realtime.phone import Phone, rings_answer
+from realtime.sequence import SentSeqs
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def _submit_batch(submits: list[services.Submit]) -> list[services.Outcome]:
     database_sync_to_async does around a call."""
     close_old_connections()
     try:
-        return services.call_requests_submit(submits=submits)
+        return services.calls_submit(submits=submits)
     finally:
         close_old_connections()
 
@@ -99,7 +99,7 @@ def sent_in_place(group: str, message: dict, user) -> bool:
 class SubmitBatcher:
     """The submits of every socket of this process, written together: while a batch is being
     written, what arrives waits, and goes as the next batch, in one transaction
-    (realtime.services.call_requests_submit). A submit that finds the writer free goes at
+    (realtime.services.calls_submit). A submit that finds the writer free goes at
     once, alone, so a quiet service adds no wait; under load, a batch costs about what one
     submit did, whatever its size."""
 
@@ -201,7 +201,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
     accepted = False  # the handshake answered
     counted_open = False  # counted in relay_websocket_connections, until disconnect
     phone: Phone | None = None  # the browser phone's state, once authenticated
-    order: StatusOrder | None = None  # each call's call_status frames in order, once open
+    seqs: SentSeqs  # each call's call_status frames in the order of their seq
     calls: deque  # the tasks answering the call frames in flight, oldest first (handle_call)
 
     async def __call__(self, scope, receive, send):
@@ -211,6 +211,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
         # groups if the layer still answers (each attempt is bounded).
         self.groups_joined = []
         self.calls = deque()
+        self.seqs = SentSeqs()
         try:
             await super().__call__(scope, receive, send)
         except (RedisError, OSError) as exc:
@@ -267,7 +268,6 @@ class RelayConsumer(AsyncWebsocketConsumer):
         for group in (events.user_group(user.pk), credential_group):
             await self.channel_layer.group_add(group, self.channel_name)
             self.groups_joined.append(group)
-        self.opened_ms = now_ms()  # in the user's group: every push from here on reaches it
         # Authenticated before joining: a logout (or a key replaced) in between was sent to the
         # group before this socket was in it. Asked again now that any later one reaches it.
         current = await _credential_current(user, session)
@@ -276,7 +276,6 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.phone = Phone(layer=self.channel_layer, channel=self.channel_name, user_id=user.pk)
-        self.order = StatusOrder(self.send_json, opened_ms=self.opened_ms)
         self.counted_open = True
         metrics.websocket_connections.inc()
         logger.info("ws connect user=%s auth=%s", user.pk, "jwt" if session else "api_key")
@@ -292,8 +291,6 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         self.uncount()
-        if self.order is not None:
-            self.order.close()
         if self.phone is not None:
             with contextlib.suppress(RedisError, OSError):
                 await self.phone.switch({"on": False})  # leaves its group and its rings
@@ -431,10 +428,14 @@ class RelayConsumer(AsyncWebsocketConsumer):
         metrics.call_acks.labels("socket").inc()
         for group, message in pushes:
             if sent_in_place(group, message, self.scope["user"]):
-                await self.send_json(message["event"])
-                if message["event"].get("type") == "call_status" and self.order is not None:
-                    self.order.sent(message["event"])
+                await self.send_call_status(message["event"])
         # The pushes for every other socket leave with the batch's (SubmitBatcher._write).
+
+    async def send_call_status(self, frame: dict) -> None:
+        """A call's frame, sent only when its `seq` is above the last sent of that call
+        (realtime.sequence)."""
+        if self.seqs.take(frame):
+            await self.send_json(frame)
 
     async def send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":")))
@@ -457,9 +458,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
             return  # sent already, in its place (handle_call)
         if "peer" in message and self.phone is not None:  # an rtc_answer, with its agent
             self.phone.answered(message)
-        if message["event"].get("type") == "call_status" and self.order is not None:
-            # realtime.ordering
-            await self.order.arrived(message["event"], created_ms=message.get("callCreated"))
+        if message["event"].get("type") == "call_status":
+            await self.send_call_status(message["event"])
             return
         await self.send_json(message["event"])
 
@@ -476,8 +476,6 @@ class RelayConsumer(AsyncWebsocketConsumer):
         await self.send_json(message["event"])
 
     async def relay_session_ended(self, message):
-        if self.order is not None:
-            await self.order.flush()  # what it held for order goes before the close
         await self.close(code=CLOSE_UNAUTHENTICATED)
 
 

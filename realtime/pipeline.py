@@ -6,9 +6,10 @@ tasks. Submit and cancel (services), each step and recovery (tasks) and the tele
 all move calls through call_transition, and services schedule tasks; merged into services,
 the state machine would make services and tasks import each other.
 
-Every change is a conditional UPDATE (`WHERE status = <expected>`), persisted with its
-CallEvent and pushed as `call_status` after commit, so a duplicate or late step changes
-nothing and nothing is pushed about a row that was rolled back.
+Every change is a conditional UPDATE (`WHERE status = <expected>`) of the call ledger
+(calls.services), persisted with its numbered event and pushed as `call_status` after commit
+(with that number, `seq`), so a duplicate or late step changes nothing and nothing is pushed
+about a row that was rolled back.
 """
 
 from __future__ import annotations
@@ -22,17 +23,11 @@ from django.utils import timezone
 
 from accounts import quotas
 from accounts.models import User
-from calls.states import move_allowed
+from calls import services as ledger
+from calls.models import Call
+from calls.states import TERMINAL_STATES, CallState
 from core import events, metrics
-from core.counters import counters_add
-from core.fields import represent, to_ms
-from realtime.models import (
-    TERMINAL_STATES,
-    CallEvent,
-    CallRequest,
-    CallRequestCounter,
-    CallState,
-)
+from core.fields import represent
 from realtime.providers import Step, get_provider
 from realtime.serializers import CallAckOutput, CallStatusOutput
 
@@ -65,56 +60,51 @@ def call_heartbeat_interval() -> float:
     return max(0.5, min(5.0, settings.CALL_RECOVERY_GRACE / 3))
 
 
-def call_status_event(call: CallRequest) -> dict:
-    """The `call_status` frame for the call's current state."""
-    return represent(CallStatusOutput, call)
+def call_status_event(call: Call, *, seq: int | None = None) -> dict:
+    """The `call_status` frame for the call's current state: its event number `seq` (default:
+    the call's newest, `last_seq`)."""
+    frame = represent(CallStatusOutput, call)
+    if seq is not None:
+        frame["seq"] = seq
+    return frame
 
 
-def call_ack_event(call: CallRequest) -> dict:
+def call_ack_event(call: Call) -> dict:
     """The `call_ack` frame (and the body of `POST /api/calls`): the call as it was stored."""
     return represent(CallAckOutput, call)
 
 
-def push_status(call: CallRequest) -> None:
+def push_status(call: Call, *, seq: int | None = None) -> None:
     events.send_to_user_on_commit(
-        user_id=call.owner_id, event=call_status_event(call), row=call, extra=_order(call)
+        user_id=call.owner_id, event=call_status_event(call, seq=seq), row=call
     )
 
 
-def _order(call: CallRequest) -> dict:
-    """Beside a call_status frame, for the sockets' order of its states (realtime.ordering):
-    when the call was created."""
-    return {"callCreated": to_ms(call.created_at)}
-
-
-def call_reported_event(call: CallRequest, report: dict) -> dict:
-    """The `call_status` frame of something a verb of the call's script reported (`report`:
-    voiceapps.program's event, such as {"event": "gathered", "verb": "gather", "result":
-    {...}}): the call's state, with the report beside it."""
-    return {**call_status_event(call), **report}
-
-
-def calls_reported(*, call: CallRequest, reports: list[dict], now=None) -> None:
-    """Record what the verbs of the call's script reported (voiceapps.program), each as a row
-    of its timeline at the call's current status, and push each as a `call_status` frame (to
-    sockets, webhooks and the statusCallback), in the caller's transaction. What a report
-    holds (the digits pressed) goes to the owner only, never to a log."""
-    now = now or timezone.now()
-    for report in reports:
-        detail = str(report.get("detail", ""))[:200]
-        data = {key: value for key, value in report.items() if key not in ("event", "detail")}
-        CallEvent.objects.create(
-            call=call, status=call.status, at=now, event=report["event"], detail=detail, data=data
-        )
+def _push_reports(call: Call, frame: dict, reports: list[dict], seqs: list[int]) -> None:
+    """Push what a verb of the call's script reported (each of `reports`: voiceapps.program's
+    event, such as {"event": "gathered", "verb": "gather", "result": {...}}) as a
+    `call_status` frame of its own event number: `frame`, the call's state it happened in,
+    with the report beside it."""
+    for report, seq in zip(reports, seqs, strict=False):
         events.send_to_user_on_commit(
-            user_id=call.owner_id,
-            event=call_reported_event(call, report),
-            row=call,
-            extra=_order(call),
+            user_id=call.owner_id, event={**frame, "seq": seq, **report}, row=call
         )
 
 
-def push_statuses(calls: list[CallRequest], *, into: list, owned=None) -> None:
+def calls_reported(*, call: Call, reports: list[dict], now=None) -> None:
+    """Record what the verbs of the call's script reported (voiceapps.program), each an event
+    of the call at its current status (calls.services), and push each as a `call_status`
+    frame (to sockets, webhooks and the statusCallback), in the caller's transaction. What a
+    report holds (the digits pressed) goes to the owner only, never to a log."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        seqs = ledger.call_reports_add(
+            call=call, reports=[ledger.Report.of(report) for report in reports], at=now
+        )
+        _push_reports(call, call_status_event(call), reports, seqs or [])
+
+
+def push_statuses(calls: list[Call], *, into: list, owned=None) -> None:
     """push_status for the calls of one write at once, each call's push collected into its
     own list of `into` (core.events.collected_into; None: pushed as usual), with what the
     caller read of their owners for the outbox writers (`owned`, core.events)."""
@@ -124,30 +114,24 @@ def push_statuses(calls: list[CallRequest], *, into: list, owned=None) -> None:
             for call, pushes in zip(calls, into, strict=True)
         ],
         owned=owned,
-        extras=[_order(call) for call in calls],
     )
 
 
-def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> bool:
+def call_transition(*, call: Call, step: Step, expected_status: str) -> bool:
     """Move `call` from `expected_status` to `step.status`, persist and push it.
 
-    A conditional UPDATE: if the call is no longer in `expected_status` (canceled, or a
-    duplicate step already moved it) nothing happens and False is returned. A non-terminal
-    state gets a deadline of `step.wait` plus the recovery grace: past it, recovery drives the
-    call again. The owner's status counters move in the same transaction. Scheduling the
-    next step is the caller's (realtime.tasks), in the same transaction.
+    A conditional UPDATE (calls.services.call_move): if the call is no longer in
+    `expected_status` (canceled, or a duplicate step already moved it) nothing happens and
+    False is returned. A non-terminal state gets a deadline of `step.wait` plus the recovery
+    grace: past it, recovery drives the call again. The owner's status counters move in the
+    same transaction. Scheduling the next step is the caller's (realtime.tasks), in the same
+    transaction.
 
     A move the ledger's table refuses (calls.states.MOVES: backward, out of an ended state,
     to the state it is in) is logged with the call's id and the two states, and changes
     nothing: False, as for a call that moved on.
     """
-    if not move_allowed(expected_status, step.status):
-        logger.warning(
-            "call %s: the move from %s to %s is refused by the state table",
-            call.pk,
-            expected_status,
-            step.status,
-        )
+    if ledger.move_refused(call_pk=call.pk, old=expected_status, new=step.status):
         return False
     now = timezone.now()
     terminal = step.status in TERMINAL_STATES
@@ -163,8 +147,8 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
         fields["duration"] = step.duration
     if step.reason:
         fields["failure_reason"] = step.reason[:200]
-    if step.provider_call_id:
-        fields["provider_call_id"] = step.provider_call_id
+    if step.sip_call_id:
+        fields["sip_call_id"] = step.sip_call_id
     with transaction.atomic():
         if step.status == CallState.IN_PROGRESS:
             # Answered: granted its talk out of the day's answered seconds, under the owner's
@@ -176,49 +160,35 @@ def call_transition(*, call: CallRequest, step: Step, expected_status: str) -> b
             fields["talk_limit"] = quotas.talk_grant(
                 user=owner, call_pk=call.pk, planned=step.talk, now=now
             )
-        moved = CallRequest.objects.filter(pk=call.pk, status=expected_status).update(**fields)
-        if not moved:
-            return False
         # What the script's verbs reported on the way (a provider that runs the whole script
         # at once, the simulation), at the state they happened in, before the one they led to.
-        calls_reported(call=call, reports=step.extra.get("reports", []), now=now)
-        for name, value in fields.items():
-            setattr(call, name, value)
-        CallEvent.objects.create(call=call, status=step.status, at=now, detail=step.reason[:200])
-        call_counters_move(owner_id=call.owner_id, old=expected_status, new=step.status)
+        reports = step.extra.get("reports", [])
+        before = call_status_event(call) if reports else {}
+        seqs = ledger.call_move(
+            call=call,
+            expected=expected_status,
+            values=fields,
+            at=now,
+            reason=step.reason,
+            reports=[ledger.Report.of(report) for report in reports],
+        )
+        if seqs is None:
+            return False
+        _push_reports(call, before, reports, seqs)
         push_status(call)
         if terminal:
             metrics.count_on_commit(metrics.calls_ended, step.status)
     return True
 
 
-def call_counters_move(*, owner_id, old: str | None, new: str) -> None:
-    """Move one call of the owner from status `old` (None: a new call) to `new` in the
-    counters behind `total` of the call list, inside the caller's transaction: the only
-    writes of CallRequest.status are submit (through calls_counted) and call_transition."""
-    moves = [({"owner_id": owner_id, "status": new}, 1)]
-    if old is not None:
-        moves.append(({"owner_id": owner_id, "status": old}, -1))
-    counters_add(CallRequestCounter, moves)
-
-
-def calls_counted(new_calls: dict) -> None:
-    """Count new calls (`new_calls`: how many per owner pk) as queued, in the caller's
-    transaction, as call_counters_move does for one."""
-    counters_add(
-        CallRequestCounter,
-        [({"owner_id": owner, "status": CallState.QUEUED}, n) for owner, n in new_calls.items()],
-    )
-
-
-def call_next_step(*, call_request_id: str, expected_status: str) -> tuple[CallRequest, Step]:
+def call_next_step(*, call_request_id: str, expected_status: str) -> tuple[Call, Step]:
     """The call and the provider's next step for it, or None when there is nothing to do (the
     call has left `expected_status`, has ended, or the provider has no step yet).
 
     Asks the provider outside any transaction: a real provider may take its time. A provider
     that fails ends the call `failed`: a call must never hang on a provider's bug.
     """
-    call = CallRequest.objects.filter(pk=call_request_id).first()
+    call = Call.objects.filter(pk=call_request_id).first()
     if call is None or call.status != expected_status or call.is_terminal:
         return None
     provider = get_provider()

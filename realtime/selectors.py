@@ -8,6 +8,8 @@ from django.core.files import File
 from django.db.models import CharField, OuterRef, Subquery
 
 from accounts.models import User
+from calls.models import Call, CallCounter, Recording
+from calls.states import TERMINAL_STATES
 from core import events, parsing
 from core.compiled import CompiledInQuery
 from core.counters import counters_sum
@@ -16,26 +18,25 @@ from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
 from core.recordings import recording_open, recording_opener
-from realtime.models import TERMINAL_STATES, CallRecording, CallRequest, CallRequestCounter
 from realtime.serializers import CallDetailOutput
 from virtual_numbers.selectors import numbers_column, numbers_from_column
 
 
-def call_find(*, user: User, call_id) -> CallRequest | None:
+def call_find(*, user: User, call_id) -> Call | None:
     """The user's call with this callId, or None (also for a value no callId can be: not a
     string, or with control characters, which are refused when calls are submitted)."""
     if not call_find_possible(call_id):
         return None
-    return CallRequest.objects.filter(owner=user, call_id=call_id).first()
+    return Call.objects.filter(owner=user, call_id=call_id).first()
 
 
-def calls_find(keys) -> dict[tuple, CallRequest]:
+def calls_find(keys) -> dict[tuple, Call]:
     """The calls with these (owner pk, callId) keys, by key, in one query; keys whose callId
     no callId can be (as call_find) are left out."""
     keys = {(owner, call_id) for owner, call_id in keys if call_find_possible(call_id)}
     if not keys:
         return {}
-    calls = CallRequest.objects.filter(
+    calls = Call.objects.filter(
         owner_id__in={owner for owner, _ in keys}, call_id__in={call_id for _, call_id in keys}
     )
     return {key: call for call in calls if (key := (call.owner_id, call.call_id)) in keys}
@@ -76,7 +77,7 @@ def submitters(*, owner_ids, call_ids) -> dict:
 def _submitters_query(*, owners, call_ids):
     """The rows of submitters: each user's numbers, which of `call_ids` they used, and the
     outbox writers' owner columns."""
-    used = CallRequest.objects.filter(owner=OuterRef("pk"), call_id__in=call_ids)
+    used = Call.objects.filter(owner=OuterRef("pk"), call_id__in=call_ids)
     used = used.order_by().values("owner").annotate(value=JSONList("call_id")).values("value")
     return User.objects.filter(pk__in=owners).values(
         "pk",
@@ -99,14 +100,14 @@ def calls_ended(*, pks: list) -> list:
     user's cancel, recovery, a deletion)."""
     up = {
         str(pk)
-        for pk in CallRequest.objects.filter(pk__in=pks)
+        for pk in Call.objects.filter(pk__in=pks)
         .exclude(status__in=TERMINAL_STATES)
         .values_list("pk", flat=True)
     }
     return [pk for pk in pks if str(pk) not in up]
 
 
-def call_access(*, user: User, call_id: str) -> CallRequest:
+def call_access(*, user: User, call_id: str) -> Call:
     """The user's call with this callId; NotFound for one that is unknown or another user's."""
     call = call_find(user=user, call_id=call_id)
     if call is None:
@@ -114,14 +115,14 @@ def call_access(*, user: User, call_id: str) -> CallRequest:
     return call
 
 
-def call_recording_open(*, call: CallRequest, recording_id: str) -> File:
+def call_recording_open(*, call: Call, recording_id: str) -> File:
     """The WAV of the call's recording `recording_id`, open for reading; NotFound for an id
     that is malformed, unknown, another call's, or whose file is gone."""
     try:
         pk = uuid.UUID(str(recording_id))
     except ValueError:
         raise NotFound() from None
-    recording = CallRecording.objects.filter(pk=pk, call=call).first()
+    recording = Recording.objects.filter(pk=pk, call=call).first()
     if recording is None:
         raise NotFound()
     return recording_open(recording.name)
@@ -132,8 +133,8 @@ def calls_page(
 ) -> Page:
     """The user's outbound calls, newest first; same paging as history. `total` is summed
     from at most 9 counter rows, not counted."""
-    calls = CallRequest.objects.filter(owner=user)
-    counters = CallRequestCounter.objects.filter(owner=user)
+    calls = Call.objects.filter(owner=user)
+    counters = CallCounter.objects.filter(owner=user)
     if status is not None:
         calls = calls.filter(status=status)
         counters = counters.filter(status=status)
@@ -149,7 +150,7 @@ def calls_export(*, user: User) -> dict:
     /api/calls/:callId` answers it, timeline included, newest first."""
 
     def each():
-        calls = CallRequest.objects.filter(owner=user).prefetch_related("events", "recordings")
+        calls = Call.objects.filter(owner=user).prefetch_related("events", "recordings")
         for call in calls.order_by("-created_at", "-id").iterator(chunk_size=200):
             yield represent(CallDetailOutput, call)
 
@@ -159,7 +160,7 @@ def calls_export(*, user: User) -> dict:
 def call_recording_files(*, user: User) -> list:
     """The recordings of the user's calls for their export: (name in the archive, opener)
     pairs, `recordings/<recording id>.wav` (the `id` of the call's `recordings`)."""
-    kept = CallRecording.objects.filter(call__owner=user).order_by("-created_at")
+    kept = Recording.objects.filter(call__owner=user).order_by("-created_at")
     return [
         (f"recordings/{pk}.wav", recording_opener(name))
         for pk, name in kept.values_list("pk", "name").iterator(chunk_size=500)

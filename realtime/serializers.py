@@ -2,6 +2,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from calls.states import CallState
 from core import parsing
 from core.fields import (
     BoundedTextField,
@@ -12,7 +13,6 @@ from core.fields import (
 )
 from core.pagination import PageOutput, PageParameters, PageQuery
 from core.webrtc import offer_problem
-from realtime.models import CallState
 from voiceapps.verbs import (
     MUST_BE_A_STRING,
     TEXT_MAX,
@@ -142,14 +142,17 @@ class CallAckOutput(serializers.Serializer):
     # The `call_ack` frame and the body of POST /api/calls: the call as it was stored.
     type = serializers.CharField(default="call_ack")
     callId = serializers.CharField(source="call_id")  # noqa: N815
+    call = serializers.UUIDField(source="pk", help_text="Relay's own id of the call")
     status = serializers.ChoiceField(choices=CallState.values)
 
 
 class CallStatusOutput(serializers.Serializer):
-    # The `call_status` frame (docs/websocket.md): `duration` once the call has one, and
-    # `reason` only when the call ended for a reason.
+    # The `call_status` frame (docs/websocket.md): `seq` numbers the call's events from 1,
+    # `duration` once the call has one, and `reason` only when the call ended for a reason.
     type = serializers.CharField(default="call_status")
     callId = serializers.CharField(source="call_id")  # noqa: N815
+    call = serializers.UUIDField(source="pk", help_text="Relay's own id of the call")
+    seq = serializers.IntegerField(source="last_seq", help_text="the event's number, from 1")
     status = serializers.ChoiceField(choices=CallState.values)
     ts = MillisecondsField(source="updated_at")
     duration = serializers.IntegerField(allow_null=True)
@@ -167,6 +170,7 @@ class CallStatusOutput(serializers.Serializer):
 class CallEventOutput(serializers.Serializer):
     # A state the call went through; or, with `event`, what a verb of its script reported
     # at that state (docs/voice-apps.md), its fields (verb, result, limit) beside it.
+    seq = serializers.IntegerField(help_text="the event's number: 1, 2, 3 ... with no gap")
     status = serializers.ChoiceField(choices=CallState.values)
     at = MillisecondsField()
     detail = serializers.CharField()
@@ -178,17 +182,19 @@ class CallEventOutput(serializers.Serializer):
 
     def to_representation(self, instance):
         row = {
+            "seq": instance.seq,
             "status": instance.status,
             "at": self.fields["at"].to_representation(instance.at),
             "detail": instance.detail,
         }
-        if instance.event:
-            row |= {"event": instance.event, **(instance.data or {})}
+        if instance.kind:
+            row |= {"event": instance.kind, **(instance.data or {})}
         return row
 
 
 class CallOutput(serializers.Serializer):
     callId = serializers.CharField(source="call_id")  # noqa: N815
+    call = serializers.UUIDField(source="pk", help_text="Relay's own id of the call")
     to = serializers.CharField()
     message = serializers.CharField()
     status = serializers.ChoiceField(choices=CallState.values)

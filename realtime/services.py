@@ -20,6 +20,9 @@ from accounts import quotas
 from accounts.models import DialRefusal, User
 from accounts.services import refusals_record
 from accounts.verification import EmailUnverified, email_verified_check
+from calls import services as ledger
+from calls.models import Call, CallCounter, Recording
+from calls.states import ACTIVE_STATES, CallState
 from core import dialing, events, ratelimit, taskqueue
 from core.counters import Drift, counters_recount
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
@@ -27,14 +30,6 @@ from core.fields import validated
 from core.phone import e164_valid
 from core.recordings import recordings_delete_on_commit
 from realtime import pipeline, selectors, tasks
-from realtime.models import (
-    ACTIVE_STATES,
-    CallEvent,
-    CallRecording,
-    CallRequest,
-    CallRequestCounter,
-    CallState,
-)
 from realtime.providers import Step, get_provider
 from realtime.serializers import BrowserCallInput, CallSubmitInput
 from virtual_numbers.selectors import inventory_among
@@ -69,7 +64,7 @@ class Submit:
 
     user: User
     data: object
-    also: Callable[[CallRequest], None] | None = None
+    also: Callable[[Call], None] | None = None
     pushes: list | None = None
     browser: bool = False  # an `rtc_offer` frame: a call from the browser (BrowserCallInput)
 
@@ -80,7 +75,7 @@ class Submit:
         return (self.user.pk, call_id if isinstance(call_id, str) else None)
 
 
-Outcome = tuple[CallRequest, bool] | ApplicationError  # (call, created), or why it was refused
+Outcome = tuple[Call, bool] | ApplicationError  # (call, created), or why it was refused
 
 
 @dataclass
@@ -93,18 +88,18 @@ class _Checked:
     caller_id: str
 
 
-def call_request_submit(
-    *, user: User, data, also: Callable[[CallRequest], None] | None = None
-) -> tuple[CallRequest, bool]:
+def call_submit(
+    *, user: User, data, also: Callable[[Call], None] | None = None
+) -> tuple[Call, bool]:
     """Submit a call from a `call` frame, a POST /api/calls body or a Matrix `!call`; return
-    (call, created), or raise why it was refused. call_requests_submit with one submit."""
-    outcome = call_requests_submit(submits=[Submit(user=user, data=data, also=also)])[0]
+    (call, created), or raise why it was refused. calls_submit with one submit."""
+    outcome = calls_submit(submits=[Submit(user=user, data=data, also=also)])[0]
     if isinstance(outcome, ApplicationError):
         raise outcome
     return outcome
 
 
-def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
+def calls_submit(*, submits: list[Submit]) -> list[Outcome]:
     """Submit calls that arrived together, in one transaction; return each one's Outcome, in
     order. Each submit is judged as if it were alone, and the guarantees are the same:
 
@@ -208,18 +203,18 @@ def call_requests_submit(*, submits: list[Submit]) -> list[Outcome]:
                     _write(submits, [one], outcomes, owned)
                 except IntegrityError:
                     submit = submits[one.index]
-                    call = CallRequest.objects.get(owner=submit.user, call_id=submit.key[1])
+                    call = Call.objects.get(owner=submit.user, call_id=submit.key[1])
                     outcomes[one.index] = (call, False)
     for index in again:
-        outcomes[index] = call_requests_submit(submits=[submits[index]])[0]
+        outcomes[index] = calls_submit(submits=[submits[index]])[0]
     return outcomes
 
 
 def _write(submits: list[Submit], checked: list[_Checked], outcomes: list, owned: dict) -> None:
-    """The locked part of call_requests_submit: the policy and quotas of each checked
+    """The locked part of calls_submit: the policy and quotas of each checked
     submit, then every call it admits written together. Fills `outcomes` once committed.
 
-    A callId committed by a concurrent submit since call_requests_submit looked is the
+    A callId committed by a concurrent submit since calls_submit looked is the
     unique constraint's to catch (IntegrityError): a race rare enough not to cost every
     batch a read under the locks."""
     decided: dict[int, Outcome] = {}
@@ -231,7 +226,7 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list, owned
         now = timezone.now()
         uses = quotas.uses_of(owner_pks, now=now)  # under the locks: exact
         admissions: dict = {}  # owner pk -> quotas.Admission, made at the owner's first call
-        admitted: list[tuple[int, CallRequest]] = []
+        admitted: list[tuple[int, Call]] = []
         for one in checked:
             submit = submits[one.index]
             owner = owners[submit.user.pk]
@@ -257,10 +252,8 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list, owned
                 refusals.append((submit.user, DialRefusal.Kind.QUOTA, refused.quota))
                 continue
             admitted.append((one.index, _new_call(submit.user, one, now)))
-        calls = CallRequest.objects.bulk_create([call for _, call in admitted])
-        CallEvent.objects.bulk_create(
-            [CallEvent(call=call, status=CallState.QUEUED, at=now) for call in calls]
-        )
+        calls = Call.objects.bulk_create([call for _, call in admitted])
+        ledger.calls_created(calls, at=now)
         pipeline.push_statuses(
             calls, into=[submits[index].pushes for index, _ in admitted], owned=owned
         )
@@ -272,7 +265,7 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list, owned
                     submit.also(call)
             decided[index] = (call, True)
         # Last: the owners' counter rows stay locked only until the commit.
-        pipeline.calls_counted({pk: quota.admitted for pk, quota in admissions.items()})
+        ledger.calls_counted({pk: quota.admitted for pk, quota in admissions.items()})
     for index, outcome in decided.items():
         outcomes[index] = outcome  # committed: whatever follows cannot undo them
     try:
@@ -281,9 +274,9 @@ def _write(submits: list[Submit], checked: list[_Checked], outcomes: list, owned
         logger.exception("%d refused call(s) were not counted for review", len(refusals))
 
 
-def _new_call(user: User, one: _Checked, now) -> CallRequest:
+def _new_call(user: User, one: _Checked, now) -> Call:
     values = one.values
-    return CallRequest(
+    return Call(
         owner=user,
         call_id=values["callId"],
         to=values["to"],
@@ -292,7 +285,7 @@ def _new_call(user: User, one: _Checked, now) -> CallRequest:
         language=values.get("language") or settings.TTS_DEFAULT_LANGUAGE,
         status_callback=values.get("statusCallback", ""),
         rtc_offer=values.get("rtc_offer", ""),
-        from_number_id=one.number_pk,
+        number_id=one.number_pk,
         caller_id=one.caller_id,
         created_at=now,
         updated_at=now,
@@ -301,7 +294,7 @@ def _new_call(user: User, one: _Checked, now) -> CallRequest:
 
 
 # --- cancel --------------------------------------------------------------------------------
-def call_request_cancel(*, call: CallRequest) -> CallRequest:
+def call_cancel(*, call: Call) -> Call:
     """Cancel a call that has not ended (one the caller reached through selectors.call_access):
     it ends `canceled` at once, and the provider hangs up what it placed (CANCEL while it
     rings, BYE once answered). `call_not_cancelable` once the call has ended."""
@@ -323,7 +316,7 @@ def browser_call_hang_up(*, user: User, call_id: str) -> None:
     call = selectors.call_access(user=user, call_id=call_id)
     if not call.rtc_offer:
         raise InvalidRequest("This call is not a call from the browser.")
-    call_request_cancel(call=call)
+    call_cancel(call=call)
 
 
 def calls_end(*, user: User) -> None:
@@ -331,9 +324,9 @@ def calls_end(*, user: User) -> None:
     hung up by the provider, before anything is erased. A call that ends otherwise at that
     moment (answered and hung up, failed) keeps that end: each call ends once. Inside the
     deletion's transaction, which holds the user's row, so no new call starts meanwhile."""
-    for call in CallRequest.objects.filter(owner=user, status__in=ACTIVE_STATES).order_by("pk"):
+    for call in Call.objects.filter(owner=user, status__in=ACTIVE_STATES).order_by("pk"):
         try:
-            call_request_cancel(call=call)
+            call_cancel(call=call)
         except ApplicationError as error:
             if error.code != ErrorCode.CALL_NOT_CANCELABLE:
                 raise
@@ -343,34 +336,34 @@ def calls_erase(*, user: User) -> None:
     """Account deletion (core.userdata): every call of `user`, with its timeline, counters
     and recordings (their files once the deletion commits). Inside the deletion's
     transaction, after calls_end."""
-    recordings = CallRecording.objects.filter(call__owner=user).values_list("name", flat=True)
+    recordings = Recording.objects.filter(call__owner=user).values_list("name", flat=True)
     recordings_delete_on_commit(list(recordings))
-    CallRequest.objects.filter(owner=user).delete()
-    CallRequestCounter.objects.filter(owner=user).delete()
+    Call.objects.filter(owner=user).delete()
+    CallCounter.objects.filter(owner=user).delete()
 
 
 # --- the telephony agent's calls -----------------------------------------------------------
-def call_recording_add(*, call: CallRequest, recording_id, name: str, seconds: float) -> None:
+def call_recording_add(*, call: Call, recording_id, name: str, seconds: float) -> None:
     """What a `record` verb of the call's script recorded: the file `name`, saved already in
     the recordings storage. A call gone meanwhile (its owner deleted their account) keeps
     nothing: the file is deleted too."""
     with transaction.atomic():
-        if not CallRequest.objects.filter(pk=call.pk).exists():
+        if not Call.objects.filter(pk=call.pk).exists():
             recordings_delete_on_commit([name])
             return
-        CallRecording.objects.create(id=recording_id, call=call, name=name, seconds=seconds)
+        Recording.objects.create(id=recording_id, call=call, name=name, seconds=seconds)
 
 
-def calls_claim(*, limit: int, provider_call_id: Callable[[], str]) -> list[CallRequest]:
+def calls_claim(*, limit: int, sip_call_id: Callable[[], str]) -> list[Call]:
     """The due calls a telephony agent won, at most `limit`, oldest first: each moved
     queued -> dialing (call_transition) and committed, with its SIP Call-ID
-    (`provider_call_id()`) recorded, before the agent's INVITE exists. Of agents claiming at
+    (`sip_call_id()`) recorded, before the agent's INVITE exists. Of agents claiming at
     once only one wins a call (the conditional UPDATE), so no call is dialled twice."""
     # Oldest first, by step_deadline (set at submit): the partial index of active calls.
-    due = CallRequest.objects.filter(status=CallState.QUEUED).order_by("step_deadline")
+    due = Call.objects.filter(status=CallState.QUEUED).order_by("step_deadline")
     claimed = []
     for record in due[:limit]:
-        step = Step(status=CallState.DIALING, provider_call_id=provider_call_id())
+        step = Step(status=CallState.DIALING, sip_call_id=sip_call_id())
         if pipeline.call_transition(call=record, step=step, expected_status=CallState.QUEUED):
             claimed.append(record)
     return claimed
@@ -380,7 +373,7 @@ def calls_extend(*, pks: list) -> None:
     """The heartbeat of the agent holding these calls: the ones still active get a fresh
     deadline (call_recovery_deadline), so recovery leaves them alone while the agent lives
     and takes them (agent_lost) soon after it dies."""
-    CallRequest.objects.filter(pk__in=pks, status__in=ACTIVE_STATES).update(
+    Call.objects.filter(pk__in=pks, status__in=ACTIVE_STATES).update(
         step_deadline=pipeline.call_recovery_deadline()
     )
 
@@ -389,4 +382,4 @@ def calls_extend(*, pks: list) -> None:
 def call_counters_recount() -> list[Drift]:
     """Recount every call counter from the calls and correct the ones that drifted (safe
     beside live writers: core.counters.counters_recount); return the corrections."""
-    return counters_recount(CallRequest, CallRequestCounter, ["owner_id", "status"])
+    return counters_recount(Call, CallCounter, ["owner_id", "status"])

@@ -18,9 +18,10 @@ from django_tasks import task
 from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
+from calls.models import Call
+from calls.states import ACTIVE_STATES, TERMINAL_STATES, CallState
 from core import taskqueue
 from realtime import pipeline
-from realtime.models import ACTIVE_STATES, TERMINAL_STATES, CallRequest, CallState
 from realtime.providers import Step, quota_cut
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def advance_call(call_request_id: str, expected_status: str) -> None:
         call_step_apply(call=call, step=step, expected_status=expected_status)
 
 
-def schedule_advance(*, call: CallRequest, expected_status: str, after: float = 0) -> None:
+def schedule_advance(*, call: Call, expected_status: str, after: float = 0) -> None:
     """Enqueue the call's next step, due `after` seconds from now, in the caller's transaction
     (so the step exists if and only if the state it follows was committed)."""
     due = (
@@ -49,7 +50,7 @@ def schedule_advance(*, call: CallRequest, expected_status: str, after: float = 
     taskqueue.enqueue(due, call_request_id=str(call.pk), expected_status=expected_status)
 
 
-def call_step_apply(*, call: CallRequest, step: Step, expected_status: str) -> bool:
+def call_step_apply(*, call: Call, step: Step, expected_status: str) -> bool:
     """Persist `step` and, unless it ended the call, schedule the next one: together or not
     at all. Also how a provider that learns of progress on its own reports it."""
     with transaction.atomic():
@@ -62,7 +63,7 @@ def call_step_apply(*, call: CallRequest, step: Step, expected_status: str) -> b
     return moved
 
 
-def _has_ready_step(call: CallRequest) -> bool:
+def _has_ready_step(call: Call) -> bool:
     """Whether a step of `call` is queued and not yet taken (the call is only behind a
     backlog, not abandoned)."""
     return DBTaskResult.objects.filter(
@@ -78,13 +79,11 @@ def calls_recover(*, now=None) -> int:
     Returns how many calls were touched."""
     now = now or timezone.now()
     deadline = pipeline.call_recovery_deadline(now=now)
-    overdue = CallRequest.objects.filter(status__in=ACTIVE_STATES, step_deadline__lt=now)
+    overdue = Call.objects.filter(status__in=ACTIVE_STATES, step_deadline__lt=now)
     touched = 0
     for call in overdue.order_by("step_deadline")[:500]:
         if _has_ready_step(call):  # only waiting behind a backlog: give it more time
-            CallRequest.objects.filter(pk=call.pk, status=call.status).update(
-                step_deadline=deadline
-            )
+            Call.objects.filter(pk=call.pk, status=call.status).update(step_deadline=deadline)
             continue
         touched += 1
         if call.recoveries >= settings.CALL_MAX_RECOVERIES:
@@ -95,7 +94,7 @@ def calls_recover(*, now=None) -> int:
             )
             continue
         with transaction.atomic():
-            updated = CallRequest.objects.filter(pk=call.pk, status=call.status).update(
+            updated = Call.objects.filter(pk=call.pk, status=call.status).update(
                 recoveries=call.recoveries + 1, step_deadline=deadline
             )
             if updated:

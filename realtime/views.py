@@ -20,8 +20,10 @@ from realtime.serializers import (
 )
 
 CALL_ID = "order-1234"
+CALL = "6f1c2a4e-8d2b-4f4e-9a51-3c7e0b9d1a22"  # Relay's own id of the example call
 CALL_EXAMPLE = {
     "callId": CALL_ID,
+    "call": CALL,
     "to": "+442079460123",
     "message": "Your table is ready",
     "status": "canceled",
@@ -89,7 +91,10 @@ class CallViewSet(ResourceViewSet):
             },
         ),
         responses={
-            202: (CallAckOutput, {"type": "call_ack", "callId": CALL_ID, "status": "queued"})
+            202: (
+                CallAckOutput,
+                {"type": "call_ack", "callId": CALL_ID, "call": CALL, "status": "queued"},
+            )
         },
         errors=[
             ErrorCode.DESTINATION_NOT_ALLOWED,
@@ -101,7 +106,7 @@ class CallViewSet(ResourceViewSet):
     def create(self, request):
         # Checked by CallSubmitInput inside the service: a repeated callId is acked whatever
         # the rest of the body, so the lookup comes before the shape check.
-        call, _created = services.call_request_submit(user=request.user, data=request.data)
+        call, _created = services.call_submit(user=request.user, data=request.data)
         metrics.call_acks.labels("http").inc()
         return Response(pipeline.call_ack_event(call), status=status.HTTP_202_ACCEPTED)
 
@@ -116,9 +121,10 @@ class CallViewSet(ResourceViewSet):
                     "recordings": [],
                     "script": None,
                     "timeline": [
-                        {"status": "queued", "at": 1795320000000, "detail": ""},
-                        {"status": "dialing", "at": 1795320000500, "detail": ""},
+                        {"seq": 1, "status": "queued", "at": 1795320000000, "detail": ""},
+                        {"seq": 2, "status": "dialing", "at": 1795320000500, "detail": ""},
                         {
+                            "seq": 3,
                             "status": "canceled",
                             "at": 1795320001500,
                             "detail": "canceled by the user",
@@ -143,9 +149,7 @@ class CallViewSet(ResourceViewSet):
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request, call_id):
-        call = services.call_request_cancel(
-            call=selectors.call_access(user=request.user, call_id=call_id)
-        )
+        call = services.call_cancel(call=selectors.call_access(user=request.user, call_id=call_id))
         return self.answer(CallOutput, call)
 
     @wav_download_operation(

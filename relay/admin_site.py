@@ -83,13 +83,14 @@ class RelayAdminSite(admin.AdminSite):
 def service_state() -> dict:
     """What staff want first: how many users and numbers, and how calls went in 24 hours."""
     from accounts.models import User
+    from calls.models import Call
+    from calls.states import CallState
     from history.models import CallRecord
-    from realtime.models import CallRequest, CallState
     from virtual_numbers.selectors import inventory_counts
 
     since = timezone.now() - timedelta(hours=24)
     outbound = dict(
-        CallRequest.objects.filter(created_at__gte=since)
+        Call.objects.filter(created_at__gte=since)
         .values_list("status")
         .annotate(n=Count("id"))
         .values_list("status", "n")
@@ -101,7 +102,7 @@ def service_state() -> dict:
         .values_list("status", "n")
     )
     failed = list(
-        CallRequest.objects.filter(status=CallState.FAILED, created_at__gte=since)
+        Call.objects.filter(status=CallState.FAILED, created_at__gte=since)
         .select_related("owner")
         .order_by("-created_at")[:10]
     )

@@ -8,7 +8,7 @@ was marked dialed is never dialed again (if the agent dies, recovery ends it
 trunk, and reports each change through the same transitions as every other provider. While
 it holds calls it pushes their deadlines forward (the heartbeat, realtime.services.
 calls_extend); a row that ends elsewhere (the user's cancel, recovery: realtime.selectors.
-calls_ended) is hung up at once. The agent reads and writes CallRequest rows only through
+calls_ended) is hung up at once. The agent reads and writes Call rows only through
 realtime.
 
 The ORM runs in one thread with one connection kept open (Django is synchronous; a new
@@ -29,10 +29,11 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
+from calls.models import Call
+from calls.states import CallState
 from core import events
 from core.webrtc import OfferRefused
 from realtime import pipeline
-from realtime.models import CallRequest, CallState
 from realtime.providers import QUOTA_REASON, Step, quota_cut
 from realtime.selectors import calls_ended
 from realtime.services import call_recording_add, calls_claim, calls_extend
@@ -70,7 +71,7 @@ def _in_db_thread(function):
 
 @dataclass
 class LiveCall:
-    record: CallRequest
+    record: Call
     status: str = CallState.DIALING
     sip: OutboundCall | None = None
     ended_elsewhere: bool = False
@@ -162,7 +163,7 @@ class TelephonyAgent:
     def __init__(self, *, index: int = 0) -> None:
         self.ua = UserAgent(agent_config(index))
         self.speech = Speech(settings.TTS_CACHE_DIR)
-        self.calls_by_pk: dict = {}  # CallRequest pk -> the LiveCall this agent places
+        self.calls_by_pk: dict = {}  # Call pk -> the LiveCall this agent places
         self.stopping = asyncio.Event()
         self.draining = asyncio.Event()  # drain(): no new call; stop once the live ones end
         self.drain_until = 0.0  # the loop's time past which a drain stops what is left
@@ -267,7 +268,7 @@ class TelephonyAgent:
         free = 0 if self.draining.is_set() else self._room()
         if free > 0:
             claimed = await _in_db_thread(calls_claim)(
-                limit=free, provider_call_id=lambda: new_call_id(self.ua.host)
+                limit=free, sip_call_id=lambda: new_call_id(self.ua.host)
             )
             for record in claimed:
                 live = LiveCall(record=record)
@@ -331,7 +332,7 @@ class TelephonyAgent:
             if live.ended_elsewhere or live.stopped:
                 return
             live.sip = self.ua.place(
-                call_id=record.provider_call_id,
+                call_id=record.sip_call_id,
                 to=record.to,
                 caller=record.caller_id,
                 audio=audio,

@@ -58,7 +58,7 @@ class ForwardLeg(models.Model):
         InboundCall, on_delete=models.CASCADE, related_name="legs", null=True, blank=True
     )
     request = models.ForeignKey(
-        "realtime.CallRequest",
+        "calls.Call",
         on_delete=models.CASCADE,
         related_name="+",
         null=True,

@@ -3,7 +3,7 @@ claims queued calls itself and reports each change through the pipeline's transi
 the worker is asked about a SIP call only by recovery, when the call's agent has stopped
 pushing its deadline forward."""
 
-from realtime.models import CallState
+from calls.states import CallState
 from realtime.providers import Step
 
 

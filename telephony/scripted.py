@@ -87,7 +87,7 @@ class ScriptedTalk:
     def of_call(
         cls, record, *, speech: Speech, report: Report, store: Store, dialing: Dialing
     ) -> ScriptedTalk:
-        """The talk of outbound call `record` (a CallRequest with a script)."""
+        """The talk of outbound call `record` (a Call with a script)."""
         return cls(
             script=record.script,
             identity=call_identity(record),

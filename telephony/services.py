@@ -12,6 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.quotas import QuotaExceeded, quota_check, talk_grant, user_lock
+from calls.states import TERMINAL_STATES
 from core import events
 from core.db import create_unless_taken
 from core.errors import NotFound
@@ -19,7 +20,6 @@ from core.fields import to_ms
 from core.webrtc import BROWSER
 from history.models import AnsweredBy, CallRecord, CallStatus
 from history.services import record_inbound_call
-from realtime.models import TERMINAL_STATES
 from realtime.pipeline import call_recovery_deadline, call_recovery_last_seen
 from telephony import speech
 from telephony.models import ForwardLeg, InboundCall

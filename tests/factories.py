@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from accounts import twofactor
 from accounts.models import LoginSession, User
+from calls.services import call_counters_move
+from calls.states import TERMINAL_STATES, CallState
 from core.recordings import recordings_storage
 from history.services import call_record_counters_add, record_inbound_call
-from realtime.models import TERMINAL_STATES, CallState
-from realtime.pipeline import call_counters_move
 
 DEFAULT_PASSWORD = "correct-horse-battery-staple"
 
@@ -111,12 +111,12 @@ class BlockedCallerFactory(factory.django.DjangoModelFactory):
     caller_num = "+447700900666"
 
 
-class CallRequestFactory(factory.django.DjangoModelFactory):
+class CallFactory(factory.django.DjangoModelFactory):
     """A queued outbound call, stored as it is (no dispatch is enqueued), from the service's
     caller id unless `caller_id` says otherwise; `ended_at` now if `status` is terminal."""
 
     class Meta:
-        model = "realtime.CallRequest"
+        model = "calls.Call"
 
     owner = factory.SubFactory(UserFactory)
     call_id = factory.Sequence(lambda n: f"call-{n}")

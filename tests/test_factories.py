@@ -6,7 +6,7 @@ import pytest
 from tests.conftest import api_key_client
 from tests.factories import (
     BlockedCallerFactory,
-    CallRequestFactory,
+    CallFactory,
     InventoryNumberFactory,
     inventory_e164,
 )
@@ -55,7 +55,7 @@ def test_sequences_past_the_distinct_ones_fail_instead_of_colliding():
 
 @pytest.mark.django_db
 def test_a_factory_call_request_is_a_queued_call_its_owner_can_read():
-    call = CallRequestFactory()
+    call = CallFactory()
 
     response = api_key_client(call.owner.api_key).get(f"/api/calls/{call.call_id}")
 

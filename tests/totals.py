@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 
+from calls.models import Call, CallCounter
 from history.models import CallRecord, CallRecordCounter
-from realtime.models import CallRequest, CallRequestCounter
 
 HISTORY_KEY = ("owner_id", "number_id", "status")
 CALLS_KEY = ("owner_id", "status")
@@ -39,11 +39,11 @@ def history_rows() -> dict:
 
 
 def calls_counted() -> dict:
-    return _counted(CallRequestCounter, CALLS_KEY)
+    return _counted(CallCounter, CALLS_KEY)
 
 
 def calls_rows() -> dict:
-    return _rows(CallRequest, CALLS_KEY)
+    return _rows(Call, CALLS_KEY)
 
 
 def assert_totals_exact() -> None:

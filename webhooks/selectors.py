@@ -6,9 +6,9 @@ from django.db.models import OuterRef, Subquery
 from django.db.models.functions import JSONObject
 
 from accounts import apikeys
+from calls.models import Call
 from core.errors import NotFound
 from core.fields import represent
-from realtime.models import CallRequest
 from webhooks.models import WebhookEndpoint
 from webhooks.serializers import WebhookOutput
 
@@ -67,7 +67,7 @@ def status_callbacks(calls: list[tuple[str, str]]) -> dict[tuple[str, str], str]
     if not calls:
         return {}
     rows = (
-        CallRequest.objects.filter(
+        Call.objects.filter(
             owner_id__in={owner for owner, _ in calls}, call_id__in={call for _, call in calls}
         )
         .exclude(status_callback="")

@@ -20,10 +20,10 @@ from django.utils import timezone
 
 from accounts import apikeys
 from accounts.models import User
+from calls.models import Call
 from core import outbox
 from core.errors import InvalidRequest, NotFound
 from core.urls import destination_problem
-from realtime.models import CallRequest
 from webhooks import selectors
 from webhooks.models import (
     EVENT_TYPES,
@@ -110,7 +110,7 @@ def webhook_outbox_write(
     a call's statusCallback takes that call's call_status. Whatever the number of events,
     at most two reads: the users' webhooks (none when the sender read them with the users:
     `owned`, selectors.webhook_column), and the statusCallbacks of the calls whose row the
-    sender did not hand over (`rows`: the CallRequest of a call_status, or None)."""
+    sender did not hand over (`rows`: the Call of a call_status, or None)."""
     rows = rows or [None] * len(events)
     wanted = [
         (str(user_id), event, row)
@@ -123,13 +123,13 @@ def webhook_outbox_write(
     callbacks = {
         (user_id, row.call_id): row.status_callback
         for user_id, event, row in wanted
-        if event["type"] == "call_status" and isinstance(row, CallRequest)
+        if event["type"] == "call_status" and isinstance(row, Call)
     }
     callbacks |= selectors.status_callbacks(
         [
             (user_id, event["callId"])
             for user_id, event, row in wanted
-            if event["type"] == "call_status" and not isinstance(row, CallRequest)
+            if event["type"] == "call_status" and not isinstance(row, Call)
         ]
     )
     deliveries = []

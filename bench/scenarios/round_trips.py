@@ -1,7 +1,7 @@
 """round_trips: what an ack and a /me cost in round trips, counted, not timed (issue 40).
 
 In this process, against the bench's PostgreSQL and Redis: a batch of submits of the sizes
-the socket server forms under load (realtime.services.call_requests_submit, as
+the socket server forms under load (realtime.services.calls_submit, as
 realtime.consumers.SubmitBatcher calls it), and GET /api/user/me by JWT and by API key
 through Django's test client. Statements are counted by Django's instrumentation
 (CaptureQueriesContext: each one a round trip, the transaction's BEGIN and COMMIT
@@ -32,16 +32,16 @@ def round_trips(b: Bench) -> None:
     from django.test.utils import CaptureQueriesContext
 
     from accounts.models import User
-    from realtime.services import call_requests_submit
+    from realtime.services import calls_submit
 
     users = list(User.objects.filter(pk__in=[user_id for _, user_id in b.ws]))
-    call_requests_submit(submits=[_submit(users[0])])  # connections open, queries compiled
+    calls_submit(submits=[_submit(users[0])])  # connections open, queries compiled
     for size in BATCH_SIZES:
         submits = [_submit(users[n % len(users)]) for n in range(size)]
         try:
             with transaction.atomic():
                 with CaptureQueriesContext(connection) as db, count_redis() as redis:
-                    outcomes = call_requests_submit(submits=submits)
+                    outcomes = calls_submit(submits=submits)
                 raise _Rollback
         except _Rollback:
             pass

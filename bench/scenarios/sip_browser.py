@@ -21,7 +21,8 @@ from bench import fixtures, forward, sip
 from bench.report import Row
 from bench.scenarios.common import Bench
 from bench.wsload import percentile
-from realtime.models import TERMINAL_STATES, CallRequest
+from calls.models import Call
+from calls.states import TERMINAL_STATES
 from tests.live import ChildProcess, DaphneProcess, wait_until
 
 LOAD = Path(__file__).resolve().parent.parent / "browser_load.py"
@@ -112,7 +113,7 @@ def _browser_calls(b: Bench, workdir: Path, n: int, talk: float) -> dict:
             if process is not None:
                 process.stop()
     tabs = result["tabs"]
-    statuses = dict(CallRequest.objects.filter(call_id__in=ids).values_list("call_id", "status"))
+    statuses = dict(Call.objects.filter(call_id__in=ids).values_list("call_id", "status"))
     completed = sum(1 for s in statuses.values() if s == "completed")
     setups = [t["setup_s"] for t in tabs if t["setup_s"] == t["setup_s"]]  # not NaN
     errors = result["errors"]
@@ -134,5 +135,5 @@ def _browser_calls(b: Bench, workdir: Path, n: int, talk: float) -> dict:
 
 
 def _ended(call_ids: list[str]) -> bool:
-    active = CallRequest.objects.filter(call_id__in=call_ids).exclude(status__in=TERMINAL_STATES)
+    active = Call.objects.filter(call_id__in=call_ids).exclude(status__in=TERMINAL_STATES)
     return not active.exists()

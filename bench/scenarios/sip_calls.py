@@ -117,7 +117,7 @@ def _ack_to_invite_ms(acks: dict, calls: dict, invites: dict) -> list[float]:
     out = []
     for call_id, acked_at in acks.items():
         call = calls.get(call_id)
-        invite = invites.get(call.provider_call_id) if call else None
+        invite = invites.get(call.sip_call_id) if call else None
         if invite is not None:
             out.append((invite.at - acked_at) * 1000)
     return out
@@ -130,9 +130,9 @@ def _sip_50_concurrency_rows(b: Bench, load: LoadRun, calls: dict, invites: dict
     n = p.sip_50_calls
     mine = [c for call_id, c in calls.items() if call_id.startswith(load.prefix)]
     completed = [c for c in mine if c.status == "completed"]
-    dialed = {c.provider_call_id for c in mine} & invites.keys()
-    lost = n - sum(1 for c in completed if c.provider_call_id in invites)
-    unknown = len(invites.keys() - {c.provider_call_id for c in calls.values()})
+    dialed = {c.sip_call_id for c in mine} & invites.keys()
+    lost = n - sum(1 for c in completed if c.sip_call_id in invites)
+    unknown = len(invites.keys() - {c.sip_call_id for c in calls.values()})
     per_agent = Counter(invites[call_id].sender for call_id in dialed)
     split = "/".join(str(count) for _, count in sorted(per_agent.items()))
     heard = [audio[c.pk]["speech"] for c in mine if c.pk in audio]

@@ -95,7 +95,7 @@ def sip_leg(b: Bench, workdir: Path, prefix: str, *, secure: bool, calls: int, s
     leg.resent = sipp_log.invites_received(far_end.sipp.messages) - len(invites)
     done = [c for c in placed if c.status == "completed"]
     leg.completed = len(done)
-    leg.lost = calls - sum(1 for c in done if c.provider_call_id in invites)
+    leg.lost = calls - sum(1 for c in done if c.sip_call_id in invites)
     b.keep_logs = b.keep_logs or leg.lost > 0  # what went wrong is in the agents' and SIPp's logs
     leg.heard = sum(1 for c in placed if audio.get(c.pk, {}).get("speech", 0) > 0)
     leg.peak = sip.peak_in_progress(placed)

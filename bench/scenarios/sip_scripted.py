@@ -115,10 +115,10 @@ def _leg(b: Bench, workdir: Path, prefix: str, *, scripted: bool, calls: int,
     leg.completed = sum(1 for call in placed if call.status == "completed")
     b.keep_logs = b.keep_logs or leg.completed < calls  # what went wrong is in the logs
     if scripted:
-        from realtime.models import CallEvent
+        from calls.models import CallEvent
 
         leg.gathered = CallEvent.objects.filter(
-            call__call_id__startswith=f"{prefix}load-", event="gathered",
+            call__call_id__startswith=f"{prefix}load-", kind="gathered",
             data__result__digits="1",
         ).count()  # fmt: skip
         # The warm-up call's stream is the meter's too: the first to go quiet, alone.

@@ -12,13 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts import services as accounts_services
 from accounts.wsurl import ws_base_url
+from calls.states import TERMINAL_STATES, CallState
 from console.forms import CallForm
 from console.signin import signed_in, signed_in_json
 from console.views.common import posted
 from core.errors import ApplicationError, NotFound
 from core.fields import validated
 from realtime import selectors, services
-from realtime.models import TERMINAL_STATES, CallState
 from realtime.serializers import CallsQuery
 from virtual_numbers.selectors import numbers_of
 
@@ -84,7 +84,7 @@ def call_list(request):
     if not form.is_valid():  # a CharField-only form is always valid; kept for the shape
         return _calls_page(request, form, status=400)
     try:
-        call, created = services.call_request_submit(user=request.user, data=form.submitted())
+        call, created = services.call_submit(user=request.user, data=form.submitted())
     except ApplicationError as error:
         return _calls_page(request, form, status=error.status, error=error)
     if created:
@@ -101,7 +101,7 @@ def call_cancel(request, call_id):
     id); one that has ended already is a sentence on the calls page (409)."""
     call = selectors.call_access(user=request.user, call_id=call_id)
     try:
-        services.call_request_cancel(call=call)
+        services.call_cancel(call=call)
     except ApplicationError as error:
         form = CallForm(numbers=numbers_of(user=request.user))
         return _calls_page(request, form, status=error.status, cancel_error=error)

@@ -26,11 +26,11 @@ class Step:
     wait: float = 0.0  # seconds until advance() should be asked for the next step
     duration: int | None = None
     reason: str = ""
-    provider_call_id: str = ""
+    sip_call_id: str = ""
     extra: dict = field(default_factory=dict)
     # For in_progress: the seconds the provider expects the call to talk (None: up to
     # SIP_MAX_CALL_SECONDS). The pipeline grants the call that much of the day's answered
-    # seconds, or what is left of them (CallRequest.talk_limit); the provider hangs up there.
+    # seconds, or what is left of them (Call.talk_limit); the provider hangs up there.
     talk: float | None = None
 
 
@@ -67,8 +67,14 @@ def quota_cut(call, planned: float | None) -> bool:
 
 def call_identity(call) -> dict:
     """The body of every voice hook request of an outbound call besides its result (voiceapps):
-    which call, and between whom."""
-    return {"callId": call.call_id, "direction": "outbound", "from": call.caller_id, "to": call.to}
+    which call (the client's `callId`, Relay's `call`), and between whom."""
+    return {
+        "callId": call.call_id,
+        "call": str(call.pk),
+        "direction": "outbound",
+        "from": call.caller_id,
+        "to": call.to,
+    }
 
 
 @cache

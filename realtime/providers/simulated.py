@@ -23,7 +23,7 @@ import uuid
 
 from django.conf import settings
 
-from realtime.models import CallState
+from calls.states import CallState
 from realtime.providers import QUOTA_REASON, Step, call_identity, quota_cut
 from virtual_numbers.selectors import targets_dialable
 from voiceapps.hooks import hook_request
@@ -43,7 +43,7 @@ class SimulatedProvider:
         return Step(
             status=CallState.DIALING,
             wait=settings.SIMULATED_STEP_SECONDS,
-            provider_call_id=f"sim-{uuid.uuid4().hex[:16]}",
+            sip_call_id=f"sim-{uuid.uuid4().hex[:16]}",
         )
 
     def advance(self, call) -> Step | None:

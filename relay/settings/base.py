@@ -116,7 +116,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         # Named from the models' own choices, so the schema's enums cannot drift from them.
         "CallRecordStatusEnum": "history.models.CALL_STATUS_VALUES",
-        "CallStateEnum": "realtime.models.CALL_STATE_VALUES",
+        "CallStateEnum": "calls.states.CALL_STATE_VALUES",
     },
 }
 

@@ -8,11 +8,11 @@ from django.core.files.base import ContentFile
 
 from accounts import apikeys
 from accounts.models import DialRefusal, User
+from calls.models import Call, Recording
 from core.recordings import recordings_storage
 from history.models import CallRecord
 from history.services import record_inbound_call
-from realtime.models import CallRecording, CallRequest
-from tests.factories import BlockedCallerFactory, CallRequestFactory, NumberFactory, wav_bytes
+from tests.factories import BlockedCallerFactory, CallFactory, NumberFactory, wav_bytes
 from virtual_numbers.models import Number
 from webhooks.models import WebhookEndpoint
 
@@ -25,9 +25,9 @@ class Holdings:
     number: Number
     voicemail: CallRecord
     audio: bytes
-    call: CallRequest
+    call: Call
     webhook: WebhookEndpoint
-    recording: CallRecording
+    recording: Recording
 
 
 def holdings_of(user: User, *, seconds: float = 1.0, call_id: str = "call-kept") -> Holdings:
@@ -49,9 +49,9 @@ def holdings_of(user: User, *, seconds: float = 1.0, call_id: str = "call-kept")
         recording=name,
         recording_seconds=seconds,
     )
-    call = CallRequestFactory(owner=user, call_id=call_id, message="Hello from the test")
+    call = CallFactory(owner=user, call_id=call_id, message="Hello from the test")
     recorded = recordings_storage().save(f"rec-{user.pk}.wav", ContentFile(audio))
-    recording = CallRecording.objects.create(call=call, name=recorded, seconds=seconds)
+    recording = Recording.objects.create(call=call, name=recorded, seconds=seconds)
     webhook = WebhookEndpoint.objects.create(
         user=user,
         url="https://hooks.example.com/relay",

@@ -6,15 +6,16 @@ from asgiref.sync import sync_to_async
 
 from accounts import services
 from accounts.models import DialRefusal, FraudRecord, LoginSession, User
+from calls.models import Call
+from calls.states import CallState
 from core.recordings import recordings_storage
 from history.models import CallRecord
 from mail.models import OutboundMail
 from mail.services import mail_queue
 from matrix.models import MatrixRoom
-from realtime.models import CallRequest, CallState
 from tests.accounts.data import holdings_of
 from tests.conftest import jwt_client
-from tests.factories import DEFAULT_PASSWORD, CallRequestFactory, two_factor_on
+from tests.factories import DEFAULT_PASSWORD, CallFactory, two_factor_on
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import number_grant
 from webhooks.models import WebhookDelivery, WebhookEndpoint
@@ -43,7 +44,7 @@ def test_deleting_the_account_leaves_nothing_of_the_user(client_jwt, user, other
     for model, owner in (
         (Number, "owner"),
         (CallRecord, "owner"),
-        (CallRequest, "owner"),
+        (Call, "owner"),
         (WebhookEndpoint, "user"),
         (WebhookDelivery, "user"),
         (LoginSession, "user"),
@@ -60,7 +61,7 @@ def test_deleting_the_account_leaves_nothing_of_the_user(client_jwt, user, other
     assert CallRecord.objects.filter(pk=theirs.voicemail.pk).exists()
     assert recordings_storage().exists(theirs.voicemail.recording)
     assert recordings_storage().exists(theirs.recording.name)
-    assert CallRequest.objects.filter(pk=theirs.call.pk).exists()
+    assert Call.objects.filter(pk=theirs.call.pk).exists()
     assert WebhookEndpoint.objects.filter(user=other_user).exists()
 
 
@@ -207,10 +208,10 @@ def test_deleting_needs_credentials(api_client, user):
 
 
 async def test_calls_in_progress_end_first_and_every_socket_closes_4401(communicator, user):
-    ringing = await sync_to_async(CallRequestFactory)(
+    ringing = await sync_to_async(CallFactory)(
         owner=user, call_id="up-now", status=CallState.RINGING
     )
-    await sync_to_async(CallRequestFactory)(owner=user, call_id="done", status=CallState.BUSY)
+    await sync_to_async(CallFactory)(owner=user, call_id="done", status=CallState.BUSY)
     socket, connected = await communicator(user)
     key = await sync_to_async(lambda: user.api_key)()
     by_key, key_connected = await communicator(headers=[(b"x-api-key", key.encode())])
@@ -244,7 +245,7 @@ async def test_calls_in_progress_end_first_and_every_socket_closes_4401(communic
     assert await socket.receive_output(timeout=5) == CLOSED_4401
     assert (await by_key.receive_json_from(timeout=5))["status"] == "canceled"
     assert await by_key.receive_output(timeout=5) == CLOSED_4401
-    assert not await CallRequest.objects.filter(owner_id=user.pk).aexists()
+    assert not await Call.objects.filter(owner_id=user.pk).aexists()
 
 
 def test_another_users_id_or_address_in_the_body_deletes_only_the_caller(

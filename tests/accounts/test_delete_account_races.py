@@ -9,10 +9,11 @@ from django.db import connection
 
 from accounts import services
 from accounts.models import User
+from calls.models import Call, CallEvent
+from calls.states import CallState
 from realtime import pipeline
-from realtime.models import CallEvent, CallRequest, CallState
 from realtime.providers import Step
-from tests.factories import DEFAULT_PASSWORD, CallRequestFactory, UserFactory
+from tests.factories import DEFAULT_PASSWORD, CallFactory, UserFactory
 
 pytestmark = [
     pytest.mark.skipif(
@@ -22,10 +23,10 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 
-CANCEL_SQL = 'UPDATE "realtime_callrequest" SET "status" = '
+CANCEL_SQL = 'UPDATE "calls_call" SET "status" = '
 
 
-def moved_elsewhere(call: CallRequest, step: Step, expected: str, results: list) -> None:
+def moved_elsewhere(call: Call, step: Step, expected: str, results: list) -> None:
     """What the agent or a worker does to the call it holds (read before the deletion), on
     a connection of its own."""
     try:
@@ -40,7 +41,7 @@ def delete(user) -> None:
 
 def test_a_call_that_ends_elsewhere_while_the_account_goes_keeps_that_one_end():
     user = UserFactory()
-    call = CallRequestFactory(owner=user, status=CallState.IN_PROGRESS)
+    call = CallFactory(owner=user, status=CallState.IN_PROGRESS)
     elsewhere: list = []
     ends = []
     real = pipeline.call_transition
@@ -72,13 +73,13 @@ def test_a_call_that_ends_elsewhere_while_the_account_goes_keeps_that_one_end():
     # The hang-up won: the call completed, and the deletion's cancel changed nothing.
     assert ends == [(CallState.COMPLETED, True), (CallState.CANCELED, False)]
     assert not User.objects.filter(pk=user.pk).exists()
-    assert not CallRequest.objects.filter(pk=call.pk).exists()
+    assert not Call.objects.filter(pk=call.pk).exists()
     assert not CallEvent.objects.filter(call_id=call.pk).exists()
 
 
 def test_a_call_answered_while_the_account_goes_is_canceled_once_and_the_answer_finds_nothing():
     user = UserFactory()
-    call = CallRequestFactory(owner=user, status=CallState.RINGING)
+    call = CallFactory(owner=user, status=CallState.RINGING)
     elsewhere: list = []
     waiting: list[threading.Thread] = []
 
@@ -104,5 +105,5 @@ def test_a_call_answered_while_the_account_goes_is_canceled_once_and_the_answer_
     # found the owner gone: nothing moved, nothing was written.
     assert elsewhere == [False]
     assert not User.objects.filter(pk=user.pk).exists()
-    assert not CallRequest.objects.filter(pk=call.pk).exists()
+    assert not Call.objects.filter(pk=call.pk).exists()
     assert not CallEvent.objects.filter(call_id=call.pk).exists()

@@ -14,10 +14,11 @@ from rest_framework.test import APIClient
 
 from accounts.models import User
 from accounts.verification import verification_token_make
-from realtime.models import CallRequest
+from calls.models import Call
 from tests.conftest import jwt_client
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 from tests.hostile import FUZZ, assert_error_shape, documents, fill
+from tests.ledger import aack
 from virtual_numbers.models import Number
 
 pytestmark = pytest.mark.django_db
@@ -355,7 +356,7 @@ def test_required_an_unverified_user_places_no_call_until_verified(
     refused = client_jwt.post("/api/calls", call, format="json")
 
     assert refused.status_code == 403 and refused.json()["code"] == "email_unverified"
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
     verify(api_client, verification_token_make(user=user))
     assert client_jwt.post("/api/calls", call, format="json").status_code == 202
 
@@ -384,7 +385,7 @@ async def test_required_the_socket_answers_an_error_frame_then_calls_once_verifi
     assert frame["type"] == "error"
     assert (frame["code"], frame["callId"]) == ("email_unverified", "c1")
     assert "Confirm your e-mail address" in frame["error"]
-    assert not await sync_to_async(CallRequest.objects.exists)()
+    assert not await sync_to_async(Call.objects.exists)()
     # Verified meanwhile: the same socket's next call goes through.
     token = await sync_to_async(verification_token_make)(user=user)
     response = await sync_to_async(APIClient().post)(
@@ -392,11 +393,7 @@ async def test_required_the_socket_answers_an_error_frame_then_calls_once_verifi
     )
     assert response.status_code == 204
     await ws.send_json_to({"type": "call", "callId": "c1", "to": "+442079460120", "message": "x"})
-    assert await ws.receive_json_from(timeout=5) == {
-        "type": "call_ack",
-        "callId": "c1",
-        "status": "queued",
-    }
+    assert await ws.receive_json_from(timeout=5) == await aack("c1", "queued")
 
 
 # --- no token in a log line -------------------------------------------------------------------

@@ -10,7 +10,8 @@ from django.db import connection
 from django.utils import timezone
 
 from accounts import quotas
-from realtime.models import CallRequest, CallState
+from calls.models import Call
+from calls.states import CallState
 
 pytestmark = [
     pytest.mark.django_db,
@@ -33,7 +34,7 @@ def rows_read(plan: dict, table: str) -> int:
 def test_the_use_of_a_user_with_months_of_calls_reads_only_the_days_rows(user):
     now = timezone.now()
     old = [
-        CallRequest(
+        Call(
             owner=user,
             call_id=f"old-{n}",
             to="+442079460120",
@@ -46,19 +47,17 @@ def test_the_use_of_a_user_with_months_of_calls_reads_only_the_days_rows(user):
         )  # fmt: skip
         for n in range(OLD_CALLS)
     ]
-    CallRequest.objects.bulk_create(old)
-    CallRequest.objects.filter(call_id__startswith="old-").update(
-        created_at=now - timedelta(days=30)
-    )
+    Call.objects.bulk_create(old)
+    Call.objects.filter(call_id__startswith="old-").update(created_at=now - timedelta(days=30))
     for n in range(3):
-        CallRequest.objects.create(owner=user, call_id=f"new-{n}", to="+442079460120",
+        Call.objects.create(owner=user, call_id=f"new-{n}", to="+442079460120",
                                    message="hi", caller_id="+442079460000")  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE realtime_callrequest")
+        cursor.execute("ANALYZE calls_call")
 
     query = quotas._use_query(owner=user.pk, since=now - quotas.WINDOW)
     plan = json.loads(query.explain(format="json", analyze=True))[0]["Plan"]
 
     assert quotas._use(user, now)["calls"] == 3
     # Ten figures of three new calls: each reads at most those, whatever the month held.
-    assert rows_read(plan, "realtime_callrequest") <= 10 * 3
+    assert rows_read(plan, "calls_call") <= 10 * 3

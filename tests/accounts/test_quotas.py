@@ -11,9 +11,10 @@ from django.utils import timezone
 
 from accounts.models import DialRefusal
 from accounts.quotas import QuotaExceeded
-from realtime.models import CallRequest, CallState
-from realtime.services import call_request_submit
-from tests.factories import CallRequestFactory, UserFactory
+from calls.models import Call
+from calls.states import CallState
+from realtime.services import call_submit
+from tests.factories import CallFactory, UserFactory
 from tests.totals import CONCURRENT_WRITERS, run_together
 
 DAY = 24 * 3600
@@ -41,8 +42,8 @@ def ended(owner, *, ago: timedelta, answered: int | None = None, **extra):
     values = {"status": CallState.COMPLETED, "ended_at": created + timedelta(minutes=1)}
     if answered is not None:
         values.update(answered_at=created + timedelta(seconds=5), duration=answered)
-    call = CallRequestFactory(owner=owner, **values, **extra)
-    CallRequest.objects.filter(pk=call.pk).update(created_at=created)
+    call = CallFactory(owner=owner, **values, **extra)
+    Call.objects.filter(pk=call.pk).update(created_at=created)
     return call
 
 
@@ -52,7 +53,7 @@ def test_calls_past_the_days_quota_get_429_with_retry_after_and_no_call(settings
     settings.PLANS = plans(calls_per_day=2)
     for i in range(2):
         assert submit(client_jwt, f"c{i}").status_code == 202
-        CallRequest.objects.filter(call_id=f"c{i}").update(ended_at=timezone.now())
+        Call.objects.filter(call_id=f"c{i}").update(ended_at=timezone.now())
 
     response = submit(client_jwt, "c2")
 
@@ -64,7 +65,7 @@ def test_calls_past_the_days_quota_get_429_with_retry_after_and_no_call(settings
     assert DAY - 60 <= int(response["Retry-After"]) <= DAY
     assert response["X-RateLimit-Limit"] == "2"
     assert response["X-RateLimit-Remaining"] == "0"
-    assert CallRequest.objects.count() == 2
+    assert Call.objects.count() == 2
     refusal = DialRefusal.objects.get(user=user)
     assert (refusal.kind, refusal.reason) == ("quota", "calls_per_day")
 
@@ -81,7 +82,7 @@ def test_the_day_rolls_calls_older_than_24_hours_do_not_count(settings, user, cl
     assert refused.status_code == 429
     # The one of 23 hours ago leaves the day first, an hour from now.
     assert 3600 - 60 <= int(refused["Retry-After"]) <= 3600
-    CallRequest.objects.filter(owner=user).update(created_at=timezone.now() - timedelta(hours=25))
+    Call.objects.filter(owner=user).update(created_at=timezone.now() - timedelta(hours=25))
     assert submit(client_jwt, "later").status_code == 202
 
 
@@ -109,9 +110,7 @@ def test_calls_up_at_once_are_capped_until_one_ends(settings, user, client_jwt):
     assert refused.json()["code"] == "quota_exceeded"
     assert "2 call(s) at once" in refused.json()["error"]
     assert refused["Retry-After"] == "10"
-    CallRequest.objects.filter(call_id="c1").update(
-        status=CallState.COMPLETED, ended_at=timezone.now()
-    )
+    Call.objects.filter(call_id="c1").update(status=CallState.COMPLETED, ended_at=timezone.now())
     assert submit(client_jwt, "c3").status_code == 202
 
 
@@ -194,7 +193,7 @@ def test_concurrent_submits_never_place_one_call_over_the_quota(settings, quota)
     def submit_one(n: int):
         def run():
             data = {"callId": f"race-{n}", "to": "+442079460120", "message": "Hello"}
-            return call_request_submit(user=owner, data=data)[1]
+            return call_submit(user=owner, data=data)[1]
 
         return run
 
@@ -205,7 +204,7 @@ def test_concurrent_submits_never_place_one_call_over_the_quota(settings, quota)
     assert len(placed) == 3, results
     assert len(refused) == submitters - 3, results
     assert all(r.quota == quota for r in refused)
-    assert CallRequest.objects.filter(owner=owner).count() == 3
+    assert Call.objects.filter(owner=owner).count() == 3
     assert DialRefusal.objects.filter(user=owner, reason=quota).count() == submitters - 3
 
 
@@ -216,7 +215,7 @@ def test_me_shows_each_quota_with_its_use_and_reset(settings, user, client_jwt):
     first = ended(user, ago=timedelta(hours=20), answered=30)
     ended(user, ago=timedelta(hours=2), answered=12)
     ended(user, ago=timedelta(hours=30), answered=999)  # outside the day
-    up = CallRequestFactory(owner=user, status=CallState.RINGING)
+    up = CallFactory(owner=user, status=CallState.RINGING)
 
     quotas = client_jwt.get("/api/user/me").json()["quotas"]
 
@@ -254,7 +253,7 @@ def test_me_counts_the_use_afresh_on_every_request(settings, user, client_jwt):
     assert client_jwt.get("/api/user/me").json()["quotas"]["callsPerDay"]["used"] == 0
 
     ended(user, ago=timedelta(hours=1), answered=5)
-    CallRequestFactory(owner=user, status=CallState.RINGING)
+    CallFactory(owner=user, status=CallState.RINGING)
 
     quotas = client_jwt.get("/api/user/me").json()["quotas"]
     assert quotas["callsPerDay"]["used"] == 2
@@ -270,11 +269,11 @@ def test_a_batchs_read_of_its_users_use_is_each_users_own(user):
 
     ended(user, ago=timedelta(hours=2), answered=40)
     ended(user, ago=timedelta(hours=30), answered=60)  # out of the day
-    CallRequestFactory(owner=user, status=CallState.IN_PROGRESS, answered_at=timezone.now(),
+    CallFactory(owner=user, status=CallState.IN_PROGRESS, answered_at=timezone.now(),
                        talk_limit=90)  # fmt: skip
-    CallRequestFactory(owner=user)
+    CallFactory(owner=user)
     outsider, idle = UserFactory(), UserFactory()
-    CallRequestFactory(owner=outsider)
+    CallFactory(owner=outsider)
     now = timezone.now()
 
     uses = quotas.uses_of([user.pk, outsider.pk, idle.pk], now=now)

@@ -19,11 +19,12 @@ from rest_framework.test import APIClient, APIRequestFactory
 from accounts import selectors
 from accounts.models import TotpDevice
 from accounts.serializers import MeOutput
+from calls.models import Call
+from calls.states import CallState
 from core.fields import represent
 from core.viewsets import ResourceViewSet
-from realtime.models import CallRequest, CallState
 from tests.conftest import api_key_client, jwt_client
-from tests.factories import CallRequestFactory, NumberFactory
+from tests.factories import CallFactory, NumberFactory
 from tests.roundtrips import count_redis
 
 pytestmark = pytest.mark.django_db
@@ -40,17 +41,17 @@ def with_use_and_a_factor(user) -> None:
     """Give `user` something in every figure of /me: calls today (one answered, one up, one
     ended yesterday) and a confirmed second factor."""
     now = timezone.now()
-    answered = CallRequestFactory(
+    answered = CallFactory(
         owner=user,
         status=CallState.COMPLETED,
         answered_at=now - timedelta(hours=2),
         duration=42,
         ended_at=now - timedelta(hours=1),
     )
-    CallRequest.objects.filter(pk=answered.pk).update(created_at=now - timedelta(hours=2))
-    old = CallRequestFactory(owner=user, status=CallState.COMPLETED)
-    CallRequest.objects.filter(pk=old.pk).update(created_at=now - timedelta(days=2))
-    CallRequestFactory(owner=user, status=CallState.RINGING)
+    Call.objects.filter(pk=answered.pk).update(created_at=now - timedelta(hours=2))
+    old = CallFactory(owner=user, status=CallState.COMPLETED)
+    Call.objects.filter(pk=old.pk).update(created_at=now - timedelta(days=2))
+    CallFactory(owner=user, status=CallState.RINGING)
     TotpDevice.objects.create(user=user, secret_ciphertext="-", confirmed_at=now)
 
 

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from accounts.models import DialRefusal, User
-from realtime.models import CallRequest
+from calls.models import Call
 from tests import live
 from tests.conftest import jwt_client
 from tests.factories import DEFAULT_PASSWORD
@@ -210,7 +210,7 @@ def test_a_user_is_flagged_once_their_refusals_in_an_hour_reach_the_threshold(
     flagged = [r for r in caplog.records if "flagged for fraud review" in r.getMessage()]
     assert len(flagged) == 1  # once, however many refusals follow
     assert "+449012345678" not in caplog.text
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 @pytest.mark.django_db

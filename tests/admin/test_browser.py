@@ -19,8 +19,8 @@ from accounts.models import LoginSession, User
 from tests.browser import NEEDS_CHROMIUM
 from tests.conftest import jwt_client
 from tests.factories import (
+    CallFactory,
     CallRecordFactory,
-    CallRequestFactory,
     InventoryNumberFactory,
     NumberFactory,
     UserFactory,
@@ -45,8 +45,8 @@ def world(db):
         CallRecordFactory(number=number, caller_num="+447700900666", status="missed")
     CallRecordFactory(number=number, caller_num="+447700900123", status="answered")
     session = accounts.session_open(user=customer).session
-    queued = CallRequestFactory(owner=customer, call_id="q1", caller_id=number.number)
-    failed = CallRequestFactory(
+    queued = CallFactory(owner=customer, call_id="q1", caller_id=number.number)
+    failed = CallFactory(
         owner=customer,
         call_id="f1",
         to="+442079460129",
@@ -102,7 +102,7 @@ def test_the_index_shows_the_service_state(live_server, page, world):
     assert "f1" in page.inner_text("#state-failed")
     shot(page, "index")
     page.click("#state-failed a:text('f1')")
-    page.wait_for_url("**/admin/realtime/callrequest/*/change/**")
+    page.wait_for_url("**/admin/calls/call/*/change/**")
     assert "unreachable" in page.inner_text("#content-main")
     shot(page, "call-request")
 
@@ -116,7 +116,7 @@ def test_the_index_shows_the_service_state(live_server, page, world):
         "/admin/numbers/inventorynumber/",
         "/admin/history/callrecord/",
         "/admin/numbers/blockedcaller/",
-        "/admin/realtime/callrequest/",
+        "/admin/calls/call/",
         "/admin/accounts/dialrefusal/",
     ],
 )
@@ -185,7 +185,7 @@ def test_actions_run_through_the_services(live_server, page, world):
     run_action(page, base, "/admin/history/callrecord/", "block_callers", record.pk)
     assert BlockedCaller.objects.filter(number=number, caller_num="+447700900123").exists()
 
-    run_action(page, base, "/admin/realtime/callrequest/", "cancel_calls", world["queued"].pk)
+    run_action(page, base, "/admin/calls/call/", "cancel_calls", world["queued"].pk)
     world["queued"].refresh_from_db()
     assert world["queued"].status == "canceled"
     shot(page, "call-canceled")

@@ -8,11 +8,11 @@ import logging
 
 import pytest
 
+from calls.models import Call, CallEvent
 from calls.states import ACTIVE_STATES, MOVES, TERMINAL_STATES, CallState, move_allowed
-from realtime.models import CallEvent, CallRequest
 from realtime.pipeline import call_transition
 from realtime.providers import Step
-from tests.factories import CallRequestFactory
+from tests.factories import CallFactory
 
 FORWARD = [CallState.QUEUED, CallState.DIALING, CallState.RINGING, CallState.IN_PROGRESS]
 PAIRS = list(itertools.product(CallState, CallState))
@@ -50,7 +50,7 @@ def test_what_is_no_state_moves_nowhere(value):
 @pytest.mark.django_db
 @pytest.mark.parametrize(("old", "new"), PAIRS, ids=[f"{o.value}-{n.value}" for o, n in PAIRS])
 def test_the_pipeline_moves_what_the_table_allows_and_nothing_else(old, new, caplog):
-    call = CallRequestFactory(status=old)
+    call = CallFactory(status=old)
     events = CallEvent.objects.filter(call=call).count()
 
     with caplog.at_level(logging.WARNING, logger="realtime.pipeline"):
@@ -58,7 +58,7 @@ def test_the_pipeline_moves_what_the_table_allows_and_nothing_else(old, new, cap
             call=call, step=Step(status=new, reason="walked"), expected_status=old
         )
 
-    stored = CallRequest.objects.get(pk=call.pk).status
+    stored = Call.objects.get(pk=call.pk).status
     if expected(old, new):
         assert moved and stored == new
         assert CallEvent.objects.filter(call=call).count() == events + 1

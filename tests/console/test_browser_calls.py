@@ -5,10 +5,10 @@ the page is scanned with axe-core (tests/browser.py)."""
 
 import pytest
 
-from realtime.models import CallRequest
+from calls.models import Call
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import log_in
-from tests.factories import CallRequestFactory, NumberFactory
+from tests.factories import CallFactory, NumberFactory
 from tests.live import RelayProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
@@ -31,7 +31,7 @@ def relay(tmp_path_factory, django_db_setup):
     process.stop()
 
 
-def status_of(page, call: CallRequest) -> str:
+def status_of(page, call: Call) -> str:
     return page.get_attribute(f'[data-call-id="{call.call_id}"] .call-status', "data-status")
 
 
@@ -51,7 +51,7 @@ def test_a_call_placed_from_the_form_is_followed_live_and_another_canceled(
     inspector.look(page, "calls-refused")
     page.fill("#id_to", "+442079460123")
     submit(page, "Place the call")
-    first = CallRequest.objects.get(owner=user)
+    first = Call.objects.get(owner=user)
     assert "Calling +442079460123." in page.inner_text("[role=status]")
     page.wait_for_function(
         # A function, not an expression: Playwright evals an expression, which the policy refuses.
@@ -62,14 +62,14 @@ def test_a_call_placed_from_the_form_is_followed_live_and_another_canceled(
     seen = page.evaluate("window.seenStatuses")
     assert {"ringing", "in_progress"} & set(seen), seen  # pushed while the page was open
     assert page.inner_text(f'[data-call-id="{first.call_id}"] .call-status') == "Completed"
-    CallRequestFactory(owner=user, call_id="still/ringing", status="ringing")  # never advances
+    CallFactory(owner=user, call_id="still/ringing", status="ringing")  # never advances
     page.reload()
     inspector.look(page, "calls")  # a call with its Cancel button, one ended without
 
     page.fill("#id_to", "+442079460124")
     page.fill("#id_message", "Never mind")
     submit(page, "Place the call")
-    second = CallRequest.objects.get(owner=user, to="+442079460124")
+    second = Call.objects.get(owner=user, to="+442079460124")
     with page.expect_navigation():
         page.click(f'[data-call-id="{second.call_id}"] button:text("Cancel")')
     assert "is canceled" in page.inner_text("[role=status]")

@@ -7,8 +7,8 @@ import re
 import pytest
 from django.test import Client
 
-from realtime.models import CallRequest
-from tests.factories import CallRequestFactory, NumberFactory, UserFactory
+from calls.models import Call
+from tests.factories import CallFactory, NumberFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +42,7 @@ def test_placing_a_call_stores_it_and_lists_it(browser_client, user):
     response = place(browser_client, callId=call_id, language="de", from_number=number.number)
 
     assert response.status_code == 302 and response.url == "/calls"
-    call = CallRequest.objects.get(owner=user)
+    call = Call.objects.get(owner=user)
     assert (call.call_id, call.to, call.language) == (call_id, "+442079460123", "de")
     assert call.caller_id == "+442079460042"
     page = browser_client.get("/calls").content.decode()
@@ -58,8 +58,8 @@ def test_the_same_form_posted_twice_places_one_call(browser_client, user):
     again = place(browser_client, callId=call_id, message="something else")
 
     assert first.status_code == again.status_code == 302
-    assert CallRequest.objects.filter(owner=user).count() == 1
-    assert CallRequest.objects.get(owner=user).message == "Your table is ready"
+    assert Call.objects.filter(owner=user).count() == 1
+    assert Call.objects.get(owner=user).message == "Your table is ready"
     assert "was already placed" in browser_client.get("/calls").content.decode()
 
 
@@ -87,7 +87,7 @@ def test_a_refused_call_is_a_sentence_next_to_its_field(browser_client, values, 
     assert f'id="id_{field}_errors"' in html and sentence in html
     assert f'aria-describedby="id_{field}_errors' in html
     assert 'value="form-1"' in html  # the same callId again: still one call at most
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 def test_a_lone_surrogate_is_refused_not_a_500(browser_client):
@@ -97,7 +97,7 @@ def test_a_lone_surrogate_is_refused_not_a_500(browser_client):
 
     # The request's decoding replaced the bytes, as a browser would have: stored as such.
     assert response.status_code == 302
-    assert CallRequest.objects.get().message.encode("utf-8").startswith(b"a\xef\xbf\xbd")
+    assert Call.objects.get().message.encode("utf-8").startswith(b"a\xef\xbf\xbd")
 
 
 @pytest.mark.parametrize("call_id", ["", "x" * 65, "a\x07b"])
@@ -106,7 +106,7 @@ def test_a_bad_call_id_is_said_above_the_form(browser_client, call_id):
 
     assert response.status_code == 400
     assert 'class="errors-above"' in response.content.decode()
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 def test_the_rate_limit_is_said_above_the_form_with_retry_after(browser_client, settings):
@@ -117,7 +117,7 @@ def test_the_rate_limit_is_said_above_the_form_with_retry_after(browser_client, 
 
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
     assert 'class="errors-above"' in response.content.decode()
-    assert CallRequest.objects.count() == 1
+    assert Call.objects.count() == 1
 
 
 def test_the_daily_quota_is_said_above_the_form_with_retry_after(browser_client, user):
@@ -129,12 +129,12 @@ def test_the_daily_quota_is_said_above_the_form_with_retry_after(browser_client,
 
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
     assert 'class="errors-above"' in response.content.decode()
-    assert CallRequest.objects.count() == 1
+    assert Call.objects.count() == 1
 
 
 def test_the_list_is_newest_first_with_an_older_page(browser_client, user):
     for i in range(22):
-        CallRequestFactory(owner=user, call_id=f"old/{i:02}", to=f"+4420794601{i:02}")
+        CallFactory(owner=user, call_id=f"old/{i:02}", to=f"+4420794601{i:02}")
 
     first = browser_client.get("/calls").content.decode()
 
@@ -154,7 +154,7 @@ def test_a_malformed_cursor_is_the_404_page(browser_client, cursor):
 
 
 def test_an_ended_call_has_no_cancel_button(browser_client, user):
-    CallRequestFactory(owner=user, call_id="done", status="completed")
+    CallFactory(owner=user, call_id="done", status="completed")
 
     html = browser_client.get("/calls").content.decode()
 
@@ -163,7 +163,7 @@ def test_an_ended_call_has_no_cancel_button(browser_client, user):
 
 
 def test_cancelling_a_call_ends_it(browser_client, user):
-    call = CallRequestFactory(owner=user, call_id="order/7", status="ringing")
+    call = CallFactory(owner=user, call_id="order/7", status="ringing")
 
     response = browser_client.post("/calls/order/7/cancel")
 
@@ -174,7 +174,7 @@ def test_cancelling_a_call_ends_it(browser_client, user):
 
 
 def test_cancelling_an_ended_call_is_a_sentence_on_the_calls_page(browser_client, user):
-    CallRequestFactory(owner=user, call_id="done", status="busy")
+    CallFactory(owner=user, call_id="done", status="busy")
 
     response = browser_client.post("/calls/done/cancel")
 
@@ -184,7 +184,7 @@ def test_cancelling_an_ended_call_is_a_sentence_on_the_calls_page(browser_client
 
 @pytest.mark.parametrize("call_id", ["theirs", "unknown", "bad%00id", "x" * 65])
 def test_another_users_or_an_unknown_call_is_the_404_page(browser_client, call_id):
-    theirs = CallRequestFactory(owner=UserFactory(), call_id="theirs", status="ringing")
+    theirs = CallFactory(owner=UserFactory(), call_id="theirs", status="ringing")
 
     response = browser_client.post(f"/calls/{call_id}/cancel")
 
@@ -195,20 +195,20 @@ def test_another_users_or_an_unknown_call_is_the_404_page(browser_client, call_i
 
 
 def test_cancel_is_a_post(browser_client, user):
-    CallRequestFactory(owner=user, call_id="c", status="ringing")
+    CallFactory(owner=user, call_id="c", status="ringing")
 
     assert browser_client.get("/calls/c/cancel").status_code == 405
 
 
 def test_the_forms_enforce_csrf(csrf_client, user):
-    call = CallRequestFactory(owner=user, call_id="c", status="ringing")
+    call = CallFactory(owner=user, call_id="c", status="ringing")
 
     placed = csrf_client.post("/calls", {"callId": "x", "to": "+442079460123", "message": "Hi"})
     canceled = csrf_client.post("/calls/c/cancel")
 
     assert placed.status_code == canceled.status_code == 403
     call.refresh_from_db()
-    assert call.status == "ringing" and CallRequest.objects.count() == 1
+    assert call.status == "ringing" and Call.objects.count() == 1
 
 
 @pytest.mark.parametrize("path", ["/calls", "/calls?before=x"])

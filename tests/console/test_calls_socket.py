@@ -8,7 +8,7 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 from rest_framework_simplejwt.tokens import AccessToken
 
-from tests.factories import CallRequestFactory, UserFactory
+from tests.factories import CallFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -72,9 +72,9 @@ async def test_the_token_opens_the_socket_until_the_session_ends(communicator, b
 
 
 def test_the_statuses_are_the_recent_calls_own(browser_client, user):
-    CallRequestFactory(owner=user, call_id="a/1", status="ringing")
-    CallRequestFactory(owner=user, call_id="b", status="completed")
-    CallRequestFactory(owner=UserFactory(), call_id="theirs", status="dialing")
+    CallFactory(owner=user, call_id="a/1", status="ringing")
+    CallFactory(owner=user, call_id="b", status="completed")
+    CallFactory(owner=UserFactory(), call_id="theirs", status="dialing")
 
     response = browser_client.get("/calls/status")
 

@@ -13,7 +13,7 @@ from django.urls import URLPattern, reverse
 from django.urls import path as url_path
 
 from console.urls import urlpatterns as console_routes
-from tests.factories import CallRecordFactory, CallRequestFactory, NumberFactory
+from tests.factories import CallFactory, CallRecordFactory, NumberFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +45,7 @@ def test_every_console_route_answers_under_the_strict_policy(browser_client, use
     ids = {
         "number_id": number.id,
         "record_id": CallRecordFactory(number=number).id,
-        "call_id": CallRequestFactory(owner=user).call_id,
+        "call_id": CallFactory(owner=user).call_id,
         "session_id": browser_client.login_session.pk,
         "token": "0" * 32 + ".not-a-live-token",  # a mailed link's: its page says it is dead
     }

@@ -6,8 +6,8 @@ import html
 
 import pytest
 
+from calls.models import Call
 from core.phone import E164_FORM_PROBLEM, E164_UNASSIGNED_PROBLEM
-from realtime.models import CallRequest
 from tests.factories import NumberFactory
 from virtual_numbers.models import BlockedCaller, Number
 
@@ -58,7 +58,7 @@ def test_a_call_to_a_refused_number_says_why_next_to_to(browser_client, to, sent
 
     assert response.status_code == 400
     assert sentence in errors_of(response, "to")
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 
 from accounts.models import User
-from realtime.models import CallRequest
+from calls.models import Call
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import PLAYABLE, answer_the_captcha, off_the_loop
 from tests.factories import voicemail_on
@@ -55,13 +55,13 @@ def register_and_take_a_number(page, base: str, inspector) -> Number:
     return Number.objects.get(owner__email=EMAIL, alias="Shop")
 
 
-def place_a_call_and_watch_it_end(page, inspector) -> CallRequest:
+def place_a_call_and_watch_it_end(page, inspector) -> Call:
     page.click("nav a:text('Calls')")
     page.fill("#id_to", "+442079460123")
     page.fill("#id_message", "Your table is ready")
     with page.expect_response(lambda r: r.url.endswith("/calls/status")):  # the socket is open
         submit(page, "Place the call")
-    call = CallRequest.objects.get(owner__email=EMAIL)
+    call = Call.objects.get(owner__email=EMAIL)
     status = f'[data-call-id="{call.call_id}"] .call-status'
     page.wait_for_function(
         # A function, not an expression: Playwright evals an expression, which the policy refuses.

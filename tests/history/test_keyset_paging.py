@@ -11,7 +11,7 @@ from django.utils import timezone
 from core.pagination import Cursor
 from history.models import CallRecord
 from history.services import record_inbound_call
-from tests.factories import CallRequestFactory, NumberFactory
+from tests.factories import CallFactory, NumberFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -191,17 +191,17 @@ def test_a_cursor_of_bytes_that_are_no_text_is_400(client_jwt, raw):
 def test_the_call_list_pages_by_cursor_too(client_jwt, user):
     moment = timezone.now()
     for i in range(7):  # ties in threes
-        CallRequestFactory(owner=user, call_id=f"c{i}", created_at=moment - timedelta(i // 3))
-    expected = [
-        c.call_id for c in sorted(user.call_requests.all(), key=lambda c: (c.created_at, c.pk))
-    ][::-1]
+        CallFactory(owner=user, call_id=f"c{i}", created_at=moment - timedelta(i // 3))
+    expected = [c.call_id for c in sorted(user.calls.all(), key=lambda c: (c.created_at, c.pk))][
+        ::-1
+    ]
 
     ids, bodies = walk(
         client_jwt,
         "/api/calls",
         "calls",
         {"limit": 2},
-        between=lambda n: CallRequestFactory(owner=user, call_id=f"new{n}"),
+        between=lambda n: CallFactory(owner=user, call_id=f"new{n}"),
     )
 
     assert ids == expected

@@ -16,6 +16,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import DialRefusal
+from calls.models import Call
 from history.services import call_record_recording_delete, record_inbound_call
 from history.tasks import transcription_run
 from matrix import services, tasks
@@ -23,8 +24,7 @@ from matrix.client import MatrixClient
 from matrix.management.commands.matrix_bot import token_check
 from matrix.models import MatrixBotState, MatrixMessage, MatrixRoom, MessageStatus
 from matrix.sync import command_run, sync_once
-from realtime.models import CallRequest
-from realtime.services import call_request_submit
+from realtime.services import call_submit
 from tests.conftest import drain_tasks
 from tests.dialing import REFUSED
 from tests.factories import NumberFactory, voicemail_on
@@ -119,9 +119,9 @@ def test_setting_a_matrix_id_invites_it_to_a_direct_room_and_nothing_is_sent_bef
     record_inbound_call(
         number=NumberFactory(owner=user), caller_num=CALLER, status="missed", duration=0
     )
-    call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    call_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
     settle(bot)
-    assert CallRequest.objects.get(call_id="c-1").status == "completed"
+    assert Call.objects.get(call_id="c-1").status == "completed"
     assert list(MatrixMessage.objects.values_list("kind", flat=True)) == ["invite"]
 
     member.join(room_id)
@@ -158,11 +158,11 @@ def test_a_missed_call_and_a_completed_call_each_arrive_once_in_the_direct_room(
     member, room_id = joined
     number = NumberFactory(owner=user, alias="Office")
     record_inbound_call(number=number, caller_num=CALLER, status="missed", duration=0)
-    call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    call_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
     settle(bot)
 
     notices = bot_messages(member, room_id, bot_account.user_id)
-    call = CallRequest.objects.get(call_id="c-1")
+    call = Call.objects.get(call_id="c-1")
     assert [e["content"]["body"] for e in notices] == [
         f"Call from {CALLER} to {number.number} (Office): missed.",
         f"Your call to {TARGET} completed, {call.duration} s.",
@@ -238,7 +238,7 @@ def test_call_from_the_chat_places_the_call_and_answers_in_its_thread(
     command = member.send_text(room_id, f"!call  {TARGET}\nHello, the parcel is at the door ")
     settle(bot)
 
-    call = CallRequest.objects.get(owner=user)
+    call = Call.objects.get(owner=user)
     assert (call.call_id, call.to, call.message) == (
         command,
         TARGET,
@@ -262,7 +262,7 @@ def test_call_from_the_chat_places_the_call_and_answers_in_its_thread(
     room = MatrixRoom.objects.get(user=user, ended_at=None)
     command_run(room=room, event_id=command, body=f"!call {TARGET} Hello")
     drain_tasks()
-    assert CallRequest.objects.filter(owner=user).count() == 1
+    assert Call.objects.filter(owner=user).count() == 1
     assert len(bot_messages(member, room_id, bot_account.user_id)) == 2
 
 
@@ -276,7 +276,7 @@ def test_a_restart_of_the_bot_neither_replays_nor_skips_commands(user, joined, b
     sync_once(client=restarted, timeout_ms=0)
     drain_tasks()
 
-    assert sorted(CallRequest.objects.values_list("call_id", flat=True)) == sorted([first, second])
+    assert sorted(Call.objects.values_list("call_id", flat=True)) == sorted([first, second])
     events = bot_messages(member, room_id, bot_account.user_id)
     assert len(in_thread(events, first)) == 2 and len(in_thread(events, second)) == 2
 
@@ -291,7 +291,7 @@ def test_a_bad_or_rate_limited_call_from_the_chat_is_answered_and_not_placed(
     limited = member.send_text(room_id, f"!call {TARGET} Again")
     settle(bot)
 
-    assert list(CallRequest.objects.values_list("call_id", flat=True)) == [placed]
+    assert list(Call.objects.values_list("call_id", flat=True)) == [placed]
     events = bot_messages(member, room_id, bot_account.user_id)
     (bad_answer,) = in_thread(events, bad)
     assert bad_answer.startswith("Not placed: to:")
@@ -319,7 +319,7 @@ def test_every_refused_destination_from_the_chat_is_answered_and_not_placed(
     placed = member.send_text(room_id, "!call +33123456789 Bonjour")
     settle(bot)
 
-    assert list(CallRequest.objects.values_list("call_id", flat=True)) == [placed]
+    assert list(Call.objects.values_list("call_id", flat=True)) == [placed]
     events = bot_messages(member, room_id, bot_account.user_id)
     for command, (number, _, says) in commands.items():
         (answer,) = in_thread(events, command)
@@ -331,7 +331,7 @@ def test_every_refused_destination_from_the_chat_is_answered_and_not_placed(
 
 def test_help_and_calls_are_answered_in_their_threads(user, joined, bot, bot_account):
     member, room_id = joined
-    call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    call_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
     drain_tasks()
     asked_help = member.send_text(room_id, "!help")
     asked_calls = member.send_text(room_id, "!calls")
@@ -364,7 +364,7 @@ def test_commands_from_anyone_else_or_from_another_room_do_nothing(
     member.send_text(other, f"!call {TARGET} From elsewhere")
     settle(bot)
 
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
     assert bot_messages(member, room_id, bot_account.user_id) == []
     assert bot_messages(member, other, bot_account.user_id) == []
 
@@ -397,7 +397,7 @@ def test_with_synapse_down_calls_go_on_and_the_notice_waits_then_arrives_once(
     synapse.stop()
     try:
         started = timezone.now()
-        call, created = call_request_submit(
+        call, created = call_submit(
             user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"}
         )
         assert created and call.status == "queued"
@@ -523,7 +523,7 @@ def test_after_an_opt_out_a_cleared_id_or_leaving_nothing_more_arrives(
     record_inbound_call(
         number=NumberFactory(owner=user), caller_num=CALLER, status="missed", duration=0
     )
-    call_request_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    call_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
     settle(bot)
 
     assert not MatrixMessage.objects.exclude(kind="invite").exists()

@@ -9,7 +9,7 @@ import pytest
 
 from history.services import record_inbound_call
 from matrix.models import MatrixMessage, MatrixRoom
-from realtime.services import call_request_submit
+from realtime.services import call_submit
 from tests import live, settings_env
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory
@@ -68,7 +68,7 @@ def test_with_matrix_off_a_matrix_id_is_stored_and_nothing_is_queued(settings, u
     record_inbound_call(
         number=NumberFactory(owner=user), caller_num="+447700900123", status="missed", duration=0
     )
-    call_request_submit(user=user, data={"callId": "c-1", "to": "+442079460123", "message": "Hi"})
+    call_submit(user=user, data={"callId": "c-1", "to": "+442079460123", "message": "Hi"})
     drain_tasks()
     assert not MatrixRoom.objects.exists()
     assert not MatrixMessage.objects.exists()

@@ -11,6 +11,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from calls.models import Call
 from core.phone import (
     E164_FORM_PROBLEM,
     E164_UNASSIGNED_PROBLEM,
@@ -18,7 +19,6 @@ from core.phone import (
     e164_problem,
     e164_valid,
 )
-from realtime.models import CallRequest
 from tests.factories import NumberFactory
 from virtual_numbers.models import BlockedCaller, InventoryNumber
 
@@ -120,7 +120,7 @@ def test_a_call_to_a_refused_number_says_why(client_jwt, to, sentence):
         "code": "invalid_request",
         "fields": {"to": [sentence]},
     }
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 def test_a_call_without_a_to_is_told_the_form(client_jwt):

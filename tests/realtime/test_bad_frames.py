@@ -6,9 +6,9 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from accounts import services as accounts
+from calls.models import Call
 from core.parsing import MAX_JSON_DEPTH
 from realtime.consumers import CLOSE_NOT_FOUND
-from realtime.models import CallRequest
 from relay.asgi import application
 from tests.live import HANDSHAKE_DEADLINE
 
@@ -60,7 +60,7 @@ async def test_a_nul_or_lone_surrogate_gets_an_error_naming_the_field(ws, raw, f
     error = await error_then_pong(ws, raw)
 
     assert list(error["fields"]) == [field]
-    assert not await sync_to_async(CallRequest.objects.exists)()
+    assert not await sync_to_async(Call.objects.exists)()
 
 
 async def test_a_clean_call_id_is_echoed_when_another_field_is_refused(ws):

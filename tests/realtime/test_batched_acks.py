@@ -9,10 +9,11 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 
+from calls.models import Call
 from core import metrics
 from realtime import consumers
-from realtime.models import CallRequest
 from tests.factories import UserFactory
+from tests.ledger import aack
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,7 +52,7 @@ async def test_frames_sent_together_are_acked_once_each_and_share_batches(socket
     heard = [[await socket.receive_json_from(timeout=10) for _ in range(2)] for socket in sockets]
 
     for n, (ack, queued) in enumerate(heard):
-        assert ack == {"type": "call_ack", "callId": f"call-{n}", "status": "queued"}
+        assert ack == await aack(f"call-{n}", "queued")
         assert (queued["type"], queued["callId"], queued["status"]) == (
             "call_status",
             f"call-{n}",
@@ -62,7 +63,7 @@ async def test_frames_sent_together_are_acked_once_each_and_share_batches(socket
     batches, frames = batches_now - batches_then, frames_now - frames_then
     assert frames == SOCKETS
     assert batches < SOCKETS  # some frames shared a transaction
-    assert await sync_to_async(CallRequest.objects.count)() == SOCKETS
+    assert await sync_to_async(Call.objects.count)() == SOCKETS
 
 
 async def test_a_refused_frame_in_a_batch_gets_its_error_and_the_others_their_acks(sockets):
@@ -78,8 +79,8 @@ async def test_a_refused_frame_in_a_batch_gets_its_error_and_the_others_their_ac
         elif n == 3:
             assert (answer["type"], answer["code"]) == ("error", "invalid_request")
         else:
-            assert answer == {"type": "call_ack", "callId": f"call-{n}", "status": "queued"}
-    stored = await sync_to_async(set)(CallRequest.objects.values_list("call_id", flat=True))
+            assert answer == await aack(f"call-{n}", "queued")
+    stored = await sync_to_async(set)(Call.objects.values_list("call_id", flat=True))
     assert stored == {f"call-{n}" for n in range(SOCKETS)} - {"call-3", "call-7"}
 
 
@@ -150,7 +151,7 @@ async def test_one_sockets_frames_back_to_back_share_a_batch_and_are_answered_in
     assert said == expected
     assert heard[11]["type"] == "pong"  # after the call frames sent before it
     assert held_writer.sizes == [1, 5]
-    stored = await sync_to_async(set)(CallRequest.objects.values_list("call_id", flat=True))
+    stored = await sync_to_async(set)(Call.objects.values_list("call_id", flat=True))
     assert stored == {"call-0", "call-1", "call-2", "call-4", "call-5"}
 
 
@@ -190,11 +191,11 @@ async def test_a_socket_closed_with_frames_in_flight_still_commits_them_once(
     held_writer.release()
 
     deadline = time.monotonic() + 10
-    while await sync_to_async(CallRequest.objects.count)() < 2:
+    while await sync_to_async(Call.objects.count)() < 2:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
     while consumers._answering:  # the answers to a closed socket end without an error
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
-    stored = await sync_to_async(list)(CallRequest.objects.values_list("call_id", flat=True))
+    stored = await sync_to_async(list)(Call.objects.values_list("call_id", flat=True))
     assert sorted(stored) == ["call-0", "call-1"]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from realtime.models import CallRequest
-from tests.factories import CallRequestFactory
+from calls.models import Call
+from tests.factories import CallFactory
+from tests.ledger import aack
 from tests.telephony.browser_peer import an_offer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,12 +35,8 @@ async def test_an_offer_is_a_call_acked_queued_and_kept_for_the_agent(
 
     await ws.send_json_to({"type": "rtc_offer", "callId": "b1", "to": TO, "sdp": offer})
 
-    assert await ws.receive_json_from(timeout=5) == {
-        "type": "call_ack",
-        "callId": "b1",
-        "status": "queued",
-    }
-    call = await sync_to_async(CallRequest.objects.get)(owner=user, call_id="b1")
+    assert await ws.receive_json_from(timeout=5) == await aack("b1", "queued")
+    call = await sync_to_async(Call.objects.get)(owner=user, call_id="b1")
     assert (call.rtc_offer, call.message, call.script) == (offer, "", None)
 
 
@@ -70,7 +67,7 @@ async def test_a_bad_offer_frame_gets_an_error_frame_and_places_nothing(
         assert says in " ".join(error["fields"][field])
     else:
         assert error["code"] == "destination_not_allowed"
-    assert not await sync_to_async(CallRequest.objects.exists)()
+    assert not await sync_to_async(Call.objects.exists)()
     await ws.send_json_to({"type": "ping"})  # the socket is still open
     assert (await ws.receive_json_from(timeout=5))["type"] == "pong"
 
@@ -89,9 +86,9 @@ async def test_without_the_sip_agent_an_offer_is_refused(communicator, user, off
 async def test_rtc_hangup_cancels_the_users_own_browser_call_only(
     sip, communicator, user, other_user, offer
 ):
-    mine = await sync_to_async(CallRequestFactory)(owner=user, call_id="b1", rtc_offer=offer)
-    await sync_to_async(CallRequestFactory)(owner=other_user, call_id="theirs", rtc_offer=offer)
-    await sync_to_async(CallRequestFactory)(owner=user, call_id="spoken")
+    mine = await sync_to_async(CallFactory)(owner=user, call_id="b1", rtc_offer=offer)
+    await sync_to_async(CallFactory)(owner=other_user, call_id="theirs", rtc_offer=offer)
+    await sync_to_async(CallFactory)(owner=user, call_id="spoken")
     ws, _ = await communicator(user)
 
     for call_id, code in (("theirs", "not_found"), ("spoken", "invalid_request")):
@@ -106,5 +103,5 @@ async def test_rtc_hangup_cancels_the_users_own_browser_call_only(
     assert (status["type"], status["callId"], status["status"]) == ("call_status", "b1", "canceled")
     await sync_to_async(mine.refresh_from_db)()
     assert mine.status == "canceled"
-    rows = CallRequest.objects.values_list("status", flat=True)
+    rows = Call.objects.values_list("status", flat=True)
     assert await sync_to_async(lambda: set(rows))() == {"canceled", "queued"}

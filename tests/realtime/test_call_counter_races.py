@@ -3,9 +3,10 @@ each on its own connection, leave the counters equal to a COUNT over the calls."
 
 import pytest
 
+from calls.models import Call
+from calls.states import TERMINAL_STATES, CallState
 from core.errors import ApplicationError, ErrorCode
 from realtime import pipeline, services
-from realtime.models import TERMINAL_STATES, CallRequest, CallState
 from realtime.providers import Step
 from realtime.selectors import calls_page
 from realtime.services import call_counters_recount
@@ -19,7 +20,7 @@ WALK = [CallState.DIALING, CallState.RINGING, CallState.IN_PROGRESS, CallState.C
 
 
 def submit(user, call_id: str):
-    return services.call_request_submit(
+    return services.call_submit(
         user=user, data={"callId": call_id, "to": "+442079460120", "message": "Hello there"}
     )
 
@@ -36,7 +37,7 @@ def test_concurrent_submits_transitions_cancels_and_recounts_never_make_the_coun
         # one of them make each move, and a canceled call stops moving.
         moves = 0
         for pk in queued:
-            call = CallRequest.objects.get(pk=pk)
+            call = Call.objects.get(pk=pk)
             for status in WALK:
                 expected = call.status
                 if expected in TERMINAL_STATES:
@@ -53,7 +54,7 @@ def test_concurrent_submits_transitions_cancels_and_recounts_never_make_the_coun
         canceled = 0
         for pk in queued[::3]:
             try:
-                services.call_request_cancel(call=CallRequest.objects.get(pk=pk))
+                services.call_cancel(call=Call.objects.get(pk=pk))
                 canceled += 1
             except ApplicationError as error:
                 assert error.code == ErrorCode.CALL_NOT_CANCELABLE
@@ -75,4 +76,4 @@ def test_concurrent_submits_transitions_cancels_and_recounts_never_make_the_coun
     assert calls_page(user=owner, status=None, limit=1, offset=0).total == 2 * CALLS
     for status in CallState.values:
         page = calls_page(user=owner, status=status, limit=1, offset=0)
-        assert page.total == CallRequest.objects.filter(owner=owner, status=status).count()
+        assert page.total == Call.objects.filter(owner=owner, status=status).count()

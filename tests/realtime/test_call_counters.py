@@ -2,21 +2,17 @@
 change move them in the call's own transaction."""
 
 from datetime import timedelta
-from importlib import import_module
-from types import SimpleNamespace
 
 import pytest
-from django.apps import apps
-from django.db import connection
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from calls.models import Call, CallCounter
 from core.errors import InvalidRequest
 from realtime import services, tasks
-from realtime.models import CallRequest, CallRequestCounter
 from realtime.selectors import calls_page
 from tests.conftest import drain_tasks
-from tests.factories import CallRequestFactory
+from tests.factories import CallFactory
 from tests.totals import assert_totals_exact, calls_counted
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +22,7 @@ ENDINGS = {"+442079460120": "completed", "+442079460127": "busy", "+442079460129
 
 
 def submit(user, call_id, to="+442079460120"):
-    return services.call_request_submit(
+    return services.call_submit(
         user=user, data={"callId": call_id, "to": to, "message": "Hello there"}
     )
 
@@ -42,7 +38,7 @@ def test_a_refused_submit_counts_nothing(user):
     with pytest.raises(InvalidRequest):
         submit(user, "c1", to="not a number")
 
-    assert not CallRequestCounter.objects.filter(count__gt=0).exists()
+    assert not CallCounter.objects.filter(count__gt=0).exists()
 
 
 def test_every_state_change_moves_one_call_between_counters(user, client_jwt):
@@ -72,10 +68,10 @@ def test_the_admin_cancel_action_keeps_the_totals_exact(staff_client, user):
     call, _ = submit(user, "c1")
 
     staff_client.post(
-        "/admin/realtime/callrequest/", {"action": "cancel_calls", "_selected_action": [call.pk]}
+        "/admin/calls/call/", {"action": "cancel_calls", "_selected_action": [call.pk]}
     )
 
-    assert CallRequest.objects.get(pk=call.pk).status == "canceled"
+    assert Call.objects.get(pk=call.pk).status == "canceled"
     assert_totals_exact()
 
 
@@ -83,9 +79,7 @@ def test_a_call_recovery_gives_up_on_is_counted_as_failed(user, settings):
     settings.CALL_MAX_RECOVERIES = 0
     call, _ = submit(user, "c1")
     DBTaskResult.objects.all().delete()  # its worker died with the step
-    CallRequest.objects.filter(pk=call.pk).update(
-        step_deadline=timezone.now() - timedelta(seconds=1)
-    )
+    Call.objects.filter(pk=call.pk).update(step_deadline=timezone.now() - timedelta(seconds=1))
 
     tasks.calls_recover()
 
@@ -104,28 +98,17 @@ def test_deleting_a_user_takes_their_call_counters(user, other_user):
 
 
 def test_factory_calls_are_counted_like_submitted_ones(user):
-    CallRequestFactory.create_batch(2, owner=user)
-    CallRequestFactory(owner=user, status="completed")
+    CallFactory.create_batch(2, owner=user)
+    CallFactory(owner=user, status="completed")
 
     assert calls_counted() == {(user.pk, "queued"): 2, (user.pk, "completed"): 1}
 
 
 def test_the_first_page_costs_two_queries(user, django_assert_max_num_queries):
-    CallRequestFactory.create_batch(3, owner=user)
+    CallFactory.create_batch(3, owner=user)
 
     with django_assert_max_num_queries(2):  # the counters' sum, the page
         page = calls_page(user=user, status=None, limit=2, offset=0)
 
     assert (page.total, len(page.records)) == (3, 2)
     assert page.next_cursor is not None
-
-
-def test_the_migration_fills_the_counters_from_the_calls_already_stored(user, other_user):
-    fill = import_module("realtime.migrations.0004_fill_callrequestcounter").fill
-    CallRequestFactory.create_batch(2, owner=user)
-    CallRequestFactory(owner=other_user, status="busy")
-    CallRequestCounter.objects.all().delete()  # as before the migration: rows, no counters
-
-    fill(apps, SimpleNamespace(connection=connection))
-
-    assert calls_counted() == {(user.pk, "queued"): 2, (other_user.pk, "busy"): 1}

@@ -5,10 +5,11 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
+from calls.models import Call
 from history.services import record_inbound_call
-from realtime.models import CallRequest
 from tests.conftest import drain_tasks, jwt_client
 from tests.factories import NumberFactory
+from tests.ledger import aack
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,8 +54,8 @@ async def test_a_call_is_acked_as_queued_after_it_is_committed(ws):
 
     frames = await frames_until(ws, lambda f: f["type"] == "call_ack")
 
-    assert frames[-1] == {"type": "call_ack", "callId": "c1", "status": "queued"}
-    assert await sync_to_async(CallRequest.objects.filter(call_id="c1", status="queued").exists)()
+    assert frames[-1] == await aack("c1", "queued")
+    assert await sync_to_async(Call.objects.filter(call_id="c1", status="queued").exists)()
 
 
 async def test_the_ack_comes_before_the_queued_status_on_the_submitting_socket(ws):
@@ -63,7 +64,7 @@ async def test_the_ack_comes_before_the_queued_status_on_the_submitting_socket(w
     first = await ws.receive_json_from(timeout=5)
     second = await ws.receive_json_from(timeout=5)
 
-    assert first == {"type": "call_ack", "callId": "c1", "status": "queued"}
+    assert first == await aack("c1", "queued")
     assert (second["type"], second["callId"], second["status"]) == ("call_status", "c1", "queued")
 
 
@@ -92,8 +93,8 @@ async def test_a_duplicate_call_id_acks_the_existing_call_with_its_status(ws):
     await ws.send_json_to(call_frame(to="+442079460127", message="another body"))
     ack = (await frames_until(ws, lambda f: f["type"] == "call_ack"))[-1]
 
-    assert ack == {"type": "call_ack", "callId": "c1", "status": "completed"}
-    assert await sync_to_async(CallRequest.objects.count)() == 1
+    assert ack == await aack("c1", "completed")
+    assert await sync_to_async(Call.objects.count)() == 1
 
 
 @pytest.mark.parametrize(
@@ -119,7 +120,7 @@ async def test_each_bad_call_gets_an_error_frame_and_the_socket_stays_open(ws, f
         assert error["callId"] == frame["callId"]
     await ws.send_json_to({"type": "ping"})
     assert (await ws.receive_json_from(timeout=5))["type"] == "pong"
-    assert not await sync_to_async(CallRequest.objects.exists)()
+    assert not await sync_to_async(Call.objects.exists)()
 
 
 @pytest.mark.parametrize(
@@ -149,7 +150,7 @@ async def test_a_bad_call_frame_and_the_same_post_answer_the_same_error(ws, logi
     if isinstance(frame.get("callId"), str):
         expected["callId"] = frame["callId"]
     assert error == expected
-    assert not await sync_to_async(CallRequest.objects.exists)()
+    assert not await sync_to_async(Call.objects.exists)()
 
 
 @pytest.mark.parametrize("raw", ["not json", "[1, 2]", '"ping"', '{"no_type": 1}', '{"type": 5}'])
@@ -204,9 +205,7 @@ async def test_call_status_frames_follow_each_simulated_ending(ws, to, sequence)
 
     statuses = [f["status"] for f in frames if f["type"] == "call_status"]
     assert statuses == sequence
-    assert [f for f in frames if f["type"] == "call_ack"] == [
-        {"type": "call_ack", "callId": "c1", "status": "queued"}
-    ]
+    assert [f for f in frames if f["type"] == "call_ack"] == [await aack("c1", "queued")]
     last = frames[-1]
     assert last["callId"] == "c1" and isinstance(last["ts"], int)
     if last["status"] == "completed":

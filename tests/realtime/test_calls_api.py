@@ -1,7 +1,8 @@
 import pytest
 
-from realtime.models import CallRequest
+from calls.models import Call
 from tests.conftest import drain_tasks
+from tests.ledger import ack
 
 pytestmark = pytest.mark.django_db
 
@@ -16,8 +17,8 @@ def test_submitting_a_call_answers_202_with_the_ack(client_jwt):
     response = submit(client_jwt)
 
     assert response.status_code == 202
-    assert response.json() == {"type": "call_ack", "callId": "c1", "status": "queued"}
-    assert CallRequest.objects.filter(call_id="c1").exists()
+    assert response.json() == ack("c1", "queued")
+    assert Call.objects.filter(call_id="c1").exists()
 
 
 def test_resubmitting_a_call_id_acks_its_current_status_and_creates_nothing(client_jwt):
@@ -28,7 +29,7 @@ def test_resubmitting_a_call_id_acks_its_current_status_and_creates_nothing(clie
 
     assert response.status_code == 202
     assert response.json()["status"] == "completed"
-    assert CallRequest.objects.count() == 1
+    assert Call.objects.count() == 1
 
 
 @pytest.mark.parametrize(
@@ -48,7 +49,7 @@ def test_bad_submissions_are_400_naming_the_field(client_jwt, body, field):
 
     assert response.status_code == 400
     assert field in response.json()["fields"]
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 @pytest.mark.parametrize(("language", "stored"), [("cmn", "cmn"), ("de", "de"), (None, "en")])
@@ -56,7 +57,7 @@ def test_a_call_is_spoken_in_the_language_asked_for_or_the_default(client_jwt, l
     extra = {"language": language} if language else {}
 
     assert submit(client_jwt, **extra).status_code == 202
-    assert CallRequest.objects.get(call_id="c1").language == stored
+    assert Call.objects.get(call_id="c1").language == stored
 
 
 def test_a_non_object_body_is_400(client_jwt):
@@ -84,6 +85,7 @@ def test_the_call_list_is_newest_first_paged_and_filtered(client_jwt):
     )
     assert set(everything["calls"][0]) == {
         "callId",
+        "call",
         "to",
         "from",
         "message",
@@ -138,7 +140,7 @@ def test_an_outsider_gets_404_for_another_users_call_and_cancels_nothing(client_
     assert outsider.get("/api/calls/c1").status_code == 404
     assert outsider.post("/api/calls/c1/cancel").status_code == 404
     assert outsider.get("/api/calls").json()["total"] == 0
-    assert CallRequest.objects.get(call_id="c1").status == "queued"
+    assert Call.objects.get(call_id="c1").status == "queued"
 
 
 def test_calls_work_with_an_api_key(client_key):

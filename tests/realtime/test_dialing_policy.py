@@ -11,9 +11,10 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from accounts.models import DialRefusal
-from realtime.models import CallRequest
+from calls.models import Call
 from tests.dialing import ALLOWED_AT_HOME, REFUSED
 from tests.factories import UserFactory
+from tests.ledger import aack
 from tests.live import ROOT, RelayProcess, relay_env
 
 
@@ -49,7 +50,7 @@ def test_rest_refuses_the_destination_saying_why_and_stores_no_call(
     assert body["code"] == "destination_not_allowed"
     assert body["error"].startswith(f"{number} {says}") or says in body["error"], body
     assert "fields" not in body
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
     refusal = DialRefusal.objects.get(user=user)
     assert (refusal.kind, refusal.reason) == ("destination", reason)
 
@@ -60,7 +61,7 @@ def test_home_fixed_mobile_freephone_and_voip_numbers_are_dialled(client_jwt, nu
     response = submit(client_jwt, number)
 
     assert response.status_code == 202, response.content
-    assert CallRequest.objects.get().to == number
+    assert Call.objects.get().to == number
     assert not DialRefusal.objects.exists()
 
 
@@ -75,7 +76,7 @@ def test_the_allowed_countries_setting_decides_which_countries_are_dialled(setti
     assert home.json()["error"] == (
         "+442079460120 is a number in GB; this service dials only numbers in FR, US."
     )
-    assert sorted(CallRequest.objects.values_list("call_id", flat=True)) == ["fr", "us"]
+    assert sorted(Call.objects.values_list("call_id", flat=True)) == ["fr", "us"]
 
 
 @pytest.mark.django_db
@@ -84,7 +85,7 @@ def test_a_star_dials_every_country_and_numbers_of_none(settings, client_jwt):
 
     for i, number in enumerate(["+33123456789", "+12015550123", "+80012345678"]):
         assert submit(client_jwt, number, f"c{i}").status_code == 202, number
-    assert CallRequest.objects.count() == 3
+    assert Call.objects.count() == 3
 
 
 @pytest.mark.django_db
@@ -121,7 +122,7 @@ def test_a_repeated_call_id_is_acked_even_after_the_policy_narrowed(settings, cl
     again = submit(client_jwt, "+33123456789")
 
     assert again.status_code == 202
-    assert CallRequest.objects.count() == 1
+    assert Call.objects.count() == 1
     assert not DialRefusal.objects.exists()
 
 
@@ -155,8 +156,8 @@ async def test_the_socket_answers_an_error_frame_and_places_nothing(
     # The socket stays open and usable: the next call goes through.
     await ws.send_json_to({"type": "call", "callId": "c2", "to": "+442079460120", "message": "x"})
     ack = await ws.receive_json_from(timeout=5)
-    assert ack == {"type": "call_ack", "callId": "c2", "status": "queued"}
-    calls = await sync_to_async(list)(CallRequest.objects.values_list("call_id", flat=True))
+    assert ack == await aack("c2", "queued")
+    calls = await sync_to_async(list)(Call.objects.values_list("call_id", flat=True))
     assert calls == ["c2"]
     refusal = await sync_to_async(DialRefusal.objects.get)(user=user)
     assert refusal.reason == reason
@@ -197,4 +198,4 @@ def test_place_call_prints_the_refusal_and_fails_and_places_an_allowed_number(us
         relay.stop()
     refused = sorted(DialRefusal.objects.filter(user=user).values_list("reason", flat=True))
     assert refused == sorted(param.values[1] for param in chosen)
-    assert list(CallRequest.objects.values_list("to", flat=True)) == ["+442079460120"]
+    assert list(Call.objects.values_list("to", flat=True)) == ["+442079460120"]

@@ -14,8 +14,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from accounts import services as accounts
-from realtime.models import TERMINAL_STATES as TERMINAL
-from realtime.models import CallRequest
+from calls.models import Call
+from calls.states import TERMINAL_STATES as TERMINAL
 from tests.live import PrivateRedis, RelayProcess, eventually, http, wait_until
 
 pytestmark = [
@@ -89,7 +89,7 @@ async def test_redis_down_rest_answers_sockets_close_cleanly_and_nothing_acked_i
         assert (await reconnect_and_submit(relay, token, "after"))["status"] == "queued"
 
         def all_ended():
-            calls = dict(CallRequest.objects.values_list("call_id", "status"))
+            calls = dict(Call.objects.values_list("call_id", "status"))
             return set(calls) == {"before", "during", "after"} and set(calls.values()) <= TERMINAL
 
         await sync_to_async(wait_until)(all_ended, deadline=60, what="every acked call to end")
@@ -195,7 +195,7 @@ async def restart_redis_under_the_clients(redis, clients: SteadyClients, restart
 
 
 def every_call_ended(user, call_ids: set[str]) -> bool:
-    calls = dict(CallRequest.objects.filter(owner=user).values_list("call_id", "status"))
+    calls = dict(Call.objects.filter(owner=user).values_list("call_id", "status"))
     return all(calls.get(call_id) in TERMINAL for call_id in call_ids)
 
 

@@ -4,9 +4,10 @@ import pytest
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from calls.models import Call, CallEvent
+from calls.states import CallState
 from core.errors import ApplicationError, InvalidRequest, RateLimited
 from realtime import selectors, services, tasks
-from realtime.models import CallEvent, CallRequest, CallState
 from realtime.providers.simulated import spoken_seconds
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory
@@ -18,7 +19,7 @@ def submit(user, call_id="c1", to="+442079460120", message="Hello there", from_n
     data = {"callId": call_id, "to": to, "message": message}
     if from_number is not None:
         data["from"] = from_number
-    return services.call_request_submit(user=user, data=data)
+    return services.call_submit(user=user, data=data)
 
 
 def timeline(call):
@@ -32,7 +33,7 @@ def test_a_submitted_call_is_committed_with_its_dispatch_task(user):
 
     assert created
     assert call.status == CallState.QUEUED
-    assert CallRequest.objects.filter(pk=call.pk, status="queued").exists()
+    assert Call.objects.filter(pk=call.pk, status="queued").exists()
     assert (
         DBTaskResult.objects.filter(args_kwargs__kwargs__call_request_id=str(call.pk)).count() == 1
     )
@@ -49,7 +50,7 @@ def test_a_completed_call_walks_every_state_and_gets_its_spoken_duration(user):
     assert call.duration == spoken_seconds(message) == 20
     assert timeline(call) == ["queued", "dialing", "ringing", "in_progress", "completed"]
     assert call.dialing_at and call.ringing_at and call.answered_at and call.ended_at
-    assert call.provider_call_id.startswith("sim-")
+    assert call.sip_call_id.startswith("sim-")
     assert call.step_deadline is None
 
 
@@ -73,7 +74,7 @@ def test_the_same_call_id_again_creates_nothing(user):
 
     assert not created
     assert again.pk == first.pk
-    assert CallRequest.objects.count() == 1
+    assert Call.objects.count() == 1
     assert DBTaskResult.objects.count() == 1
 
 
@@ -82,7 +83,7 @@ def test_the_same_call_id_for_another_user_is_another_call(user, other_user):
     _, created = submit(other_user)
 
     assert created
-    assert CallRequest.objects.count() == 2
+    assert Call.objects.count() == 2
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,7 @@ def test_bad_calls_are_refused_naming_the_field(user, kwargs, field):
         submit(user, **kwargs)
 
     assert field in error.value.fields
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 def test_a_thousand_character_message_is_accepted(user):
@@ -121,12 +122,12 @@ def test_calls_come_from_the_oldest_number_by_default(user):
 
     call, _ = submit(user)
 
-    assert (call.from_number, call.caller_id) == (oldest, oldest.number)
+    assert (call.number, call.caller_id) == (oldest, oldest.number)
 
 
 def test_a_user_without_numbers_calls_from_the_service_caller_id(user, settings):
     call, _ = submit(user)
-    assert call.from_number is None and call.caller_id == settings.SERVICE_CALLER_ID
+    assert call.number is None and call.caller_id == settings.SERVICE_CALLER_ID
 
 
 def test_from_must_be_one_of_the_callers_numbers(user, other_user):
@@ -137,7 +138,7 @@ def test_from_must_be_one_of_the_callers_numbers(user, other_user):
     with pytest.raises(InvalidRequest) as error:
         submit(user, call_id="c2", from_number=theirs.number)
 
-    assert call.from_number == mine
+    assert call.number == mine
     assert "from" in error.value.fields
 
 
@@ -148,7 +149,7 @@ def test_deleting_the_from_number_keeps_the_call(user):
     number.delete()
 
     call.refresh_from_db()
-    assert call.from_number is None and call.caller_id == number.number
+    assert call.number is None and call.caller_id == number.number
 
 
 def test_calls_are_rate_limited_per_user(user, settings):
@@ -164,7 +165,7 @@ def test_calls_are_rate_limited_per_user(user, settings):
 def test_a_queued_call_can_be_canceled_and_is_then_never_placed(user):
     call, _ = submit(user)
 
-    services.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
+    services.call_cancel(call=selectors.call_access(user=user, call_id="c1"))
     drain_tasks()
 
     call.refresh_from_db()
@@ -176,7 +177,7 @@ def test_a_placed_call_can_be_canceled_and_the_provider_goes_no_further(user):
     call, _ = submit(user)
     tasks.advance_call.call(call_request_id=str(call.pk), expected_status="queued")
 
-    services.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
+    services.call_cancel(call=selectors.call_access(user=user, call_id="c1"))
     drain_tasks()
 
     call.refresh_from_db()
@@ -189,7 +190,7 @@ def test_a_call_that_has_ended_cannot_be_canceled(user):
     drain_tasks()
 
     with pytest.raises(ApplicationError) as error:
-        services.call_request_cancel(call=selectors.call_access(user=user, call_id="c1"))
+        services.call_cancel(call=selectors.call_access(user=user, call_id="c1"))
     assert error.value.code == "call_not_cancelable"
     assert selectors.call_access(user=user, call_id="c1").status == "completed"
 
@@ -213,7 +214,7 @@ def test_a_provider_error_fails_the_call_instead_of_hanging(user, monkeypatch):
 def _strand(call, status):
     """Leave `call` in `status` with its step overdue and no task: a worker died mid-step."""
     DBTaskResult.objects.all().delete()
-    CallRequest.objects.filter(pk=call.pk).update(
+    Call.objects.filter(pk=call.pk).update(
         status=status, step_deadline=timezone.now() - timedelta(seconds=1)
     )
 
@@ -246,9 +247,7 @@ def test_recovery_gives_up_after_the_configured_tries_with_a_reason(user, settin
 
 def test_recovery_leaves_a_call_that_is_only_waiting_in_the_queue(user):
     call, _ = submit(user)
-    CallRequest.objects.filter(pk=call.pk).update(
-        step_deadline=timezone.now() - timedelta(seconds=1)
-    )
+    Call.objects.filter(pk=call.pk).update(step_deadline=timezone.now() - timedelta(seconds=1))
 
     assert tasks.calls_recover() == 0
 

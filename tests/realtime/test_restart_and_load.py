@@ -11,8 +11,8 @@ from django.db.models import Count
 from websockets.asyncio.client import connect
 
 from accounts import services as accounts
-from realtime.models import TERMINAL_STATES as TERMINAL
-from realtime.models import CallEvent, CallRequest
+from calls.models import Call, CallEvent
+from calls.states import TERMINAL_STATES as TERMINAL
 from tests.factories import UserFactory
 from tests.live import PrivateRedis, RelayProcess, WorkerProcess, http, wait_until
 
@@ -128,8 +128,8 @@ async def test_five_hundred_calls_over_fifty_sockets_two_web_processes_two_worke
 
         def every_call_ended() -> bool:
             return (
-                not CallRequest.objects.exclude(status__in=TERMINAL).exists()
-                and CallRequest.objects.count() == CALLS
+                not Call.objects.exclude(status__in=TERMINAL).exists()
+                and Call.objects.count() == CALLS
             )
 
         await sync_to_async(wait_until)(
@@ -141,7 +141,7 @@ async def test_five_hundred_calls_over_fifty_sockets_two_web_processes_two_worke
         await sync_to_async(redis.stop)()
 
     assert acked == CALLS
-    stored = await sync_to_async(CallRequest.objects.count)()
+    stored = await sync_to_async(Call.objects.count)()
     assert stored == CALLS  # every acked call persisted, none twice (callId unique per user)
     duplicated_states = await sync_to_async(
         lambda: (

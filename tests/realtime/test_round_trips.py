@@ -13,10 +13,10 @@ from django.core.cache.backends.redis import RedisCache
 from django_tasks_db.models import DBTaskResult
 
 from accounts.models import DialRefusal
+from calls.models import Call
 from core import ratelimit
 from core.errors import ApplicationError
-from realtime.models import CallRequest
-from realtime.services import Submit, call_requests_submit
+from realtime.services import Submit, calls_submit
 from tests.factories import NumberFactory, UserFactory
 from tests.roundtrips import count_redis
 from webhooks.models import WebhookDelivery, WebhookEndpoint
@@ -91,7 +91,7 @@ def test_a_batch_costs_the_same_round_trips_whatever_its_size(
 
     in_redis = redis_cache()
     with django_assert_max_num_queries(queries), count_redis() as redis:
-        outcomes = call_requests_submit(submits=submits)
+        outcomes = calls_submit(submits=submits)
 
     assert [created for _, created in outcomes] == [True] * len(submits)
     # Every owner's rate limit in one pipeline (MULTI ... EXEC), where Redis is the cache.
@@ -99,7 +99,7 @@ def test_a_batch_costs_the_same_round_trips_whatever_its_size(
     # All of it written: the calls, a step each, and (with webhooks) two deliveries each:
     # the statusCallback's and the webhook's.
     calls = len(submits)
-    assert CallRequest.objects.count() == calls
+    assert Call.objects.count() == calls
     deliveries = WebhookDelivery.objects.count()
     assert deliveries == (2 * calls if webhook else 0)
     assert DBTaskResult.objects.count() == calls + deliveries
@@ -109,15 +109,15 @@ def test_calls_sent_again_cost_one_read_and_nothing_per_call(django_assert_max_n
     """A batch whose callIds were used already (a client that sends again what it is not
     sure arrived) reads those calls once, and writes nothing for them."""
     users = owners(5, webhook=False)
-    first = call_requests_submit(submits=batch(users, 2, callback=False))
+    first = calls_submit(submits=batch(users, 2, callback=False))
     again = batch(users, 3, callback=False)  # c0 and c1 of each owner again, and a new c2
 
     with django_assert_max_num_queries(BATCH_QUERIES + RESEND_QUERIES):
-        outcomes = call_requests_submit(submits=again)
+        outcomes = calls_submit(submits=again)
 
     assert [created for _, created in outcomes] == [False] * 10 + [True] * 5
     assert {call.pk for call, _ in outcomes[:10]} == {call.pk for call, _ in first}
-    assert CallRequest.objects.count() == 15
+    assert Call.objects.count() == 15
 
 
 def test_a_batch_with_refusals_costs_no_more(django_assert_max_num_queries):
@@ -133,7 +133,7 @@ def test_a_batch_with_refusals_costs_no_more(django_assert_max_num_queries):
 
     in_redis = redis_cache()
     with django_assert_max_num_queries(BATCH_QUERIES + REFUSAL_QUERIES), count_redis() as redis:
-        outcomes = call_requests_submit(submits=submits)
+        outcomes = calls_submit(submits=submits)
 
     refused = [o.code.value for o in outcomes if isinstance(o, ApplicationError)]
     assert sorted(refused) == sorted(

@@ -1,4 +1,4 @@
-"""realtime.services.call_requests_submit: calls that arrive together are written in one
+"""realtime.services.calls_submit: calls that arrive together are written in one
 transaction, and each is judged as if it came alone: every submit ends created, found
 again (its callId) or refused, and only what is created is written, counted and pushed."""
 
@@ -9,9 +9,9 @@ from django.db import connection
 from django_tasks_db.models import DBTaskResult
 
 from accounts.models import DialRefusal
+from calls.models import Call, CallCounter, CallEvent
 from core.errors import ApplicationError
-from realtime.models import CallEvent, CallRequest, CallRequestCounter
-from realtime.services import Submit, call_requests_submit
+from realtime.services import Submit, calls_submit
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -35,9 +35,9 @@ def codes(outcomes):
 
 def written(user):
     """What the batch left for `user`: callIds, events, queued tasks and counted calls."""
-    calls = set(CallRequest.objects.filter(owner=user).values_list("call_id", flat=True))
+    calls = set(Call.objects.filter(owner=user).values_list("call_id", flat=True))
     events = CallEvent.objects.filter(call__owner=user, status="queued").count()
-    counted = CallRequestCounter.objects.filter(owner=user, status="queued").first()
+    counted = CallCounter.objects.filter(owner=user, status="queued").first()
     return calls, events, counted.count if counted else 0
 
 
@@ -45,7 +45,7 @@ def test_a_batch_of_several_users_writes_every_call_with_its_event_task_and_coun
     alice, bob = UserFactory(unmetered=True), UserFactory(unmetered=True)
     batch = submits((alice, frame("a1")), (bob, frame("b1")), (alice, frame("a2")))
 
-    outcomes = call_requests_submit(submits=batch)
+    outcomes = calls_submit(submits=batch)
 
     assert codes(outcomes) == ["created"] * 3
     assert written(alice) == ({"a1", "a2"}, 2, 2)
@@ -61,7 +61,7 @@ def test_each_submit_collects_only_its_own_calls_push(django_capture_on_commit_c
     batch = submits((alice, frame("a1")), (bob, frame("b1")))
 
     with django_capture_on_commit_callbacks(execute=True):
-        call_requests_submit(submits=batch)
+        calls_submit(submits=batch)
 
     for submit, call_id in zip(batch, ["a1", "b1"], strict=True):
         [(group, message)] = submit.pushes
@@ -81,7 +81,7 @@ def test_refused_submits_write_nothing_and_leave_the_others_created(
     )
 
     with django_capture_on_commit_callbacks(execute=True):
-        outcomes = call_requests_submit(submits=batch)
+        outcomes = calls_submit(submits=batch)
 
     assert codes(outcomes) == ["created", "invalid_request", "destination_not_allowed", "created"]
     assert written(user) == ({"ok1", "ok2"}, 2, 2)
@@ -95,7 +95,7 @@ def test_a_quota_counts_the_batchs_own_earlier_calls():
     user = UserFactory(concurrent_calls=2, calls_per_day=100)
     batch = submits(*[(user, frame(f"c{i}")) for i in range(4)])
 
-    outcomes = call_requests_submit(submits=batch)
+    outcomes = calls_submit(submits=batch)
 
     assert codes(outcomes) == ["created", "created", "quota_exceeded", "quota_exceeded"]
     assert outcomes[2].quota == "concurrent_calls"
@@ -106,9 +106,7 @@ def test_a_quota_counts_the_batchs_own_earlier_calls():
 def test_the_daily_quota_within_a_batch_says_when_to_try_again():
     user = UserFactory(concurrent_calls=10, calls_per_day=1)
 
-    outcomes = call_requests_submit(
-        submits=submits((user, frame("first")), (user, frame("second")))
-    )
+    outcomes = calls_submit(submits=submits((user, frame("first")), (user, frame("second"))))
 
     assert codes(outcomes) == ["created", "quota_exceeded"]
     assert outcomes[1].quota == "calls_per_day"
@@ -120,7 +118,7 @@ def test_a_callid_twice_in_one_batch_is_one_call(django_capture_on_commit_callba
     batch = submits((user, frame("same")), (user, frame("same", message="other")))
 
     with django_capture_on_commit_callbacks(execute=True):
-        outcomes = call_requests_submit(submits=batch)
+        outcomes = calls_submit(submits=batch)
 
     assert codes(outcomes) == ["created", "again"]
     assert outcomes[0][0].pk == outcomes[1][0].pk
@@ -133,7 +131,7 @@ def test_callids_of_every_json_type_are_refused_alone():
     odd = [["a"], {"a": 1}, 7, None, True, "bad\u0000id"]
     batch = submits(*[(user, frame(call_id)) for call_id in odd], (user, frame("fine")))
 
-    outcomes = call_requests_submit(submits=batch)
+    outcomes = calls_submit(submits=batch)
 
     assert codes(outcomes) == ["invalid_request"] * len(odd) + ["created"]
     assert written(user) == ({"fine"}, 1, 1)
@@ -141,9 +139,9 @@ def test_callids_of_every_json_type_are_refused_alone():
 
 def test_a_callid_already_stored_is_found_not_written_again():
     user = UserFactory(unmetered=True)
-    [(first, _)] = call_requests_submit(submits=submits((user, frame("kept"))))
+    [(first, _)] = calls_submit(submits=submits((user, frame("kept"))))
 
-    outcomes = call_requests_submit(submits=submits((user, frame("kept")), (user, frame("new"))))
+    outcomes = calls_submit(submits=submits((user, frame("kept")), (user, frame("new"))))
 
     assert codes(outcomes) == ["again", "created"]
     assert outcomes[0][0].pk == first.pk
@@ -164,20 +162,20 @@ def test_a_callid_a_concurrent_writer_commits_mid_batch_is_found_again_and_the_r
     slipped = []
 
     def other_writer():
-        slipped.append(CallRequest.objects.create(owner=alice, call_id="raced", to="+44"))
+        slipped.append(Call.objects.create(owner=alice, call_id="raced", to="+44"))
         connection.close()
 
     def just_before_the_insert(execute, sql, params, many, context):
-        if sql.startswith('INSERT INTO "realtime_callrequest"') and not slipped:
+        if sql.startswith('INSERT INTO "calls_call"') and not slipped:
             writer = threading.Thread(target=other_writer)
             writer.start()
             writer.join()
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(just_before_the_insert):
-        outcomes = call_requests_submit(submits=batch)
+        outcomes = calls_submit(submits=batch)
 
     assert codes(outcomes) == ["again", "created"]
     assert outcomes[0][0].pk == slipped[0].pk
     assert written(bob) == ({"calm"}, 1, 1)
-    assert CallRequest.objects.filter(owner=alice).count() == 1
+    assert Call.objects.filter(owner=alice).count() == 1

@@ -9,11 +9,11 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 from prometheus_client.parser import text_string_to_metric_families
 
+from calls.states import CallState
 from history.services import record_inbound_call
-from realtime.models import CallState
 from realtime.pipeline import call_transition
 from realtime.providers import Step
-from tests.factories import CallRequestFactory, NumberFactory
+from tests.factories import CallFactory, NumberFactory
 from webhooks.models import WebhookDelivery
 from webhooks.tasks import deliver_webhook
 
@@ -119,7 +119,7 @@ def test_requests_are_counted_by_route_method_and_status(api_client, token):
 
 @pytest.mark.django_db(transaction=True)
 def test_calls_ending_and_inbound_records_are_counted_by_status(api_client, token):
-    call = CallRequestFactory(status=CallState.RINGING)
+    call = CallFactory(status=CallState.RINGING)
     number = NumberFactory()
     before = scrape(api_client)
     assert call_transition(

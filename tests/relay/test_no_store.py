@@ -16,14 +16,14 @@ from rest_framework.test import APIClient
 from accounts import services
 from accounts.credentials import reset_token_make
 from accounts.verification import verification_token_make
+from calls.models import Recording
 from core.recordings import recordings_storage
-from realtime.models import CallRecording
 from relay.middleware import NO_STORE_ROUTES
 from tests.conftest import Clock
 from tests.console.conftest import sign_in
 from tests.factories import (
     DEFAULT_PASSWORD,
-    CallRequestFactory,
+    CallFactory,
     NumberFactory,
     two_factor_on,
     voicemail_on,
@@ -69,10 +69,10 @@ def greeting_recorded(visitor: Visitor):
     return number_services.number_greeting_recording_set(number=number, name=name, seconds=1.0)
 
 
-def call_recording(visitor: Visitor) -> CallRecording:
-    call = CallRequestFactory(owner=visitor.user)
+def call_recording(visitor: Visitor) -> Recording:
+    call = CallFactory(owner=visitor.user)
     name = recordings_storage().save("no-store-call.wav", ContentFile(wav_bytes()))
-    return CallRecording.objects.create(call=call, name=name, seconds=1.0)
+    return Recording.objects.create(call=call, name=name, seconds=1.0)
 
 
 def console_login_code(v: Visitor):

@@ -5,7 +5,7 @@ from django.db import connection, transaction
 
 from core import events
 from history.services import record_inbound_call
-from realtime.services import call_request_submit
+from realtime.services import call_submit
 from tests.factories import NumberFactory
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def test_a_call_status_comes_with_the_call_its_sender_wrote(seen, user):
     need not read it again (the webhook writer takes a call's statusCallback from it)."""
     data = {"type": "call", "callId": "c-1", "to": "+442079460120", "message": "hi"}
 
-    call, created = call_request_submit(user=user, data=data)
+    call, created = call_submit(user=user, data=data)
 
     assert created
     assert seen == [(user.pk, "call_status", True, call)]

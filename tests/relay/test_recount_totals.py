@@ -7,10 +7,10 @@ import pytest
 from django.core.management import call_command
 from django.db.models import F
 
+from calls.models import CallCounter
 from history.models import CallRecordCounter
 from history.services import record_inbound_call
-from realtime.models import CallRequestCounter
-from tests.factories import CallRequestFactory, NumberFactory
+from tests.factories import CallFactory, NumberFactory
 from tests.totals import assert_totals_exact, calls_counted, history_counted
 
 pytestmark = pytest.mark.django_db
@@ -28,8 +28,8 @@ def counted(user, other_user):
     office, home = NumberFactory(owner=user), NumberFactory(owner=user)
     for number, status in [(office, "answered"), (office, "missed"), (home, "missed")]:
         record_inbound_call(number=number, caller_num="+447700900123", status=status, duration=0)
-    CallRequestFactory.create_batch(2, owner=user)
-    CallRequestFactory(owner=other_user, status="busy")
+    CallFactory.create_batch(2, owner=user)
+    CallFactory(owner=other_user, status="busy")
     return office, home
 
 
@@ -45,7 +45,7 @@ def test_it_corrects_every_kind_of_drift_and_reports_it_per_owner(user, other_us
     CallRecordCounter.objects.filter(number=office, status="answered").update(count=F("count") + 5)
     CallRecordCounter.objects.filter(number=home).delete()  # a counter lost
     CallRecordCounter.objects.create(owner=user, number=home, status="blocked", count=3)  # stray
-    CallRequestCounter.objects.filter(owner=other_user).update(count=0)
+    CallCounter.objects.filter(owner=other_user).update(count=0)
 
     output = recount()
 

@@ -11,15 +11,16 @@ from django.db.models.manager import BaseManager
 from rest_framework import serializers
 
 from accounts.serializers import SessionOutput
+from calls.models import CallEvent
+from calls.states import CallState
 from core.fields import MillisecondsField, represent
 from core.pagination import Page
 from core.representation import representer
 from history.serializers import CallRecordOutput, HistoryOutput
-from realtime.models import CallEvent, CallState
 from realtime.serializers import CallAckOutput, CallDetailOutput, CallOutput, CallStatusOutput
 from tests.factories import (
+    CallFactory,
     CallRecordFactory,
-    CallRequestFactory,
     LoginSessionFactory,
     NumberFactory,
 )
@@ -78,11 +79,11 @@ def test_every_kind_of_record_call_and_number_renders_as_drf_renders_it(user):
     for record in records:
         assert_same(CallRecordOutput, record)
     calls = [
-        CallRequestFactory(owner=user),
-        CallRequestFactory(owner=user, status=CallState.FAILED, failure_reason="busy"),
-        CallRequestFactory(owner=user, status=CallState.COMPLETED, duration=12, from_number=number),
+        CallFactory(owner=user),
+        CallFactory(owner=user, status=CallState.FAILED, failure_reason="busy"),
+        CallFactory(owner=user, status=CallState.COMPLETED, duration=12, number=number),
     ]
-    CallEvent.objects.create(call=calls[2], status=CallState.QUEUED, at=calls[2].created_at)
+    CallEvent.objects.create(call=calls[2], seq=1, status=CallState.QUEUED, at=calls[2].created_at)
     for call in calls:
         for output in (CallAckOutput, CallStatusOutput, CallOutput, CallDetailOutput):
             assert_same(output, call)

@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
+from calls.models import Call
 from core.parsing import MAX_JSON_DEPTH
-from realtime.models import CallRequest
 from tests.factories import NumberFactory
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +53,7 @@ def test_a_bad_character_in_a_call_is_a_400_naming_the_field(client_jwt, field, 
     body = assert_error(post_raw(client_jwt, "/api/calls", text))
 
     assert list(body["fields"]) == [field]
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 JSON_ENDPOINTS = [

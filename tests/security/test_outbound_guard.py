@@ -6,7 +6,7 @@ judged by that IPv4 address, or refused where it cannot be read (core.urls.EMBED
 import pytest
 from asgiref.sync import sync_to_async
 
-from realtime.models import CallRequest
+from calls.models import Call
 from webhooks.models import WebhookEndpoint
 
 # One row a form of core.urls.EMBEDDED_IPV4, each carrying a private IPv4 address.
@@ -64,7 +64,7 @@ def test_a_voice_hook_to_a_private_ipv4_behind_an_ipv6_form_is_refused(client_jw
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_request"
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 # --- statusCallback, checked at submit ------------------------------------------------------
@@ -95,7 +95,7 @@ def test_a_status_callback_to_a_private_address_is_refused_over_rest(client_jwt,
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_request"
     assert list(response.json()["fields"]) == ["statusCallback"]
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -112,7 +112,7 @@ async def test_a_status_callback_to_a_private_address_is_refused_on_the_socket(c
     assert list(frame["fields"]) == ["statusCallback"]
     await ws.send_json_to({"type": "ping"})
     assert (await ws.receive_json_from(timeout=5))["type"] == "pong"  # the socket stays open
-    assert not await sync_to_async(CallRequest.objects.exists)()
+    assert not await sync_to_async(Call.objects.exists)()
 
 
 @pytest.mark.django_db
@@ -123,7 +123,7 @@ def test_a_status_callback_that_does_not_resolve_yet_is_accepted(client_jwt):
     response = client_jwt.post("/api/calls", call_body("later", url), format="json")
 
     assert response.status_code == 202, response.content
-    assert CallRequest.objects.get(call_id="later").status_callback == url
+    assert Call.objects.get(call_id="later").status_callback == url
 
 
 @pytest.mark.django_db
@@ -137,4 +137,4 @@ def test_where_private_addresses_are_allowed_a_private_status_callback_is_kept(
     )
 
     assert response.status_code == 202, response.content
-    assert CallRequest.objects.get(call_id="lan").status_callback == "http://10.1.2.3/status"
+    assert Call.objects.get(call_id="lan").status_callback == "http://10.1.2.3/status"

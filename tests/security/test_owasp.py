@@ -9,7 +9,7 @@ from django.conf import settings
 
 from accounts import services as accounts
 from accounts.models import LoginSession, User
-from realtime.models import CallRequest
+from calls.models import Call
 from tests.conftest import jwt_client
 from tests.factories import NumberFactory
 from tests.live import child_environ
@@ -23,7 +23,7 @@ def victim(other_user):
     """Another user's number, blocklist entry, call and session: every id an attacker could try."""
     number = NumberFactory(owner=other_user, alias="victim")
     BlockedCaller.objects.create(number=number, caller_num="+447700900666")
-    call = CallRequest.objects.create(
+    call = Call.objects.create(
         owner=other_user,
         call_id="secret-call",
         to="+442079460120",
@@ -58,7 +58,7 @@ def test_every_id_route_answers_404_for_another_users_id_and_changes_nothing(cli
     n.refresh_from_db()
     assert (n.alias, n.owner_id) == ("victim", victim["session"].user_id)
     assert list(BlockedCaller.objects.values_list("caller_num", flat=True)) == ["+447700900666"]
-    assert CallRequest.objects.get(pk=c.pk).status == "queued"
+    assert Call.objects.get(pk=c.pk).status == "queued"
     assert LoginSession.objects.get(pk=s.pk).active
 
 
@@ -119,7 +119,7 @@ def test_mass_assignment_on_numbers_and_calls_is_ignored(
         },
         format="json",
     )
-    call = CallRequest.objects.get(call_id="m1")
+    call = Call.objects.get(call_id="m1")
     assert (call.owner, call.status) == (user, "queued")
 
 

@@ -7,7 +7,7 @@ import json
 
 from aiortc import RTCPeerConnection, RTCRtpSender, RTCSessionDescription
 
-from realtime.models import TERMINAL_STATES
+from calls.states import TERMINAL_STATES
 from telephony.webrtc.leg import RelayedAudio
 
 DEADLINE = 20

@@ -20,10 +20,10 @@ import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage
 
+from calls.models import Call
 from history.models import CallRecord
 from history.services import record_inbound_call
 from realtime import services
-from realtime.models import CallRequest
 from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
 from tests.live import (
@@ -433,13 +433,13 @@ def app(settings):
     server.close()
 
 
-def submit(user, call_id: str, message: str = "Hello from Relay.", **extra) -> CallRequest:
+def submit(user, call_id: str, message: str = "Hello from Relay.", **extra) -> Call:
     """A call submitted through the service, committed (the tests run with transaction=True);
     with `script=`, a call that runs it instead of saying `message`."""
     data = {"callId": call_id, "to": "+442079460123", "message": message, **extra}
     if "script" in extra:
         del data["message"]
-    return services.call_request_submit(user=user, data=data)[0]
+    return services.call_submit(user=user, data=data)[0]
 
 
 def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, float]:
@@ -472,7 +472,7 @@ def wait_for_records(number, count: int, deadline: float = 30) -> list[CallRecor
     )
 
 
-def status_of(call: CallRequest) -> str:
+def status_of(call: Call) -> str:
     call.refresh_from_db()
     return call.status
 

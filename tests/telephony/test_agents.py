@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from django.db.models import Count
 
-from realtime.models import TERMINAL_STATES, CallRequest
+from calls.models import Call
+from calls.states import TERMINAL_STATES
 from tests.factories import UserFactory
 from tests.live import RelayProcess, WorkerProcess, http, wait_until
 from tests.telephony.conftest import (
@@ -56,7 +57,7 @@ def test_an_agent_killed_mid_call_never_dials_again_and_the_call_fails_agent_los
 
         assert (call.status, call.failure_reason) == ("failed", "agent_lost")
         assert later.status == "completed"
-        assert far_end.invites() == [call.provider_call_id, later.provider_call_id]
+        assert far_end.invites() == [call.sip_call_id, later.sip_call_id]
     finally:
         for process in (second, worker, far_end):
             if process is not None:
@@ -90,7 +91,7 @@ def test_an_agent_killed_during_a_gather_ends_the_call_once_and_dials_nobody_aga
 
         assert (call.status, call.failure_reason) == ("failed", "agent_lost")
         assert call.events.filter(status__in=TERMINAL_STATES).count() == 1
-        assert sipp.invites() == [call.provider_call_id]
+        assert sipp.invites() == [call.sip_call_id]
     finally:
         for process in (second, first, worker, sipp):
             if process is not None:
@@ -142,18 +143,18 @@ def test_every_call_is_dialled_once_by_one_of_several_agents(
         assert status == 202
 
     def ended() -> bool:
-        return CallRequest.objects.filter(status__in=TERMINAL_STATES).count() == count
+        return Call.objects.filter(status__in=TERMINAL_STATES).count() == count
 
     wait_until(ended, deadline=count * 3 + 30, what=f"{count} calls to end", interval=0.2)
     elapsed = time.monotonic() - started
     cpu = agent_cpu_seconds(two_agents) - cpu_before
 
     assert far_end.finish() == 0
-    outcomes = dict(CallRequest.objects.values_list("status").annotate(n=Count("id")))
+    outcomes = dict(Call.objects.values_list("status").annotate(n=Count("id")))
     assert outcomes == {"completed": count}
     dialled = far_end.invites()
     assert len(dialled) == count
-    assert set(dialled) == set(CallRequest.objects.values_list("provider_call_id", flat=True))
+    assert set(dialled) == set(Call.objects.values_list("sip_call_id", flat=True))
     with capsys.disabled():
         print(
             f"\n{count} SIP calls on 2 agents in {elapsed:.1f} s: agents' CPU "

@@ -11,7 +11,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
-from realtime.models import TERMINAL_STATES, CallRequest
+from calls.models import Call
+from calls.states import TERMINAL_STATES
 from tests.live import DaphneProcess, PrivateRedis, WorkerProcess
 from tests.telephony.browser_peer import Browser, call_from_the_browser, next_frame
 from tests.telephony.conftest import AgentProcess, Sipp, free_udp_port, sip_env
@@ -60,8 +61,8 @@ async def test_an_agent_killed_mid_call_ends_the_tabs_call_once_and_tells_the_ta
         for child in reversed(started):
             await sync_to_async(child.stop)()
         await sync_to_async(redis.stop)()
-    call = await sync_to_async(CallRequest.objects.get)(call_id="k1")
+    call = await sync_to_async(Call.objects.get)(call_id="k1")
     assert (call.status, call.failure_reason) == ("failed", "agent_lost")
     terminal = call.events.filter(status__in=TERMINAL_STATES)
     assert await sync_to_async(terminal.count)() == 1
-    assert far_end.invites() == [call.provider_call_id]
+    assert far_end.invites() == [call.sip_call_id]

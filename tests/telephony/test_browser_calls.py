@@ -14,7 +14,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
-from realtime.models import CallRequest
+from calls.models import Call
+from tests.ledger import aack
 from tests.telephony.browser_peer import (
     BROWSER_SAYS,
     Browser,
@@ -41,7 +42,7 @@ async def test_a_call_from_the_browser_talks_to_the_callee_and_ends_when_the_tab
             offer = await browser.offer()
             await ws.send(json.dumps({"type": "rtc_offer", "callId": "b1", "to": TO, "sdp": offer}))
             ack = json.loads(await ws.recv())
-            assert ack == {"type": "call_ack", "callId": "b1", "status": "queued"}
+            assert ack == await aack("b1", "queued")
             answer = await next_frame(ws, "b1", "rtc_answer")
             await browser.take(answer["sdp"])
             await until(lambda: browser.pc.connectionState == "connected", "the connection")
@@ -60,10 +61,10 @@ async def test_a_call_from_the_browser_talks_to_the_callee_and_ends_when_the_tab
             assert (await status_frames(ws, "b1"))[-1] == "completed"
     finally:
         await browser.pc.close()
-    call = await sync_to_async(CallRequest.objects.get)(call_id="b1")
+    call = await sync_to_async(Call.objects.get)(call_id="b1")
     assert (call.status, call.to, call.message) == ("completed", TO, "")
     assert far_end.finish() == 0  # the agent's BYE ended SIPp's call
-    assert far_end.invites() == [call.provider_call_id]
+    assert far_end.invites() == [call.sip_call_id]
 
 
 async def test_rtc_hangup_while_it_rings_cancels_the_call(sip_relay, sipp, login):

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from calls.states import TERMINAL_STATES
 from history.models import CallRecord
-from realtime.models import TERMINAL_STATES
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.factories import NumberFactory

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from realtime.models import TERMINAL_STATES
+from calls.states import TERMINAL_STATES
 from telephony.sip.dns import Target, TrunkNotFound, TrunkResolver, resolve_targets
 from tests.live import wait_until
 from tests.telephony.conftest import (

@@ -15,7 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from realtime.models import TERMINAL_STATES, CallRequest
+from calls.models import Call
+from calls.states import TERMINAL_STATES
 from tests.factories import NumberFactory
 from tests.live import ROOT, relay_env, wait_until
 from tests.telephony.conftest import AgentProcess, Sipp, call_in, free_udp_port, sip_env, status_of
@@ -80,12 +81,12 @@ def callee(agent, tmp_path) -> Sipp:
     )
 
 
-def live_call(user, agent, call_id: str, seconds: int) -> CallRequest:
+def live_call(user, agent, call_id: str, seconds: int) -> Call:
     """An outbound call that lasts `seconds` once answered (a script's pause), up now."""
-    from realtime.services import call_request_submit
+    from realtime.services import call_submit
 
     script = [{"pause": {"seconds": seconds}}]
-    call = call_request_submit(
+    call = call_submit(
         user=user, data={"callId": call_id, "to": "+442079460123", "script": script}
     )[0]
     wait_until(lambda: status_of(call) == "in_progress", deadline=30, what="the call's answer")
@@ -110,9 +111,9 @@ def test_a_drained_agent_refuses_new_calls_and_exits_once_its_live_call_ends(age
     caller = call_in(agent.address, tmp_path, "inbound_refused", number.number, status=503)
     assert caller.finish(30) == 0, caller
     # An outbound call submitted meanwhile is left for another agent.
-    from realtime.services import call_request_submit
+    from realtime.services import call_submit
 
-    waiting = call_request_submit(
+    waiting = call_submit(
         user=user, data={"callId": "later", "to": "+442079460124", "message": "Hello."}
     )[0]
 
@@ -122,7 +123,7 @@ def test_a_drained_agent_refuses_new_calls_and_exits_once_its_live_call_ends(age
     assert live.duration >= 4  # kept to its end, not cut
     assert status_of(waiting) == "queued"
     assert sipp.finish() == 0, sipp
-    assert sipp.invites() == [live.provider_call_id]  # nobody else was dialled
+    assert sipp.invites() == [live.sip_call_id]  # nobody else was dialled
     log = agent.log_path.read_text()
     assert "draining: new calls refused (503), 1 live call(s)" in log
     assert "drained: no live call left" in log

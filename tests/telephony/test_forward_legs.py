@@ -142,9 +142,9 @@ def test_a_bridge_the_caller_left_before_its_answer_is_undone(number):
 
 
 def test_a_script_dials_a_target_once_per_dial_and_its_legs_are_rows_of_its_call(user):
-    from tests.factories import CallRequestFactory
+    from tests.factories import CallFactory
 
-    call = CallRequestFactory(owner=user, status="in_progress")
+    call = CallFactory(owner=user, status="in_progress")
     ids = call_ids(*TARGETS)
 
     first = services.dial_legs_open(
@@ -166,10 +166,10 @@ def test_a_script_dials_a_target_once_per_dial_and_its_legs_are_rows_of_its_call
 
 
 def test_the_legs_of_an_outbound_call_that_ended_without_its_agent_are_ended(user):
-    from tests.factories import CallRequestFactory
+    from tests.factories import CallFactory
 
-    live = CallRequestFactory(owner=user, status="in_progress")
-    lost = CallRequestFactory(owner=user, status="failed")
+    live = CallFactory(owner=user, status="in_progress")
+    lost = CallFactory(owner=user, status="failed")
     (up,) = services.dial_legs_open(
         owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), request=live, dial=1
     )

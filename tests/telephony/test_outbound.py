@@ -12,7 +12,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
-from realtime.models import TERMINAL_STATES, CallRequest
+from calls.models import Call
+from calls.states import TERMINAL_STATES
 from telephony.speech import Speech
 from tests.live import http
 
@@ -56,7 +57,7 @@ def spoken_seconds(message: str, tmp_path) -> float:
     return len(Speech(tmp_path / "tts").render(message, "en")[0]) / 8000
 
 
-def media_line(relay, call: CallRequest) -> dict[str, float]:
+def media_line(relay, call: Call) -> dict[str, float]:
     """The agent's account of the call's audio, from its log."""
     text = (relay.workdir / "relay.log").read_text()
     found = re.search(
@@ -81,12 +82,12 @@ async def test_an_answered_call_speaks_the_message_and_hangs_up(sip_relay, sipp,
 
     assert statuses(frames) == ["queued", "dialing", "ringing", "in_progress", "completed"]
     assert far_end.finish() == 0
-    call = await sync_to_async(CallRequest.objects.get)(call_id="answered")
+    call = await sync_to_async(Call.objects.get)(call_id="answered")
     expected = spoken_seconds(SHORT, tmp_path)
     assert call.status == "completed" and call.failure_reason == ""
     assert abs(call.duration - expected) <= 1
     assert frames[-1]["duration"] == call.duration
-    assert far_end.invites() == [call.provider_call_id]
+    assert far_end.invites() == [call.sip_call_id]
     invite = far_end.received("INVITE")[0]
     assert f"INVITE sip:{call.to}@" in invite
     assert re.search(rf"^From: <sip:{re.escape(call.caller_id)}@", invite, re.MULTILINE)
@@ -177,5 +178,5 @@ async def test_a_user_cancel_hangs_up_the_call_where_it_is(
     assert (status, body["status"]) == (200, "canceled")
     assert statuses(frames) == ["canceled"]
     assert far_end.finish(timeout=10) == 0  # well before the ring timeout or the message end
-    call = await sync_to_async(CallRequest.objects.get)(call_id="canceled")
+    call = await sync_to_async(Call.objects.get)(call_id="canceled")
     assert (call.status, call.failure_reason) == ("canceled", "canceled by the user")

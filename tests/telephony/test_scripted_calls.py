@@ -14,7 +14,8 @@ import wave
 import pytest
 from standardwebhooks import Webhook
 
-from realtime.models import TERMINAL_STATES, CallRequest
+from calls.models import Call
+from calls.states import TERMINAL_STATES
 from tests.live import wait_until
 from tests.telephony.conftest import (
     MESSAGE_SECONDS,
@@ -98,19 +99,19 @@ def far_end(scripted, tmp_path, keys: str, *, info=False, before_ms=1500) -> Sip
     )
 
 
-def run(user, script, call_id="c1") -> CallRequest:
-    from realtime.services import call_request_submit
+def run(user, script, call_id="c1") -> Call:
+    from realtime.services import call_submit
 
     data = {"callId": call_id, "to": "+442079460123", "script": script}
-    call = call_request_submit(user=user, data=data)[0]
+    call = call_submit(user=user, data=data)[0]
     wait_until(lambda: status_of(call) in TERMINAL_STATES, deadline=60, what="the call's end")
     return call
 
 
-def reports(call: CallRequest) -> list[dict]:
+def reports(call: Call) -> list[dict]:
     return [
-        {"event": e.event, **(e.data or {}), **({"detail": e.detail} if e.detail else {})}
-        for e in call.events.exclude(event="")
+        {"event": e.kind, **(e.data or {}), **({"detail": e.detail} if e.detail else {})}
+        for e in call.events.exclude(kind="")
     ]
 
 
@@ -301,7 +302,7 @@ def test_a_target_a_hook_names_that_the_policy_refuses_is_never_dialled(
     events = reports(call)
     assert [r["event"] for r in events] == ["gathered", "dialed"]
     assert events[1]["result"] == {"dialStatus": "failed", "answeredBy": None, "duration": 0}
-    assert sipp.invites() == [call.provider_call_id]  # nobody else was dialled
+    assert sipp.invites() == [call.sip_call_id]  # nobody else was dialled
 
 
 def wav(tmp_path, seconds: float) -> bytes:
@@ -315,7 +316,7 @@ def wav(tmp_path, seconds: float) -> bytes:
     return path.read_bytes()
 
 
-def sent_packets(scripted, call: CallRequest) -> int:
+def sent_packets(scripted, call: Call) -> int:
     text = (scripted.workdir / "agent.log").read_text()
     found = re.search(rf"call {call.pk} ended: .*audio sent (\d+) packets", text)
     assert found, f"no media line for call {call.pk}"

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from realtime.models import TERMINAL_STATES
+from calls.states import TERMINAL_STATES
 from tests.live import free_port, wait_until
 from tests.telephony.certs import TestCA
 from tests.telephony.conftest import AgentProcess, sip_env, status_of, submit

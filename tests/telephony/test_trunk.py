@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from realtime.models import TERMINAL_STATES
+from calls.states import TERMINAL_STATES
 from tests.live import free_port, wait_until
 from tests.telephony.conftest import (
     AgentProcess,

@@ -4,8 +4,9 @@ socket's `call` frame alike, every refusal naming its path; stored normalised.""
 import pytest
 
 from accounts.models import DialRefusal
-from realtime.models import CallRequest
+from calls.models import Call
 from tests.factories import InventoryNumberFactory
+from tests.ledger import aack
 from voiceapps.verbs import SCRIPT_MAX_VERBS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,7 +30,7 @@ def submit(client, **fields):
 
 def refused_fields(response) -> dict:
     assert response.status_code == 400, response.content
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
     return response.json()["fields"]
 
 
@@ -37,7 +38,7 @@ def test_a_script_is_stored_with_every_default_filled_in(client_jwt):
     response = submit(client_jwt, script=REMINDER)
 
     assert response.status_code == 202
-    call = CallRequest.objects.get()
+    call = Call.objects.get()
     assert call.message == ""
     assert call.script == [
         {"say": {"text": "Your appointment is tomorrow at nine.", "loop": 1}},
@@ -146,7 +147,7 @@ async def test_the_socket_answers_an_invalid_script_with_an_error_frame_naming_i
 
     assert frame["type"] == "error" and frame["callId"] == "c1"
     assert "script.1.gather.timeout" in frame["fields"]
-    assert not await CallRequest.objects.aexists()
+    assert not await Call.objects.aexists()
 
 
 async def test_the_socket_acks_a_script(communicator, user):
@@ -158,8 +159,8 @@ async def test_the_socket_acks_a_script(communicator, user):
     )
     frame = await socket.receive_json_from(timeout=5)
 
-    assert frame == {"type": "call_ack", "callId": "c1", "status": "queued"}
-    assert (await CallRequest.objects.aget()).script[1]["gather"]["numDigits"] == 1
+    assert frame == await aack("c1", "queued")
+    assert (await Call.objects.aget()).script[1]["gather"]["numDigits"] == 1
 
 
 REFUSED = "+8613800138000"  # outside DIAL_ALLOWED_COUNTRIES
@@ -183,7 +184,7 @@ def test_a_dial_target_the_policy_refuses_refuses_the_call_before_it_is_made(
 
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "destination_not_allowed"
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
     assert DialRefusal.objects.get(user=user).kind == DialRefusal.Kind.DESTINATION
 
 
@@ -195,7 +196,7 @@ def test_a_dial_target_of_relays_own_numbers_is_refused_as_a_loop(client_jwt):
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "destination_not_allowed"
     assert response.json()["fields"] == {"script": [f"{own} is a number of this service."]}
-    assert not CallRequest.objects.exists()
+    assert not Call.objects.exists()
 
 
 def test_the_sip_agent_takes_scripts_of_the_verbs_it_runs(client_jwt, settings):

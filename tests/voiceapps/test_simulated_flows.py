@@ -11,8 +11,8 @@ import logging
 import pytest
 from standardwebhooks import Webhook
 
-from realtime.models import CallRequest
-from realtime.services import call_request_submit
+from calls.models import Call
+from realtime.services import call_submit
 from tests.conftest import drain_tasks
 from tests.voiceapps.conftest import Reply
 
@@ -21,18 +21,18 @@ pytestmark = pytest.mark.django_db(transaction=True)
 CONFIRM = {"text": "Press 1 to confirm, 2 to cancel."}
 
 
-def run(user, script, call_id="c1", **extra) -> CallRequest:
+def run(user, script, call_id="c1", **extra) -> Call:
     data = {"callId": call_id, "to": "+442079460120", "script": script, **extra}
-    call_request_submit(user=user, data=data)
+    call_submit(user=user, data=data)
     drain_tasks()
-    return CallRequest.objects.get(owner=user, call_id=call_id)
+    return Call.objects.get(owner=user, call_id=call_id)
 
 
-def reports(call: CallRequest) -> list[dict]:
+def reports(call: Call) -> list[dict]:
     """The verbs' reports of the call's timeline, as GET /api/calls/:callId would show them."""
     return [
-        {"event": e.event, **(e.data or {}), **({"detail": e.detail} if e.detail else {})}
-        for e in call.events.exclude(event="")
+        {"event": e.kind, **(e.data or {}), **({"detail": e.detail} if e.detail else {})}
+        for e in call.events.exclude(kind="")
     ]
 
 
@@ -55,6 +55,7 @@ def test_an_appointment_reminder_reads_back_the_digit_through_its_hook(
     payload = Webhook(webhook_secret).verify(body, headers)  # signed as webhooks are
     assert payload == {
         "callId": "c1",
+        "call": str(call.pk),
         "direction": "outbound",
         "from": call.caller_id,
         "to": "+442079460120",
@@ -70,6 +71,8 @@ def test_an_appointment_reminder_reads_back_the_digit_through_its_hook(
         {
             "type": "call_status",
             "callId": "c1",
+            "call": str(call.pk),
+            "seq": call.events.get(kind="gathered").seq,
             "status": "in_progress",
             "ts": gathered[0]["ts"],
             "event": "gathered",
@@ -253,13 +256,14 @@ def test_hooks_past_the_limit_hang_up(user, voice_app, webhook_secret, settings)
 
 def test_the_call_detail_shows_what_the_verbs_reported(user, client_jwt, settings):
     settings.SIMULATED_DIGITS = "9#"
-    run(user, [{"gather": {}}])
+    call = run(user, [{"gather": {}}])
 
     timeline = client_jwt.get("/api/calls/c1").json()["timeline"]
 
     gathered = [row for row in timeline if "event" in row]
     assert gathered == [
         {
+            "seq": call.events.get(kind="gathered").seq,
             "status": "in_progress",
             "at": gathered[0]["at"],
             "detail": "",

@@ -16,7 +16,7 @@ import pytest
 from django.utils import timezone
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from realtime.services import call_request_submit
+from realtime.services import call_submit
 from tests.conftest import drain_tasks
 from webhooks.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from webhooks.services import deliveries_sweep, delivery_retry
@@ -82,7 +82,7 @@ def set_webhook(client, url, **extra):
 
 def place(user, call_id="c1", **extra):
     data = {"callId": call_id, "to": "+442079460123", "message": "Hello", **extra}
-    return call_request_submit(user=user, data=data)[0]
+    return call_submit(user=user, data=data)[0]
 
 
 def test_every_state_of_a_call_arrives_once_in_order_signed(

@@ -13,7 +13,7 @@ from websockets.sync.client import connect
 
 from accounts import services as accounts
 from accounts.models import User
-from realtime.models import TERMINAL_STATES
+from calls.states import TERMINAL_STATES
 
 
 def default_url() -> str:

@@ -29,8 +29,8 @@ from django.db import connection
 from websockets.sync.client import connect
 
 from accounts import services as accounts
+from calls.models import Call
 from history.models import CallRecord
-from realtime.models import CallRequest
 from tests.factories import NumberFactory
 from tests.live import ROOT, ChildProcess, relay_env, wait_until
 from tests.live import test_database_url as database_url
@@ -298,10 +298,10 @@ def test_a_socket_on_one_host_follows_a_call_placed_through_the_other(site, user
                 statuses.append(frame["status"])
     assert statuses[-1] == "completed", statuses
     assert {"dialing", "in_progress"} <= set(statuses), statuses
-    call = CallRequest.objects.get(owner=user, call_id="across")
+    call = Call.objects.get(owner=user, call_id="across")
     assert call.status == "completed"
     # The carrier saw the call come through the edge, once.
-    assert site.answering.invites().count(call.provider_call_id) == 1
+    assert site.answering.invites().count(call.sip_call_id) == 1
 
 
 def test_a_drained_agent_finishes_its_call_returns_and_a_killed_one_is_taken_out(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from realtime.models import TERMINAL_STATES
+from calls.states import TERMINAL_STATES
 from telephony.speech import Speech
 from tests.live import wait_until
 from tests.telephony.conftest import status_of, submit
@@ -45,7 +45,7 @@ def test_a_call_through_the_carrier_edge_is_heard_by_the_callee(
     level = sox_level(callee.heard())
     assert abs(level.seconds - expected) <= 1.0, level
     assert level.rms > 0.02 and level.maximum > 0.2, level  # speech, not silence
-    call_id = call.provider_call_id
+    call_id = call.sip_call_id
     lines = kamailio.lines(call_id)
     assert any(line.startswith("interop: challenge INVITE") for line in lines), kamailio.trace
     assert any(line.startswith("interop: authenticated INVITE") for line in lines), kamailio.trace
@@ -94,10 +94,10 @@ def test_a_scripted_call_hears_the_callees_key_through_the_carrier_edge(
     wait_until(lambda: status_of(call) in TERMINAL_STATES, deadline=60, what="the call to end")
 
     assert (call.status, call.failure_reason) == ("completed", ""), relay
-    (gathered,) = call.events.exclude(event="")
+    (gathered,) = call.events.exclude(kind="")
     assert gathered.data["result"] == {"digits": "2", "reason": "numDigits"}
     callee.wait_event("CALL_CLOSED", deadline=10)  # Relay hung up after "Cancelled."
-    assert kamailio.routed(call.provider_call_id, "BYE"), kamailio.trace
+    assert kamailio.routed(call.sip_call_id, "BYE"), kamailio.trace
     level = sox_level(callee.heard())
     assert level.rms > 0.02 and level.maximum > 0.2, level  # speech, decrypted from SRTP
     whole = spoken_seconds(prompt, tmp_path) + spoken_seconds("Cancelled.", tmp_path)

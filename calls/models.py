@@ -1,0 +1,183 @@
+"""The call ledger: a call, its numbered events, its recordings, and the counters behind the
+call list's exact total.
+
+One row of `Call` is one call, whoever placed it and however it runs (a message said, a
+script run, a browser's audio). Its `status` moves only along calls.states.MOVES, and only
+through calls.ledger, which numbers each of the call's events (`CallEvent.seq`) in the same
+UPDATE that moves the state: a reader of the events can tell a missed one from a gap.
+
+Outbound calls live here today; inbound calls, their forward legs and the voicemail move
+here next (issue 54).
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from calls.states import ACTIVE_STATES, TERMINAL_STATES, CallState
+
+
+class Direction(models.TextChoices):
+    OUTBOUND = "outbound", "Outbound"
+    INBOUND = "inbound", "Inbound"
+
+
+class Call(models.Model):
+    """A call: an outbound one a user asked for (ring `to`, say `message` or run `script`)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    direction = models.CharField(
+        max_length=8, choices=Direction.choices, default=Direction.OUTBOUND
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="calls"
+    )
+    # A call started by another call (a script's `dial`, later a transfer); null for most.
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
+    call_id = models.CharField(max_length=64, help_text="the client's callId")
+    to = models.CharField(max_length=16)
+    message = models.TextField(help_text="the text said; blank for a call that runs a script")
+    script = models.JSONField(
+        null=True, blank=True, help_text="the verbs the call runs (voiceapps); null: say message"
+    )
+    language = models.CharField(max_length=32, default="en", help_text="the voice it is spoken in")
+    # The held number it calls from; kept null if that number is deleted later.
+    number = models.ForeignKey(
+        "numbers.Number", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    caller_id = models.CharField(max_length=16, help_text="the number presented to the callee")
+    # Where this call's call_status events are POSTed as well (signed webhooks), if set.
+    status_callback = models.CharField(max_length=2000, blank=True, default="", db_default="")
+    # A call from the browser (the `rtc_offer` frame): the tab's WebRTC offer, which the agent
+    # that claims the call answers (telephony.webrtc); blank for every other call.
+    rtc_offer = models.TextField(blank=True, default="", db_default="")
+    status = models.CharField(max_length=16, choices=CallState.choices, default=CallState.QUEUED)
+    # The `seq` of the call's newest event (CallEvent): 1 once submitted (its `queued`).
+    last_seq = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    dialing_at = models.DateTimeField(null=True, blank=True)
+    ringing_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    duration = models.PositiveIntegerField(null=True, blank=True, help_text="seconds")
+    # The answered seconds the plan's daily quota granted the call when it was answered
+    # (accounts.quotas.talk_grant); the provider hangs up there. Null: no quota applied.
+    talk_limit = models.PositiveIntegerField(null=True, blank=True, help_text="seconds")
+    failure_reason = models.CharField(max_length=200, blank=True, default="")
+    # SIP's Call-ID of the call's INVITE (a made-up one from the simulated provider).
+    sip_call_id = models.CharField(max_length=255, blank=True, default="")
+    # When the next step is due at the latest; a non-terminal call past it (plus grace) has
+    # lost its worker and is driven again by the recovery pass.
+    step_deadline = models.DateTimeField(null=True, blank=True)
+    recoveries = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "call_id"], name="call_unique_call_id"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=CallState.values), name="call_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(direction__in=Direction.values), name="call_direction_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["owner", "-created_at", "-id"], name="call_owner_newest"),
+            models.Index(
+                fields=["owner", "status", "-created_at", "-id"], name="call_owner_status"
+            ),
+            # The quotas' counts (accounts.quotas): the owner's calls up now, and answered ones.
+            models.Index(
+                fields=["owner"], condition=models.Q(ended_at__isnull=True), name="call_owner_up"
+            ),
+            models.Index(
+                fields=["owner", "answered_at"],
+                condition=models.Q(answered_at__isnull=False),
+                name="call_owner_answered",
+            ),
+            models.Index(
+                fields=["step_deadline"],
+                condition=models.Q(status__in=sorted(ACTIVE_STATES)),
+                name="call_active_deadline",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.call_id} -> {self.to} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATES
+
+
+class CallEvent(models.Model):
+    """One event of a call, numbered: a state it moved to, or what a verb of its script
+    reported (`kind`: `gathered`, `recorded`, `dialed`, `hook_failed`, `limit`, with its result
+    in `data`; blank for a state change) at the state it was in. `seq` is 1 for the call's
+    first event and one more for each next, with no gap (calls.ledger)."""
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=CallState.choices)
+    at = models.DateTimeField(default=timezone.now)
+    detail = models.CharField(max_length=200, blank=True, default="")
+    kind = models.CharField(max_length=16, blank=True, default="", db_default="")
+    data = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["call", "seq"]
+        constraints = [
+            # A call's events in order, and its index.
+            models.UniqueConstraint(fields=["call", "seq"], name="callevent_call_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.call_id} #{self.seq}: {self.kind or self.status}"
+
+
+class Recording(models.Model):
+    """A call's audio: what a `record` verb of its script recorded (voiceapps), a WAV in the
+    recordings storage (core.recordings), downloadable by the call's owner only
+    (`GET /api/calls/:callId/recordings/:id`)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="recordings")
+    name = models.CharField(max_length=200, help_text="the file's name in the recordings storage")
+    seconds = models.FloatField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"recording {self.pk} of {self.call_id}"
+
+
+class CallCounter(models.Model):
+    """How many Calls an owner has in one status: `total` of the call list is a sum of at most
+    9 of these rows, never a COUNT.
+
+    Kept exact in the call's own transactions: submit adds one `queued`, every state change
+    (realtime.pipeline.call_transition) moves one from the old status to the new. Deleting a
+    user deletes its counters with its calls (CASCADE). `manage.py recount_totals` corrects
+    any drift. No check that `count` >= 0: a counter that drifted must not stop a call; the
+    recount finds it.
+    """
+
+    # No index of its own: the unique key below starts with the owner.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    status = models.CharField(max_length=16, choices=CallState.choices)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target, and the index of "this owner's counters".
+            models.UniqueConstraint(fields=["owner", "status"], name="callcounter_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner_id} {self.status}: {self.count}"

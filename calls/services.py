@@ -1,0 +1,150 @@
+"""Every write of a call's state and events: the one place a call moves (calls.states.MOVES)
+and the one place its events are numbered.
+
+A move is one conditional UPDATE (`WHERE status = <expected>`) that also adds to the call's
+`last_seq` the number of events it brings, `RETURNING` the new `last_seq`: the events' numbers
+are assigned in the statement that moves the state, so two writers of one call can never give
+two events one number, and a move that lost its race numbers nothing. The events follow in the
+same transaction (the caller's), and the owner's status counters move with them.
+
+Who decides a move (a provider's step, a cancel, recovery, the telephony agent) and what is
+pushed about it is realtime.pipeline's; this module only keeps the ledger consistent.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connections
+from django.db.models import F
+from django.db.models.sql import UpdateQuery
+
+from calls.models import Call, CallCounter, CallEvent
+from calls.states import CallState, move_allowed
+from core.counters import counters_add
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Report:
+    """Something a verb of the call's script reported (voiceapps.program): `kind` (gathered,
+    recorded, dialed, hook_failed, limit), a `detail`, and the rest of what it said."""
+
+    kind: str
+    detail: str = ""
+    data: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, report: dict) -> Report:
+        data = {key: value for key, value in report.items() if key not in ("event", "detail")}
+        return cls(kind=report["event"], detail=str(report.get("detail", ""))[:200], data=data)
+
+
+def move_refused(*, call_pk, old: str, new: str) -> bool:
+    """Whether the state table refuses moving call `call_pk` from `old` to `new`; a refusal is
+    logged with the call's id and both states (never raised: a refused move changes nothing)."""
+    if move_allowed(old, new):
+        return False
+    logger.warning(
+        "call %s: the move from %s to %s is refused by the state table", call_pk, old, new
+    )
+    return True
+
+
+def _update_returning_seq(*, pk, expected: str | None, values: dict, added: int) -> int | None:
+    """UPDATE the call `pk` (still in `expected`, unless None) with `values` and `added` more
+    events, in one statement; the call's new `last_seq`, or None when no row matched."""
+    rows = Call.objects.filter(pk=pk)
+    if expected is not None:
+        rows = rows.filter(status=expected)
+    query = rows.query.chain(UpdateQuery)
+    query.add_update_values({**values, "last_seq": F("last_seq") + added})
+    sql, params = query.get_compiler(rows.db).as_sql()
+    with connections[rows.db].cursor() as cursor:
+        cursor.execute(f'{sql} RETURNING "last_seq"', params)
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
+def call_move(
+    *, call: Call, expected: str, values: dict, at: datetime, reason: str = "", reports=()
+) -> list[int] | None:
+    """Move `call` from `expected` to `values["status"]` with the rest of `values`, inside the
+    caller's transaction: what its script's verbs reported on the way (`reports`, Report) at
+    the state it was in, then the move itself, each an event with its number. The numbers of
+    the events written, the move's last, or None when the table refuses the move (logged) or
+    the call is no longer in `expected` (it moved on, or a duplicate step). `call` is updated
+    in place."""
+    new = values["status"]
+    if move_refused(call_pk=call.pk, old=expected, new=new):
+        return None
+    reports = list(reports)
+    last = _update_returning_seq(
+        pk=call.pk, expected=expected, values=values, added=len(reports) + 1
+    )
+    if last is None:
+        return None
+    seqs = list(range(last - len(reports), last + 1))
+    events = [
+        CallEvent(
+            call=call, seq=seq, status=expected, at=at, kind=r.kind, detail=r.detail, data=r.data
+        )
+        for seq, r in zip(seqs, reports, strict=False)
+    ]
+    events.append(CallEvent(call=call, seq=last, status=new, at=at, detail=reason[:200]))
+    CallEvent.objects.bulk_create(events)
+    for name, value in values.items():
+        setattr(call, name, value)
+    call.last_seq = last
+    call_counters_move(owner_id=call.owner_id, old=expected, new=new)
+    return seqs
+
+
+def call_reports_add(*, call: Call, reports, at: datetime) -> list[int] | None:
+    """What the verbs of the call's script reported (Report), each an event at the call's
+    current state, numbered after its last, inside the caller's transaction. Their numbers, or
+    None for a call that is gone."""
+    reports = list(reports)
+    if not reports:
+        return []
+    last = _update_returning_seq(pk=call.pk, expected=None, values={}, added=len(reports))
+    if last is None:
+        return None
+    seqs = list(range(last - len(reports) + 1, last + 1))
+    CallEvent.objects.bulk_create(
+        CallEvent(
+            call=call, seq=seq, status=call.status, at=at, kind=r.kind, detail=r.detail, data=r.data
+        )
+        for seq, r in zip(seqs, reports, strict=True)
+    )
+    call.last_seq = last
+    return seqs
+
+
+def calls_created(calls: list[Call], *, at: datetime) -> None:
+    """New calls, just inserted (each `queued` with `last_seq` 1): their first event, inside
+    the caller's transaction. Their counts are calls_counted's, last in that transaction."""
+    CallEvent.objects.bulk_create(
+        [CallEvent(call=call, seq=1, status=CallState.QUEUED, at=at) for call in calls]
+    )
+
+
+def calls_counted(new_calls: dict) -> None:
+    """Count new calls (`new_calls`: how many per owner pk) as queued, in the caller's
+    transaction; last in it, so the owners' counter rows stay locked only until the commit."""
+    counters_add(
+        CallCounter,
+        [({"owner_id": owner, "status": CallState.QUEUED}, n) for owner, n in new_calls.items()],
+    )
+
+
+def call_counters_move(*, owner_id, old: str | None, new: str) -> None:
+    """Move one call of the owner from status `old` (None: a new call) to `new` in the
+    counters behind `total` of the call list, inside the caller's transaction."""
+    moves = [({"owner_id": owner_id, "status": new}, 1)]
+    if old is not None:
+        moves.append(({"owner_id": owner_id, "status": old}, -1))
+    counters_add(CallCounter, moves)
