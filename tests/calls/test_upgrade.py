@@ -168,7 +168,9 @@ def relay_app(label: str) -> bool:
         path = Path(apps.get_app_config(label).path).resolve()
     except LookupError:  # an app of the migration graph no longer installed
         return False
-    return path.is_relative_to(Path(settings.BASE_DIR).resolve())
+    # One of the checkout's top folders: a package installed in a .venv inside the checkout
+    # (make install puts it there) is not Relay's.
+    return path.parent == Path(settings.BASE_DIR).resolve()
 
 
 def release_targets(loader) -> list[tuple[str, str | None]]:
