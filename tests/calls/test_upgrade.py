@@ -41,9 +41,7 @@ from __future__ import annotations
 import graphlib
 import gzip
 import hashlib
-import io
 import json
-import zipfile
 from base64 import b64decode
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -60,6 +58,8 @@ from django.core.management.color import no_style
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
+
+from tests.calls.upgrade.answers import answer_of as kept_as
 
 UPGRADE = Path(__file__).parent / "upgrade"
 # The six models of a call before the ledger (issue 54's list): the fixture holds rows of each.
@@ -134,31 +134,10 @@ def answer_differences(read: dict, answer: dict) -> list[str]:
 
 
 def answer_of(response) -> dict:
-    """A response as the fixture holds an answer (build_fixture.answer_of): its status, and
-    its JSON; a file by its type, name, range and sha256; the export by its account.json,
-    less the instant it was made, and the sha256 of each other file in it."""
+    """A response as the fixture holds an answer: its status, and the rest as
+    tests.calls.upgrade.answers keeps it (the builder's own)."""
     body = b"".join(response.streaming_content) if response.streaming else response.content
-    answer = {"status": response.status_code}
-    content_type = response.get("Content-Type", "")
-    if content_type.startswith("application/json"):
-        return answer | {"json": json.loads(body)}
-    if content_type == "application/zip":
-        with zipfile.ZipFile(io.BytesIO(body)) as archive:
-            account = json.loads(archive.read("account.json"))
-            account.pop("exportedAt")
-            files = {
-                name: hashlib.sha256(archive.read(name)).hexdigest()
-                for name in sorted(archive.namelist())
-                if name != "account.json"
-            }
-        return answer | {"export": {"account": account, "files": files}}
-    kept = {
-        name: response[name]
-        for name in ("Content-Type", "Content-Disposition", "Content-Range")
-        if response.has_header(name)
-    }
-    digest = hashlib.sha256(body).hexdigest()
-    return answer | {"file": {**kept, "size": len(body), "sha256": digest}}
+    return {"status": response.status_code} | kept_as(response.headers, body)
 
 
 # --- the release's schema and rows ------------------------------------------------------------

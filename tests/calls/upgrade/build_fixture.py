@@ -48,7 +48,6 @@ import argparse
 import base64
 import gzip
 import hashlib
-import io
 import json
 import os
 import re
@@ -61,10 +60,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import zipfile
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from answers import answer_of  # this script's folder: the test keeps answers the same way
 
 RELEASE = "3af7243"  # the last commit before any model of the call ledger (issue 54)
 HERE = Path(__file__).resolve().parent
@@ -603,10 +603,10 @@ def settled(api: Api, people: dict) -> None:
     """Wait until nothing is left to happen: every inbound call recorded, every message's
     transcript made, every webhook delivered, every mail sent, no call up."""
     from django.db import close_old_connections
+    from realtime.models import TERMINAL_STATES, CallRequest
 
     from history.models import CallRecord
     from mail.models import OutboundMail
-    from realtime.models import TERMINAL_STATES, CallRequest
     from telephony.models import InboundCall
     from webhooks.models import WebhookDelivery
 
@@ -693,31 +693,6 @@ def all_reads(api: Api, people: dict) -> list[dict]:
     shop = people["alice"]["numbers"]["Shop"]["id"]
     read("bob", f"/api/history?number_id={shop}")
     return reads
-
-
-def answer_of(headers: dict, body: bytes) -> dict:
-    """An answer as the test compares it: JSON as it is; a file by its type, name, range and
-    bytes (sha256); the export by its account.json (less the instant it was made) and the
-    sha256 of every other file in it."""
-    content_type = headers.get("Content-Type", "")
-    if content_type.startswith("application/json"):
-        return {"json": json.loads(body)}
-    if content_type == "application/zip":
-        with zipfile.ZipFile(io.BytesIO(body)) as archive:
-            account = json.loads(archive.read("account.json"))
-            account.pop("exportedAt")
-            files = {
-                name: hashlib.sha256(archive.read(name)).hexdigest()
-                for name in sorted(archive.namelist())
-                if name != "account.json"
-            }
-        return {"export": {"account": account, "files": files}}
-    kept = {
-        name: headers[name]
-        for name in ("Content-Type", "Content-Disposition", "Content-Range")
-        if name in headers
-    }
-    return {"file": {**kept, "size": len(body), "sha256": hashlib.sha256(body).hexdigest()}}
 
 
 def differing(first: list[dict], again: list[dict]) -> str:
