@@ -83,6 +83,9 @@ class MatrixMessage(OutboxRow):
     formatted_body = models.TextField(blank=True, default="")
     # A reply goes into the thread of the command that asked for it.
     thread_root = models.CharField(max_length=255, blank=True, default="")
+    # The call a notice is about, as the notice carries it (`org.relay.call`): {"call": Relay's
+    # id of the call, "seq": the number of the event it reports}; null for any other message.
+    about = models.JSONField(null=True, blank=True)
     status = models.CharField(
         max_length=10, choices=MessageStatus.choices, default=MessageStatus.PENDING
     )

@@ -173,6 +173,7 @@ def _outbound_ended(user_id, event: dict) -> None:
         duration=event.get("duration"),
         reason=event.get("reason", ""),
     )
+    about = {"call": event["call"], "seq": event["seq"]}
     ack = (
         MatrixMessage.objects.filter(key=_reply_key(event["callId"], "ack"), room__user_id=user_id)
         .select_related("room")
@@ -180,27 +181,43 @@ def _outbound_ended(user_id, event: dict) -> None:
     )
     if ack is not None:  # placed from the chat: the answer goes to the command's thread
         if ack.room.in_use and ack.room.status == RoomStatus.JOINED:
-            reply_enqueue(room=ack.room, command_event_id=event["callId"], name="final", text=text)
+            reply_enqueue(
+                room=ack.room,
+                command_event_id=event["callId"],
+                name="final",
+                text=text,
+                about=about,
+            )
         return
     room = selectors.room_joined(user_id=user_id)
     if room is None or not User.objects.filter(pk=user_id, matrix_outbound=True).exists():
         return
-    message_enqueue(room=room, kind=MessageKind.OUTBOUND, key=f"outbound:{call['pk']}", text=text)
+    key = f"outbound:{call['pk']}"
+    message_enqueue(room=room, kind=MessageKind.OUTBOUND, key=key, text=text, about=about)
 
 
 def _reply_key(command_event_id: str, name: str) -> str:
     return f"reply:{name}:{command_event_id}"[:200]
 
 
-def reply_enqueue(*, room: MatrixRoom, command_event_id: str, name: str, text: texts.Text):
+def reply_enqueue(
+    *,
+    room: MatrixRoom,
+    command_event_id: str,
+    name: str,
+    text: texts.Text,
+    about: dict | None = None,
+):
     """The bot's answer `name` (ack, final, help...) to a command, in the command's thread;
-    once per command and name, however often the command is seen."""
+    once per command and name, however often the command is seen. `about`: the call it
+    reports (matrix.texts.Text.content)."""
     return message_enqueue(
         room=room,
         kind=MessageKind.REPLY,
         key=_reply_key(command_event_id, name),
         text=text,
         thread_root=command_event_id,
+        about=about,
     )
 
 

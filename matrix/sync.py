@@ -135,6 +135,7 @@ def _place_call(room: MatrixRoom, event_id: str, rest: str) -> None:
             command_event_id=event_id,
             name="ack",
             text=texts.call_queued(to=call.to, call_id=call.call_id),
+            about={"call": str(call.pk)},  # as its call_ack names it
         )
 
     try:

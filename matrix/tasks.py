@@ -92,6 +92,7 @@ def message_enqueue(
     key: str,
     text: texts.Text | None = None,
     thread_root: str = "",
+    about: dict | None = None,
 ) -> MatrixMessage | None:
     """An outbox row and its task, in the caller's transaction; None when a row with `key`
     exists (a command or event seen again). A savepoint keeps a concurrent duplicate from
@@ -106,6 +107,7 @@ def message_enqueue(
         body=text.body if text else "",
         formatted_body=text.html if text else "",
         thread_root=thread_root,
+        about=about,
     )
     if row is None:
         return None
@@ -183,7 +185,8 @@ def message_attempt(*, message_id: int) -> MatrixMessage | None:
         if row.kind == MessageKind.INVITE:
             _open_room(client, room)
         else:
-            content = texts.Text(row.body, row.formatted_body).content(thread_root=row.thread_root)
+            text = texts.Text(row.body, row.formatted_body)
+            content = text.content(thread_root=row.thread_root, about=row.about)
             row.event_id = client.send_notice(room.room_id, row.txn_id, content)
     except MatrixError as exc:
         _failed(row, exc)

@@ -30,13 +30,18 @@ class Text:
     body: str
     html: str
 
-    def content(self, *, thread_root: str = "") -> dict:
+    def content(self, *, thread_root: str = "", about: dict | None = None) -> dict:
+        """The notice's event content: in the thread of `thread_root` if given, and naming the
+        call it is about (`about`: {"call", "seq"}, as frames and webhooks name it) under
+        Relay's own key, `org.relay.call`, which clients that do not know it ignore."""
         content = {
             "msgtype": "m.notice",
             "body": self.body,
             "format": "org.matrix.custom.html",
             "formatted_body": self.html,
         }
+        if about:
+            content["org.relay.call"] = about
         if thread_root:
             content["m.relates_to"] = {
                 "rel_type": "m.thread",

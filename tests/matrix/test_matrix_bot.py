@@ -251,6 +251,10 @@ def test_call_from_the_chat_places_the_call_and_answers_in_its_thread(
         f"Your call to {TARGET} completed, {call.duration} s.",
     ]
     assert len(events) == 2  # the final state goes to the thread, not also as a notice
+    assert [e["content"]["org.relay.call"] for e in events] == [
+        {"call": str(call.pk)},
+        {"call": str(call.pk), "seq": call.last_seq},
+    ]
 
     # The same event again (a bot that died before storing next_batch reads it again), and
     # the event handed over a second time: one call, no second answer.
@@ -344,6 +348,19 @@ def test_help_and_calls_are_answered_in_their_threads(user, joined, bot, bot_acc
     (calls_answer,) = in_thread(events, asked_calls)
     assert f"{TARGET}: completed" in calls_answer
     assert len(events) == 3  # the outbound notice of c-1, and the two answers
+
+
+def test_a_notice_about_a_call_names_it_as_frames_do(user, joined, bot, bot_account):
+    member, room_id = joined
+    call, _ = call_submit(user=user, data={"callId": "c-1", "to": TARGET, "message": "Hi"})
+    drain_tasks()
+    settle(bot)
+    call.refresh_from_db()
+
+    (notice,) = bot_messages(member, room_id, bot_account.user_id)
+
+    assert call.status == "completed"
+    assert notice["content"]["org.relay.call"] == {"call": str(call.pk), "seq": call.last_seq}
 
 
 def test_commands_from_anyone_else_or_from_another_room_do_nothing(
