@@ -18,7 +18,7 @@ from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import pipeline, services
 from realtime.phone import Phone, rings_answer
-from realtime.sequence import SentSeqs
+from realtime.sequence import CallFrames
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
     accepted = False  # the handshake answered
     counted_open = False  # counted in relay_websocket_connections, until disconnect
     phone: Phone | None = None  # the browser phone's state, once authenticated
-    seqs: SentSeqs  # each call's call_status frames in the order of their seq
+    frames: CallFrames  # each call's call_status frames in the order of their seq
     calls: deque  # the tasks answering the call frames in flight, oldest first (handle_call)
 
     async def __call__(self, scope, receive, send):
@@ -211,7 +211,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
         # groups if the layer still answers (each attempt is bounded).
         self.groups_joined = []
         self.calls = deque()
-        self.seqs = SentSeqs()
+        self.frames = CallFrames()
         try:
             await super().__call__(scope, receive, send)
         except (RedisError, OSError) as exc:
@@ -378,6 +378,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
             user=self.scope["user"], data=frame, browser=browser, origin=self.channel_name
         )
         previous = self.calls[-1] if self.calls else None
+        self.frames.owe(frame.get("callId"))
         task = asyncio.ensure_future(self.answer_call(frame, enqueued, previous))
         self.calls.append(task)
         _answering.add(task)  # held past the consumer: a socket closed meanwhile is still answered
@@ -417,25 +418,33 @@ class RelayConsumer(AsyncWebsocketConsumer):
             # Not raised into Channels (this task is the socket's, not its dispatch's): the
             # socket stays open and the bug is logged.
             logger.exception("answering a call frame failed")
+        finally:
+            await self.answered(frame.get("callId"))
+
+    async def answered(self, call_id) -> None:
+        """The answer to a call frame of `call_id` is sent (or never will be): what the group
+        brought of that call meanwhile goes now, after the ack and its `queued`."""
+        for frame in self.frames.answered(call_id):
+            try:
+                await self.send_json(frame)
+            except Exception:  # as answer_call: the socket's task, never raised into Channels
+                logger.exception("sending a held call_status frame failed")
+                return
 
     async def send_ack(self, call, pushes: list) -> None:
         # The call is committed (and its dispatch enqueued) before this ack leaves. Its
-        # `queued` status follows on this socket at once, in this handler, so nothing the
-        # agent pushes about the call (it may claim it within milliseconds: `dialing`) can
-        # come between; the user's other sockets get it through the group, which marks it as
-        # this socket's own so that `relay_event` does not send it here twice.
+        # `queued` status follows on this socket at once, in this handler; what the agent
+        # pushed about the call meanwhile (it may claim it within milliseconds: `dialing`)
+        # was held by `relay_event` until this answer is sent (`answered`). The user's other
+        # sockets get `queued` through the group, which marks it as this socket's own so
+        # that `relay_event` does not send it here twice.
         await self.send_json(pipeline.call_ack_event(call))
         metrics.call_acks.labels("socket").inc()
         for group, message in pushes:
             if sent_in_place(group, message, self.scope["user"]):
-                await self.send_call_status(message["event"])
+                for frame in self.frames.in_place(message["event"]):
+                    await self.send_json(frame)
         # The pushes for every other socket leave with the batch's (SubmitBatcher._write).
-
-    async def send_call_status(self, frame: dict) -> None:
-        """A call's frame, sent only when its `seq` is above the last sent of that call
-        (realtime.sequence)."""
-        if self.seqs.take(frame):
-            await self.send_json(frame)
 
     async def send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload, separators=(",", ":")))
@@ -459,7 +468,10 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if "peer" in message and self.phone is not None:  # an rtc_answer, with its agent
             self.phone.answered(message)
         if message["event"].get("type") == "call_status":
-            await self.send_call_status(message["event"])
+            # In the order of its numbers; held while this socket owes the call's ack
+            # (realtime.sequence.CallFrames).
+            for frame in self.frames.arrived(message["event"]):
+                await self.send_json(frame)
             return
         await self.send_json(message["event"])
 

@@ -13,14 +13,14 @@ from channels.layers import get_channel_layer
 
 from calls.models import Call
 from core import events, metrics
-from realtime.sequence import SentSeqs
+from realtime.sequence import CallFrames, SentSeqs
 from tests.conftest import drain_tasks, jwt_client
 
 pytestmark = pytest.mark.timeout(30)
 
 
-def frame(call: str, seq: int, status: str = "dialing") -> dict:
-    return {"type": "call_status", "callId": "c", "call": call, "seq": seq, "status": status}
+def frame(call: str, seq: int, status: str = "dialing", call_id: str = "c") -> dict:
+    return {"type": "call_status", "callId": call_id, "call": call, "seq": seq, "status": status}
 
 
 def dropped() -> float:
@@ -43,6 +43,40 @@ def test_the_socket_forgets_the_oldest_calls_past_its_memory():
 
     assert list(seqs.last) == ["b", "c"]
     assert seqs.take(frame("a", 1))  # forgotten: nothing to compare with
+
+
+def test_the_senders_own_call_waits_for_its_ack_then_every_frame_goes_in_order():
+    """The agent's `dialing` reaches the socket that sent the call before its ack is sent:
+    held, it follows the ack's `queued` rather than passing it and dropping it."""
+    frames = CallFrames()
+    frames.owe("c1")
+    early = [
+        frames.arrived(frame("x", 2, "dialing", "c1")),
+        frames.arrived(frame("y", 1, "queued", "c2")),
+    ]
+
+    in_place = frames.in_place(frame("x", 1, "queued", "c1"))  # with the ack
+    then = frames.answered("c1")
+
+    assert early == [[], [frame("y", 1, "queued", "c2")]]  # another call is not held up
+    assert in_place == [frame("x", 1, "queued", "c1")]
+    assert then == [frame("x", 2, "dialing", "c1")]
+    assert frames.arrived(frame("x", 3, "ringing", "c1")) == [frame("x", 3, "ringing", "c1")]
+    assert frames.owed == {} and frames.held == {}
+
+
+def test_a_call_frame_sent_twice_holds_until_both_are_answered_and_a_refusal_releases_too():
+    frames = CallFrames()
+    frames.owe("c1")
+    frames.owe("c1")
+    frames.owe(7)  # a callId that is no string: refused, nothing to hold for
+
+    assert frames.arrived(frame("x", 2, "dialing", "c1")) == []
+    assert frames.answered("c1") == [frame("x", 2, "dialing", "c1")]
+    assert frames.arrived(frame("x", 3, "ringing", "c1")) == []  # the repeat's ack still owed
+    assert frames.answered("c1") == [frame("x", 3, "ringing", "c1")]
+    assert frames.answered(7) == [] and frames.answered("never") == []
+    assert frames.owed == {} and frames.held == {}
 
 
 @pytest.mark.django_db(transaction=True)
