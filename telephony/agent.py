@@ -4,12 +4,12 @@ Each agent claims due calls itself, as many as SIP_MAX_CONCURRENT_CALLS at once.
 (realtime.services.calls_claim) is the pipeline's conditional move `queued -> dialing`,
 committed before anything is sent: of several agents only one wins a call, and a call that
 was marked dialed is never dialed again (if the agent dies, recovery ends it
-`failed`/`agent_lost`). Then the agent renders the message, places the call through the
-trunk, and reports each change through the same transitions as every other provider. While
-it holds calls it pushes their deadlines forward (the heartbeat, realtime.services.
-calls_extend); a row that ends elsewhere (the user's cancel, recovery: realtime.selectors.
-calls_ended) is hung up at once. The agent reads and writes Call rows only through
-realtime.
+`failed`/`agent_lost`). Then the agent makes the call ready by its kind (telephony.outbound:
+a message rendered, a script, a browser's leg), places it through the trunk, and reports
+each change through the same transitions as every other provider. While it holds calls it
+pushes their deadlines forward (the heartbeat, realtime.services.calls_extend); a row that
+ends elsewhere (the user's cancel, recovery: realtime.selectors.calls_ended) is hung up at
+once. The agent reads and writes Call rows only through realtime.
 
 The ORM runs in one thread with one connection kept open (Django is synchronous; a new
 PostgreSQL connection every 50 ms would cost more than the queries); SIP and RTP run on the
@@ -25,14 +25,11 @@ import socket
 from dataclasses import dataclass, field, replace
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from calls.models import Call
 from calls.states import CallState
-from core import events
-from core.webrtc import OfferRefused
 from realtime import pipeline
 from realtime.providers import QUOTA_REASON, Step, quota_cut
 from realtime.selectors import calls_ended
@@ -40,12 +37,11 @@ from realtime.services import call_recording_add, calls_claim, calls_extend
 from telephony import services
 from telephony.dial import Dialing, LegPlaces, any_of, script_ledger
 from telephony.inbound.routing import InboundDesk
-from telephony.scripted import ScriptedTalk
+from telephony.outbound import BrowserRun, MessageRun, OutboundRun, ScriptedRun
 from telephony.sip.message import new_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
-from telephony.speech import Speech, SpeechError
-from telephony.webrtc.leg import BrowserLeg, BrowserTalk, agent_ice_servers, agent_rtc_ports
-from telephony.webrtc.ring import signals_taken
+from telephony.speech import Speech
+from telephony.webrtc.leg import agent_rtc_ports
 
 logger = logging.getLogger(__name__)
 
@@ -114,9 +110,20 @@ def final_step(outcome: Outcome, *, stopped: bool = False, talk_limit: int | Non
     return Step(status=CallState.FAILED, reason=outcome.phrase or "SIP error")
 
 
-def _seconds_of(audio: dict[int, bytes]) -> float:
-    """How long the message plays: G.711 is 8000 one-byte samples a second."""
-    return max((len(samples) for samples in audio.values()), default=0) / 8000
+def _log_end(record: Call, outcome: Outcome) -> None:
+    """The one line a call's end leaves: how SIP ended it and what its media carried."""
+    received = outcome.received
+    logger.info(
+        "call %s ended: %s %s; audio sent %d packets, received %d packets "
+        "(%.2f s, %.2f s of it speech)",
+        record.pk,
+        outcome.kind,
+        outcome.code or "",
+        outcome.sent_packets,
+        received.packets,
+        received.seconds,
+        received.speech_seconds,
+    )
 
 
 WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104 - compared with, never bound
@@ -296,37 +303,31 @@ class TelephonyAgent:
                 live.quota_limit = grant
                 live.sip.max_seconds = min(live.sip.max_seconds, grant)
 
-    async def _run_call(self, live: LiveCall) -> None:
+    def _run_of(self, live: LiveCall) -> OutboundRun:
+        """The kind of call `live` is (telephony.outbound), chosen once: a call from the
+        browser (it brings an offer), a scripted call, or a message."""
         record = live.record
-        browser: BrowserLeg | None = None
-        gone: asyncio.Future | None = None
+        if record.rtc_offer:
+            return BrowserRun(record, ports=self.ua.config.rtc_ports)
+        if record.script is not None:
+            return ScriptedRun(
+                record,
+                speech=self.speech,
+                report=self._reporter(live),
+                store=self._keeper(live),
+                dialing=self._dialing(live),
+            )
+        return MessageRun(record, speech=self.speech)
+
+    async def _run_call(self, live: LiveCall) -> None:
+        """Place `live` and see it to its last step, whatever its kind: made ready, dialled,
+        reported through the pipeline, and its end written unless it ended elsewhere."""
+        record = live.record
+        run = self._run_of(live)
         try:
-            talk, audio = None, {}
-            if record.rtc_offer:
-                # A call from the browser: its leg, then the call, bridged once answered.
-                browser = await self._browser(live)
-                if browser is None:
-                    return
-                talk = BrowserTalk(browser)
-            elif record.script is not None:
-                # A script's verbs run once the call is answered (telephony.scripted).
-                talk = ScriptedTalk.of_call(
-                    record,
-                    speech=self.speech,
-                    report=self._reporter(live),
-                    store=self._keeper(live),
-                    dialing=self._dialing(live),
-                )
-            else:
-                try:
-                    audio = await asyncio.to_thread(
-                        self.speech.render, record.message, record.language
-                    )
-                except SpeechError:
-                    await self._move(
-                        live, Step(status=CallState.FAILED, reason="speech synthesis failed")
-                    )
-                    return
+            if (failed := await run.ready()) is not None:
+                await self._move(live, failed)
+                return
             if live.stopped:
                 await self._move(live, Step(status=CallState.FAILED, reason="agent_stopped"))
             if live.ended_elsewhere or live.stopped:
@@ -335,77 +336,28 @@ class TelephonyAgent:
                 call_id=record.sip_call_id,
                 to=record.to,
                 caller=record.caller_id,
-                audio=audio,
+                audio=run.audio,
                 ring_timeout=settings.SIP_RING_TIMEOUT,
                 max_seconds=settings.SIP_MAX_CALL_SECONDS,
                 on_ringing=lambda: self._move(live, Step(status=CallState.RINGING)),
-                # A script's length is known once it has run: up to SIP_MAX_CALL_SECONDS.
-                on_answered=lambda: self._answered(
-                    live, planned=None if talk else _seconds_of(audio) + 1
-                ),
-                talk=talk,
+                on_answered=lambda: self._answered(live, planned=run.planned()),
+                talk=run.talk,
             )
-            if browser is not None:  # the tab gone, even before this: the call hangs up
-                gone = asyncio.ensure_future(self._hang_up_when_gone(live, browser))
+            run.placed(live.sip)
             outcome = await live.sip.run()
-            received = outcome.received
-            logger.info(
-                "call %s ended: %s %s; audio sent %d packets, received %d packets "
-                "(%.2f s, %.2f s of it speech)",
-                record.pk,
-                outcome.kind,
-                outcome.code or "",
-                outcome.sent_packets,
-                received.packets,
-                received.seconds,
-                received.speech_seconds,
-            )
+            _log_end(record, outcome)
             if not live.ended_elsewhere:
                 step = final_step(outcome, stopped=live.stopped, talk_limit=live.quota_limit)
-                if talk is not None and talk.ended_by and step.status == CallState.COMPLETED:
-                    step = replace(step, reason=talk.ended_by)  # a limit of the script
+                if run.ended_by and step.status == CallState.COMPLETED:
+                    step = replace(step, reason=run.ended_by)  # a limit of the script
                 await self._move(live, step)
         except Exception:
             logger.exception("call %s: the agent failed", record.pk)
             with contextlib.suppress(Exception):
                 await self._move(live, Step(status=CallState.FAILED, reason="agent error"))
         finally:
-            if gone is not None:
-                gone.cancel()
-            if browser is not None:
-                await browser.close()
+            await run.close()
             self.calls_by_pk.pop(record.pk, None)
-
-    async def _browser(self, live: LiveCall) -> BrowserLeg | None:
-        """The browser's leg of a call from the browser, its answer sent to the owner's
-        sockets; None when the offer cannot be answered (the call ended `failed`)."""
-        record = live.record
-        leg = BrowserLeg(
-            ice_servers=agent_ice_servers(),
-            ports=self.ua.config.rtc_ports,
-            label=f"call {record.pk}",
-        )
-        try:
-            answer = await leg.answer(record.rtc_offer)
-        except OfferRefused as refused:
-            await leg.close()
-            await self._move(live, Step(status=CallState.FAILED, reason=str(refused)))
-            return None
-        layer = get_channel_layer()
-        if layer is not None:  # the tab's candidates and keys come to a channel of the leg's
-            leg.signals = await layer.new_channel()
-            leg.tasks.append(asyncio.create_task(signals_taken(layer, leg.signals, leg)))
-        frame = {"type": "rtc_answer", "callId": record.call_id, "sdp": answer}
-        message = {"type": "relay.event", "event": frame, "peer": leg.signals}
-        await events.send_collected([(events.user_group(record.owner_id), message)])
-        return leg
-
-    @staticmethod
-    async def _hang_up_when_gone(live: LiveCall, leg: BrowserLeg) -> None:
-        """The browser gone (its tab closed, its connection failed): the call too, ringing
-        (CANCEL) or answered (BYE)."""
-        await leg.ended.wait()
-        live.hang_up()
 
     def _reporter(self, live: LiveCall):
         """What a scripted call's verbs report, written in the database thread, at the call's
