@@ -10,8 +10,8 @@
 - an agent at SIP_MAX_CONCURRENT_CALLS: 486 and a `missed` record;
 - a number with a voice application (voiceapps): 180 Ringing, its script (a URL's asked for
   first, VOICE_HOOK_TIMEOUT at most), then the call answered and the script run on it
-  (`answered`, by `app`); an application that fails to give a script falls back to what
-  follows, as if it had none;
+  (`answered`, by `app`; telephony.inbound.app_session); an application that fails to give
+  a script falls back to what follows, as if it had none;
 - otherwise 180 Ringing and `incoming_call` to the owner's sockets. A number that forwards
   rings its targets, when the agent has room for every leg (telephony.inbound.forwarding):
   bridged, it is `answered` by the target; a caller who hangs up first is `missed`. Else,
@@ -35,26 +35,19 @@ from collections.abc import Callable
 from django.conf import settings
 
 from core.recordings import recordings_storage
-from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus
+from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
-from telephony.dial import Dialing, LegPlaces, diversion, script_ledger
+from telephony.dial import LegPlaces
+from telephony.inbound.app_session import AppSession
 from telephony.inbound.forwarding import Forwarder
 from telephony.inbound.numbering import caller_number, dialled_number
 from telephony.inbound.voicemail import Voicemail
-from telephony.scripted import ScriptedTalk
-from telephony.sip.uac import TALK_STOP_SECONDS
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech
 from virtual_numbers import selectors as number_selectors
-from voiceapps.hooks import hook_request
 from voiceapps.selectors import voice_app_of
 
 logger = logging.getLogger(__name__)
-
-
-async def _unreported(reports: list[dict]) -> None:
-    """What an incoming call's verbs report stays with its hooks: such a call has no timeline
-    of states to hold it (docs/voice-apps.md)."""
 
 
 def source_allowed(source_host: str, trunk_host: str) -> bool:
@@ -171,103 +164,22 @@ class InboundDesk:
         await self._ring_then_answer(call, number, ledger)
 
     async def _answer_by_app(self, call: InboundDialog, number, ledger, app, caller: str) -> bool:
-        """Answer with the number's voice application; False when it gave no script (its URL
-        failed, or answered nothing): then forwarding and voicemail take the call."""
-        await call.ringing()
-        identity = {
-            "callId": call.call_id,
-            "direction": "inbound",
-            "from": caller,
-            "to": number.number,
-            "numberId": str(number.pk),
-        }
-        script = app.script
-        if app.url:
-            answer = await asyncio.to_thread(
-                hook_request, url=app.url, payload=identity, user_id=number.owner_id
-            )
-            if answer.script is None:
-                logger.warning(
-                    "inbound call %s: the voice application gave no script (%s); "
-                    "forwarding and voicemail take it",
-                    call.call_id,
-                    answer.failure or "it answered none",
-                )
-                return False
-            script = answer.script
-        kept: dict = {}  # the call's one message: what its last `record` recorded
-
-        async def keep(recording_id, name: str, seconds: float) -> None:
-            if kept:  # an earlier record's file: nobody will ever name it now
-                await asyncio.to_thread(recordings_storage().delete, kept["recording"])
-            kept.update(recording=name, recording_seconds=seconds)
-
-        answered: list[float] = []  # when the call was answered
-
-        async def answer(on_key) -> bool:
-            # Answered before the script's first verb that is not a dial; a script that
-            # starts with a dial rings on until a target answers (answer on bridge).
-            if await call.answer() is None:
-                return False  # the caller hung up while it rang
-            # The caller's keys are heard from the answer on, before anything is awaited.
-            call.stream.on_dtmf = on_key
-            answered.append(time.monotonic())
-            await self.db(services.inbound_call_answered)(call=ledger, by_app=True)
-            return True
-
-        if caller == ANONYMOUS_CALLER:
-            caller_ids = {"caller": (number.number, ()), "number": (number.number, ())}
-        else:
-            caller_ids = {
-                "caller": (caller, diversion(self.ua, number.number)),
-                "number": (number.number, ()),
-            }
-        talk = ScriptedTalk(
-            script=script,
-            identity=identity,
-            owner_id=number.owner_id,
-            language=settings.TTS_DEFAULT_LANGUAGE,
-            label=f"inbound call {call.call_id}",
+        """Answer with the number's voice application (telephony.inbound.app_session); False
+        when it gave no script (its URL failed, or answered nothing): then forwarding and
+        voicemail take the call."""
+        session = AppSession(
+            ua=self.ua,
+            db=self.db,
             speech=self.speech,
-            report=_unreported,
-            store=keep,
-            dialing=Dialing(
-                ua=self.ua,
-                places=self.places,
-                ledger=lambda dial: script_ledger(
-                    self.db, owner_id=number.owner_id, dial=dial, call=ledger
-                ),
-                caller_ids=caller_ids,
-                gone=call.ended.wait,
-            ),
-            answer=answer,
+            places=self.places,
+            call=call,
+            number=number,
+            ledger=ledger,
+            app=app,
+            caller=caller,
+            record=lambda status, **fields: self._record(ledger, status, **fields),
         )
-        talking = asyncio.ensure_future(talk(call))
-        ended = asyncio.ensure_future(call.ended.wait())
-        try:
-            await asyncio.wait({talking, ended}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            talking.cancel()
-            ended.cancel()
-            # A recording under way is saved as the talk stops, and a dial sees its legs
-            # out: the record waits for that, a moment at most.
-            await asyncio.wait({talking}, timeout=TALK_STOP_SECONDS)
-        if talking.done() and not talking.cancelled() and talking.exception() is not None:
-            logger.error(
-                "inbound call %s: its voice application failed",
-                call.call_id,
-                exc_info=talking.exception(),
-            )
-        if not answered:  # the caller hung up while it rang, or the script ended before
-            await call.refuse(480, "Temporarily Unavailable")
-            await self._record(ledger, CallStatus.MISSED)
-            return True
-        await call.hang_up()
-        duration = max(0, round(time.monotonic() - answered[0]))
-        await self._record(
-            ledger, CallStatus.ANSWERED, duration=duration, answered_by=AnsweredBy.APP, **kept
-        )
-        return True
+        return await session.run()
 
     async def _record(self, ledger, status: str, **kwargs) -> None:
         record = await self.db(services.inbound_call_record)(call=ledger, status=status, **kwargs)
