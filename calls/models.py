@@ -36,7 +36,12 @@ class Call(models.Model):
     )
     # A call started by another call (a script's `dial`, later a transfer); null for most.
     parent = models.ForeignKey(
-        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="children",
+        db_index=False,  # call_children: most calls have none, and pay no index for it
     )
     call_id = models.CharField(max_length=64, help_text="the client's callId")
     to = models.CharField(max_length=16)
@@ -105,6 +110,9 @@ class Call(models.Model):
                 condition=models.Q(status__in=sorted(ACTIVE_STATES)),
                 name="call_active_deadline",
             ),
+            models.Index(
+                fields=["parent"], condition=models.Q(parent__isnull=False), name="call_children"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -121,7 +129,8 @@ class CallEvent(models.Model):
     in `data`; blank for a state change) at the state it was in. `seq` is 1 for the call's
     first event and one more for each next, with no gap (calls.ledger)."""
 
-    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the unique key (call, seq) below starts with it.
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveIntegerField()
     status = models.CharField(max_length=16, choices=CallState.choices)
     at = models.DateTimeField(default=timezone.now)

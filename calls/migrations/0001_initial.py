@@ -124,6 +124,7 @@ class Migration(migrations.Migration):
                     "parent",
                     models.ForeignKey(
                         blank=True,
+                        db_index=False,
                         null=True,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="children",
@@ -204,6 +205,7 @@ class Migration(migrations.Migration):
                 (
                     "call",
                     models.ForeignKey(
+                        db_index=False,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="events",
                         to="calls.call",
@@ -273,6 +275,14 @@ class Migration(migrations.Migration):
                 condition=models.Q(("status__in", ["dialing", "in_progress", "queued", "ringing"])),
                 fields=["step_deadline"],
                 name="call_active_deadline",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="call",
+            index=models.Index(
+                condition=models.Q(("parent__isnull", False)),
+                fields=["parent"],
+                name="call_children",
             ),
         ),
         migrations.AddConstraint(
