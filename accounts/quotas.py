@@ -1,12 +1,12 @@
 """Plan quotas: outbound calls and answered seconds per rolling day, and calls up at once.
-The legs of forwarded calls (telephony.models.ForwardLeg) count as calls: forwarding dials on
-the owner's behalf.
+The legs Relay dials for a call (forwarding targets, a script's `dial`) count as calls: they
+are dialled on the owner's behalf.
 
 A user's limits are their plan's (settings.PLANS) unless staff set the user's own. Use is
-counted through the reverse relations calls and telephony declare (`user.calls`,
-`user.forward_legs`), never an import of them: a call is up while it has no `ended_at`, and
-its answered seconds are its `duration` once ended, or the seconds it was granted
-(`talk_limit`) while it talks.
+counted over the rows the call ledger gives (calls.selectors.dialled_uses, registered with
+uses_register as the app starts), never an import of it: accounts sits below calls. A call
+is up while it has no `ended_at`, and its answered seconds are its `duration` once ended, or
+the seconds it was granted (`talk_limit`) while it talks.
 
 Exact under concurrency: a submit (quota_check) and an answer (talk_grant) each count under
 the user's row lock (user_lock), in the transaction that writes the call, so two submits can
@@ -17,7 +17,7 @@ the day's quota.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -92,20 +92,30 @@ def limits_of(user: User) -> dict[str, int | None]:
     return {name: plan[name] if own[name] is None else own[name] for name in QUOTAS}
 
 
-def _uses() -> tuple:
-    """What users dial, each as the foreign key to the user declared by its app (read through
-    the reverse relation, never an import): their calls (the ledger's `calls`) and the
-    legs of their forwarded calls (telephony's `forward_legs`), both with created_at,
-    answered_at, ended_at, duration and talk_limit."""
-    return (User.calls.field, User.forward_legs.field)
+# The source of what users dial (uses_register): set once, as the call ledger's app starts.
+_use_sources: list[Callable[[], list[tuple]]] = []
+
+
+def uses_register(source: Callable[[], list[tuple]]) -> None:
+    """Count use over what `source()` gives: each kind of use as (its rows, the name of their
+    user column), with created_at, answered_at, ended_at, duration and talk_limit."""
+    _use_sources[:] = [source]
+
+
+def _uses() -> list[tuple]:
+    """What users dial (uses_register); a RuntimeError when nothing was registered, never a
+    silent count of nothing."""
+    if not _use_sources:
+        raise RuntimeError("no source of quota use is registered (calls.apps)")
+    return _use_sources[0]()
 
 
 def _figures(*, since: datetime, answered: Q, filtered: bool = False) -> list[tuple[Q, dict]]:
     """The figures of one kind of use, as aggregates, each group with the rows it is over
     (`answered`: the rows whose seconds count): created in the window, answered in it, up
-    now. Each group's rows are an index's range (callrequest_owner_newest, _answered, _up).
-    `filtered`: each aggregate carries its group's condition as its FILTER, for a query over
-    the rows of every group at once."""
+    now. Each group's rows are an index's range (call_owner_newest, _answered, _up;
+    leg_owner_created). `filtered`: each aggregate carries its group's condition as its
+    FILTER, for a query over the rows of every group at once."""
     created, up = Q(created_at__gt=since), Q(ended_at__isnull=True)
 
     def over(rows_of: Q) -> dict:
@@ -142,13 +152,13 @@ def use_columns(*, user_ref, since: datetime, excluding=None) -> dict[str, Subqu
     index range), never the user's every call: with the condition as a FILTER, each of the
     ten walked all the calls the user ever made."""
     columns = {}
-    for kind, uses in enumerate(_uses()):
+    for kind, (uses, user) in enumerate(_uses()):
         answered = Q(answered_at__gt=since)
         if excluding is not None and kind == 0:
             answered &= ~Q(pk=excluding)
-        mine = uses.model.objects.filter(**{uses.name: user_ref}).order_by()
+        mine = uses.filter(**{user: user_ref}).order_by()
         for rows_of, aggregates in _figures(since=since, answered=answered):
-            rows = mine.filter(rows_of).values(uses.name)
+            rows = mine.filter(rows_of).values(user)
             for name, aggregate in aggregates.items():
                 columns[f"{name}{kind}"] = Subquery(rows.annotate(value=aggregate).values("value"))
     return columns
@@ -181,10 +191,10 @@ def _uses_query(*, owners, since: datetime):
     over those rows, where _use_query's ten subqueries a user (a batch's hundred users: a
     thousand) each walked an index on its own."""
     kinds = []
-    for uses in _uses():
+    for uses, user in _uses():
         window = Q(created_at__gt=since) | Q(answered_at__gt=since) | Q(ended_at__isnull=True)
-        rows = uses.model.objects.filter(window, **{f"{uses.name}__in": owners}).order_by()
-        rows = rows.values(who=F(uses.name))
+        rows = uses.filter(window, **{f"{user}__in": owners}).order_by()
+        rows = rows.values(who=F(user))
         figures = _figures(since=since, answered=Q(answered_at__gt=since), filtered=True)
         kinds.append(rows.annotate(**{k: v for _, group in figures for k, v in group.items()}))
     return kinds[0].union(*kinds[1:], all=True)
@@ -305,10 +315,10 @@ class Admission:
             # The call whose leaving the window brings the count under the limit.
             stored = [
                 at
-                for uses in _uses()
-                for at in uses.model.objects.filter(
-                    **{uses.name: user, "created_at__gt": now - WINDOW}
-                ).values_list("created_at", flat=True)
+                for uses, who in _uses()
+                for at in uses.filter(**{who: user, "created_at__gt": now - WINDOW}).values_list(
+                    "created_at", flat=True
+                )
             ]
             today = sorted(stored + [now] * self.admitted)
             until = today[use["calls"] - limit] if limit else None

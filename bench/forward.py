@@ -24,8 +24,9 @@ from pathlib import Path
 from django.utils import timezone
 
 from bench import sip, sipp_log
+from calls.models import Call, Leg
+from calls.states import ACTIVE_STATES
 from history.models import AnsweredBy, CallRecord, CallStatus
-from telephony.models import ForwardLeg, InboundCall
 from tests.live import wait_until
 
 SIPP = Path(__file__).resolve().parent / "sipp"
@@ -171,8 +172,8 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
         warm = place("warm", 1, 1000, sip.SIPP_MEDIA, "")
         sip.sipp_exit(warm, deadline=60)
         warm.stop()
-        wait_until(lambda: not InboundCall.objects.filter(number=number, recorded=False).exists(),
-                   deadline=30, what="the warm-up call to be recorded")  # fmt: skip
+        up = Call.objects.filter(number=number, status__in=ACTIVE_STATES)
+        wait_until(lambda: not up.exists(), deadline=30, what="the warm-up call to be recorded")
         run.idle_rss = agents.rss()
         own0, tts0 = agents.cpu()
         children0 = _children_cpu() - sip.cpu_seconds(target.proc.pid)
@@ -216,7 +217,7 @@ def _children_cpu() -> float:
 
 
 def _tally(run: Bridges, number, t0: datetime, agents, target) -> None:
-    calls = InboundCall.objects.filter(number=number, started_at__gte=t0)
+    calls = Call.objects.filter(number=number, direction="inbound", created_at__gte=t0)
     ids = set(calls.values_list("sip_call_id", flat=True))
     run.received = len(ids)
     records = CallRecord.objects.filter(sip_call_id__in=ids, status=CallStatus.ANSWERED,
@@ -231,7 +232,7 @@ def _tally(run: Bridges, number, t0: datetime, agents, target) -> None:
                 run.to_caller += to_caller
                 run.relayed_both_ways += to_target > 0 and to_caller > 0
                 run.bridged_seconds.append(int(found["seconds"]))
-    legs = ForwardLeg.objects.filter(call__in=calls, answered_at__isnull=False)
+    legs = Leg.objects.filter(call__in=calls, answered_at__isnull=False)
     spans = [sip.Placed("", "", "", "", a.timestamp(), e and e.timestamp())
              for a, e in legs.values_list("answered_at", "ended_at")]  # fmt: skip
     run.peak = sip.peak_in_progress(spans)
@@ -247,14 +248,14 @@ def watch_bridges(number, t0: datetime, count: int, agents, *, deadline: float) 
     """Sample the bridges up and the agent every 0.2 s until the `count` calls to `number`
     since `t0` are all recorded, or `deadline` passes (the rest are then reported lost)."""
     samples: list[sip.Sample] = []
-    calls = InboundCall.objects.filter(number=number, started_at__gte=t0)
+    calls = Call.objects.filter(number=number, direction="inbound", created_at__gte=t0)
 
     def all_recorded() -> bool:
-        up = ForwardLeg.objects.filter(call__in=calls, answered_at__isnull=False,
-                                       ended_at__isnull=True).count()  # fmt: skip
+        up = Leg.objects.filter(call__in=calls, answered_at__isnull=False,
+                                ended_at__isnull=True).count()  # fmt: skip
         own, tts = agents.cpu()
         samples.append(sip.Sample(time.monotonic(), up, own + tts, agents.rss()))
-        return calls.filter(recorded=True).count() >= count
+        return calls.filter(outcome__isnull=False).count() >= count
 
     with contextlib.suppress(AssertionError):
         wait_until(all_recorded, deadline=deadline, what="the forwarded calls to end",
@@ -287,8 +288,8 @@ def meter_packets(result: dict, out: Path) -> list[tuple[int, float, float]]:
 
 def all_up_window(number, t0: datetime) -> tuple[float, float]:
     """(epoch seconds) from the last bridge of the calls since `t0` to the first end of one."""
-    calls = InboundCall.objects.filter(number=number, started_at__gte=t0)
-    legs = list(ForwardLeg.objects.filter(call__in=calls, answered_at__isnull=False)
+    calls = Call.objects.filter(number=number, direction="inbound", created_at__gte=t0)
+    legs = list(Leg.objects.filter(call__in=calls, answered_at__isnull=False)
                 .values_list("answered_at", "ended_at"))  # fmt: skip
     if not legs or any(e is None for _, e in legs):
         return math.nan, math.nan

@@ -355,7 +355,7 @@ METHOD_NOTES = """\
   second of what the caller said; SIPp's exit status says whether every one of its calls
   ran its scenario to the end (an agent's BYE or a refused INVITE fails it). sip_edge_400
   places every call at 100 a second; "up at once" is the most calls between their answer
-  (`InboundCall.answered_at`) and their end (the record's start plus its duration); the
+  (the inbound `Call.answered_at`) and their end (the record's start plus its duration); the
   edge's CPU is Kamailio's processes' (psutil), over the run, per call. sip_edge_rolling
   places calls at a steady rate (SIPp `-r 50 -rp 60000`); once the first calls are up,
   agent 0 is sent SIGTERM (it drains), started again once it has exited, and (once the

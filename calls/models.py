@@ -6,8 +6,8 @@ script run, a browser's audio). Its `status` moves only along calls.states.MOVES
 through calls.ledger, which numbers each of the call's events (`CallEvent.seq`) in the same
 UPDATE that moves the state: a reader of the events can tell a missed one from a gap.
 
-Outbound calls live here today; inbound calls, their forward legs and the voicemail move
-here next (issue 54).
+A call's other parties are its `Leg`s (a forwarding target, a `dial` verb's target, a tab
+that took it), each with its own state (calls.states.LEG_MOVES).
 """
 
 import uuid
@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from calls.states import ACTIVE_STATES, TERMINAL_STATES, CallState
+from calls.states import ACTIVE_STATES, TERMINAL_STATES, CallState, LegState
 
 
 class Direction(models.TextChoices):
@@ -24,8 +24,27 @@ class Direction(models.TextChoices):
     INBOUND = "inbound", "Inbound"
 
 
+class Outcome(models.TextChoices):
+    """How an inbound call ended for its owner (history's `status`): set as it ends."""
+
+    ANSWERED = "answered", "Answered"
+    MISSED = "missed", "Missed"
+    BLOCKED = "blocked", "Blocked"
+
+
+class AnsweredBy(models.TextChoices):
+    """Who took an answered call: a person on one of the owner's phones (forwarding),
+    voicemail, the number's voice application, or one of the owner's browser tabs."""
+
+    PERSON = "person", "A person"
+    VOICEMAIL = "voicemail", "Voicemail"
+    APP = "app", "Voice app"
+    BROWSER = "browser", "Browser"
+
+
 class Call(models.Model):
-    """A call: an outbound one a user asked for (ring `to`, say `message` or run `script`)."""
+    """A call: an outbound one a user asked for (ring `to`, say `message` or run `script`),
+    or an inbound one to a user's number (from `caller_id` to `to`, its `number`)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     direction = models.CharField(
@@ -43,18 +62,22 @@ class Call(models.Model):
         related_name="children",
         db_index=False,  # call_children: most calls have none, and pay no index for it
     )
-    call_id = models.CharField(max_length=64, help_text="the client's callId")
+    # The client's callId of an outbound call; blank on an inbound one, which has none.
+    call_id = models.CharField(max_length=64, blank=True, help_text="the client's callId")
     to = models.CharField(max_length=16)
     message = models.TextField(help_text="the text said; blank for a call that runs a script")
     script = models.JSONField(
         null=True, blank=True, help_text="the verbs the call runs (voiceapps); null: say message"
     )
     language = models.CharField(max_length=32, default="en", help_text="the voice it is spoken in")
-    # The held number it calls from; kept null if that number is deleted later.
+    # The held number it calls from, or the number an inbound call rang; kept null if that
+    # number is deleted later.
     number = models.ForeignKey(
         "numbers.Number", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    caller_id = models.CharField(max_length=16, help_text="the number presented to the callee")
+    caller_id = models.CharField(
+        max_length=16, help_text="the number presented to the callee: the caller of an inbound call"
+    )
     # Where this call's call_status events are POSTed as well (signed webhooks), if set.
     status_callback = models.CharField(max_length=2000, blank=True, default="", db_default="")
     # A call from the browser (the `rtc_offer` frame): the tab's WebRTC offer, which the agent
@@ -74,6 +97,10 @@ class Call(models.Model):
     # (accounts.quotas.talk_grant); the provider hangs up there. Null: no quota applied.
     talk_limit = models.PositiveIntegerField(null=True, blank=True, help_text="seconds")
     failure_reason = models.CharField(max_length=200, blank=True, default="")
+    # An inbound call's outcome and who answered it, set as it ends (answered_by as it is
+    # answered); null on an outbound call and on one still up.
+    outcome = models.CharField(max_length=8, choices=Outcome.choices, null=True, blank=True)  # noqa: DJ001 - null: not ended
+    answered_by = models.CharField(max_length=9, choices=AnsweredBy.choices, null=True, blank=True)  # noqa: DJ001 - null: nobody
     # SIP's Call-ID of the call's INVITE (a made-up one from the simulated provider).
     sip_call_id = models.CharField(max_length=255, blank=True, default="")
     # When the next step is due at the latest; a non-terminal call past it (plus grace) has
@@ -83,7 +110,26 @@ class Call(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["owner", "call_id"], name="call_unique_call_id"),
+            models.UniqueConstraint(
+                fields=["owner", "call_id"],
+                condition=models.Q(direction=Direction.OUTBOUND),
+                name="call_unique_call_id",
+            ),
+            # An inbound call per SIP Call-ID, however often the trunk re-sends its INVITE.
+            models.UniqueConstraint(
+                fields=["sip_call_id"],
+                condition=models.Q(direction=Direction.INBOUND),
+                name="call_inbound_sip_call_id",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(outcome__isnull=True) | models.Q(outcome__in=Outcome.values),
+                name="call_outcome_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(answered_by__isnull=True)
+                | models.Q(answered_by__in=AnsweredBy.values),
+                name="call_answered_by_valid",
+            ),
             models.CheckConstraint(
                 condition=models.Q(status__in=CallState.values), name="call_status_valid"
             ),
@@ -92,16 +138,23 @@ class Call(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["owner", "-created_at", "-id"], name="call_owner_newest"),
+            # The direction is a column, not a partial index's condition: a prepared statement
+            # binds it as a parameter, which no planner matches against a condition.
             models.Index(
-                fields=["owner", "status", "-created_at", "-id"], name="call_owner_status"
-            ),
-            # The quotas' counts (accounts.quotas): the owner's calls up now, and answered ones.
-            models.Index(
-                fields=["owner"], condition=models.Q(ended_at__isnull=True), name="call_owner_up"
+                fields=["owner", "direction", "-created_at", "-id"], name="call_owner_newest"
             ),
             models.Index(
-                fields=["owner", "answered_at"],
+                fields=["owner", "direction", "status", "-created_at", "-id"],
+                name="call_owner_status",
+            ),
+            # The quotas' counts (calls.selectors): the owner's calls up now, and answered ones.
+            models.Index(
+                fields=["owner", "direction"],
+                condition=models.Q(ended_at__isnull=True),
+                name="call_owner_up",
+            ),
+            models.Index(
+                fields=["owner", "direction", "answered_at"],
                 condition=models.Q(answered_at__isnull=False),
                 name="call_owner_answered",
             ),
@@ -116,11 +169,102 @@ class Call(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.call_id} -> {self.to} ({self.status})"
+        return f"{self.call_id or self.caller_id} -> {self.to} ({self.status})"
 
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATES
+
+
+class LegKind(models.TextChoices):
+    SIP = "sip", "SIP"
+    BROWSER = "browser", "Browser"
+
+
+class LegRole(models.TextChoices):
+    CALLER = "caller", "Caller"
+    CALLEE = "callee", "Callee"
+    FORWARD_TARGET = "forward_target", "Forwarding target"
+    DIAL_TARGET = "dial_target", "Dial target"
+
+
+# The roles of legs Relay dials out on the owner's behalf: they count in the plan's quotas.
+DIALLED_ROLES = (LegRole.FORWARD_TARGET, LegRole.DIAL_TARGET)
+
+
+class Leg(models.Model):
+    """One party of a call besides its own: a forwarding target of an inbound call
+    (`forward_target`, `dial` 0), a target of the n-th `dial` verb its script ran
+    (`dial_target`, `dial` n), or a tab of the owner that took it (`kind` browser).
+
+    Its target is typed: a `phone` (E.164) or a `sip_uri` for a SIP leg, the `user` whose
+    browser for a browser one. A SIP leg is written before its INVITE exists, and is unique
+    per call, dial and phone: a target is dialled at most once per dial of a call, whatever
+    crashes. Relay dials SIP legs on the owner's behalf, so the owner's plan quotas count them
+    beside their outbound calls (calls.selectors.dialled_uses). Its `status` moves along
+    calls.states.LEG_MOVES only (calls.legs)."""
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="legs", db_index=False)
+    # The call's owner, copied: the quotas count "this owner's legs" by one index range.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    kind = models.CharField(max_length=8, choices=LegKind.choices)
+    role = models.CharField(max_length=16, choices=LegRole.choices)
+    dial = models.PositiveSmallIntegerField(default=0)
+    phone = models.CharField(max_length=16, blank=True, default="")
+    sip_uri = models.CharField(max_length=255, blank=True, default="")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+        help_text="whose browser took the call",
+    )
+    sip_call_id = models.CharField(max_length=255, blank=True, default="")
+    status = models.CharField(max_length=8, choices=LegState.choices, default=LegState.RINGING)
+    created_at = models.DateTimeField(default=timezone.now)
+    answered_at = models.DateTimeField(null=True, blank=True)  # bridged to the call
+    ended_at = models.DateTimeField(null=True, blank=True)
+    duration = models.PositiveIntegerField(null=True, blank=True, help_text="seconds bridged")
+    talk_limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="seconds granted at the bridge"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["call", "dial", "phone"],
+                condition=~models.Q(phone=""),
+                name="leg_once_per_dial",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=LegState.values), name="leg_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(kind=LegKind.SIP, user__isnull=True)
+                    & (~models.Q(phone="") | ~models.Q(sip_uri=""))
+                )
+                | models.Q(kind=LegKind.BROWSER, user__isnull=False, phone="", sip_uri=""),
+                name="leg_target_of_its_kind",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["owner", "created_at"], name="leg_owner_created"),
+            # A call's legs still up (settled when the call ends), and every leg by its call.
+            models.Index(fields=["call", "status"], name="leg_call_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.target} of {self.call_id}"
+
+    @property
+    def target(self) -> str:
+        """The target as people read it: the phone, the SIP URI, or "browser"."""
+        return self.phone or self.sip_uri or self.kind
 
 
 class CallEvent(models.Model):

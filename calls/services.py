@@ -17,13 +17,15 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connections
-from django.db.models import F
+from django.db import connections, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.db.models.sql import UpdateQuery
 
-from calls.models import Call, CallCounter, CallEvent
-from calls.states import CallState, move_allowed
+from calls.models import Call, CallCounter, CallEvent, Direction, Leg
+from calls.states import TERMINAL_STATES, CallState, LegState, leg_move_allowed, move_allowed
 from core.counters import counters_add
+from core.db import create_unless_taken
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +101,8 @@ def call_move(
     for name, value in values.items():
         setattr(call, name, value)
     call.last_seq = last
-    call_counters_move(owner_id=call.owner_id, old=expected, new=new)
+    if call.direction == Direction.OUTBOUND:  # the call list's total counts outbound calls
+        call_counters_move(owner_id=call.owner_id, old=expected, new=new)
     return seqs
 
 
@@ -148,3 +151,109 @@ def call_counters_move(*, owner_id, old: str | None, new: str) -> None:
     if old is not None:
         moves.append(({"owner_id": owner_id, "status": old}, -1))
     counters_add(CallCounter, moves)
+
+
+# --- inbound calls -------------------------------------------------------------------------
+def inbound_call_open(*, sip_call_id: str, number, caller_id: str, at: datetime, deadline):
+    """A new inbound call to `number` from `caller_id`, ringing, with its first event (seq 1),
+    held by its agent until `deadline` (the heartbeat moves it on); None when an inbound call
+    of this SIP Call-ID exists (a re-sent INVITE): nothing is written then."""
+    with transaction.atomic():
+        call = create_unless_taken(
+            Call.objects.create,
+            direction=Direction.INBOUND,
+            owner_id=number.owner_id,
+            number=number,
+            to=number.number,
+            caller_id=caller_id,
+            message="",
+            sip_call_id=sip_call_id,
+            status=CallState.RINGING,
+            created_at=at,
+            updated_at=at,
+            ringing_at=at,
+            step_deadline=deadline,
+        )
+        if call is not None:
+            CallEvent.objects.create(call=call, seq=1, status=CallState.RINGING, at=at)
+    return call
+
+
+def call_answered(*, call: Call, by: str, at: datetime) -> None:
+    """`call` is answered at `at`, by `by` (calls.models.AnsweredBy): it moves to in progress,
+    inside the caller's transaction. A call in progress already (a forwarded call whose bridge
+    fell through, then answered by voicemail) only changes who answered it."""
+    values = {"answered_at": at, "answered_by": by, "updated_at": at}
+    if call.status != CallState.IN_PROGRESS:
+        call_move(
+            call=call,
+            expected=call.status,
+            values={"status": CallState.IN_PROGRESS, **values},
+            at=at,
+        )
+    elif Call.objects.filter(pk=call.pk, status=CallState.IN_PROGRESS).update(**values):
+        for name, value in values.items():
+            setattr(call, name, value)
+
+
+def call_unanswered(*, call: Call) -> None:
+    """The answer of `call` fell through (the caller left as it was bridged): nobody answered
+    it after all. Its state stays; its end says how it went."""
+    Call.objects.filter(pk=call.pk).update(answered_at=None, answered_by=None)
+    call.answered_at = call.answered_by = None
+
+
+# --- legs ----------------------------------------------------------------------------------
+def leg_open(*, answered_at: datetime | None = None, **fields) -> Leg | None:
+    """A new leg of a call (`fields`: call, owner, kind, role, dial, its target, its
+    sip_call_id), ringing, or answered at `answered_at` (a tab that took the call); None when
+    this dial of the call has a leg to that phone already."""
+    status = LegState.RINGING if answered_at is None else LegState.ANSWERED
+    return create_unless_taken(Leg.objects.create, status=status, answered_at=answered_at, **fields)
+
+
+def leg_move(*, leg: Leg, new: str, values: dict | None = None) -> bool:
+    """Move `leg` to `new` (calls.states.LEG_MOVES) with `values`, one conditional UPDATE:
+    False when the table refuses (logged with the leg's and call's ids and both states) or
+    the leg moved meanwhile. `leg` is updated in place."""
+    old = leg.status
+    if not leg_move_allowed(old, new):
+        logger.warning(
+            "leg %s of call %s: the move from %s to %s is refused by the state table",
+            leg.pk,
+            leg.call_id,
+            old,
+            new,
+        )
+        return False
+    values = {**(values or {}), "status": new}
+    if not Leg.objects.filter(pk=leg.pk, status=old).update(**values):
+        return False
+    for name, value in values.items():
+        setattr(leg, name, value)
+    return True
+
+
+def legs_end(*, call_pk, at: datetime, duration: int) -> None:
+    """End every leg of the call still up, as the call ends: the answered one with the call's
+    `duration`, the others with none."""
+    up = Leg.objects.filter(call_id=call_pk, status__in=(LegState.RINGING, LegState.ANSWERED))
+    up.filter(status=LegState.ANSWERED).update(
+        status=LegState.ENDED, ended_at=at, duration=duration
+    )
+    up.update(status=LegState.ENDED, ended_at=at, duration=0)
+
+
+def legs_settle(*, at: datetime) -> int:
+    """End the legs of outbound calls that are over while their legs are up (their agent died
+    with the legs up, and recovery ended the call): a leg left up would hold a place in the
+    owner's quota of calls at once. Answered legs keep what their call lasted at most (their
+    grant). How many ended."""
+    over = Leg.objects.filter(
+        status__in=(LegState.RINGING, LegState.ANSWERED),
+        call__direction=Direction.OUTBOUND,
+        call__status__in=TERMINAL_STATES,
+    )
+    return over.update(
+        status=LegState.ENDED, ended_at=at, duration=Coalesce("talk_limit", Value(0))
+    )

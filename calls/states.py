@@ -54,3 +54,30 @@ def move_allowed(old: str, new: str) -> bool:
 
 
 CALL_STATE_VALUES = CallState.values  # the schema's CallStateEnum (ENUM_NAME_OVERRIDES)
+
+
+class LegState(models.TextChoices):
+    """Where one leg of a call stands: dialled and ringing, answered (bridged to its call, or
+    its party talking), ended."""
+
+    RINGING = "ringing", "Ringing"
+    ANSWERED = "answered", "Answered"
+    ENDED = "ended", "Ended"
+
+
+# Each state of a leg, and the states a leg in it may move to: a leg rings, may be answered,
+# and ends from either; an ended leg moves no more.
+LEG_MOVES: dict[LegState, frozenset[LegState]] = {
+    LegState.RINGING: frozenset({LegState.ANSWERED, LegState.ENDED}),
+    LegState.ANSWERED: frozenset({LegState.ENDED}),
+    LegState.ENDED: frozenset(),
+}
+
+
+def leg_move_allowed(old: str, new: str) -> bool:
+    """Whether a leg in state `old` may move to `new` (LEG_MOVES); False for a value that is
+    no leg state at all."""
+    try:
+        return LegState(new) in LEG_MOVES[LegState(old)]
+    except ValueError:
+        return False

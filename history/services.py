@@ -58,6 +58,7 @@ def record_inbound_call(
     recording_seconds: float | None = None,
     answered_by: str | None = None,
     forwarded_to: str | None = None,
+    record_id=None,
 ) -> CallRecord:
     """Record an inbound call on `number` and push `call_record` to its owner after commit.
 
@@ -70,7 +71,8 @@ def record_inbound_call(
     record and writes and pushes nothing. `recording` names the voicemail file in the
     recordings storage, already saved. `answered_by` (forward, voicemail) is for answered
     calls only, and `forwarded_to` (E.164: the owner's phone that took it, or "browser": one of
-    their console tabs) for forwarded ones.
+    their console tabs) for forwarded ones. `record_id`: the record's id, the call ledger's
+    id of the call (calls.Call), so that both name the call alike; a new one when None.
     """
     if sip_call_id:
         existing = CallRecord.objects.filter(sip_call_id=sip_call_id).first()
@@ -103,6 +105,7 @@ def record_inbound_call(
         if not Number.objects.select_for_update(no_key=True).filter(pk=number.pk).exists():
             raise NotFound()
         record = CallRecord.objects.create(
+            **({} if record_id is None else {"id": record_id}),
             number=number,
             owner_id=number.owner_id,
             caller_num=caller,

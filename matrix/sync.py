@@ -18,7 +18,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from calls.models import Call
+from calls.models import Call, Direction
 from core.errors import ApplicationError
 from matrix import services, tasks, texts
 from matrix.client import MatrixClient, MatrixError
@@ -111,7 +111,9 @@ def command_run(*, room: MatrixRoom, event_id: str, body: str) -> None:
             )
     elif word == "!calls":
         recent = list(
-            Call.objects.filter(owner_id=room.user_id).order_by("-created_at", "-id")[:RECENT_CALLS]
+            Call.objects.filter(owner_id=room.user_id, direction=Direction.OUTBOUND).order_by(
+                "-created_at", "-id"
+            )[:RECENT_CALLS]
         )
         with transaction.atomic():
             services.reply_enqueue(

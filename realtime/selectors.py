@@ -8,7 +8,7 @@ from django.core.files import File
 from django.db.models import CharField, OuterRef, Subquery
 
 from accounts.models import User
-from calls.models import Call, CallCounter, Recording
+from calls.models import Call, CallCounter, Direction, Recording
 from calls.states import TERMINAL_STATES
 from core import events, parsing
 from core.compiled import CompiledInQuery
@@ -43,8 +43,9 @@ def calls_find(keys) -> dict[tuple, Call]:
 
 
 def call_find_possible(call_id) -> bool:
-    """Whether `call_id` could be a stored callId: a string with no control characters."""
-    return isinstance(call_id, str) and not parsing.id_problem(call_id)
+    """Whether `call_id` could be a stored callId: a string, not empty (an inbound call's, which
+    has none), with no control characters."""
+    return isinstance(call_id, str) and call_id != "" and not parsing.id_problem(call_id)
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def calls_page(
 ) -> Page:
     """The user's outbound calls, newest first; same paging as history. `total` is summed
     from at most 9 counter rows, not counted."""
-    calls = Call.objects.filter(owner=user)
+    calls = Call.objects.filter(owner=user, direction=Direction.OUTBOUND)
     counters = CallCounter.objects.filter(owner=user)
     if status is not None:
         calls = calls.filter(status=status)
@@ -150,7 +151,8 @@ def calls_export(*, user: User) -> dict:
     /api/calls/:callId` answers it, timeline included, newest first."""
 
     def each():
-        calls = Call.objects.filter(owner=user).prefetch_related("events", "recordings")
+        calls = Call.objects.filter(owner=user, direction=Direction.OUTBOUND)
+        calls = calls.prefetch_related("events", "recordings")
         for call in calls.order_by("-created_at", "-id").iterator(chunk_size=200):
             yield represent(CallDetailOutput, call)
 

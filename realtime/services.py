@@ -21,7 +21,7 @@ from accounts.models import DialRefusal, User
 from accounts.services import refusals_record
 from accounts.verification import EmailUnverified, email_verified_check
 from calls import services as ledger
-from calls.models import Call, CallCounter, Recording
+from calls.models import Call, CallCounter, Direction, Recording
 from calls.states import ACTIVE_STATES, CallState
 from core import dialing, events, ratelimit, taskqueue
 from core.counters import Drift, counters_recount
@@ -324,7 +324,8 @@ def calls_end(*, user: User) -> None:
     hung up by the provider, before anything is erased. A call that ends otherwise at that
     moment (answered and hung up, failed) keeps that end: each call ends once. Inside the
     deletion's transaction, which holds the user's row, so no new call starts meanwhile."""
-    for call in Call.objects.filter(owner=user, status__in=ACTIVE_STATES).order_by("pk"):
+    mine = Call.objects.filter(owner=user, direction=Direction.OUTBOUND, status__in=ACTIVE_STATES)
+    for call in mine.order_by("pk"):
         try:
             call_cancel(call=call)
         except ApplicationError as error:

@@ -18,7 +18,7 @@ from django_tasks import task
 from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
-from calls.models import Call
+from calls.models import Call, Direction
 from calls.states import ACTIVE_STATES, TERMINAL_STATES, CallState
 from core import taskqueue
 from realtime import pipeline
@@ -79,7 +79,10 @@ def calls_recover(*, now=None) -> int:
     Returns how many calls were touched."""
     now = now or timezone.now()
     deadline = pipeline.call_recovery_deadline(now=now)
-    overdue = Call.objects.filter(status__in=ACTIVE_STATES, step_deadline__lt=now)
+    # An inbound call's recovery is its agents' (telephony.services.inbound_calls_recover).
+    overdue = Call.objects.filter(
+        direction=Direction.OUTBOUND, status__in=ACTIVE_STATES, step_deadline__lt=now
+    )
     touched = 0
     for call in overdue.order_by("step_deadline")[:500]:
         if _has_ready_step(call):  # only waiting behind a backlog: give it more time

@@ -386,7 +386,7 @@ class TelephonyAgent:
             ua=self.ua,
             places=self.places,
             ledger=lambda dial: script_ledger(
-                _in_db_thread, owner_id=record.owner_id, dial=dial, request=record
+                _in_db_thread, owner_id=record.owner_id, dial=dial, call=record
             ),
             caller_ids={"number": (record.caller_id, ()), "caller": (record.caller_id, ())},
             gone=lambda: any_of(live.sip.remote_hangup, live.sip.hangup_requested),
@@ -423,10 +423,8 @@ class TelephonyAgent:
         while True:
             await asyncio.sleep(interval)
             try:
-                if self.calls_by_pk:
-                    await _in_db_thread(calls_extend)(pks=list(self.calls_by_pk))
-                if inbound := self.desk.ledger_pks():
-                    await _in_db_thread(services.inbound_calls_extend)(pks=inbound)
+                if held := [*self.calls_by_pk, *self.desk.ledger_pks()]:
+                    await _in_db_thread(calls_extend)(pks=held)
             except DatabaseError as exc:
                 logger.warning("heartbeat failed: %s", type(exc).__name__)
 

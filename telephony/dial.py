@@ -2,7 +2,7 @@
 (telephony.inbound.forwarding) and a script's `dial` verb (telephony.scripted) share.
 
 - Each target is dialled through the trunk as its own INVITE, all at once; its ledger row
-  (telephony.models.ForwardLeg, written by `Ledger.open`) is written before, so a target is
+  (calls.Leg, written by `Ledger.open`) is written before, so a target is
   dialled at most once per dial of a call, and counts in the owner's quotas. Targets the
   dialing policy, the inventory or the quotas refuse now are not dialled.
 - `screen(sip)`, when given, decides whether an answered leg may win (forwarding's
@@ -329,21 +329,20 @@ class Dialing:
     gone: Callable[[], Awaitable]
 
 
-def script_ledger(db: Callable, *, owner_id, dial: int, call=None, request=None) -> Ledger:
-    """The ledger of a script's n-th `dial` (`dial`) on an inbound `call` or an outbound
-    `request`: ForwardLeg rows of that call (telephony.services.dial_legs_open)."""
+def script_ledger(db: Callable, *, owner_id, dial: int, call) -> Ledger:
+    """The ledger of a script's n-th `dial` (`dial`) on `call` (inbound or outbound): its
+    `dial_target` legs (calls.Leg, telephony.services.dial_legs_open)."""
     return Ledger(
         open=lambda call_ids: db(services.dial_legs_open)(
             owner_id=owner_id,
             targets=list(call_ids),
             call_ids=call_ids,
             call=call,
-            request=request,
             dial=dial,
         ),
         bridged=lambda leg: db(services.dial_leg_bridged)(leg=leg),
         unbridged=lambda leg: db(services.dial_leg_unbridged)(leg=leg),
-        ended=lambda leg, duration: db(services.forward_leg_ended)(leg=leg, duration=duration),
+        ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
     )
 
 

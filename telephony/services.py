@@ -1,5 +1,6 @@
-"""The inbound-call ledger (telephony.models.InboundCall): every write of it, each in the
-transaction that reports it, so that every inbound call ends in exactly one history record."""
+"""An inbound call's and its legs' part of the call ledger (calls.Call, calls.Leg): every write
+the telephony agent makes of them, each in the transaction that reports it, so that every
+inbound call ends in exactly one state and one history record."""
 
 from __future__ import annotations
 
@@ -7,142 +8,194 @@ import time
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.quotas import QuotaExceeded, quota_check, talk_grant, user_lock
-from calls.states import TERMINAL_STATES
+from calls import services as ledger
+from calls.models import AnsweredBy, Call, Direction, Leg, LegKind, LegRole, Outcome
+from calls.states import ACTIVE_STATES, CallState, LegState
 from core import events
-from core.db import create_unless_taken
 from core.errors import NotFound
 from core.fields import to_ms
 from core.webrtc import BROWSER
-from history.models import AnsweredBy, CallRecord, CallStatus
+from history.models import AnsweredBy as RecordAnsweredBy
+from history.models import CallRecord
 from history.services import record_inbound_call
 from realtime.pipeline import call_recovery_deadline, call_recovery_last_seen
 from telephony import speech
-from telephony.models import ForwardLeg, InboundCall
 from virtual_numbers.models import Number
 from virtual_numbers.selectors import targets_dialable
 
+# The state an inbound call ends in, by its outcome (docs/decisions.md): a blocked caller
+# was declined, as a busy callee declines.
+END_STATES = {
+    Outcome.ANSWERED: CallState.COMPLETED,
+    Outcome.MISSED: CallState.NO_ANSWER,
+    Outcome.BLOCKED: CallState.BUSY,
+}
+# Who answered, as the history record says it (its `answered_by`).
+RECORD_ANSWERED_BY = {
+    AnsweredBy.PERSON: RecordAnsweredBy.FORWARD,
+    AnsweredBy.BROWSER: RecordAnsweredBy.FORWARD,
+    AnsweredBy.VOICEMAIL: RecordAnsweredBy.VOICEMAIL,
+    AnsweredBy.APP: RecordAnsweredBy.APP,
+}
 
-def incoming_call_event(*, call: InboundCall, number: Number) -> dict:
+
+def incoming_call_event(*, call: Call, number: Number) -> dict:
     """The `incoming_call` frame: a call is ringing on one of the owner's numbers."""
     return {
         "type": "incoming_call",
         "number_id": str(number.pk),
         "number": number.number,
-        "caller_num": call.caller_num,
-        "ts": to_ms(call.started_at),
+        "caller_num": call.caller_id,
+        "ts": to_ms(call.created_at),
     }
 
 
 def inbound_call_open(*, sip_call_id: str, number: Number, caller_num: str, ringing: bool):
-    """Start the ledger of an inbound call; with `ringing`, push `incoming_call` to the owner
-    after commit. None when this Call-ID was seen before (a re-sent INVITE): nothing is
-    written, and the caller of this service must not record it again."""
+    """The ledger's call of an inbound INVITE (calls.services.inbound_call_open); with
+    `ringing`, push `incoming_call` to the owner after commit. None when this Call-ID was seen
+    before (a re-sent INVITE): nothing is written, and the caller of this service must not
+    record it again."""
     with transaction.atomic():
-        call = create_unless_taken(
-            InboundCall.objects.create,
+        call = ledger.inbound_call_open(
             sip_call_id=sip_call_id,
             number=number,
-            caller_num=caller_num,
+            caller_id=caller_num,
+            at=timezone.now(),
             deadline=call_recovery_deadline(),
         )
-        if call is None:
-            return None
-        if ringing:
+        if call is not None and ringing:
             events.send_to_user_on_commit(
                 user_id=number.owner_id, event=incoming_call_event(call=call, number=number)
             )
     return call
 
 
-def inbound_call_answered(*, call: InboundCall, by_app: bool = False) -> None:
-    """The call is answered now (`by_app`: by the number's voice application)."""
-    call.answered_at, call.answered_by_app = timezone.now(), by_app
-    InboundCall.objects.filter(pk=call.pk).update(
-        answered_at=call.answered_at, answered_by_app=by_app
-    )
+def inbound_call_answered(*, call: Call, by_app: bool = False) -> None:
+    """The call is answered now, by voicemail (or `by_app`: the number's voice application)."""
+    with transaction.atomic():
+        ledger.call_answered(
+            call=call,
+            by=AnsweredBy.APP if by_app else AnsweredBy.VOICEMAIL,
+            at=timezone.now(),
+        )
 
 
 def inbound_call_record(
     *,
-    call: InboundCall,
+    call: Call,
     status: str,
     duration: int = 0,
     recording: str = "",
     recording_seconds: float | None = None,
     answered_by: str | None = None,
 ) -> CallRecord | None:
-    """Write the call's one history record (record_inbound_call) and close its ledger, in one
-    transaction. None when it was recorded already (by recovery, after this agent was taken
-    for dead) or its number was deleted meanwhile: then nothing is written. An answered call
-    was answered by `answered_by` when given, else by the number's voice application if that
-    answered it (`answered_by_app`: recovery's case), else by the target it was bridged to
-    (`forwarded_to`), else by voicemail. Its forwarding legs still
-    up end with it (the bridged one with the call's duration)."""
+    """End the call in the state of its outcome `status` and write its one history record
+    (record_inbound_call), in one transaction. None when it ended already (by recovery, after
+    this agent was taken for dead) or its number was deleted meanwhile: then no record is
+    written. An answered call was answered by who answered it (Call.answered_by, or
+    `answered_by` as the history record names it when given), else by voicemail. Its legs
+    still up end with it (the bridged one with the call's duration)."""
     with transaction.atomic():
-        if not InboundCall.objects.filter(pk=call.pk, recorded=False).update(recorded=True):
-            return None
         now = timezone.now()
-        legs = ForwardLeg.objects.filter(call=call, ended_at__isnull=True)
-        legs.filter(answered_at__isnull=False).update(ended_at=now, duration=duration)
-        legs.update(ended_at=now, duration=0)
-        if status != CallStatus.ANSWERED:
-            answered_by = None
-        elif answered_by is None and call.answered_by_app:
-            answered_by = AnsweredBy.APP
-        elif answered_by is None:
-            answered_by = AnsweredBy.FORWARD if call.forwarded_to else AnsweredBy.VOICEMAIL
+        by = _answered_by(call, answered_by) if status == Outcome.ANSWERED else None
+        target = _answering_target(call, by)
+        values = {
+            "status": END_STATES[status],
+            "outcome": status,
+            "answered_by": by,
+            "ended_at": now,
+            "duration": duration,
+            "step_deadline": None,
+            "updated_at": now,
+        }
+        if ledger.call_move(call=call, expected=call.status, values=values, at=now) is None:
+            return None
+        ledger.legs_end(call_pk=call.pk, at=now, duration=duration)
+        if call.number_id is None:
+            return None
         try:
-            return record_inbound_call(
+            record = record_inbound_call(
                 number=call.number,
-                caller_num=call.caller_num,
+                caller_num=call.caller_id,
                 status=status,
                 duration=duration,
-                at=call.started_at,
+                at=call.created_at,
                 sip_call_id=call.sip_call_id,
                 recording=recording,
                 recording_seconds=recording_seconds,
-                answered_by=answered_by,
-                forwarded_to=call.forwarded_to if answered_by == AnsweredBy.FORWARD else None,
+                answered_by=RECORD_ANSWERED_BY.get(by),
+                forwarded_to=target,
+                record_id=call.pk,
             )
         except NotFound:
             return None
+        if record.status != status:  # the caller is on the number's blocklist now
+            Call.objects.filter(pk=call.pk).update(outcome=record.status, answered_by=None)
+        return record
 
 
-def inbound_calls_extend(*, pks: list) -> None:
-    """The heartbeat of the agent holding these calls: recovery leaves them alone."""
-    InboundCall.objects.filter(pk__in=pks, recorded=False).update(deadline=call_recovery_deadline())
+def _answered_by(call: Call, given: str | None) -> str:
+    """Who answered an answered call: `given` (as the history record names it), else who the
+    ledger says answered, else voicemail."""
+    if given == RecordAnsweredBy.APP:
+        return AnsweredBy.APP
+    if given == RecordAnsweredBy.VOICEMAIL:
+        return AnsweredBy.VOICEMAIL
+    return call.answered_by or AnsweredBy.VOICEMAIL
+
+
+def _answering_target(call: Call, by: str | None) -> str | None:
+    """The phone (or "browser") that took a forwarded call, as its history record shows it."""
+    if by == AnsweredBy.BROWSER:
+        return BROWSER
+    if by != AnsweredBy.PERSON:
+        return None
+    leg = (
+        Leg.objects.filter(call_id=call.pk, role=LegRole.FORWARD_TARGET, answered_at__isnull=False)
+        .values_list("phone", flat=True)
+        .first()
+    )
+    return leg or None
 
 
 def inbound_calls_recover() -> int:
-    """Record the calls whose agent went silent (deadline passed, not recorded): `missed` if
+    """End the inbound calls whose agent went silent (deadline passed, still up): `missed` if
     they were never answered, else `answered` up to the agent's last heartbeat (the message,
     if any, died with the agent). Safe beside other agents doing the same; returns how many
-    this pass recorded."""
+    this pass ended."""
     now = timezone.now()
     recorded = 0
-    stale = InboundCall.objects.filter(recorded=False, deadline__lt=now).select_related("number")
-    for call in stale[:100]:
+    stale = Call.objects.filter(
+        direction=Direction.INBOUND, status__in=ACTIVE_STATES, step_deadline__lt=now
+    ).select_related("number")
+    for call in stale.order_by("step_deadline")[:100]:
         if call.answered_at is None:
-            status, duration = CallStatus.MISSED, 0
+            status, duration = Outcome.MISSED, 0
         else:
-            last_seen = call_recovery_last_seen(call.deadline)
-            status = CallStatus.ANSWERED
+            last_seen = call_recovery_last_seen(call.step_deadline)
+            status = Outcome.ANSWERED
             duration = max(0, round((last_seen - call.answered_at).total_seconds()))
-        if inbound_call_record(call=call, status=status, duration=duration) is not None:
+        before = call.status
+        inbound_call_record(call=call, status=status, duration=duration)
+        if call.status != before:
             recorded += 1
     return recorded
 
 
-def forward_legs_open(*, call: InboundCall, number: Number, call_ids: dict[str, str]) -> list:
+def forward_legs_open(*, call: Call, number: Number, call_ids: dict[str, str]) -> list:
     """The legs to dial for `call` to `number`'s forwarding targets (dial_legs_open): its
     phones; the target "browser" has no leg to dial (telephony.webrtc.ring)."""
     phones = [target for target in number.forward_targets if target != BROWSER]
-    return dial_legs_open(owner_id=number.owner_id, targets=phones, call_ids=call_ids, call=call)
+    return dial_legs_open(
+        owner_id=number.owner_id,
+        targets=phones,
+        call_ids=call_ids,
+        call=call,
+        role=LegRole.FORWARD_TARGET,
+    )
 
 
 def dial_legs_open(
@@ -150,23 +203,19 @@ def dial_legs_open(
     owner_id,
     targets: list[str],
     call_ids: dict[str, str],
-    call: InboundCall | None = None,
-    request=None,
+    call: Call,
     dial: int = 0,
-) -> list:
-    """The legs to dial for a call (an inbound `call` or an outbound `request`), `dial` its
-    n-th dial (0: the number's forwarding), to `targets` (`call_ids`: target -> the SIP
-    Call-ID its INVITE will have), each written before its INVITE exists: only the targets
-    still allowed (targets_dialable), while the owner's plan quotas allow another call, and
-    never a target this dial of this call dialled before (the unique row). The owner's row is
-    locked meanwhile, as a submit locks it."""
+    role: str = LegRole.DIAL_TARGET,
+) -> list[Leg]:
+    """The legs to dial for `call`, its n-th dial (`dial`; 0: the number's forwarding), to
+    `targets` (`call_ids`: target -> the SIP Call-ID its INVITE will have), each written
+    before its INVITE exists: only the targets still allowed (targets_dialable), while the
+    owner's plan quotas allow another call, and never a target this dial of this call dialled
+    before (the unique row). The owner's row is locked meanwhile, as a submit locks it."""
     legs = []
     with transaction.atomic():
         owner = user_lock(owner_id)
-        of_call = {"call": call} if call is not None else {"request": request}
-        dialled = set(
-            ForwardLeg.objects.filter(dial=dial, **of_call).values_list("target", flat=True)
-        )
+        dialled = set(Leg.objects.filter(call=call, dial=dial).values_list("phone", flat=True))
         for target in targets_dialable(targets=targets, owner=owner):
             if target in dialled or target not in call_ids:
                 continue
@@ -174,66 +223,81 @@ def dial_legs_open(
                 quota_check(user=owner, now=timezone.now())
             except QuotaExceeded:
                 break
-            legs.append(
-                ForwardLeg.objects.create(
-                    user=owner, target=target, sip_call_id=call_ids[target], dial=dial, **of_call
-                )
+            leg = ledger.leg_open(
+                call=call,
+                owner=owner,
+                kind=LegKind.SIP,
+                role=role,
+                dial=dial,
+                phone=target,
+                sip_call_id=call_ids[target],
             )
+            if leg is not None:
+                legs.append(leg)
     return legs
 
 
-def forward_leg_bridged(*, call: InboundCall, leg: ForwardLeg) -> int | None:
-    """`leg` answered and is bridged to the caller: the call is answered, by `leg.target`
-    (so that recovery records it forwarded), and the leg is granted its talk (_leg_grant;
-    0 refuses the bridge)."""
+def forward_leg_bridged(*, call: Call, leg: Leg) -> int | None:
+    """`leg` answered and is bridged to the caller: the call is answered, by a person on
+    `leg`'s phone (so that recovery records it forwarded), and the leg is granted its talk
+    (_leg_grant; 0 refuses the bridge)."""
     now = timezone.now()
     with transaction.atomic():
         grant = _leg_grant(leg, now)
-        if grant == 0:
-            return 0
-        InboundCall.objects.filter(pk=call.pk).update(answered_at=now, forwarded_to=leg.target)
-    call.answered_at, call.forwarded_to = now, leg.target
+        if grant != 0:
+            ledger.call_answered(call=call, by=AnsweredBy.PERSON, at=now)
     return grant
 
 
-def _leg_grant(leg: ForwardLeg, now) -> int | None:
+def _leg_grant(leg: Leg, now) -> int | None:
     """In the caller's transaction: the talk the owner's plan grants `leg` as it is bridged
     (talk_grant: the seconds it may talk, None when unlimited, 0 refusing the bridge), the
-    owner's row locked as a submit locks it; written on the leg unless refused."""
-    owner = user_lock(leg.user_id)
+    owner's row locked as a submit locks it; the leg answered with it unless refused."""
+    owner = user_lock(leg.owner_id)
     grant = talk_grant(user=owner, call_pk=None, planned=None, now=now)
     if grant != 0:
-        ForwardLeg.objects.filter(pk=leg.pk).update(answered_at=now, talk_limit=grant)
-        leg.answered_at, leg.talk_limit = now, grant
+        ledger.leg_move(
+            leg=leg, new=LegState.ANSWERED, values={"answered_at": now, "talk_limit": grant}
+        )
     return grant
 
 
-def forward_leg_unbridged(*, call: InboundCall, leg: ForwardLeg) -> None:
+def forward_leg_unbridged(*, call: Call, leg: Leg) -> None:
     """The caller hung up between forward_leg_bridged and the answer: nobody was bridged
-    after all, and the call is not answered."""
+    after all, the leg is over, and the call is not answered."""
     with transaction.atomic():
-        ForwardLeg.objects.filter(pk=leg.pk).update(answered_at=None, talk_limit=None)
-        InboundCall.objects.filter(pk=call.pk).update(answered_at=None, forwarded_to="")
-    leg.answered_at = leg.talk_limit = call.answered_at = None
-    call.forwarded_to = ""
+        dial_leg_unbridged(leg=leg)
+        ledger.call_unanswered(call=call)
 
 
-def forward_browser_bridged(*, call: InboundCall) -> None:
-    """A tab of the owner took `call` (the target "browser"): the call is answered, by the
-    browser (so that recovery records it forwarded there). No talk grant: nothing goes out
-    over the trunk, so nothing counts in the plan's quotas beyond the call itself."""
+def forward_browser_bridged(*, call: Call) -> None:
+    """A tab of the owner took `call` (the target "browser"): a browser leg of the call,
+    answered, and the call answered by the browser (so that recovery records it so). No talk
+    grant: nothing goes out over the trunk, so nothing counts in the plan's quotas beyond the
+    call itself."""
     now = timezone.now()
-    InboundCall.objects.filter(pk=call.pk).update(answered_at=now, forwarded_to=BROWSER)
-    call.answered_at, call.forwarded_to = now, BROWSER
+    with transaction.atomic():
+        ledger.leg_open(
+            call=call,
+            owner_id=call.owner_id,
+            kind=LegKind.BROWSER,
+            role=LegRole.FORWARD_TARGET,
+            user_id=call.owner_id,
+            answered_at=now,
+        )
+        ledger.call_answered(call=call, by=AnsweredBy.BROWSER, at=now)
 
 
-def forward_browser_unbridged(*, call: InboundCall) -> None:
-    """The caller hung up as the tab took the call: the call is not answered."""
-    InboundCall.objects.filter(pk=call.pk).update(answered_at=None, forwarded_to="")
-    call.answered_at, call.forwarded_to = None, ""
+def forward_browser_unbridged(*, call: Call) -> None:
+    """The caller hung up as the tab took the call: the tab's leg is over, and the call is not
+    answered."""
+    with transaction.atomic():
+        for leg in Leg.objects.filter(call=call, kind=LegKind.BROWSER, status=LegState.ANSWERED):
+            dial_leg_unbridged(leg=leg)
+        ledger.call_unanswered(call=call)
 
 
-def dial_leg_bridged(*, leg: ForwardLeg) -> int | None:
+def dial_leg_bridged(*, leg: Leg) -> int | None:
     """A script's `dial` leg answered and is bridged to the call: granted its talk
     (_leg_grant; 0 refuses the bridge). The call itself is whatever it was (answered
     already, or answered by this bridge: its caller says so)."""
@@ -241,28 +305,23 @@ def dial_leg_bridged(*, leg: ForwardLeg) -> int | None:
         return _leg_grant(leg, timezone.now())
 
 
-def dial_leg_unbridged(*, leg: ForwardLeg) -> None:
-    """The call ended between dial_leg_bridged and the bridge: nothing was bridged."""
-    ForwardLeg.objects.filter(pk=leg.pk).update(answered_at=None, talk_limit=None)
-    leg.answered_at = leg.talk_limit = None
+def dial_leg_unbridged(*, leg: Leg) -> None:
+    """The call ended between the grant and the bridge: nothing was bridged, and the leg is
+    over."""
+    values = {"answered_at": None, "talk_limit": None, "ended_at": timezone.now(), "duration": 0}
+    ledger.leg_move(leg=leg, new=LegState.ENDED, values=values)
 
 
-def forward_leg_ended(*, leg: ForwardLeg, duration: int = 0) -> None:
-    """The leg's call is over (`duration`: seconds bridged)."""
-    ForwardLeg.objects.filter(pk=leg.pk, ended_at__isnull=True).update(
-        ended_at=timezone.now(), duration=duration
-    )
+def leg_ended(*, leg: Leg, duration: int = 0) -> None:
+    """The leg's call is over (`duration`: seconds bridged); nothing for a leg over already."""
+    if leg.status != LegState.ENDED:
+        values = {"ended_at": timezone.now(), "duration": duration}
+        ledger.leg_move(leg=leg, new=LegState.ENDED, values=values)
 
 
 def dial_legs_settle() -> int:
-    """End the `dial` legs of outbound calls that are over (their agent died with the legs
-    up, and recovery ended the call): a leg left up would hold a place in the owner's quota
-    of calls at once. Bridged legs keep what their call lasted at most. How many ended."""
-    now = timezone.now()
-    over = ForwardLeg.objects.filter(
-        request__isnull=False, ended_at__isnull=True, request__status__in=TERMINAL_STATES
-    )
-    return over.update(ended_at=now, duration=Coalesce("talk_limit", Value(0)))
+    """End the `dial` legs of outbound calls that are over (calls.services.legs_settle)."""
+    return ledger.legs_settle(at=timezone.now())
 
 
 # How long ago a message may have been used and still be playing: the longest a call lives,

@@ -19,8 +19,8 @@ from bench import fixtures, sip
 from bench.procs import tree_cpu_seconds
 from bench.report import Row
 from bench.scenarios.common import Bench
+from calls.models import Call
 from history.models import CallRecord
-from telephony.models import InboundCall
 from tests.live import wait_until
 from tests.telephony.conftest import MESSAGE_SECONDS
 from tests.telephony.interop.conftest import Edge, edge_files
@@ -108,8 +108,8 @@ def whole(record: CallRecord, message_s: float) -> bool:
 
 
 def answered(number, since: datetime) -> int:
-    return InboundCall.objects.filter(
-        number=number, started_at__gte=since, answered_at__isnull=False
+    return Call.objects.filter(
+        number=number, direction="inbound", created_at__gte=since, answered_at__isnull=False
     ).count()
 
 
@@ -119,8 +119,8 @@ def peak_up(number, since: datetime) -> int:
     ends = {r.sip_call_id: r.created_at + timedelta(seconds=r.duration or 0)
             for r in recorded(number, since)}  # fmt: skip
     edges = []
-    for call in InboundCall.objects.filter(number=number, started_at__gte=since,
-                                           answered_at__isnull=False):  # fmt: skip
+    for call in Call.objects.filter(number=number, direction="inbound", created_at__gte=since,
+                                    answered_at__isnull=False):  # fmt: skip
         if call.sip_call_id in ends:
             edges += [(call.answered_at, 1), (ends[call.sip_call_id], -1)]
     up = peak = 0

@@ -3,7 +3,7 @@ to take it is bridged to the caller. Routing (telephony.inbound.routing) hands i
 is ringing (180 sent) on a number with targets, when the agent has room for every leg.
 
 - The targets are rung and the first to take the call bridged by telephony.dial (each
-  target still allowed dialled once, its ForwardLeg written before; answer on bridge). From
+  target still allowed dialled once, its calls.Leg written before; answer on bridge). From
   is the caller, with the number in a Diversion header (RFC 5806), or the number.
 - With screening, the target that answers hears "Call for <alias> from <caller>. Press 1 to
   accept", and is bridged only on 1 within SCREENING_SECONDS of the prompt; another key or
@@ -94,9 +94,7 @@ class Forwarder:
                     if leg.target == BROWSER
                     else db(services.forward_leg_unbridged)(call=ledger, leg=leg)
                 ),
-                ended=lambda leg, duration: db(services.forward_leg_ended)(
-                    leg=leg, duration=duration
-                ),
+                ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
             ),
             leg_done=self.leg_done,
             label=f"inbound call {self.call.call_id}",
@@ -139,14 +137,14 @@ class Forwarder:
         number = self.number
         if number.forward_caller_id == ForwardCallerId.NUMBER:
             return number.number, ()
-        return self.ledger.caller_num, diversion(self.ua, number.number)
+        return self.ledger.caller_id, diversion(self.ua, number.number)
 
     async def _screened(self, sip: OutboundCall) -> bool:
         """Say who calls, and wait for the target's 1 (pressed during the prompt or within
         SCREENING_SECONDS after it). Any other key, silence or the caller leaving: no."""
         keys: asyncio.Queue[str] = asyncio.Queue()
         sip.stream.on_dtmf = keys.put_nowait
-        prompt = screening_prompt(self.number.alias, self.ledger.caller_num)
+        prompt = screening_prompt(self.number.alias, self.ledger.caller_id)
         try:
             audio = await asyncio.to_thread(
                 self.speech.render, prompt, settings.TTS_DEFAULT_LANGUAGE

@@ -19,8 +19,8 @@
   answer to hang-up; telephony.inbound.voicemail), after INBOUND_RING_SECONDS for a number
   that does not forward; a caller who hangs up before is `missed`.
 
-Every call ends in exactly one history record, written with the ledger row (telephony.models.
-InboundCall) that a crashed agent's calls are recovered from.
+Every call ends in exactly one history record, written with the ledger row (calls.Call,
+inbound) that a crashed agent's calls are recovered from.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 class InboundDialog(Dialog):
     """One INVITE Relay received, and the dialog it makes once answered. (The inbound call's
-    ledger row is telephony.models.InboundCall; this is its SIP side.)"""
+    ledger row is calls.Call; this is its SIP side.)"""
 
     def __init__(self, ua, invite: Message, source: tuple[str, int]) -> None:
         to_value = invite.get("To") or ""

@@ -1,15 +1,25 @@
 """The call ledger's state table (issue 54, calls.states): every pair of states walked, in the
 table and through the one writer of an outbound call's state (realtime.pipeline.
 call_transition), which moves what the table allows and refuses the rest, leaving the call as
-it was and saying so in the log."""
+it was and saying so in the log; and the legs' table alike, through calls.services.leg_move."""
 
 import itertools
 import logging
 
 import pytest
 
-from calls.models import Call, CallEvent
-from calls.states import ACTIVE_STATES, MOVES, TERMINAL_STATES, CallState, move_allowed
+from calls.models import Call, CallEvent, Leg
+from calls.services import leg_move
+from calls.states import (
+    ACTIVE_STATES,
+    LEG_MOVES,
+    MOVES,
+    TERMINAL_STATES,
+    CallState,
+    LegState,
+    leg_move_allowed,
+    move_allowed,
+)
 from realtime.pipeline import call_transition
 from realtime.providers import Step
 from tests.factories import CallFactory
@@ -67,3 +77,40 @@ def test_the_pipeline_moves_what_the_table_allows_and_nothing_else(old, new, cap
         assert not moved and stored == old  # left as it was
         assert CallEvent.objects.filter(call=call).count() == events
         assert f"call {call.pk}: the move from {old} to {new} is refused" in caplog.text
+
+
+# --- legs --------------------------------------------------------------------------------------
+LEG_PAIRS = list(itertools.product(LegState, LegState))
+LEG_ORDER = [LegState.RINGING, LegState.ANSWERED, LegState.ENDED]
+
+
+def test_the_leg_table_holds_every_state_and_the_rule():
+    # A leg goes forward (rings, is answered, ends), may end from any state, and moves no more.
+    assert set(LEG_MOVES) == set(LegState)
+    for old, new in LEG_PAIRS:
+        assert leg_move_allowed(old, new) == (LEG_ORDER.index(new) > LEG_ORDER.index(old))
+    assert not leg_move_allowed(LegState.RINGING, "bridged")
+    assert not leg_move_allowed(None, LegState.ENDED)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("old", "new"), LEG_PAIRS, ids=[f"{o.value}-{n.value}" for o, n in LEG_PAIRS]
+)
+def test_a_leg_moves_what_its_table_allows_and_nothing_else(old, new, caplog):
+    call = CallFactory(status=CallState.IN_PROGRESS)
+    leg = Leg.objects.create(
+        call=call, owner=call.owner, kind="sip", role="dial_target", phone="+441134960200"
+    )
+    Leg.objects.filter(pk=leg.pk).update(status=old)
+    leg.status = old
+
+    with caplog.at_level(logging.WARNING, logger="calls.services"):
+        moved = leg_move(leg=leg, new=new, values={"duration": 7})
+
+    stored = Leg.objects.get(pk=leg.pk)
+    if leg_move_allowed(old, new):
+        assert moved and (stored.status, stored.duration) == (new, 7)
+    else:
+        assert not moved and (stored.status, stored.duration) == (old, None)
+        assert f"the move from {old} to {new} is refused by the state table" in caplog.text

@@ -292,6 +292,55 @@ def the_upgrade() -> list[str]:
     return placed
 
 
+# The state an inbound call of the release ends in, by its record's status, and who answered
+# it in the ledger's words, by the record's answered_by and forwarded_to.
+END_STATES = {"answered": "completed", "missed": "no_answer", "blocked": "busy"}
+
+
+def answered_by(record: dict) -> str | None:
+    if record["forwarded_to"] == "browser":
+        return "browser"
+    return {"forward": "person"}.get(record["answered_by"], record["answered_by"])
+
+
+def inbound_calls_unlike_the_release() -> list[str]:
+    """How the ledger's inbound calls and legs differ from the release's InboundCall and
+    ForwardLeg rows (none, after a good upgrade): each inbound call one ledger call named as its
+    history record is, ended as the record says, with its events numbered 1, 2, 3 ...; each
+    leg a ledger leg of its call, and a browser leg for a call a tab took."""
+    from calls.models import Call, Leg
+
+    tables = fixture()["tables"]
+    records = {r["sip_call_id"]: r for r in tables["history_callrecord"]["rows"]}
+    found = []
+    for old in tables["telephony_inboundcall"]["rows"]:
+        call = Call.objects.filter(direction="inbound", sip_call_id=old["sip_call_id"]).first()
+        record = records.get(old["sip_call_id"])
+        if call is None or record is None:
+            found.append(f"inbound call {old['sip_call_id']}: no ledger call or no record")
+            continue
+        got = (str(call.pk), call.status, call.outcome, call.answered_by, call.caller_id)
+        wanted = (
+            record["id"],
+            END_STATES[record["status"]],
+            record["status"],
+            answered_by(record),
+            old["caller_num"],
+        )
+        if got != wanted:
+            found.append(f"inbound call {old['sip_call_id']}: {got}, not {wanted}")
+        seqs = list(call.events.values_list("seq", flat=True))
+        if seqs != list(range(1, call.last_seq + 1)):
+            found.append(f"inbound call {old['sip_call_id']}: events {seqs}")
+        if record["forwarded_to"] == "browser" and not call.legs.filter(kind="browser").exists():
+            found.append(f"inbound call {old['sip_call_id']}: no browser leg")
+    for old in tables["telephony_forwardleg"]["rows"]:
+        role = "dial_target" if old["request_id"] else "forward_target"
+        if not Leg.objects.filter(sip_call_id=old["sip_call_id"], phone=old["target"], role=role):
+            found.append(f"leg {old['sip_call_id']} to {old['target']}: not in the ledger")
+    return found
+
+
 # --- the tests -------------------------------------------------------------------------------
 def test_the_fixture_holds_every_kind_of_call_and_every_kind_of_read():
     """A fixture built again must still be worth comparing: rows of each of the six call
@@ -374,6 +423,7 @@ def test_every_read_answers_after_the_upgrade_as_the_release_answered_it():
             answer = answer_of(response)
             for difference in answer_differences(read, answer)[:10]:
                 found.append(f"GET {read['path']} as {read['as']}: {difference}")
+        found.extend(inbound_calls_unlike_the_release())
     finally:
         storage = storages["recordings"]
         for name in placed:

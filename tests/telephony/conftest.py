@@ -414,10 +414,12 @@ def calls_settled(transactional_db):
     later. Were the test's database emptied meanwhile (transaction=True's flush, a TRUNCATE
     on PostgreSQL), the two would deadlock."""
     yield
-    from telephony.models import InboundCall
+    from calls.models import Call
+    from calls.states import ACTIVE_STATES
 
     deadline = time.monotonic() + 20
-    while InboundCall.objects.filter(recorded=False).exists() and time.monotonic() < deadline:
+    up = Call.objects.filter(direction="inbound", status__in=ACTIVE_STATES)
+    while up.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from calls.models import Call, Leg
 from history.models import AnsweredBy, CallRecord, CallStatus
 from telephony import services
-from telephony.models import ForwardLeg, InboundCall
 from tests.factories import InventoryNumberFactory, NumberFactory
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +26,7 @@ def number(user):
     return NumberFactory(owner=user, forward_targets=list(TARGETS))
 
 
-def ringing(number, call_id: str = "call-1@test") -> InboundCall:
+def ringing(number, call_id: str = "call-1@test") -> Call:
     return services.inbound_call_open(
         sip_call_id=call_id, number=number, caller_num=CALLER, ringing=True
     )
@@ -42,10 +42,13 @@ def test_each_target_gets_one_leg_written_before_it_is_dialled_and_never_a_secon
     assert [(leg.target, leg.sip_call_id) for leg in legs] == [
         (t, f"leg-{t}@test") for t in TARGETS
     ]
-    assert all(leg.user_id == number.owner_id and leg.ended_at is None for leg in legs)
+    assert all(leg.owner_id == number.owner_id and leg.ended_at is None for leg in legs)
+    assert all(
+        (leg.kind, leg.role, leg.status) == ("sip", "forward_target", "ringing") for leg in legs
+    )
     # The agent asks again (a restart, a retry): nothing more is dialled.
     assert services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS)) == []
-    assert ForwardLeg.objects.count() == 2
+    assert Leg.objects.count() == 2
 
 
 def test_a_target_refused_now_or_a_number_of_the_inventory_is_skipped(user):
@@ -77,13 +80,21 @@ def test_legs_count_in_the_owners_quotas_and_end_with_their_call(number, client_
     assert quotas["concurrentCalls"]["used"] == 2
 
     assert services.forward_leg_bridged(call=call, leg=first) > 0  # the seconds it may talk
-    services.forward_leg_ended(leg=second)
+    services.leg_ended(leg=second)
     record = services.inbound_call_record(call=call, status=CallStatus.ANSWERED, duration=42)
 
     assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGETS[0])
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.duration, second.duration) == (42, 0)
+    assert (first.status, second.status) == ("ended", "ended")
+    call.refresh_from_db()
+    assert (call.status, call.outcome, call.answered_by) == ("completed", "answered", "person")
+    assert list(call.events.values_list("seq", "status")) == [
+        (1, "ringing"),
+        (2, "in_progress"),
+        (3, "completed"),
+    ]
     quotas = client_jwt.get("/api/user/me").json()["quotas"]
     assert quotas["callsPerDay"]["used"] == 2  # still today's
     assert quotas["concurrentCalls"]["used"] == 0
@@ -103,7 +114,9 @@ def test_a_bridge_is_granted_what_is_left_of_the_answered_seconds(user, number):
     # The first bridge holds all 30 s while it talks: nothing is left for the second.
     assert services.forward_leg_bridged(call=calls[1], leg=legs[1]) == 0
     calls[1].refresh_from_db()
-    assert (calls[1].answered_at, calls[1].forwarded_to) == (None, "")
+    legs[1].refresh_from_db()
+    assert (calls[1].status, calls[1].answered_at, calls[1].answered_by) == ("ringing", None, None)
+    assert (legs[1].status, legs[1].answered_at) == ("ringing", None)
 
 
 def test_a_call_whose_agent_died_mid_bridge_is_recorded_forwarded_once(number, settings):
@@ -113,8 +126,8 @@ def test_a_call_whose_agent_died_mid_bridge_is_recorded_forwarded_once(number, s
     # The agent's last heartbeat was 20 s after the bridge; then it died.
     grace = timedelta(seconds=settings.CALL_RECOVERY_GRACE)
     answered = timezone.now() - timedelta(minutes=5)
-    InboundCall.objects.filter(pk=call.pk).update(
-        answered_at=answered, deadline=answered + timedelta(seconds=20) + grace
+    Call.objects.filter(pk=call.pk).update(
+        answered_at=answered, step_deadline=answered + timedelta(seconds=20) + grace
     )
 
     assert services.inbound_calls_recover() == 1
@@ -123,7 +136,10 @@ def test_a_call_whose_agent_died_mid_bridge_is_recorded_forwarded_once(number, s
     [record] = CallRecord.objects.filter(number=number)
     assert (record.status, record.duration) == (CallStatus.ANSWERED, 20)
     assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGETS[0])
-    assert not ForwardLeg.objects.filter(ended_at__isnull=True).exists()
+    assert not Leg.objects.filter(ended_at__isnull=True).exists()
+    call.refresh_from_db()
+    assert (call.status, call.outcome, call.duration) == ("completed", "answered", 20)
+    assert record.pk == call.pk  # the record and the ledger name the call alike
 
 
 def test_a_bridge_the_caller_left_before_its_answer_is_undone(number):
@@ -136,9 +152,10 @@ def test_a_bridge_the_caller_left_before_its_answer_is_undone(number):
 
     assert (record.status, record.answered_by, record.forwarded_to) == ("missed", None, None)
     first.refresh_from_db()
-    assert (first.answered_at, first.duration) == (None, 0)
+    assert (first.status, first.answered_at, first.duration) == ("ended", None, 0)
     call.refresh_from_db()
-    assert (call.answered_at, call.forwarded_to) == (None, "")
+    assert (call.answered_at, call.answered_by) == (None, None)
+    assert (call.status, call.outcome) == ("no_answer", "missed")
 
 
 def test_a_script_dials_a_target_once_per_dial_and_its_legs_are_rows_of_its_call(user):
@@ -148,21 +165,21 @@ def test_a_script_dials_a_target_once_per_dial_and_its_legs_are_rows_of_its_call
     ids = call_ids(*TARGETS)
 
     first = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS, call_ids=ids, request=call, dial=1
+        owner_id=user.pk, targets=TARGETS, call_ids=ids, call=call, dial=1
     )
     for leg in first:  # the dial is over: the owner's plan has room for calls again
-        services.forward_leg_ended(leg=leg)
+        services.leg_ended(leg=leg)
     again = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS, call_ids=ids, request=call, dial=1
+        owner_id=user.pk, targets=TARGETS, call_ids=ids, call=call, dial=1
     )
     second_dial = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS[:1], call_ids=ids, request=call, dial=2
+        owner_id=user.pk, targets=TARGETS[:1], call_ids=ids, call=call, dial=2
     )
 
     assert [leg.target for leg in first] == TARGETS
     assert again == []  # the same dial asked again: nothing is rung twice
     assert [(leg.target, leg.dial) for leg in second_dial] == [(TARGETS[0], 2)]
-    assert ForwardLeg.objects.filter(request=call, call=None).count() == 3
+    assert Leg.objects.filter(call=call, role="dial_target").count() == 3
 
 
 def test_the_legs_of_an_outbound_call_that_ended_without_its_agent_are_ended(user):
@@ -171,10 +188,10 @@ def test_the_legs_of_an_outbound_call_that_ended_without_its_agent_are_ended(use
     live = CallFactory(owner=user, status="in_progress")
     lost = CallFactory(owner=user, status="failed")
     (up,) = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), request=live, dial=1
+        owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), call=live, dial=1
     )
     (orphan,) = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), request=lost, dial=1
+        owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), call=lost, dial=1
     )
     services.dial_leg_bridged(leg=orphan)
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from calls.models import Call, Leg
 from history.models import AnsweredBy, CallStatus
-from telephony.models import ForwardLeg, InboundCall
 from tests.factories import NumberFactory
 from tests.live import RelayProcess, wait_until
 from tests.telephony.conftest import (
@@ -86,8 +86,8 @@ def bridge_line(relay, call_id: str) -> tuple[int, str, str, int, int]:
     return int(seconds), caller, target, int(to_target), int(to_caller)
 
 
-def legs_of(record) -> list[ForwardLeg]:
-    return list(ForwardLeg.objects.filter(call__sip_call_id=record.sip_call_id).order_by("pk"))
+def legs_of(record) -> list[Leg]:
+    return list(Leg.objects.filter(call_id=record.pk).order_by("pk"))
 
 
 @pytest.mark.parametrize("codec", [PCMU, PCMA], ids=["pcma-to-pcmu", "pcma-to-pcma"])
@@ -131,8 +131,8 @@ def test_the_target_that_answers_is_bridged_both_ways_until_the_caller_hangs_up(
     assert least <= to_target <= most and least <= to_caller <= most, (to_target, to_caller)
     # The caller was answered only once the target was (a second after its INVITE): answer
     # on bridge.
-    ledger = InboundCall.objects.get(sip_call_id=record.sip_call_id)
-    assert (ledger.answered_at - ledger.started_at).total_seconds() >= 1.0, ledger
+    ledger = Call.objects.get(pk=record.pk)
+    assert (ledger.answered_at - ledger.created_at).total_seconds() >= 1.0, ledger
     [invite] = targets.received("INVITE")
     assert re.search(rf"^From: <sip:{re.escape(CALLER)}@", invite, re.MULTILINE), invite
     assert re.search(

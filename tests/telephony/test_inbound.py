@@ -19,9 +19,9 @@ from django.core.files.storage import FileSystemStorage
 from django.db import transaction
 from websockets.asyncio.client import connect
 
+from calls.models import Call
 from history.models import CallRecord
 from telephony.inbound.voicemail import DEFAULT_GREETING
-from telephony.models import InboundCall
 from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
 from tests.live import RelayProcess, http, http_exchange, wait_until
@@ -275,12 +275,14 @@ def test_keys_pressed_the_moment_the_call_is_answered_open_the_mailbox(relay, tm
         hangup_timeout_ms=60000,
     )
     ledger = wait_until(
-        lambda: InboundCall.objects.filter(number=number, answered_at__isnull=True).first(),
+        lambda: Call.objects.filter(
+            direction="inbound", number=number, answered_at__isnull=True
+        ).first(),
         deadline=20,
         what="the call's ledger row",
     )
     with transaction.atomic():  # PostgreSQL: the row's lock; SQLite: the database's
-        InboundCall.objects.filter(pk=ledger.pk).update(answered_at=None)
+        Call.objects.filter(pk=ledger.pk).update(answered_at=None)
         wait_until(sent.exists, deadline=30, what="SIPp to send every key")
         ledger.refresh_from_db()
         assert ledger.answered_at is None  # the agent's write did wait for the keys

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from calls.models import Call, Leg
 from history.models import CallRecord
-from telephony.models import ForwardLeg, InboundCall
 from tests.factories import BlockedCallerFactory, NumberFactory
 from tests.live import free_port, wait_until
 from tests.telephony.conftest import (
@@ -56,7 +56,7 @@ def test_a_call_ringing_on_a_killed_agent_is_recorded_once_by_the_next(user, tmp
     )
     try:
         ledger = wait_until(
-            lambda: InboundCall.objects.filter(number=number).first(),
+            lambda: Call.objects.filter(direction="inbound", number=number).first(),
             deadline=30,
             what="the agent to take the call",
         )
@@ -67,7 +67,8 @@ def test_a_call_ringing_on_a_killed_agent_is_recorded_once_by_the_next(user, tmp
 
     assert (record.status, record.duration, record.caller_num) == ("missed", 0, CALLER)
     assert record.sip_call_id == ledger.sip_call_id
-    assert InboundCall.objects.get(pk=ledger.pk).recorded is True
+    ledger.refresh_from_db()
+    assert (ledger.status, ledger.outcome) == ("no_answer", "missed")
     assert CallRecord.objects.count() == 1
 
 
@@ -127,7 +128,7 @@ def test_only_the_trunk_and_the_listed_sources_may_call_in(user, tmp_path, sourc
         agent.stop()
 
     assert CallRecord.objects.filter(number=number).count() == (answer == 603)
-    assert InboundCall.objects.filter(number=number).count() == (answer == 603)
+    assert Call.objects.filter(direction="inbound", number=number).count() == (answer == 603)
 
 
 TARGET = "+441134960200"
@@ -160,7 +161,9 @@ def test_a_bridge_on_a_killed_agent_is_recorded_forwarded_once_and_never_dialled
     )
     try:
         ledger = wait_until(
-            lambda: InboundCall.objects.filter(number=number).exclude(forwarded_to="").first(),
+            lambda: Call.objects.filter(
+                direction="inbound", number=number, answered_by="person"
+            ).first(),
             deadline=30,
             what="the agent to bridge the call",
         )
@@ -200,7 +203,7 @@ def test_a_call_whose_legs_would_not_fit_the_agent_goes_to_voicemail(user, tmp_p
         agent.stop()
 
     assert (record.status, record.answered_by) == ("answered", "voicemail")
-    assert not ForwardLeg.objects.exists()  # no target was dialled
+    assert not Leg.objects.exists()  # no target was dialled
 
 
 def test_a_call_an_application_answered_on_a_killed_agent_is_recorded_as_the_apps(user, tmp_path):
@@ -216,7 +219,9 @@ def test_a_call_an_application_answered_on_a_killed_agent_is_recorded_as_the_app
     caller = call_in(env["SIP_BIND"], tmp_path, "inbound_wait_bye", number.number)
     try:
         wait_until(
-            lambda: InboundCall.objects.filter(number=number, answered_at__isnull=False).exists(),
+            lambda: Call.objects.filter(
+                direction="inbound", number=number, answered_at__isnull=False
+            ).exists(),
             deadline=30,
             what="the application to answer",
         )

@@ -247,10 +247,10 @@ def test_dial_bridges_the_callee_to_the_target_and_the_script_goes_on_after(
     assert f"INVITE sip:{TARGET}@" in target_invite
     assert f"From: <sip:{call.caller_id}@" in target_invite  # the call's own caller ID
     # The leg's row: written before its INVITE, one of the call's, ended with its seconds.
-    from telephony.models import ForwardLeg
+    from calls.models import Leg
 
-    (leg,) = ForwardLeg.objects.filter(request=call)
-    assert (leg.target, leg.dial, leg.user_id) == (TARGET, 1, user.pk)
+    (leg,) = Leg.objects.filter(call=call)
+    assert (leg.target, leg.dial, leg.owner_id, leg.role) == (TARGET, 1, user.pk, "dial_target")
     assert leg.ended_at is not None and leg.answered_at is not None
     assert leg.sip_call_id in target_invite
     # Both ends spoke, and each heard the other through the bridge.
@@ -283,9 +283,9 @@ def test_a_busy_target_is_reported_busy_and_the_script_goes_on(scripted, tmp_pat
             "result": {"dialStatus": "busy", "answeredBy": None, "duration": 0},
         }
     ]
-    from telephony.models import ForwardLeg
+    from calls.models import Leg
 
-    (leg,) = ForwardLeg.objects.filter(request=call)
+    (leg,) = Leg.objects.filter(call=call)
     assert (leg.answered_at, leg.duration) == (None, 0) and leg.ended_at is not None
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from calls.models import Leg
 from history.models import CallRecord
-from telephony.models import ForwardLeg
 from tests.factories import NumberFactory
 from tests.telephony.conftest import bridge_log, wait_for_records
 from tests.telephony.interop.conftest import (
@@ -82,11 +82,7 @@ def assert_bridged_both_ways(relay, kamailio, phones, user, tmp_path, transport,
     assert heard_by_caller.rms > 0.02 and heard_by_caller.maximum > 0.2, heard_by_caller
     # Both legs went through the carrier edge over the test's transport, with its media
     # (SRTP over TLS), and Relay answered the edge's challenge to dial the owner.
-    leg_ids = list(
-        ForwardLeg.objects.filter(call__sip_call_id=record.sip_call_id).values_list(
-            "sip_call_id", flat=True
-        )
-    )
+    leg_ids = list(Leg.objects.filter(call_id=record.pk).values_list("sip_call_id", flat=True))
     for call_id in [record.sip_call_id, *leg_ids]:
         invites = [
             line for line in kamailio.lines(call_id) if line.startswith("interop: request INVITE ")
