@@ -150,9 +150,21 @@ SIP_RING_TIMEOUT = seconds("SIP_RING_TIMEOUT", 30.0, above=True)
 SIP_MAX_CALL_SECONDS = seconds("SIP_MAX_CALL_SECONDS", 300.0, above=True)
 SIP_MAX_CONCURRENT_CALLS = whole_number("SIP_MAX_CONCURRENT_CALLS", 50, maximum=10_000)
 SIP_AGENTS = whole_number("SIP_AGENTS", 1, maximum=1024)
+
+
+def _rtp_calls_per_agent(first: int, last: int, agents: int) -> int:
+    """How many calls the agent with the fewest RTP ports can hold: the range first-last
+    counts both ends, each agent takes an equal share of it (telephony.agent.agent_config),
+    and a call takes an even port and the one above it, within the share (RFC 3550 §11;
+    telephony.sip.ua.UserAgent's pool)."""
+    share = (last - first + 1) // agents
+    starts = [first + index * share for index in range(agents)]
+    return min(len(range(start + start % 2, start + share - 1, 2)) for start in starts)
+
+
 must(
-    RTP_PORTS[1] - RTP_PORTS[0] >= 2 * SIP_MAX_CONCURRENT_CALLS * SIP_AGENTS,
-    "RTP_PORT_RANGE is too small: each call needs two ports, for "
+    _rtp_calls_per_agent(*RTP_PORTS, SIP_AGENTS) >= SIP_MAX_CONCURRENT_CALLS,
+    "RTP_PORT_RANGE is too small: each call needs two ports (an even one and the next), for "
     f"SIP_MAX_CONCURRENT_CALLS ({SIP_MAX_CONCURRENT_CALLS}) calls on each of "
     f"SIP_AGENTS ({SIP_AGENTS}) agents",
 )

@@ -75,3 +75,41 @@ def test_a_sips_trunk_with_srtp_starts_over_tls_without_naming_the_transport():
     result = manage("check", SIP_TRUNK_URI="sips:trunk.example.com", SIP_SRTP="required")
 
     assert result.returncode == 0, result.stderr
+
+
+# Two agents of 50 calls, two ports a call: 200 ports, counted with both ends (issue 55).
+TWO_FULL_AGENTS = {"SIP_AGENTS": "2", "SIP_MAX_CONCURRENT_CALLS": "50"}
+
+
+def test_an_rtp_range_of_exactly_two_ports_a_call_starts():
+    result = manage("check", RTP_PORT_RANGE="38000-38199", **TWO_FULL_AGENTS)
+
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "short",
+    [
+        "38000-38198",  # one port short
+        "38001-38200",  # 200 ports, but agent 0's share (38001-38100) holds 49 even pairs
+    ],
+)
+def test_an_rtp_range_one_port_short_is_refused(short):
+    result = manage("check", RTP_PORT_RANGE=short, **TWO_FULL_AGENTS)
+
+    live.assert_refused_at_start_up(result, "RTP_PORT_RANGE")
+
+
+def test_the_range_the_check_accepts_gives_each_agent_its_calls(settings):
+    """What the check counts is what the agents take: at the boundary each agent's pool
+    holds SIP_MAX_CONCURRENT_CALLS pairs, inside the range and apart from the other's."""
+    from telephony.agent import agent_config
+    from telephony.sip.ua import UserAgent
+
+    settings.SIP_TRUNK_URI = "sip:127.0.0.1:5062"
+    settings.RTP_PORTS, settings.SIP_AGENTS = (38000, 38199), 2
+    pools = [list(UserAgent(agent_config(index)).free_rtp_ports) for index in (0, 1)]
+
+    assert [len(pool) for pool in pools] == [50, 50]
+    ports = {port + rtcp for pool in pools for port in pool for rtcp in (0, 1)}
+    assert len(ports) == 200 and min(ports) == 38000 and max(ports) == 38199
