@@ -205,7 +205,8 @@ class Dial:
         self.sips[BROWSER] = ring  # hung up as a phone's leg is, when another wins
         reason = "no_answer"
         try:
-            if self._may_win() and await ring.ring(self.ring_seconds) and self._may_win():
+            law = self.party.law  # a tab is answered in the caller's: relayed as it comes
+            if self._may_win() and await ring.ring(self.ring_seconds, law=law) and self._may_win():
                 self.winner.set_result((BrowserTarget(), ring))
                 talking = asyncio.ensure_future(ring.talking())
                 over = asyncio.ensure_future(self.bridge_over.wait())

@@ -125,6 +125,14 @@ class InboundDialog(Dialog):
             return None
         return media, crypto
 
+    @property
+    def law(self) -> int | None:
+        """The G.711 payload type of this call's audio: its stream's once answered, before
+        that the one the answer will take; None when the offer cannot be answered."""
+        if self.stream is not None:
+            return self.stream.payload_type
+        return self.offer[0].payload_type if self.offer is not None else None
+
     async def answer(self) -> sdp.MediaAnswer | None:
         """200 OK with an SDP answer to the INVITE's offer, on a stream of our own; the media
         chosen, or None when the offer is unusable (then 488, and the call is over)."""

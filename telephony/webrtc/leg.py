@@ -25,6 +25,7 @@ from aiortc import (
     RTCConfiguration,
     RTCIceServer,
     RTCPeerConnection,
+    RTCRtpCodecCapability,
     RTCRtpSender,
     RTCSessionDescription,
 )
@@ -42,7 +43,6 @@ logger = logging.getLogger(__name__)
 
 TIME_BASE = fractions.Fraction(1, 8000)
 QUEUED_FRAMES = 25  # half a second: past it the oldest relayed frame is dropped, not delayed
-G711_MIME = {f"audio/{name}" for name in G711}
 OPUS_MIME = "audio/opus"
 KEY_MS, KEY_GAP_MS = 100, 60  # a keypad key's tone, and the silence before the next
 KEY_VOLUME = 10  # -10 dBm0, as phones send
@@ -262,25 +262,19 @@ class BrowserLeg:
             if self.pc.connectionState in ("closed", "failed"):
                 self.ended.set()
 
-    async def answer(self, offer: str) -> str:
+    async def answer(self, offer: str, *, law: int | None = None) -> str:
         """The answer to the browser's `offer` (OfferRefused with the reason when it is none
-        this leg takes)."""
+        this leg takes). `law` is the G.711 payload type of the phone leg the browser is to
+        be bridged to, when it is known: of the laws the browser offers, that one is
+        answered, so that no packet is converted (else PCMU, the browser's usual first)."""
         problem = offer_problem(offer)
         if problem is not None:
             raise OfferRefused(problem)
         try:
             # Ours before the offer's: its first audio section takes this transceiver, whose
-            # codecs are negotiated as the offer is set, in our order: G.711 alone when the
-            # browser offers it, Opus alone (transcoded) when it does not.
+            # codecs are negotiated as the offer is set, in our order (answer_codecs).
             transceiver = self.pc.addTransceiver(self.stream.track, direction="sendrecv")
-            wanted = G711_MIME if offered_codec(offer.splitlines()) == "G711" else {OPUS_MIME}
-            transceiver.setCodecPreferences(
-                [
-                    codec
-                    for codec in RTCRtpSender.getCapabilities("audio").codecs
-                    if codec.mimeType in wanted
-                ]
-            )
+            transceiver.setCodecPreferences(answer_codecs(offer, law))
             await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
             for other in self.pc.getTransceivers():
                 if other is not transceiver:
@@ -349,6 +343,20 @@ class BrowserTalk:
             await self.leg.ended.wait()
         finally:
             browser.bridge = phone.bridge = None
+
+
+def answer_codecs(offer: str, law: int | None) -> list[RTCRtpCodecCapability]:
+    """The codecs an answer to `offer` may take, first the one it is to take: G.711 alone when
+    the browser offers it, the phone leg's `law` first (setCodecPreferences: an answer
+    lists the codecs in the order of the answerer's preferences, JSEP, RFC 8829), else Opus
+    alone (transcoded)."""
+    if offered_codec(offer.splitlines()) == "G711":
+        laws = sorted(G711, key=lambda name: G711[name] != law)  # a stable sort: PCMU, PCMA
+        wanted = [f"audio/{name}" for name in laws]
+    else:
+        wanted = [OPUS_MIME]
+    capabilities = RTCRtpSender.getCapabilities("audio").codecs
+    return [codec for mime in wanted for codec in capabilities if codec.mimeType == mime]
 
 
 def _answered_payload_type(answer: str) -> int:

@@ -58,6 +58,7 @@ class BrowserRing:
         self.over = asyncio.Event()  # hang_up(), or no tab left
         self.changed = asyncio.Event()  # a tab came or went
         self.receiver: asyncio.Task | None = None
+        self.law: int | None = None  # the caller's, from ring()
 
     @property
     def stream(self):
@@ -66,11 +67,13 @@ class BrowserRing:
     def hang_up(self) -> None:
         self.over.set()
 
-    async def ring(self, seconds: float) -> bool:
+    async def ring(self, seconds: float, *, law: int | None = None) -> bool:
         """Ring the tabs for up to `seconds`. True once a tab's connection is up (the call is
-        that tab's); False when no tab rang, every one left, time ran out or hang_up()."""
+        that tab's); False when no tab rang, every one left, time ran out or hang_up().
+        `law` is the caller's G.711 payload type: a tab that offers it is answered in it."""
         if self.layer is None:
             return False
+        self.law = law
         loop = asyncio.get_running_loop()
         self.channel = await self.layer.new_channel()
         self.receiver = asyncio.create_task(self._receive())
@@ -174,7 +177,7 @@ class BrowserRing:
             return
         leg = BrowserLeg(ice_servers=self.ice_servers, ports=self.ports, label=self.label)
         try:
-            answer = await leg.answer(sdp)
+            answer = await leg.answer(sdp, law=self.law)
         except OfferRefused as refused:
             await leg.close()
             self.tabs.discard(tab)

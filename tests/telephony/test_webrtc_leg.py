@@ -59,6 +59,20 @@ class Phone:
         self.far.close()
 
 
+async def both_talk(browser: Browser, phone: Phone) -> list[tuple[int, bytes]]:
+    """Each side speaks, 20 ms a frame, until each has heard at least ten of the other's
+    frames: what the phone heard (the browser keeps its own in `received`)."""
+    heard_by_phone: list[tuple[int, bytes]] = []
+    for n in range(1, 200):
+        phone.say(n)
+        browser.track.push(BROWSER_SAYS)
+        heard_by_phone += phone.heard()
+        if len(browser.received) >= 10 and len(heard_by_phone) >= 10:
+            break
+        await asyncio.sleep(0.02)
+    return heard_by_phone + phone.heard()
+
+
 @pytest.mark.parametrize("phone_codec", [0, 8], ids=["pcmu-phone", "pcma-phone"])
 async def test_g711_crosses_the_bridge_both_ways(phone_codec):
     browser, leg, phone = Browser(), BrowserLeg(label="test"), Phone(phone_codec)
@@ -72,15 +86,7 @@ async def test_g711_crosses_the_bridge_both_ways(phone_codec):
         assert leg.stream.fast is not None  # RTP takes the short path (telephony/webrtc/fastpath)
         leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
 
-        heard_by_phone: list[tuple[int, bytes]] = []
-        for n in range(1, 200):
-            phone.say(n)
-            browser.track.push(BROWSER_SAYS)
-            heard_by_phone += phone.heard()
-            if len(browser.received) >= 10 and len(heard_by_phone) >= 10:
-                break
-            await asyncio.sleep(0.02)
-        heard_by_phone += phone.heard()
+        heard_by_phone = await both_talk(browser, phone)
 
         browser_codec = leg.stream.payload_type
         assert browser_codec in (0, 8)
@@ -91,6 +97,36 @@ async def test_g711_crosses_the_bridge_both_ways(phone_codec):
         to_phone = TRANSCODE.get((browser_codec, phone_codec))
         expected = BROWSER_SAYS.translate(to_phone) if to_phone else BROWSER_SAYS
         assert set(heard_by_phone) == {(phone_codec, expected)}
+    finally:
+        await leg.close()
+        await browser.pc.close()
+        phone.close()
+
+
+@pytest.mark.parametrize("phone_codec", [0, 8], ids=["pcmu-phone", "pcma-phone"])
+async def test_a_browser_offering_both_laws_is_answered_in_the_phone_legs_and_nothing_is_converted(
+    phone_codec,
+):
+    """docs/telephony.md's "no audio is transcoded": a tab that offers PCMU and PCMA (PCMU
+    first, as browsers do) is answered in the phone leg's law, and what each side says
+    reaches the other byte for byte, in that law (issue 55)."""
+    browser, leg, phone = Browser(), BrowserLeg(label="test"), Phone(phone_codec)
+    try:
+        await phone.open()
+        offer = await browser.offer()
+        assert offer.index("PCMU/8000") < offer.index("PCMA/8000")
+        answer = await leg.answer(offer, law=phone_codec)
+        audio = next(line for line in answer.splitlines() if line.startswith("m=audio "))
+        assert audio.split()[3] == str(phone_codec), audio
+        assert leg.stream.payload_type == phone_codec
+        await browser.take(answer)
+        await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
+        leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+
+        heard_by_phone = await both_talk(browser, phone)
+
+        assert set(browser.received) == {(phone_codec, PHONE_SAYS)}
+        assert set(heard_by_phone) == {(phone_codec, BROWSER_SAYS)}
     finally:
         await leg.close()
         await browser.pc.close()
