@@ -16,7 +16,6 @@ import secrets
 from collections.abc import Iterator
 
 _range: contextvars.ContextVar[range | None] = contextvars.ContextVar("rtc_ports", default=None)
-_installed: set[int] = set()  # id() of the loops whose create_datagram_endpoint is wrapped
 
 
 class NoFreePort(OSError):
@@ -25,7 +24,9 @@ class NoFreePort(OSError):
 
 def install(loop: asyncio.AbstractEventLoop) -> None:
     """Wrap `loop.create_datagram_endpoint` (once) so that in_range() applies."""
-    if id(loop) in _installed:
+    # The wrapper marks the loop it is installed on, and goes with it: a set of id(loop)
+    # would count a new loop that took a collected one's id as already wrapped.
+    if getattr(loop.create_datagram_endpoint, "in_rtc_range", False):
         return
     original = loop.create_datagram_endpoint
 
@@ -42,8 +43,8 @@ def install(loop: asyncio.AbstractEventLoop) -> None:
                 continue  # taken: the next one
         raise NoFreePort(f"no free UDP port in {ports.start}-{ports.stop - 1}")
 
+    bind.in_rtc_range = True
     loop.create_datagram_endpoint = bind
-    _installed.add(id(loop))
 
 
 @contextlib.contextmanager
