@@ -14,6 +14,10 @@ Only values may vary, and which placeholders are given: a call that leaves one o
 Anything else that changes the SQL (a LIMIT) needs a CompiledQuery of its own. Nothing is
 cached but the SQL text (and, on PostgreSQL, the statement prepared on each connection, so
 that it is not parsed and planned again on every call): every call reads the database afresh.
+
+This drives Django's SQL compiler past its public API (get_compiler, as_sql, get_converters,
+values_select; tests/platform/edges.py checks each). COMPILED_QUERIES=false runs every call
+as its queryset instead, the same rows through the ORM.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 
@@ -34,6 +39,11 @@ def prepared_cursor(connection):
     run); else a plain cursor."""
     prepared = getattr(connection, "prepared_cursor", None)
     return connection.cursor() if prepared is None else prepared()
+
+
+def compiling() -> bool:
+    """Whether queries are compiled (COMPILED_QUERIES), or run as their querysets."""
+    return getattr(settings, "COMPILED_QUERIES", True)
 
 
 def _stand_in(field: models.Field):
@@ -103,6 +113,8 @@ class CompiledQuery:
 
     def rows(self, using: str = "default", **values) -> list[dict]:
         """The rows the queryset built with `values` returns, as dicts (values() rows)."""
+        if not compiling():
+            return list(self.build(**values).using(using))
         given = tuple(sorted(values))
         statement = self._statements.get((using, given))
         if statement is None:
@@ -179,6 +191,8 @@ class CompiledInQuery:
 
     def rows(self, using: str = "default", **values) -> list[dict]:
         """The rows the queryset built with `values` returns (each of `lists` a list)."""
+        if not compiling():
+            return list(self.build(**values).using(using))
         lists = {name: list(dict.fromkeys(values.pop(name))) for name in self.lists}
         sizes = tuple(self._bucket(len(items)) for items in lists.values())
         for name, items in lists.items():

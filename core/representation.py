@@ -22,6 +22,10 @@ a number, a session, and a serializer with each kind of field DRF reads apart.
 
 Rendering 50 history rows through DRF cost about 1 ms of a 6 ms request: per field, a
 Mapping check, a callable check, exception handling and a method call (docs/benchmarks.md).
+
+This keys on DRF's methods by identity and reads its `_readable_fields`
+(tests/platform/edges.py checks each). COMPILED_REPRESENTATION=false renders every output
+through DRF itself (`serializer.data`), the same dict.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from functools import cache
 
+from django.conf import settings
 from django.db import models
 from rest_framework import fields as drf_fields
 from rest_framework import relations, serializers
@@ -51,9 +56,16 @@ Representer = Callable[[object], dict]
 _OBJECTS: set[type] = set()
 
 
-@cache
 def representer(serializer_class) -> Representer:
-    """The compiled to_representation of an output serializer class (one per process)."""
+    """The to_representation of an output serializer class: compiled (once per process), or
+    DRF's own with COMPILED_REPRESENTATION off."""
+    if not getattr(settings, "COMPILED_REPRESENTATION", True):
+        return lambda instance: dict(serializer_class(instance).data)
+    return _compiled(serializer_class)
+
+
+@cache
+def _compiled(serializer_class) -> Representer:
     return _compile(serializer_class())
 
 

@@ -48,6 +48,10 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
 # prepared once per connection, not parsed and planned on every run. Off: for a pooler that
 # does not keep a session's prepared statements (PgBouncer in transaction mode before 1.21).
 DATABASE_PREPARED_STATEMENTS = boolean("DATABASE_PREPARED_STATEMENTS", True)
+# The reads every request makes, compiled to SQL once per process through Django's SQL
+# compiler internals (core/compiled.py). Off: each runs as its queryset, through the ORM's
+# public path (an upgrade of Django that changed those internals; tests/platform/edges.py).
+COMPILED_QUERIES = boolean("COMPILED_QUERIES", True)
 # Or a psycopg pool (Django 5.1+) of at most this many connections per process (PostgreSQL).
 _pool_size = whole_number("DATABASE_POOL_SIZE", 0, minimum=0, maximum=1000)
 if _db["ENGINE"] != "django.db.backends.sqlite3":

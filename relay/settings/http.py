@@ -4,7 +4,7 @@ them at, and the largest body the API reads."""
 import os
 
 from relay.settings.base import VAR_DIR
-from relay.settings.readers import text, url, whole_number
+from relay.settings.readers import boolean, text, url, whole_number
 
 # HTTP is served by gunicorn's threaded workers (relay/wsgi.py), WebSocket by Daphne
 # (relay/asgi.py).
@@ -27,6 +27,10 @@ def usable_cpus() -> int:
 HTTP_WORKERS = whole_number("HTTP_WORKERS", 2 * usable_cpus(), maximum=256)
 HTTP_THREADS = whole_number("HTTP_THREADS", 8, maximum=64)
 WS_PROCESSES = whole_number("WS_PROCESSES", 1, maximum=64)
+# Output serializers compiled into plain functions, keyed on DRF's method identity and its
+# _readable_fields (core/representation.py). Off: each is rendered by DRF itself, the same
+# dict (an upgrade of DRF that changed those internals; tests/platform/edges.py).
+COMPILED_REPRESENTATION = boolean("COMPILED_REPRESENTATION", True)
 
 PUBLIC_WS_URL = text("PUBLIC_WS_URL")
 # Where people reach the console (https://relay.example.com): the base of every link a mail
