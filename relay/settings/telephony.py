@@ -237,3 +237,7 @@ RTC_PORT_RANGE, RTC_PORTS = parsed(
     _port_range,
     expected="first-last within 1024-65535, like 21000-21999",
 )
+# A connected browser leg's RTP on a short path of plain calls (telephony/webrtc/fastpath.py),
+# reading aiortc's and aioice's internals. Off: it stays on aiortc's own path, the same
+# audio at more CPU (an off switch for an upgrade of either; tests/platform/edges.py).
+WEBRTC_FAST_PATH = boolean("WEBRTC_FAST_PATH", True)

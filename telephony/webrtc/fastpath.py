@@ -13,7 +13,8 @@ aiortc's and aioice's own paths, as does everything while the path is not open.
 
 This reaches into aiortc's and aioice's internals (`_rx_srtp`, `_tx_srtp`, `_connection`,
 `_nominated`, `_protocols`), as the leg's receive hook already did: aiortc is pinned to its
-minor release, and `open()` returns None (the leg keeps aiortc's path) when any is missing.
+minor release (aioice too), tests/platform/edges.py checks each name, and `open()` returns
+None (the leg keeps aiortc's path) when any is missing. WEBRTC_FAST_PATH=false never opens it.
 """
 
 from __future__ import annotations

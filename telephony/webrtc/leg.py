@@ -296,6 +296,8 @@ class BrowserLeg:
         return answer
 
     def _open_fast_path(self) -> None:
+        if not settings.WEBRTC_FAST_PATH:
+            return  # aiortc's own path: the fast one reads its internals
         if self.transceiver is not None and self.stream.fast is None:
             self.stream.fast = FastPath.open(
                 self.transceiver, self.stream.payload_type, self.stream.heard_rtp

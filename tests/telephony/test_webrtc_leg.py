@@ -73,8 +73,14 @@ async def both_talk(browser: Browser, phone: Phone) -> list[tuple[int, bytes]]:
     return heard_by_phone + phone.heard()
 
 
-@pytest.mark.parametrize("phone_codec", [0, 8], ids=["pcmu-phone", "pcma-phone"])
-async def test_g711_crosses_the_bridge_both_ways(phone_codec):
+@pytest.mark.parametrize(
+    ("phone_codec", "fast_path"),
+    [(0, True), (8, True), (8, False)],
+    ids=["pcmu-phone", "pcma-phone", "pcma-phone-aiortc-path"],
+)
+async def test_g711_crosses_the_bridge_both_ways(settings, phone_codec, fast_path):
+    # WEBRTC_FAST_PATH off (its off switch): the same audio crosses on aiortc's own path.
+    settings.WEBRTC_FAST_PATH = fast_path
     browser, leg, phone = Browser(), BrowserLeg(label="test"), Phone(phone_codec)
     try:
         await phone.open()
@@ -83,7 +89,8 @@ async def test_g711_crosses_the_bridge_both_ways(phone_codec):
         assert set(audio.split()[3:]) <= {"0", "8"}, audio  # G.711 alone: nothing to transcode
         await browser.take(answer)
         await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
-        assert leg.stream.fast is not None  # RTP takes the short path (telephony/webrtc/fastpath)
+        # RTP takes the short path (telephony/webrtc/fastpath), unless it is switched off.
+        assert (leg.stream.fast is not None) == fast_path
         leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
 
         heard_by_phone = await both_talk(browser, phone)
