@@ -34,7 +34,11 @@ except ImproperlyConfigured as exc:
 # that many (core.passwords.admit_hashing_request): HTTP_THREADS are always left for the rest.
 # The worker splits them into two pools, each with its queue (relay/gunicorn_worker.py):
 # HTTP_THREADS for everything else, PASSWORD_HASH_THREADS (and 2 spare) for requests that hash.
-worker_class = "relay.gunicorn_worker.RelayThreadWorker"
+# GUNICORN_RELAY_WORKER=false: gunicorn's own gthread, one pool and no stamp (the worker
+# reaches into gthread's internals).
+worker_class = (
+    "relay.gunicorn_worker.RelayThreadWorker" if settings.GUNICORN_RELAY_WORKER else "gthread"
+)
 workers = settings.HTTP_WORKERS
 threads = settings.HTTP_THREADS + settings.PASSWORD_HASH_THREADS
 # A worker whose main loop stops answering for this long is killed and replaced.
