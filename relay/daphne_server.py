@@ -10,6 +10,11 @@ its other refusals are a bare "400 Bad Request", and Daphne's own errors (a non-
 an invalid header) are HTML pages; here each is a JSON error in Relay's shape: 414
 `uri_too_long`, 431 `header_too_large`, 400 `invalid_request`, 500 `server_error`.
 
+The channel overrides Twisted's `_respondToBadRequestAndDisconnect` and reads its
+`_receivedHeaderSize` (Twisted pinned to its release; tests/platform/edges.py checks each).
+DAPHNE_JSON_REFUSALS=false serves through Twisted's own channel instead: what it refuses is
+then its bare 400 (and a line over 16 KiB a dropped connection), everything else the same.
+
 Run as `python -m relay.daphne_server <daphne arguments>` (runrelay does).
 """
 
@@ -21,6 +26,7 @@ from http import HTTPStatus
 
 from daphne import http_protocol, server, ws_protocol
 from daphne.cli import CommandLineInterface
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from twisted.web import http
 
@@ -136,6 +142,8 @@ class WebRequest(http_protocol.WebRequest):
 
 class HTTPFactory(http_protocol.HTTPFactory):
     def protocol(self):
+        if not settings.DAPHNE_JSON_REFUSALS:
+            return super().protocol()  # Twisted's own channel: its internals left alone
         # What twisted.web.http.HTTPFactory.protocol builds, around Relay's channel.
         return http._GenericHTTPChannelProtocol(HTTPChannel())
 

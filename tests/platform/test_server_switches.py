@@ -2,11 +2,12 @@
 on and off, Daphne under DAPHNE_JSON_REFUSALS on and off, each answering what clients see the
 same way (tests/platform/edges.py)."""
 
+import socket
 import sys
 
 import pytest
 
-from tests.live import ChildProcess, free_port, http, relay_env
+from tests.live import ChildProcess, DaphneProcess, free_port, http, relay_env
 
 PASSWORD = "a-long-passphrase-w"
 
@@ -55,3 +56,41 @@ def test_gunicorns_own_gthread_answers_as_relays_worker(tmp_path):
     assert workers == {True: "relay.gunicorn_worker.RelayThreadWorker", False: "gthread"}
     assert seen[False] == seen[True]
     assert [each[0] for each in seen[True]] == [201, 200, 200, 401]
+
+
+def _raw(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(request)
+        received = b""
+        while chunk := conn.recv(65536):
+            received += chunk
+    return received
+
+
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+NO_COLON = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nno colon here\r\n\r\n"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twisteds_own_channel_serves_as_relays_and_refuses_with_a_bare_400(tmp_path):
+    answers = {}
+    for json_refusals in (True, False):
+        daphne = DaphneProcess(tmp_path / str(json_refusals), DAPHNE_JSON_REFUSALS=json_refusals)
+        try:
+            head, _, body = _raw(daphne.port, HEALTHZ).partition(b"\r\n\r\n")
+            status_line = head.split(b"\r\n", 1)[0]
+            answers[json_refusals] = (status_line, body, _raw(daphne.port, NO_COLON))
+        finally:
+            daphne.stop()
+
+    assert (
+        answers[True][:2]
+        == answers[False][:2]
+        == (
+            b"HTTP/1.1 200 OK",
+            b'{"status": "ok", "database": "ok", "channelLayer": "ok"}',
+        )
+    )
+    on, off = answers[True][2], answers[False][2]
+    assert on.startswith(b"HTTP/1.1 400 ") and on.endswith(b'"code": "invalid_request"}')
+    assert off == b"HTTP/1.1 400 Bad Request\r\n\r\n"  # Twisted's own refusal
