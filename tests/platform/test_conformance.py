@@ -6,11 +6,13 @@ import sys
 import types
 
 import pytest
+from django.conf import settings
 from packaging.utils import canonicalize_name
 
 from tests.platform import edges
 from tests.platform.edges import EDGES, Assigned, Edge, Method, Own, Present
 from tests.platform.pins import pinned
+from tests.relay.test_settings_table import readme_variables
 
 
 @pytest.mark.parametrize("edge", EDGES, ids=lambda edge: f"{edge.module}:{edge.distribution}")
@@ -26,6 +28,14 @@ def test_each_library_with_an_edge_is_pinned_in_pyproject_to_the_release_install
         installed = edges.installed_version(distribution)
         assert pin is not None, f"{distribution} is not pinned to a release in pyproject.toml"
         assert pin.contains(installed), f"{distribution} {installed} is not the pinned {pin}"
+
+
+def test_each_edges_off_switch_is_a_setting_in_the_readmes_table():
+    documented = readme_variables()
+    for edge in EDGES:
+        if edge.switch is not None:
+            assert hasattr(settings, edge.switch), f"{edge.module}: no setting {edge.switch}"
+            assert edge.switch in documented, f"{edge.switch} is not in README.md's table"
 
 
 class _Worker:
