@@ -361,6 +361,16 @@ EDGES = (
         ),
     ),
     Edge(
+        "history/selectors.py",  # rows built by hand, their related Number cached as the ORM does
+        "Django",
+        None,
+        (
+            Present("django.db.models.base.ModelState", "fields_cache"),
+            Present("django.db.models.base.ModelState", "adding"),
+            Present("django.db.models.base.ModelState", "db"),
+        ),
+    ),
+    Edge(
         "core/taskqueue.py",
         "django-tasks-db",
         None,
