@@ -17,6 +17,11 @@ and silent after Redis restarted (docs/operations.md, "Redis"):
 - redis-py's read timeout bounded single reads only. Here a whole operation (pool, connect,
   retry, command) is bounded, and a late one raises redis's TimeoutError, a RedisError, which
   callers already treat as "the channel layer is unavailable".
+
+The shared receive and group_send_together read channels-redis's internals (its receive
+steps, its keys; pinned to its release, tests/platform/edges.py checks each name).
+CHANNEL_LAYER_FAST_PATHS=false leaves both to channels-redis's public receive and
+group_send; the bounds stay.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from collections import defaultdict, deque
 
 from channels_redis.core import RedisChannelLayer
 from channels_redis.utils import create_pool
+from django.conf import settings
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -60,6 +66,12 @@ for i = 1, #KEYS do
 end
 return over
 """
+
+
+def fast_paths() -> bool:
+    """CHANNEL_LAYER_FAST_PATHS: one receiving task per process and pushes sent together,
+    through channels-redis's internals; off, its public receive and group_send."""
+    return getattr(settings, "CHANNEL_LAYER_FAST_PATHS", True)
 
 
 class BoundedRedisChannelLayer(RedisChannelLayer):
@@ -133,6 +145,12 @@ class BoundedRedisChannelLayer(RedisChannelLayer):
         script. channels-redis's group_send took four a message (expire the group, read it,
         expire the channels, an EVAL of its script's text), and a message's sender, which had
         sent it in place, got it back for nothing."""
+        if not fast_paths():
+            # channels-redis's group_send, push by push: each reaches its whole group, and the
+            # channel it leaves out drops it by its `origin` (core.events), as on other layers.
+            for group, message, _leave_out in pushes:
+                await self.group_send(group, message)
+            return
         await self._bounded(
             "group_send_together", self._group_send_together(pushes), self.operation_timeout
         )
@@ -185,7 +203,7 @@ class BoundedRedisChannelLayer(RedisChannelLayer):
     # gone) is held for it, at most `capacity` per socket, the oldest dropped first, as
     # channels-redis did.
     async def receive(self, channel):
-        if "!" not in channel:
+        if "!" not in channel or not fast_paths():
             return await super().receive(channel)  # a plain channel: channels-redis's own
         assert self.require_valid_channel_name(channel)
         assert self.non_local_name(channel) == self._process_channel, "Wrong client prefix"

@@ -76,6 +76,11 @@ CHANNEL_CAPACITY = whole_number("CHANNEL_CAPACITY", 5000, maximum=1_000_000)
 # (after a Redis restart). relay/channel_layer.py explains the channel layer's side.
 REDIS_CONNECT_TIMEOUT = 1.0
 CHANNEL_LAYER_OPERATION_TIMEOUT = 2.0
+# One task per process pops every socket's messages, and a batch's pushes go in two round
+# trips (relay/channel_layer.py), through channels-redis's internals. Off: its own receive and
+# group_send, the same messages at more memory and round trips (an off switch for an upgrade;
+# tests/platform/edges.py).
+CHANNEL_LAYER_FAST_PATHS = boolean("CHANNEL_LAYER_FAST_PATHS", True)
 REDIS_CACHE_OPTIONS = {
     "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
     "socket_timeout": 1.0,

@@ -300,7 +300,7 @@ EDGES = (
     Edge(
         "relay/channel_layer.py",
         "channels-redis",
-        None,  # its bounds and its shared receive are fixes of defects, not speed-ups
+        "CHANNEL_LAYER_FAST_PATHS",  # its bounds stay: an override no base calls is inert
         (
             Method(REDIS_LAYER, "_brpop_with_clean", ("self", "index", "channel", "timeout")),
             Method(REDIS_LAYER, "_clean_receive_backup", ("self", "index", "channel")),

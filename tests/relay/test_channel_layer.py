@@ -149,3 +149,45 @@ async def test_pushes_together_past_a_channels_capacity_are_dropped_not_raised(r
         async with asyncio.timeout(0.3):
             await small.receive(channel)
     await small.close_pools()
+
+
+# CHANNEL_LAYER_FAST_PATHS off (its off switch, tests/platform/edges.py): channels-redis's own
+# receive and group_send carry the same messages.
+
+
+async def test_with_fast_paths_off_each_waiting_socket_gets_its_messages_through_channels_redis(
+    layer, settings
+):
+    settings.CHANNEL_LAYER_FAST_PATHS = False
+    channels = [await layer.new_channel() for _ in range(10)]
+    receives = [asyncio.ensure_future(layer.receive(channel)) for channel in channels]
+    await asyncio.sleep(0.1)
+    for n, channel in reversed(list(enumerate(channels))):
+        await layer.send(channel, {"type": "to", "n": n})
+    async with asyncio.timeout(5):
+        got = await asyncio.gather(*receives)
+    assert [message["n"] for message in got] == list(range(10))
+    assert layer._pump is None and layer._waiting == {}  # the shared receive never ran
+
+
+async def test_with_fast_paths_off_pushes_together_reach_their_whole_groups_in_order(
+    layer, settings
+):
+    settings.CHANNEL_LAYER_FAST_PATHS = False
+    a, b, c = [await layer.new_channel() for _ in range(3)]
+    for group, channel in (("user.1", a), ("user.1", b), ("user.2", c)):
+        await layer.group_add(group, channel)
+
+    await layer.group_send_together(
+        [
+            ("user.1", {"type": "relay.event", "n": 1, "origin": a}, a),
+            ("user.2", {"type": "relay.event", "n": 2}, None),
+            ("user.1", {"type": "relay.event", "n": 3}, None),
+        ]
+    )
+
+    assert [(await receive_soon(layer, b))["n"] for _ in range(2)] == [1, 3]
+    assert (await receive_soon(layer, c))["n"] == 2
+    # The left-out channel gets it too, marked with its origin: its consumer drops it.
+    assert (await receive_soon(layer, a))["origin"] == a
+    assert (await receive_soon(layer, a))["n"] == 3
