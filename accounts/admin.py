@@ -211,14 +211,17 @@ class UserAdmin(DjangoUserAdmin):
         # Through the reverse relations the apps above declare on the user, so this app
         # needs no import of theirs: the user's numbers, call history and outbound calls.
         relations = (
-            (obj.numbers, "numbers"),
-            (obj.call_records, "call history"),
-            (obj.calls, "outbound calls"),
+            (obj.numbers, "numbers", {}),
+            (obj.calls, "call history", {"direction": "inbound"}),
+            (obj.calls, "outbound calls", {"direction": "outbound"}),
         )
         return format_html_join(
             " &middot; ",
             "{}",
-            ((changelist_link(rows.model, label, owner=obj.pk),) for rows, label in relations),
+            (
+                (changelist_link(rows.model, label, owner=obj.pk, **more),)
+                for rows, label, more in relations
+            ),
         )
 
     def get_inlines(self, request, obj):

@@ -171,15 +171,15 @@ def history_user(count: int):
     from django.core.management import call_command
     from django.db import connection
 
-    from history.models import CallRecord
+    from history.records import history_calls
     from history.services import call_record_counters_recount
 
     account = user(HISTORY_EMAIL)
-    have = CallRecord.objects.filter(owner=account).count()
+    have = history_calls().filter(owner=account).count()
     if have < count:
         call_command("seed_history", "--email", HISTORY_EMAIL, "--count", str(count - have))
         with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE history_callrecord")
+            cursor.execute("VACUUM ANALYZE calls_call")
     for drift in call_record_counters_recount():
         print(f"[bench] history counter corrected: {drift}", flush=True)
     return account
@@ -209,6 +209,7 @@ def history_sql_ms(
     from django.db import connection
 
     from core.pagination import Cursor
+    from history.records import record_rows
     from history.selectors import history_querysets
 
     records, counters = history_querysets(user=account, status=status)
@@ -217,7 +218,7 @@ def history_sql_ms(
         ordered = ordered.filter(Cursor.decode(before).older())
     total_sql, total_params = counters.values("count").query.sql_with_params()
     total_sql = f"SELECT COALESCE(SUM(count), 0) FROM ({total_sql}) c"  # noqa: S608 - ORM SQL
-    joined = records.select_related("number")
+    joined = record_rows(records)  # with the number, the voicemail and the phone that took it
     statements = [(total_sql, total_params)]
     if offset:
         keys = ordered.values_list("created_at", "id")[offset : offset + 51]
@@ -225,7 +226,7 @@ def history_sql_ms(
         statements.append(keys.query.sql_with_params())
         statements.append(joined.filter(id__in=ids).query.sql_with_params())
     else:
-        statements.append(ordered.select_related("number")[:51].query.sql_with_params())
+        statements.append(record_rows(ordered)[:51].query.sql_with_params())
     timings = []
     with connection.cursor() as cursor:
         for _ in range(runs):

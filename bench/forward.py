@@ -26,7 +26,6 @@ from django.utils import timezone
 from bench import sip, sipp_log
 from calls.models import Call, Leg
 from calls.states import ACTIVE_STATES
-from history.models import AnsweredBy, CallRecord, CallStatus
 from tests.live import wait_until
 
 SIPP = Path(__file__).resolve().parent / "sipp"
@@ -86,7 +85,7 @@ class Bridges:
     calls: int
     talk_s: float
     received: int = 0  # inbound calls the agent opened a ledger row for
-    bridged: int = 0  # recorded answered, by the target (a CallRecord of the agent's)
+    bridged: int = 0  # recorded answered, by the target (an inbound call the agent ended)
     lost: int = 0
     relayed_both_ways: int = 0  # bridges whose log line counts packets relayed each way
     to_target: int = 0  # packets the agent relayed, from its log lines of the bridges
@@ -220,8 +219,7 @@ def _tally(run: Bridges, number, t0: datetime, agents, target) -> None:
     calls = Call.objects.filter(number=number, direction="inbound", created_at__gte=t0)
     ids = set(calls.values_list("sip_call_id", flat=True))
     run.received = len(ids)
-    records = CallRecord.objects.filter(sip_call_id__in=ids, status=CallStatus.ANSWERED,
-                                        answered_by=AnsweredBy.FORWARD)  # fmt: skip
+    records = calls.filter(outcome="answered", answered_by="person")
     run.bridged = records.count()
     run.lost = run.calls - run.bridged
     for log in agents.logs:

@@ -27,7 +27,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from accounts.models import User  # noqa: E402
-from history.models import CallRecord  # noqa: E402
+from history.records import history_calls  # noqa: E402
 
 EMAIL = "bench-history@relay.example"
 SECTION = "## History query plans"
@@ -51,13 +51,13 @@ def main() -> None:
     user = User.objects.filter(email=EMAIL).first()
     if user is None:
         user = User.objects.create_user(email=EMAIL, password=None)
-    have = CallRecord.objects.filter(owner=user).count()
+    have = history_calls().filter(owner=user).count()
     if have < args.count:
         started = time.monotonic()
         call_command("seed_history", "--email", EMAIL, "--count", str(args.count - have))
         print(f"loaded in {time.monotonic() - started:.1f}s")
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE history_callrecord")
+        cursor.execute("VACUUM ANALYZE calls_call")
 
     from core.pagination import Cursor
     from history.selectors import history_page, history_querysets
@@ -99,7 +99,7 @@ def main() -> None:
             )
     body = (
         f"{SECTION}\n\n"
-        f"A user with {CallRecord.objects.filter(owner=user).count():,} records on PostgreSQL "
+        f"A user with {history_calls().filter(owner=user).count():,} records on PostgreSQL "
         f"{connection.pg_version // 10000}, measured on {platform.node()} "
         f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}. Offsets are 500,000 for all and "
         "250,000 for `missed` (the missed rows number 300,000); the keyset pages start at the "

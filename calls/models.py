@@ -42,6 +42,15 @@ class AnsweredBy(models.TextChoices):
     BROWSER = "browser", "Browser"
 
 
+class TranscriptStatus(models.TextChoices):
+    """Where a recording's transcript stands (history.tasks): null on one without a message."""
+
+    PENDING = "pending", "Pending"  # stored, waiting for the worker
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"  # the engine could not read it; the mail went without
+    OFF = "off", "Off"  # TRANSCRIBE_ENGINE=off, or longer than TRANSCRIBE_MAX_SECONDS
+
+
 class Call(models.Model):
     """A call: an outbound one a user asked for (ring `to`, say `message` or run `script`),
     or an inbound one to a user's number (from `caller_id` to `to`, its `number`)."""
@@ -73,7 +82,7 @@ class Call(models.Model):
     # The held number it calls from, or the number an inbound call rang; kept null if that
     # number is deleted later.
     number = models.ForeignKey(
-        "numbers.Number", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "numbers.Number", on_delete=models.SET_NULL, null=True, blank=True, related_name="calls"
     )
     caller_id = models.CharField(
         max_length=16, help_text="the number presented to the callee: the caller of an inbound call"
@@ -118,7 +127,7 @@ class Call(models.Model):
             # An inbound call per SIP Call-ID, however often the trunk re-sends its INVITE.
             models.UniqueConstraint(
                 fields=["sip_call_id"],
-                condition=models.Q(direction=Direction.INBOUND),
+                condition=models.Q(direction=Direction.INBOUND) & ~models.Q(sip_call_id=""),
                 name="call_inbound_sip_call_id",
             ),
             models.CheckConstraint(
@@ -163,6 +172,17 @@ class Call(models.Model):
                 condition=models.Q(status__in=sorted(ACTIVE_STATES)),
                 name="call_active_deadline",
             ),
+            # The history (a read of the inbound calls that ended): the owner's by outcome,
+            # a number's, a caller's, and everyone's newest first (the admin).
+            models.Index(
+                fields=["owner", "direction", "outcome", "-created_at", "-id"],
+                name="call_owner_outcome",
+            ),
+            models.Index(
+                fields=["number", "direction", "-created_at", "-id"], name="call_number_newest"
+            ),
+            models.Index(fields=["caller_id"], name="call_caller"),
+            models.Index(fields=["-created_at", "-id"], name="call_newest"),
             models.Index(
                 fields=["parent"], condition=models.Q(parent__isnull=False), name="call_children"
             ),
@@ -293,19 +313,113 @@ class CallEvent(models.Model):
         return f"{self.call_id} #{self.seq}: {self.kind or self.status}"
 
 
+class RecordingKind(models.TextChoices):
+    RECORD = "record", "A record verb's"
+    VOICEMAIL = "voicemail", "Voicemail"
+
+
 class Recording(models.Model):
-    """A call's audio: what a `record` verb of its script recorded (voiceapps), a WAV in the
-    recordings storage (core.recordings), downloadable by the call's owner only
-    (`GET /api/calls/:callId/recordings/:id`)."""
+    """A call's audio, a WAV in the recordings storage (core.recordings): what a `record` verb
+    of its script recorded (voiceapps; `GET /api/calls/:callId/recordings/:id`), or the
+    voicemail left on an inbound call (at most one a call; `GET /api/history/:id/recording`),
+    with its transcript (history.tasks). Downloadable by the call's owner only.
+
+    A voicemail deleted by its owner, or purged after VOICEMAIL_RETENTION_DAYS, keeps its row
+    without a file (`name` empty) or a transcript: whether it was heard stays.
+    """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="recordings")
-    name = models.CharField(max_length=200, help_text="the file's name in the recordings storage")
-    seconds = models.FloatField()
+    kind = models.CharField(
+        max_length=9, choices=RecordingKind.choices, default=RecordingKind.RECORD
+    )
+    name = models.CharField(
+        max_length=200, blank=True, help_text="the file's name in the recordings storage"
+    )
+    seconds = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    heard = models.BooleanField(
+        default=False, db_default=False, help_text="played to the owner in the mailbox"
+    )
+    # The automatic transcript (a rough draft: history.transcription), made by the worker
+    # after the recording commits; deleted with the file.
+    transcript = models.TextField(blank=True, default="", db_default="")
+    transcript_confidence = models.FloatField(null=True, blank=True, help_text="0 to 1")
+    transcript_status = models.CharField(  # noqa: DJ001 - null is the API's "no message"
+        max_length=7, choices=TranscriptStatus.choices, null=True, blank=True
+    )
+    # The worker's hold on a transcription under way, and how many were started: a worker
+    # that died mid-way leaves the lease to expire, and the sweep queues it again.
+    transcribe_lease_until = models.DateTimeField(null=True, blank=True)
+    transcribe_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["call"],
+                condition=models.Q(kind=RecordingKind.VOICEMAIL),
+                name="recording_one_voicemail",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(transcript_status__isnull=True)
+                | models.Q(transcript_status__in=TranscriptStatus.values),
+                name="recording_transcript_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(transcript_confidence__isnull=True)
+                | models.Q(transcript_confidence__gte=0, transcript_confidence__lte=1),
+                name="recording_transcript_confidence_0_1",
+            ),
+        ]
+        indexes = [
+            # the retention purge: voicemail that still has its file, oldest first
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(kind=RecordingKind.VOICEMAIL) & ~models.Q(name=""),
+                name="recording_voicemail_age",
+            ),
+            # the transcription sweep: messages still waiting for their transcript
+            models.Index(
+                fields=["transcribe_lease_until"],
+                condition=models.Q(transcript_status=TranscriptStatus.PENDING),
+                name="recording_transcript_pending",
+            ),
+            # the orphans' purge: is a file named by any recording?
+            models.Index(fields=["name"], name="recording_name"),
+        ]
 
     def __str__(self) -> str:
         return f"recording {self.pk} of {self.call_id}"
+
+
+class OutcomeCounter(models.Model):
+    """How many inbound calls an owner has on one number with one outcome: `total` of the
+    history list is a sum of at most 15 of these rows (5 numbers x 3 outcomes), never a COUNT.
+
+    Kept exact in the transaction that ends each inbound call (history.services); deleting a
+    number or a user deletes its counters (both CASCADE) with its calls. `manage.py
+    recount_totals` corrects any drift. No check that `count` >= 0: a counter that drifted
+    must not make a call fail to be recorded; the recount finds it.
+    """
+
+    # No index of its own: the unique key below starts with the owner.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    number = models.ForeignKey("numbers.Number", on_delete=models.CASCADE, related_name="+")
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # The upsert's conflict target, and the index of "this owner's counters".
+            models.UniqueConstraint(
+                fields=["owner", "number", "outcome"], name="outcomecounter_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.number_id} {self.outcome}: {self.count}"
 
 
 class CallCounter(models.Model):

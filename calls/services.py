@@ -15,14 +15,26 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import connections, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.db.models.sql import UpdateQuery
 
-from calls.models import Call, CallCounter, CallEvent, Direction, Leg
+from calls.models import (
+    AnsweredBy,
+    Call,
+    CallCounter,
+    CallEvent,
+    Direction,
+    Leg,
+    LegKind,
+    LegRole,
+    Outcome,
+    OutcomeCounter,
+    Recording,
+)
 from calls.states import TERMINAL_STATES, CallState, LegState, leg_move_allowed, move_allowed
 from core.counters import counters_add
 from core.db import create_unless_taken
@@ -38,6 +50,18 @@ class Report:
     kind: str
     detail: str = ""
     data: dict = field(default_factory=dict)
+
+    def event(self, *, call: Call, seq: int, status: str, at: datetime) -> CallEvent:
+        """This report as the call's event number `seq`, at the call's state `status`."""
+        return CallEvent(
+            call=call,
+            seq=seq,
+            status=status,
+            at=at,
+            kind=self.kind,
+            detail=self.detail,
+            data=self.data,
+        )
 
     @classmethod
     def of(cls, report: dict) -> Report:
@@ -91,9 +115,7 @@ def call_move(
         return None
     seqs = list(range(last - len(reports), last + 1))
     events = [
-        CallEvent(
-            call=call, seq=seq, status=expected, at=at, kind=r.kind, detail=r.detail, data=r.data
-        )
+        r.event(call=call, seq=seq, status=expected, at=at)
         for seq, r in zip(seqs, reports, strict=False)
     ]
     events.append(CallEvent(call=call, seq=last, status=new, at=at, detail=reason[:200]))
@@ -118,9 +140,7 @@ def call_reports_add(*, call: Call, reports, at: datetime) -> list[int] | None:
         return None
     seqs = list(range(last - len(reports) + 1, last + 1))
     CallEvent.objects.bulk_create(
-        CallEvent(
-            call=call, seq=seq, status=call.status, at=at, kind=r.kind, detail=r.detail, data=r.data
-        )
+        r.event(call=call, seq=seq, status=call.status, at=at)
         for seq, r in zip(seqs, reports, strict=True)
     )
     call.last_seq = last
@@ -201,6 +221,125 @@ def call_unanswered(*, call: Call) -> None:
     it after all. Its state stays; its end says how it went."""
     Call.objects.filter(pk=call.pk).update(answered_at=None, answered_by=None)
     call.answered_at = call.answered_by = None
+
+
+# The state an inbound call ends in, by its outcome (docs/decisions.md): a blocked caller was
+# declined, as a busy callee declines.
+END_STATES = {
+    Outcome.ANSWERED: CallState.COMPLETED,
+    Outcome.MISSED: CallState.NO_ANSWER,
+    Outcome.BLOCKED: CallState.BUSY,
+}
+
+
+def inbound_call_end(
+    *, call: Call, outcome: str, duration: int, answered_by: str | None, at: datetime
+) -> bool:
+    """End the inbound `call` with `outcome` (calls.models.Outcome) in the state it calls for,
+    inside the caller's transaction, its legs still up with it (the answered one with the
+    call's `duration`), and count it in the owner's outcome counters. False when it ended
+    already (recovery took it, or its agent did): nothing is written then."""
+    values = {
+        "status": END_STATES[outcome],
+        "outcome": outcome,
+        "answered_by": answered_by if outcome == Outcome.ANSWERED else None,
+        "ended_at": at,
+        "duration": duration,
+        "step_deadline": None,
+        "updated_at": at,
+    }
+    if call_move(call=call, expected=call.status, values=values, at=at) is None:
+        return False
+    legs_end(call_pk=call.pk, at=at, duration=duration)
+    if call.number_id is not None:
+        outcomes_counted([call])
+    return True
+
+
+def inbound_call_written(
+    *,
+    number,
+    caller_id: str,
+    outcome: str,
+    duration: int,
+    at: datetime,
+    sip_call_id: str = "",
+    answered_by: str | None = None,
+    phone: str = "",
+) -> Call:
+    """An inbound call that has ended already, written whole (a call recorded by hand or by a
+    tool: history.services.record_inbound_call), with the events of its way through the
+    state table, its counter, and the leg that took it when a person (on `phone`) or a tab
+    did. Inside the caller's transaction."""
+    state = END_STATES[outcome]
+    answered = outcome == Outcome.ANSWERED
+    call = Call.objects.create(
+        direction=Direction.INBOUND,
+        owner_id=number.owner_id,
+        number=number,
+        to=number.number,
+        caller_id=caller_id,
+        message="",
+        sip_call_id=sip_call_id,
+        status=state,
+        last_seq=3 if answered else 2,
+        created_at=at,
+        updated_at=at,
+        ringing_at=at,
+        answered_at=at if answered else None,
+        ended_at=at + timedelta(seconds=duration),
+        duration=duration,
+        outcome=outcome,
+        answered_by=answered_by if answered else None,
+    )
+    ways = [CallState.RINGING, *([CallState.IN_PROGRESS] if answered else []), state]
+    CallEvent.objects.bulk_create(
+        CallEvent(call=call, seq=seq, status=way, at=at) for seq, way in enumerate(ways, start=1)
+    )
+    if answered and answered_by in (AnsweredBy.PERSON, AnsweredBy.BROWSER):
+        _taken_by(call, browser=answered_by == AnsweredBy.BROWSER, phone=phone)
+    outcomes_counted([call])
+    return call
+
+
+def _taken_by(call: Call, *, browser: bool, phone: str) -> None:
+    """The leg, ended with `call`, that took it: a tab of its owner, or a person on `phone`."""
+    Leg.objects.create(
+        call=call,
+        owner_id=call.owner_id,
+        kind=LegKind.BROWSER if browser else LegKind.SIP,
+        role=LegRole.FORWARD_TARGET,
+        phone="" if browser else phone,
+        user_id=call.owner_id if browser else None,
+        status=LegState.ENDED,
+        created_at=call.created_at,
+        answered_at=call.answered_at,
+        ended_at=call.ended_at,
+        duration=call.duration,
+    )
+
+
+def outcomes_counted(calls: list[Call]) -> None:
+    """Count ended inbound calls in their owners' outcome counters (`total` of the history),
+    inside the caller's transaction."""
+    counters_add(
+        OutcomeCounter,
+        [
+            ({"owner_id": c.owner_id, "number_id": c.number_id, "outcome": c.outcome}, 1)
+            for c in calls
+        ],
+    )
+
+
+def number_calls_delete(number) -> list[str]:
+    """A number is being deleted (virtual_numbers.services.number_deletion_register): the
+    inbound calls to it go with it (their history, legs and voicemail, the files' names
+    returned for deletion once that commits); outbound calls from it stay, without it."""
+    inbound = Call.objects.filter(number=number, direction=Direction.INBOUND)
+    files = Recording.objects.filter(call__in=inbound).exclude(name="")
+    names = list(files.values_list("name", flat=True))
+    inbound.delete()
+    return names
 
 
 # --- legs ----------------------------------------------------------------------------------

@@ -83,10 +83,9 @@ class Drift:
     counted: int
 
 
-def counters_drift(
-    model: type[models.Model], counter: type[models.Model], keys: list[str]
-) -> list[Drift]:
-    """Every key whose counter differs from a COUNT of `model`'s rows grouped by `keys`.
+def counters_drift(rows, counter: type[models.Model], keys: list[str]) -> list[Drift]:
+    """Every key whose counter differs from a COUNT of `rows` (a model's rows, or the rows of
+    a queryset: the ones its counters count) grouped by `keys`.
 
     One statement (a UNION ALL of the grouped rows and the counters), so on PostgreSQL it
     reads one snapshot: writers change rows and counters in one transaction, so a write in
@@ -94,7 +93,10 @@ def counters_drift(
     drift, never a write half seen. It reads every row of `model`: an operator's tool.
     """
     quote = connection.ops.quote_name
-    row_columns = [quote(f.column) for f in _key_fields(model, keys)]
+    if isinstance(rows, type):
+        rows = rows._default_manager.all()
+    row_columns = [quote(f.column) for f in _key_fields(rows.model, keys)]
+    source, params = rows.order_by().values(*keys).query.sql_with_params()
     counter_columns = [quote(f.column) for f in _key_fields(counter, keys)]
     names = [f"k{i}" for i in range(len(keys))]
     rows_select = ", ".join(f"{c} AS {n}" for c, n in zip(row_columns, names, strict=True))
@@ -104,14 +106,14 @@ def counters_drift(
     sql = (
         f"SELECT {grouped}, SUM(actual), SUM(counted) FROM ("  # noqa: S608 - names from _meta
         f"SELECT {rows_select}, COUNT(*) AS actual, 0 AS counted "
-        f"FROM {quote(model._meta.db_table)} GROUP BY {', '.join(row_columns)} "
+        f"FROM ({source}) r GROUP BY {', '.join(row_columns)} "
         f"UNION ALL SELECT {counter_select}, 0 AS actual, {count} AS counted "
         f"FROM {quote(counter._meta.db_table)}"
         f") t GROUP BY {grouped} HAVING SUM(actual) <> SUM(counted) ORDER BY {grouped}"
     )
     fields = _key_fields(counter, keys)
     with connection.cursor() as cursor:
-        cursor.execute(sql)
+        cursor.execute(sql, params)
         found = cursor.fetchall()
     drift = []
     for row in found:
@@ -123,11 +125,9 @@ def counters_drift(
     return drift
 
 
-def counters_recount(
-    model: type[models.Model], counter: type[models.Model], keys: list[str]
-) -> list[Drift]:
-    """Correct every counter of `counter` that differs from `model`'s rows; return what was
-    corrected.
+def counters_recount(rows, counter: type[models.Model], keys: list[str]) -> list[Drift]:
+    """Correct every counter of `counter` that differs from `rows` (as counters_drift); return
+    what was corrected.
 
     Safe beside live writers: the drift is read in one snapshot and corrected by adding the
     difference (not by overwriting), and a writer's own change adds to it in its own
@@ -141,6 +141,6 @@ def counters_recount(
                 cursor.execute(
                     "SELECT pg_advisory_xact_lock(hashtext(%s))", [counter._meta.db_table]
                 )
-        drift = counters_drift(model, counter, keys)
+        drift = counters_drift(rows, counter, keys)
         counters_add(counter, [(d.key, d.rows - d.counted) for d in drift])
     return drift

@@ -79,11 +79,12 @@ class Cursor:
 
 
 def page_rows(
-    rows: QuerySet, *, limit: int, offset: int, before: Cursor | None
+    rows: QuerySet, *, limit: int, offset: int, before: Cursor | None, fetch=None
 ) -> tuple[list, str | None]:
     """One page of `rows`, newest first, from `before` (when given) and `offset`, and the
     cursor of the page that follows (None when no row follows). Reads `limit` + 1 rows: the
-    one past the page only says whether there is more.
+    one past the page only says whether there is more. `fetch(ids)`, when given, reads the
+    rows of a page past an offset (anything with `id`) in place of `rows.filter(id__in=ids)`.
 
     Past an offset, the positions come first (an index-only walk over the skipped entries)
     and then only the page's rows with their joins: joining every skipped row cost four times
@@ -96,7 +97,8 @@ def page_rows(
     window = slice(offset, offset + limit + 1)
     if offset:
         keys = list(ordered.values_list("created_at", "id")[window])
-        found = {row.id: row for row in rows.filter(id__in=[i for _, i in keys[:limit]])}
+        ids = [i for _, i in keys[:limit]]
+        found = {row.id: row for row in (fetch(ids) if fetch else rows.filter(id__in=ids))}
         page = [found[i] for _, i in keys[:limit] if i in found]
         last = Cursor(*keys[limit - 1]) if len(keys) > limit else None
     else:

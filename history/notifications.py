@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from accounts.models import User
 from core.recordings import recordings_storage
-from history.models import ANONYMOUS_CALLER, AnsweredBy, CallRecord, CallStatus, TranscriptStatus
+from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus, TranscriptStatus
+from history.records import Record
 from mail.links import public_url
 from mail.services import mail_queue, mail_topic_since, mail_withdraw
 
@@ -26,11 +27,11 @@ MISSED_CALL_QUIET = timedelta(minutes=10)
 MB = 1024 * 1024
 
 
-def voicemail_topic(record: CallRecord) -> str:
+def voicemail_topic(record: Record) -> str:
     return f"voicemail:{record.pk}"
 
 
-def _missed_topic(record: CallRecord) -> str:
+def _missed_topic(record: Record) -> str:
     return f"missed:{record.number_id}:{record.caller_num}"
 
 
@@ -39,7 +40,7 @@ def _reachable(owner: User) -> bool:
     return bool(owner.email) and (owner.email_verified or not settings.REQUIRE_EMAIL_VERIFICATION)
 
 
-def _missed(record: CallRecord) -> bool:
+def _missed(record: Record) -> bool:
     """A call the owner missed: nobody answered, or voicemail answered and nothing was left."""
     return record.status == CallStatus.MISSED or (
         record.status == CallStatus.ANSWERED
@@ -48,7 +49,7 @@ def _missed(record: CallRecord) -> bool:
     )
 
 
-def call_mail_queue(*, record: CallRecord, owner: User) -> None:
+def call_mail_queue(*, record: Record, owner: User) -> None:
     """The mail a newly written record calls for, in its transaction (record_inbound_call,
     which holds the number's row locked, so two calls at once cannot both pass the missed
     call's throttle). A voicemail whose transcript is pending is mailed by the task that
@@ -72,7 +73,7 @@ def call_mail_queue(*, record: CallRecord, owner: User) -> None:
     )
 
 
-def voicemail_mail_queue(*, record: CallRecord) -> None:
+def voicemail_mail_queue(*, record: Record) -> None:
     """The voicemail's mail once its transcript is settled (done or failed), in the
     transaction that settles it: when the owner wants it, and the message is still there."""
     owner = User.objects.filter(pk=record.owner_id).first()
@@ -82,12 +83,12 @@ def voicemail_mail_queue(*, record: CallRecord) -> None:
         _voicemail_mail(record, owner)
 
 
-def voicemail_mail_withdraw(*, record: CallRecord) -> None:
+def voicemail_mail_withdraw(*, record: Record) -> None:
     """The message was deleted: its mail, with its transcript, goes too unless it has left."""
     mail_withdraw(topic=voicemail_topic(record))
 
 
-def _voicemail_mail(record: CallRecord, owner: User) -> None:
+def _voicemail_mail(record: Record, owner: User) -> None:
     limit = settings.VOICEMAIL_EMAIL_MAX_MB * MB
     size = _size(record.recording)
     attached = owner.attach_audio and size is not None and size <= limit
@@ -118,7 +119,7 @@ def _voicemail_mail(record: CallRecord, owner: User) -> None:
     )
 
 
-def _about(record: CallRecord) -> dict:
+def _about(record: Record) -> dict:
     number = record.number
     return {
         "caller": "an anonymous caller"
@@ -142,6 +143,6 @@ def _size(name: str) -> int | None:
         return None
 
 
-def _attachment_name(record: CallRecord) -> str:
+def _attachment_name(record: Record) -> str:
     caller = re.sub(r"[^0-9A-Za-z+]", "", record.caller_num) or "caller"
     return f"voicemail-{caller}-{record.created_at:%Y%m%d-%H%M%S}.wav"

@@ -4,39 +4,17 @@ import uuid
 from functools import partial
 
 from django.db.models import CharField, DateTimeField, QuerySet, Sum, UUIDField
-from django.db.models.base import ModelState
 
 from accounts.models import User
+from calls.models import OutcomeCounter, Recording, RecordingKind, TranscriptStatus
 from core.compiled import CompiledQuery
 from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
 from core.recordings import recording_opener
-from history.models import CallRecord, CallRecordCounter, TranscriptStatus
+from history.records import Record, history_calls, record_of, record_rows, records
 from history.serializers import CallRecordOutput
 from virtual_numbers.models import Number
-
-# The columns a page's rows are rendered from (history.serializers.CallRecordOutput, and the
-# console's history_record.html), the number's two among them: reading every column of both
-# rows cost more than the query (a Number carries its greeting, forwarding and app).
-PAGE_COLUMNS = (
-    "id",
-    "number_id",
-    "caller_num",
-    "status",
-    "duration",
-    "created_at",
-    "number__number",
-    "number__alias",
-    "recording",
-    "recording_seconds",
-    "heard",
-    "answered_by",
-    "forwarded_to",
-    "transcript",
-    "transcript_confidence",
-    "transcript_status",
-)
 
 
 def history_page(
@@ -48,12 +26,13 @@ def history_page(
     number_id: uuid.UUID | None = None,
     before: Cursor | None = None,
 ) -> Page:
-    """The user's call records, newest first (created_at desc, then id desc), from `before`
-    (a cursor: rows strictly older than it) and `offset`.
+    """The user's call records (history.records), newest first (created_at desc, then id
+    desc), from `before` (a cursor: rows strictly older than it) and `offset`.
 
-    Served by the (owner[, status], created_at, id) indexes: a range scan in order, never a
-    sort over the user's rows. `total` is the filter's whole total, summed from at most 15
-    counter rows, not counted. `number_id` must be one of the user's numbers (else NotFound).
+    Served by the ledger's (owner, direction[, outcome], created_at, id) indexes: a range scan
+    in order, never a sort over the user's calls. `total` is the filter's whole total, summed
+    from at most 15 counter rows, not counted. `number_id` must be one of the user's numbers
+    (else NotFound).
     """
     if number_id is not None and not Number.objects.filter(pk=number_id, owner=user).exists():
         raise NotFound()
@@ -68,21 +47,26 @@ def history_page(
     if offset == 0 and total:  # the first page, or a cursor's: one compiled statement
         at = {} if before is None else {"before_at": before.created_at, "before_id": before.id}
         rows = _page(limit).rows(owner=user.pk, **filters, **at)
-        page = [_record_of(row) for row in rows[:limit]]
+        page = [record_of(row) for row in rows[:limit]]
         next_cursor = Cursor.after(page[-1]).encode() if len(rows) > limit else None
     elif offset < total:  # past the end there is nothing to read, however large the offset
-        records, _counters = history_querysets(user=user, status=status, number_id=number_id)
-        rows = records.select_related("number").only(*PAGE_COLUMNS)
-        page, next_cursor = page_rows(rows, limit=limit, offset=offset, before=before)
+        calls, _counters = history_querysets(user=user, status=status, number_id=number_id)
+        page, next_cursor = page_rows(
+            calls,
+            limit=limit,
+            offset=offset,
+            before=before,
+            fetch=lambda ids: records(calls.filter(pk__in=ids)),
+        )
     return Page(records=page, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
 
 
 def _page_query(*, owner, status=None, number_id=None, before_at=None, before_id=None, limit):
     """The rows of a page read from its start (offset 0): page_rows' read, as values."""
-    records, _counters = history_querysets(user=owner, status=status, number_id=number_id)
+    calls, _counters = history_querysets(user=owner, status=status, number_id=number_id)
     if before_at is not None:
-        records = records.filter(Cursor(before_at, before_id).older())
-    return records.order_by("-created_at", "-id").values(*PAGE_COLUMNS)[: limit + 1]
+        calls = calls.filter(Cursor(before_at, before_id).older())
+    return record_rows(calls.order_by("-created_at", "-id"))[: limit + 1]
 
 
 # A page from its start, compiled once per process, filter and limit (a LIMIT is part of the
@@ -104,49 +88,25 @@ def _page(limit: int) -> CompiledQuery:
     return query
 
 
-_RECORD_COLUMNS = tuple(name for name in PAGE_COLUMNS if "__" not in name)
-
-
-def _record_of(row: dict) -> CallRecord:
-    """The CallRecord of a page's row, with its number, as `.only(*PAGE_COLUMNS)` would load
-    them (a column left out is read on access), without Model.__init__ for each: building 51
-    records and their numbers through it cost more than reading them."""
-    record = _loaded(CallRecord, {name: row[name] for name in _RECORD_COLUMNS})
-    number = {"id": row["number_id"], "number": row["number__number"]}
-    number["alias"] = row["number__alias"]
-    record._state.fields_cache["number"] = _loaded(Number, number)
-    return record
-
-
-def _loaded(model, values: dict):
-    """An instance of `model` as the database gave it (`values` by attname), as from_db."""
-    instance = model.__new__(model)
-    instance.__dict__.update(values)
-    instance._state = ModelState()
-    instance._state.adding = False
-    instance._state.db = "default"
-    return instance
-
-
 def history_querysets(
     *, user: User, status: str | None = None, number_id: uuid.UUID | None = None
 ) -> tuple[QuerySet, QuerySet]:
-    """The user's records under the history list's filters, and the counters whose sum is
-    their total. history_page reads them; the benchmarks compile the same ones."""
-    records = CallRecord.objects.filter(owner=user)
-    counters = CallRecordCounter.objects.filter(owner=user)
+    """The user's history calls under the history list's filters, and the counters whose sum
+    is their total. history_page reads them; the benchmarks compile the same ones."""
+    calls = history_calls().filter(owner=user)
+    counters = OutcomeCounter.objects.filter(owner=user)
     if number_id is not None:
-        records = records.filter(number_id=number_id)
+        calls = calls.filter(number_id=number_id)
         counters = counters.filter(number_id=number_id)
     if status is not None:
-        records = records.filter(status=status)
-        counters = counters.filter(status=status)
-    return records, counters
+        calls = calls.filter(outcome=status)
+        counters = counters.filter(outcome=status)
+    return calls, counters
 
 
 def _total_query(*, owner, status=None, number_id=None) -> QuerySet:
     """history_page's `total` as one values() row: the sum of the filter's counters."""
-    _records, counters = history_querysets(user=owner, status=status, number_id=number_id)
+    _calls, counters = history_querysets(user=owner, status=status, number_id=number_id)
     return counters.order_by().values("owner").annotate(total=Sum("count"))
 
 
@@ -154,26 +114,26 @@ def _total_query(*, owner, status=None, number_id=None) -> QuerySet:
 _TOTAL = CompiledQuery(_total_query, owner=UUIDField(), status=CharField(), number_id=UUIDField())
 
 
-def call_record_access(*, user: User, record_id) -> CallRecord:
+def call_record_access(*, user: User, record_id) -> Record:
     """The user's call record `record_id`; NotFound for an id that is malformed, unknown or
     another user's (never saying which)."""
     try:
         pk = uuid.UUID(str(record_id))
     except ValueError as exc:
         raise NotFound() from exc
-    record = CallRecord.objects.filter(pk=pk, owner=user).select_related("number").first()
-    if record is None:
+    found = records(history_calls().filter(pk=pk, owner=user))
+    if not found:
         raise NotFound()
-    return record
+    return found[0]
 
 
-def mailbox_messages(*, number: Number) -> list[CallRecord]:
+def mailbox_messages(*, number: Number) -> list[Record]:
     """The number's new voicemail (recorded, not yet heard), newest first."""
-    return list(
-        CallRecord.objects.filter(number=number, heard=False)
-        .exclude(recording="")
-        .order_by("-created_at", "-id")
-    )
+    new = Recording.objects.filter(
+        kind=RecordingKind.VOICEMAIL, heard=False, call__number=number
+    ).exclude(name="")
+    calls = history_calls().filter(number=number, recordings__in=new)
+    return records(calls.order_by("-created_at", "-id"))
 
 
 def voicemail_file_name(record_id) -> str:
@@ -187,8 +147,9 @@ def history_export(*, user: User) -> dict:
     archive (null: none)."""
 
     def each():
-        records = CallRecord.objects.filter(owner=user).select_related("number")
-        for record in records.order_by("-created_at", "-id").iterator(chunk_size=500):
+        calls = history_calls().filter(owner=user).order_by("-created_at", "-id")
+        for row in record_rows(calls).iterator(chunk_size=500):
+            record = record_of(row)
             yield {
                 **represent(CallRecordOutput, record),
                 "recording_file": voicemail_file_name(record.pk) if record.recording else None,
@@ -200,10 +161,14 @@ def history_export(*, user: User) -> dict:
 def voicemail_files(*, user: User) -> list:
     """The user's voicemail messages for their export: (name in the archive, opener) pairs;
     an opener answers None for a file that is gone (purged a moment ago)."""
-    kept = CallRecord.objects.filter(owner=user).exclude(recording="").order_by("-created_at")
+    kept = (
+        Recording.objects.filter(kind=RecordingKind.VOICEMAIL, call__owner=user)
+        .exclude(name="")
+        .order_by("-created_at")
+    )
     return [
-        (voicemail_file_name(pk), recording_opener(name))
-        for pk, name in kept.values_list("pk", "recording").iterator(chunk_size=500)
+        (voicemail_file_name(call_pk), recording_opener(name))
+        for call_pk, name in kept.values_list("call_id", "name").iterator(chunk_size=500)
     ]
 
 
@@ -213,4 +178,6 @@ def transcript_kept(record_id: str) -> bool:
         pk = uuid.UUID(str(record_id))
     except ValueError:
         return False
-    return CallRecord.objects.filter(pk=pk, transcript_status=TranscriptStatus.DONE).exists()
+    return Recording.objects.filter(
+        call_id=pk, kind=RecordingKind.VOICEMAIL, transcript_status=TranscriptStatus.DONE
+    ).exists()

@@ -1,7 +1,11 @@
-"""How call records get written: record_inbound_call, the only way."""
+"""How calls end in the history: every inbound call that ends is recorded by inbound_call_ended
+(the telephony agent's) or record_inbound_call (by hand, or a tool), each ending it in the call
+ledger, keeping its voicemail and counting it, in one transaction; and what may change of a
+record after (its voicemail heard, deleted, purged)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -9,30 +13,34 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
+from calls import services as ledger
+from calls.models import Call, OutcomeCounter, Recording, RecordingKind
 from core import events, metrics
-from core.counters import Drift, counters_add, counters_recount
+from core.counters import Drift, counters_recount
 from core.errors import InvalidRequest, NotFound, invalid_fields
-from core.fields import represent
 from core.phone import e164_possible, e164_problem
 from core.recordings import recordings_delete_on_commit, recordings_storage
 from core.webrtc import BROWSER
-from history.models import (
-    ANONYMOUS_CALLER,
-    AnsweredBy,
-    CallRecord,
-    CallRecordCounter,
-    CallStatus,
-    TranscriptStatus,
-)
+from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus, TranscriptStatus
 from history.notifications import call_mail_queue, voicemail_mail_withdraw
-from history.serializers import CallRecordOutput
+from history.records import (
+    ANSWERED_BY,
+    Record,
+    history_calls,
+    ledger_answered_by,
+    record_by_id,
+    record_frame,
+)
 from history.tasks import schedule_transcription, transcript_status_for
 from virtual_numbers.models import Number
 from virtual_numbers.selectors import caller_blocked
 
 DURATION_MAX_SECONDS = 7 * 24 * 3600
-# A message deleted takes its transcript with it.
-NO_TRANSCRIPT = {
+WORDS = {"outcome": "status"}  # the ledger's names in the history's words
+# A message deleted takes its file and its transcript with it; whether it was heard stays.
+NO_MESSAGE = {
+    "name": "",
+    "seconds": None,
     "transcript": "",
     "transcript_confidence": None,
     "transcript_status": None,
@@ -40,10 +48,11 @@ NO_TRANSCRIPT = {
 }
 
 
-def call_record_event(*, record: CallRecord) -> dict:
+def call_record_event(*, record: Record) -> dict:
     """The `call_record` frame pushed to the owner's sockets: the record as the history API
-    answers it (CallRecordOutput)."""
-    return {"type": "call_record", **represent(CallRecordOutput, record)}
+    answers it (CallRecordOutput), with the call's ledger id (`call`, the record's `id`) and
+    the number of the event it reports (`seq`: the call's end)."""
+    return record_frame("call_record", record)
 
 
 def record_inbound_call(
@@ -58,30 +67,155 @@ def record_inbound_call(
     recording_seconds: float | None = None,
     answered_by: str | None = None,
     forwarded_to: str | None = None,
-    record_id=None,
-) -> CallRecord:
-    """Record an inbound call on `number` and push `call_record` to its owner after commit.
+) -> Record:
+    """Record an inbound call on `number` that ended already (written whole into the call
+    ledger: calls.services.inbound_call_written) and push `call_record` to its owner after
+    commit.
 
     Checks the caller (E.164, or ANONYMOUS_CALLER for a withheld caller ID), status
     (answered|missed|blocked) and duration (whole seconds, 0..one week); raises
     InvalidRequest otherwise. A caller on the number's blocklist is recorded as `blocked`
     with duration 0 whatever was passed. NotFound when the number has been deleted
-    meanwhile. The owner's counters (`total` of the history list) move in the record's
-    transaction. `sip_call_id` makes it idempotent: a Call-ID already recorded returns its
+    meanwhile. `sip_call_id` makes it idempotent: a Call-ID already recorded returns its
     record and writes and pushes nothing. `recording` names the voicemail file in the
-    recordings storage, already saved. `answered_by` (forward, voicemail) is for answered
+    recordings storage, already saved. `answered_by` (forward, voicemail, app) is for answered
     calls only, and `forwarded_to` (E.164: the owner's phone that took it, or "browser": one of
-    their console tabs) for forwarded ones. `record_id`: the record's id, the call ledger's
-    id of the call (calls.Call), so that both name the call alike; a new one when None.
+    their console tabs) for forwarded ones.
     """
     if sip_call_id:
-        existing = CallRecord.objects.filter(sip_call_id=sip_call_id).first()
-        if existing is not None:
-            return existing
+        existing = history_calls().filter(sip_call_id=sip_call_id).values_list("pk", flat=True)
+        if existing and (record := record_by_id(existing[0])) is not None:
+            return record
+    caller = _caller_checked(caller_num)
+    _duration_check(status, duration)
+    _answer_check(status, answered_by, forwarded_to)
+    if caller_blocked(number=number, caller_num=caller):
+        status, duration, answered_by, forwarded_to = CallStatus.BLOCKED, 0, None, None
+    with transaction.atomic():
+        _number_lock(number)
+        call = ledger.inbound_call_written(
+            number=number,
+            caller_id=caller,
+            outcome=status,
+            duration=duration,
+            at=at or timezone.now(),
+            sip_call_id=sip_call_id,
+            answered_by=ledger_answered_by(answered_by, forwarded_to),
+            phone=forwarded_to if forwarded_to not in (None, BROWSER) else "",
+        )
+        return _recorded(
+            call,
+            number=number,
+            forwarded_to=forwarded_to,
+            recording=recording,
+            seconds=recording_seconds,
+        )
+
+
+def inbound_call_ended(
+    *,
+    call: Call,
+    status: str,
+    duration: int,
+    answered_by: str | None,
+    forwarded_to: str | None = None,
+    recording: str = "",
+    recording_seconds: float | None = None,
+) -> Record | None:
+    """The telephony agent's inbound `call` is over: end it in the ledger with outcome
+    `status` (calls.services.inbound_call_end), answered by `answered_by` (the ledger's
+    AnsweredBy; forwarded to `forwarded_to`, the phone that took it), keep its voicemail, count
+    it and push `call_record`, in one transaction. A caller on the number's blocklist by now
+    is `blocked`. None when it ended already (recovery took it after its agent was taken for
+    dead) or its number was deleted meanwhile: then no record is written."""
+    caller = _caller_checked(call.caller_id)
+    _duration_check(status, duration)
+    with transaction.atomic():
+        number = call.number if call.number_id is not None else None
+        if number is not None and not _number_exists_locked(number):
+            number = None
+        if number is not None and caller_blocked(number=number, caller_num=caller):
+            status, duration, answered_by = CallStatus.BLOCKED, 0, None
+        if number is None:
+            call.number_id = None  # ends, and is no record: its number is gone
+        ended = ledger.inbound_call_end(
+            call=call,
+            outcome=status,
+            duration=duration,
+            answered_by=answered_by,
+            at=timezone.now(),
+        )
+        if not ended or number is None:
+            return None
+        return _recorded(
+            call,
+            number=number,
+            forwarded_to=forwarded_to,
+            recording=recording,
+            seconds=recording_seconds,
+        )
+
+
+def _recorded(call: Call, *, number: Number, forwarded_to, recording: str, seconds) -> Record:
+    """What follows an inbound call's end, in its transaction: its voicemail kept (a
+    Recording, to be transcribed), the mail it calls for, `call_record` pushed after commit."""
+    voicemail = None
+    if recording:
+        voicemail = Recording.objects.create(
+            call=call,
+            kind=RecordingKind.VOICEMAIL,
+            name=recording,
+            seconds=None if seconds is None else round(seconds, 2),
+            transcript_status=transcript_status_for(recording=recording, seconds=seconds),
+        )
+    by = call.answered_by
+    record = Record(
+        id=call.pk,
+        owner_id=call.owner_id,
+        number_id=number.pk,
+        number=number,
+        caller_num=call.caller_id,
+        status=call.outcome,
+        duration=call.duration or 0,
+        created_at=call.created_at,
+        sip_call_id=call.sip_call_id,
+        answered_by=ANSWERED_BY.get(by),
+        forwarded_to=forwarded_to if ANSWERED_BY.get(by) == AnsweredBy.FORWARD else None,
+        recording=recording,
+        recording_seconds=None if voicemail is None else voicemail.seconds,
+        transcript_status=None if voicemail is None else voicemail.transcript_status,
+        voicemail_id=None if voicemail is None else voicemail.pk,
+        seq=call.last_seq,
+    )
+    if record.transcript_status == TranscriptStatus.PENDING:
+        schedule_transcription(record.pk)
+    owner = User.objects.get(pk=number.owner_id)
+    call_mail_queue(record=record, owner=owner)
+    events.send_to_user_on_commit(user_id=number.owner_id, event=call_record_event(record=record))
+    metrics.count_on_commit(metrics.inbound_calls, record.status)
+    return record
+
+
+def _number_lock(number: Number) -> None:
+    """Lock the number's row, as number_delete locks it: a record and its counter land before
+    a deletion of the number (which then takes both) or not at all; NotFound when it is gone."""
+    if not _number_exists_locked(number):
+        raise NotFound()
+
+
+def _number_exists_locked(number: Number) -> bool:
+    return Number.objects.select_for_update(no_key=True).filter(pk=number.pk).exists()
+
+
+def _caller_checked(caller_num: str) -> str:
     caller = ANONYMOUS_CALLER if caller_num == ANONYMOUS_CALLER else e164_possible(caller_num)
     if caller is None:
         # The sentence the blocklist's caller_num field says (core.fields.CallerNumberField).
         raise invalid_fields({"caller_num": [e164_problem(caller_num, assigned=False)]})
+    return caller
+
+
+def _duration_check(status: str, duration) -> None:
     if status not in CallStatus.values:
         raise InvalidRequest(
             "status must be answered, missed or blocked.",
@@ -96,39 +230,6 @@ def record_inbound_call(
             "duration must be a whole number of seconds, at least 0.",
             fields={"duration": ["Must be an integer from 0 to 604800."]},
         )
-    _answer_check(status, answered_by, forwarded_to)
-    if caller_blocked(number=number, caller_num=caller):
-        status, duration, answered_by, forwarded_to = CallStatus.BLOCKED, 0, None, None
-    with transaction.atomic():
-        # The number's row, locked as number_delete locks it: a record and its counter land
-        # before a deletion of the number (which then takes both) or not at all.
-        if not Number.objects.select_for_update(no_key=True).filter(pk=number.pk).exists():
-            raise NotFound()
-        record = CallRecord.objects.create(
-            **({} if record_id is None else {"id": record_id}),
-            number=number,
-            owner_id=number.owner_id,
-            caller_num=caller,
-            status=status,
-            duration=duration,
-            created_at=at or timezone.now(),
-            sip_call_id=sip_call_id,
-            recording=recording,
-            recording_seconds=None if recording_seconds is None else round(recording_seconds, 2),
-            answered_by=answered_by,
-            forwarded_to=forwarded_to,
-            transcript_status=transcript_status_for(recording=recording, seconds=recording_seconds),
-        )
-        call_record_counters_add(records=[record])
-        if record.transcript_status == TranscriptStatus.PENDING:
-            schedule_transcription(record.pk)
-        owner = User.objects.get(pk=number.owner_id)
-        call_mail_queue(record=record, owner=owner)
-        events.send_to_user_on_commit(
-            user_id=number.owner_id, event=call_record_event(record=record)
-        )
-        metrics.count_on_commit(metrics.inbound_calls, status)
-    return record
 
 
 def _answer_check(status: str, answered_by: str | None, forwarded_to: str | None) -> None:
@@ -149,46 +250,43 @@ def _answer_check(status: str, answered_by: str | None, forwarded_to: str | None
         )
 
 
-def call_record_counters_add(*, records: list[CallRecord]) -> None:
-    """Count `records` in their owners' counters, inside the caller's transaction. For
-    record_inbound_call, and for tools that write records in bulk (seed_history, the test
-    factories), which must keep `total` exact too."""
-    counters_add(
-        CallRecordCounter,
-        [
-            ({"owner_id": r.owner_id, "number_id": r.number_id, "status": r.status}, 1)
-            for r in records
-        ],
-    )
-
-
 def call_record_counters_recount() -> list[Drift]:
-    """Recount every history counter from the records and correct the ones that drifted
-    (safe beside live writers: core.counters.counters_recount); return the corrections."""
-    return counters_recount(CallRecord, CallRecordCounter, ["owner_id", "number_id", "status"])
+    """Recount every history counter from the history's calls and correct the ones that
+    drifted (safe beside live writers: core.counters.counters_recount); return the
+    corrections."""
+    drift = counters_recount(history_calls(), OutcomeCounter, ["owner_id", "number_id", "outcome"])
+    # Said in the history's words: an outcome is a record's status.
+    return [replace(d, key={WORDS.get(k, k): v for k, v in d.key.items()}) for d in drift]
 
 
 # --- voicemail -----------------------------------------------------------------------------
-def call_record_recording_delete(*, record: CallRecord) -> None:
+def _voicemail(record_pk) -> Recording | None:
+    """The call's voicemail, locked (while it has a file)."""
+    return (
+        Recording.objects.select_for_update()
+        .filter(call_id=record_pk, kind=RecordingKind.VOICEMAIL)
+        .exclude(name="")
+        .first()
+    )
+
+
+def call_record_recording_delete(*, record: Record) -> None:
     """Delete a record's voicemail (the record stays, with recording_url null); NotFound when
     it has none (never had, or already deleted). The file goes once the change commits."""
     with transaction.atomic():
-        locked = CallRecord.objects.select_for_update().filter(pk=record.pk).first()
-        if locked is None or not locked.recording:
+        locked = _voicemail(record.pk)
+        if locked is None:
             raise NotFound()
-        CallRecord.objects.filter(pk=locked.pk).update(
-            recording="", recording_seconds=None, **NO_TRANSCRIPT
-        )
-        recordings_delete_on_commit([locked.recording])
-        voicemail_mail_withdraw(record=locked)
+        Recording.objects.filter(pk=locked.pk).update(**NO_MESSAGE)
+        recordings_delete_on_commit([locked.name])
+        voicemail_mail_withdraw(record=record)
     record.recording, record.recording_seconds = "", None
-    for field, value in NO_TRANSCRIPT.items():
-        setattr(record, field, value)
+    record.transcript, record.transcript_confidence, record.transcript_status = "", None, None
 
 
-def call_record_mark_heard(*, record: CallRecord) -> None:
+def call_record_mark_heard(*, record: Record) -> None:
     """The owner heard this message in the mailbox: it is no longer new."""
-    CallRecord.objects.filter(pk=record.pk).update(heard=True)
+    Recording.objects.filter(call_id=record.pk, kind=RecordingKind.VOICEMAIL).update(heard=True)
     record.heard = True
 
 
@@ -198,25 +296,23 @@ ORPHAN_AGE = timedelta(hours=1)
 
 def call_record_recordings_purge(*, now: datetime | None = None) -> int:
     """Delete the voicemail of records older than VOICEMAIL_RETENTION_DAYS (the records stay,
-    with recording_url null), and recording files that no record names and that are older
-    than an hour (their record was deleted with its owner); return the files deleted."""
+    with recording_url null), and recording files that no recording names and that are older
+    than an hour (their call was deleted with its owner); return the files deleted."""
     now = now or timezone.now()
     cutoff = now - timedelta(days=settings.VOICEMAIL_RETENTION_DAYS)
     deleted = 0
     while True:
         with transaction.atomic():
             batch = list(
-                CallRecord.objects.select_for_update()
-                .filter(created_at__lt=cutoff)
-                .exclude(recording="")
+                Recording.objects.select_for_update()
+                .filter(kind=RecordingKind.VOICEMAIL, created_at__lt=cutoff)
+                .exclude(name="")
                 .order_by("created_at")
-                .values_list("pk", "recording")[:PURGE_BATCH]
+                .values_list("pk", "name")[:PURGE_BATCH]
             )
             if not batch:
                 break
-            CallRecord.objects.filter(pk__in=[pk for pk, _ in batch]).update(
-                recording="", recording_seconds=None, **NO_TRANSCRIPT
-            )
+            Recording.objects.filter(pk__in=[pk for pk, _ in batch]).update(**NO_MESSAGE)
             recordings_delete_on_commit([name for _, name in batch])
         deleted += len(batch)
     return deleted + _orphans_purge(now=now)
@@ -231,9 +327,7 @@ def _orphans_purge(*, now: datetime) -> int:
     orphans = []
     for start in range(0, len(names), PURGE_BATCH):
         chunk = names[start : start + PURGE_BATCH]
-        named = set(
-            CallRecord.objects.filter(recording__in=chunk).values_list("recording", flat=True)
-        )
+        named = set(Recording.objects.filter(name__in=chunk).values_list("name", flat=True))
         for name in chunk:
             if name not in named and storage.get_modified_time(name) < now - ORPHAN_AGE:
                 orphans.append(name)
@@ -242,10 +336,10 @@ def _orphans_purge(*, now: datetime) -> int:
 
 
 def history_erase(*, user: User) -> None:
-    """Account deletion (core.userdata): every call record of `user` and their counters, and
+    """Account deletion (core.userdata): every inbound call of `user` and their counters, and
     their voicemail files once the deletion commits. Inside the deletion's transaction."""
-    records = CallRecord.objects.filter(owner=user)
-    names = list(records.exclude(recording="").values_list("recording", flat=True))
-    records.delete()
-    CallRecordCounter.objects.filter(owner=user).delete()
+    voicemail = Recording.objects.filter(kind=RecordingKind.VOICEMAIL, call__owner=user)
+    names = list(voicemail.exclude(name="").values_list("name", flat=True))
+    Call.objects.filter(owner=user, direction="inbound").delete()
+    OutcomeCounter.objects.filter(owner=user).delete()
     recordings_delete_on_commit(names)

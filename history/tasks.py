@@ -1,11 +1,12 @@
 """The history's side of the worker: a voicemail message transcribed (history.transcription),
-its transcript stored on the record and announced (`call_record.transcribed`), then its mail.
+its transcript stored on its recording (calls.Recording) and announced
+(`call_record.transcribed`), then its mail.
 
 A transcription runs on the `transcribe` queue, which relay_worker serves from threads of its
 own (TRANSCRIBE_CONCURRENCY of them), never from the thread that dispatches calls, and never
 in a telephony agent. Across every worker at most TRANSCRIBE_CONCURRENCY run at once: each
 holds one of that many TranscriptionSlot rows, taken with a conditional UPDATE under a lease.
-The record is held under a lease too; a worker that dies mid-way leaves it to expire, and the
+The message is held under a lease too; a worker that dies mid-way leaves it to expire, and the
 sweep (a periodic pass of the worker) queues the message again, TRANSCRIBE_ATTEMPTS times in
 all before it is `failed`. Neither the transcript nor anything heard is ever logged.
 """
@@ -27,12 +28,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django_tasks import task
 
+from calls.models import Call, Recording, RecordingKind
+from calls.services import Report, call_reports_add
 from core import events, taskqueue
-from core.fields import represent
 from core.recordings import recordings_storage
 from history import notifications
-from history.models import CallRecord, TranscriptionSlot, TranscriptStatus
-from history.serializers import CallRecordOutput
+from history.models import TranscriptionSlot, TranscriptStatus
+from history.records import record_by_id, record_frame
 from history.transcription import Transcript, engine_for
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ NOTHING = Transcript(text="", confidence=0.0)
 
 @task(queue_name=QUEUE)
 def transcribe_message(record_id: str) -> None:
+    """`record_id`: the call whose voicemail it is (the record's id)."""
     transcription_run(record_id=record_id)
 
 
@@ -147,9 +150,7 @@ def transcription_run(*, record_id) -> str | None:
     slot = _slot_take(record_id)
     if slot is None:
         with transaction.atomic():
-            if CallRecord.objects.filter(
-                pk=record_id, transcript_status=TranscriptStatus.PENDING
-            ).exists():
+            if _message(record_id).filter(transcript_status=TranscriptStatus.PENDING).exists():
                 schedule_transcription(record_id, after=SLOT_BUSY_RETRY)
         return None
     try:
@@ -158,25 +159,30 @@ def transcription_run(*, record_id) -> str | None:
         _slot_give_back(slot, record_id)
 
 
+def _message(record_id):
+    """The voicemail of the record's call, as a queryset (one row at most)."""
+    return Recording.objects.filter(call_id=record_id, kind=RecordingKind.VOICEMAIL)
+
+
 def _transcribe_held(record_id) -> str | None:
     now = timezone.now()
     claimed = (
-        CallRecord.objects.filter(
+        _message(record_id)
+        .filter(
             Q(transcribe_lease_until__isnull=True) | Q(transcribe_lease_until__lt=now),
-            pk=record_id,
             transcript_status=TranscriptStatus.PENDING,
         )
-        .exclude(recording="")
+        .exclude(name="")
         .update(
             transcribe_lease_until=now + _lease(), transcribe_attempts=F("transcribe_attempts") + 1
         )
     )
     if not claimed:
         return None  # done, deleted, or held by another worker
-    record = CallRecord.objects.get(pk=record_id)
+    message = _message(record_id).get()
     started = time.monotonic()
     try:
-        with recordings_storage().open(record.recording, "rb") as file:
+        with recordings_storage().open(message.name, "rb") as file:
             audio = file.read()
     except FileNotFoundError:
         return None  # the message was deleted meanwhile: so was its transcript
@@ -187,7 +193,7 @@ def _transcribe_held(record_id) -> str | None:
         except Exception as exc:  # a failure of the engine is the message's, not the worker's
             logger.warning("record %s not transcribed: %s", record_id, type(exc).__name__)
             result, status = NOTHING, TranscriptStatus.FAILED
-    settled = _settle(record, status=status, result=result, recording=record.recording)
+    settled = _settle(record_id, status=status, result=result, recording=message.name)
     if settled:
         logger.info(
             "record %s transcribed (%s) in %.2f s", record_id, status, time.monotonic() - started
@@ -195,38 +201,34 @@ def _transcribe_held(record_id) -> str | None:
     return status if settled else None
 
 
-def _settle(record: CallRecord, *, status: str, result: Transcript, recording: str) -> bool:
+def _settle(record_id, *, status: str, result: Transcript, recording: str) -> bool:
     """Store the outcome if the message is still the one transcribed and still pending; push
     `call_record.transcribed` and queue the voicemail's mail in the same transaction."""
+    done = status == TranscriptStatus.DONE
     with transaction.atomic():
-        locked = (
-            CallRecord.objects.select_for_update()
-            .select_related("number")
-            .filter(pk=record.pk, transcript_status=TranscriptStatus.PENDING, recording=recording)
-            .first()
+        settled = (
+            _message(record_id)
+            .filter(transcript_status=TranscriptStatus.PENDING, name=recording)
+            .update(
+                transcript=result.text if done else "",
+                transcript_confidence=result.confidence if done else None,
+                transcript_status=status,
+                transcribe_lease_until=None,
+            )
         )
-        if locked is None:
+        record = record_by_id(record_id) if settled else None
+        if record is None:
             return False
-        locked.transcript = result.text if status == TranscriptStatus.DONE else ""
-        locked.transcript_confidence = (
-            result.confidence if status == TranscriptStatus.DONE else None
+        # The transcript is the call's next event, numbered after its end.
+        call = Call.objects.only("id", "status").get(pk=record_id)
+        seqs = call_reports_add(
+            call=call, reports=[Report(kind="transcribed", detail=status)], at=timezone.now()
         )
-        locked.transcript_status = status
-        locked.transcribe_lease_until = None
-        locked.save(
-            update_fields=[
-                "transcript",
-                "transcript_confidence",
-                "transcript_status",
-                "transcribe_lease_until",
-            ]
-        )
+        record.seq = seqs[-1] if seqs else record.seq
         events.send_to_user_on_commit(
-            user_id=locked.owner_id,
-            event={"type": TRANSCRIBED, **represent(CallRecordOutput, locked)},
-            row=locked,
+            user_id=record.owner_id, event=record_frame(TRANSCRIBED, record)
         )
-        notifications.voicemail_mail_queue(record=locked)
+        notifications.voicemail_mail_queue(record=record)
     return True
 
 
@@ -236,26 +238,19 @@ def transcriptions_sweep() -> int:
     them failed (and mail them) after TRANSCRIBE_ATTEMPTS starts; return how many."""
     now = timezone.now()
     stale = list(
-        CallRecord.objects.filter(
+        Recording.objects.filter(
             transcript_status=TranscriptStatus.PENDING, transcribe_lease_until__lt=now
-        ).values_list("pk", "transcribe_attempts", "recording")[:100]
+        ).values_list("call_id", "transcribe_attempts", "name")[:100]
     )
     for record_id, attempts, recording in stale:
         with transaction.atomic():
-            held = CallRecord.objects.filter(
-                pk=record_id,
-                transcript_status=TranscriptStatus.PENDING,
-                transcribe_lease_until__lt=now,
+            held = _message(record_id).filter(
+                transcript_status=TranscriptStatus.PENDING, transcribe_lease_until__lt=now
             )
             if attempts >= TRANSCRIBE_ATTEMPTS:
-                record = CallRecord.objects.filter(pk=record_id).first()
-                if record is not None:
-                    _settle(
-                        record,
-                        status=TranscriptStatus.FAILED,
-                        result=NOTHING,
-                        recording=recording,
-                    )
+                _settle(
+                    record_id, status=TranscriptStatus.FAILED, result=NOTHING, recording=recording
+                )
             elif held.update(transcribe_lease_until=None):
                 schedule_transcription(record_id)
     return len(stale)

@@ -147,7 +147,18 @@ def _inbound_recorded(user_id, event: dict) -> None:
     if room is None or not User.objects.filter(pk=user_id, matrix_inbound=True).exists():
         return
     text = texts.inbound_call(event)
-    message_enqueue(room=room, kind=MessageKind.INBOUND, key=f"inbound:{event['id']}", text=text)
+    message_enqueue(
+        room=room,
+        kind=MessageKind.INBOUND,
+        key=f"inbound:{event['id']}",
+        text=text,
+        about=_about(event),
+    )
+
+
+def _about(event: dict) -> dict | None:
+    """The call a notice is about (`org.relay.call`), as the frame names it."""
+    return {"call": event["call"], "seq": event["seq"]} if "call" in event else None
 
 
 def _transcribed(user_id, event: dict) -> None:
@@ -159,7 +170,11 @@ def _transcribed(user_id, event: dict) -> None:
         return
     text = texts.transcript(event)
     message_enqueue(
-        room=room, kind=MessageKind.INBOUND, key=f"{TRANSCRIPT_KEY}{event['id']}", text=text
+        room=room,
+        kind=MessageKind.INBOUND,
+        key=f"{TRANSCRIPT_KEY}{event['id']}",
+        text=text,
+        about=_about(event),
     )
 
 
@@ -173,7 +188,7 @@ def _outbound_ended(user_id, event: dict) -> None:
         duration=event.get("duration"),
         reason=event.get("reason", ""),
     )
-    about = {"call": event["call"], "seq": event["seq"]}
+    about = _about(event)
     ack = (
         MatrixMessage.objects.filter(key=_reply_key(event["callId"], "ack"), room__user_id=user_id)
         .select_related("room")

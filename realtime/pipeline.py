@@ -60,13 +60,10 @@ def call_heartbeat_interval() -> float:
     return max(0.5, min(5.0, settings.CALL_RECOVERY_GRACE / 3))
 
 
-def call_status_event(call: Call, *, seq: int | None = None) -> dict:
-    """The `call_status` frame for the call's current state: its event number `seq` (default:
-    the call's newest, `last_seq`)."""
-    frame = represent(CallStatusOutput, call)
-    if seq is not None:
-        frame["seq"] = seq
-    return frame
+def call_status_event(call: Call) -> dict:
+    """The `call_status` frame for the call's current state, with its newest event's number
+    (`seq`: the call's `last_seq`)."""
+    return represent(CallStatusOutput, call)
 
 
 def call_ack_event(call: Call) -> dict:
@@ -74,10 +71,8 @@ def call_ack_event(call: Call) -> dict:
     return represent(CallAckOutput, call)
 
 
-def push_status(call: Call, *, seq: int | None = None) -> None:
-    events.send_to_user_on_commit(
-        user_id=call.owner_id, event=call_status_event(call, seq=seq), row=call
-    )
+def push_status(call: Call) -> None:
+    events.send_to_user_on_commit(user_id=call.owner_id, event=call_status_event(call), row=call)
 
 
 def _push_reports(call: Call, frame: dict, reports: list[dict], seqs: list[int]) -> None:

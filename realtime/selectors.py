@@ -8,7 +8,7 @@ from django.core.files import File
 from django.db.models import CharField, OuterRef, Subquery
 
 from accounts.models import User
-from calls.models import Call, CallCounter, Direction, Recording
+from calls.models import Call, CallCounter, Direction, Recording, RecordingKind
 from calls.states import TERMINAL_STATES
 from core import events, parsing
 from core.compiled import CompiledInQuery
@@ -123,7 +123,7 @@ def call_recording_open(*, call: Call, recording_id: str) -> File:
         pk = uuid.UUID(str(recording_id))
     except ValueError:
         raise NotFound() from None
-    recording = Recording.objects.filter(pk=pk, call=call).first()
+    recording = Recording.objects.filter(pk=pk, call=call, kind=RecordingKind.RECORD).first()
     if recording is None:
         raise NotFound()
     return recording_open(recording.name)
@@ -162,7 +162,8 @@ def calls_export(*, user: User) -> dict:
 def call_recording_files(*, user: User) -> list:
     """The recordings of the user's calls for their export: (name in the archive, opener)
     pairs, `recordings/<recording id>.wav` (the `id` of the call's `recordings`)."""
-    kept = Recording.objects.filter(call__owner=user).order_by("-created_at")
+    kept = Recording.objects.filter(call__owner=user, kind=RecordingKind.RECORD)
+    kept = kept.order_by("-created_at")
     return [
         (f"recordings/{pk}.wav", recording_opener(name))
         for pk, name in kept.values_list("pk", "name").iterator(chunk_size=500)

@@ -383,4 +383,5 @@ def calls_extend(*, pks: list) -> None:
 def call_counters_recount() -> list[Drift]:
     """Recount every call counter from the calls and correct the ones that drifted (safe
     beside live writers: core.counters.counters_recount); return the corrections."""
-    return counters_recount(Call, CallCounter, ["owner_id", "status"])
+    outbound = Call.objects.filter(direction=Direction.OUTBOUND)
+    return counters_recount(outbound, CallCounter, ["owner_id", "status"])

@@ -85,24 +85,23 @@ def service_state() -> dict:
     from accounts.models import User
     from calls.models import Call
     from calls.states import CallState
-    from history.models import CallRecord
     from virtual_numbers.selectors import inventory_counts
 
     since = timezone.now() - timedelta(hours=24)
     outbound = dict(
-        Call.objects.filter(created_at__gte=since)
+        Call.objects.filter(direction="outbound", created_at__gte=since)
         .values_list("status")
         .annotate(n=Count("id"))
         .values_list("status", "n")
     )
     inbound = dict(
-        CallRecord.objects.filter(created_at__gte=since)
-        .values_list("status")
+        Call.objects.filter(direction="inbound", outcome__isnull=False, created_at__gte=since)
+        .values_list("outcome")
         .annotate(n=Count("id"))
-        .values_list("status", "n")
+        .values_list("outcome", "n")
     )
     failed = list(
-        Call.objects.filter(status=CallState.FAILED, created_at__gte=since)
+        Call.objects.filter(direction="outbound", status=CallState.FAILED, created_at__gte=since)
         .select_related("owner")
         .order_by("-created_at")[:10]
     )

@@ -38,7 +38,7 @@ from telephony import services
 from telephony.dial import Dialing, LegPlaces, any_of, script_ledger
 from telephony.inbound.routing import InboundDesk
 from telephony.outbound import BrowserRun, MessageRun, OutboundRun, ScriptedRun
-from telephony.sip.message import new_call_id
+from telephony.sip.message import new_sip_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech
 from telephony.webrtc.leg import agent_rtc_ports
@@ -275,7 +275,7 @@ class TelephonyAgent:
         free = 0 if self.draining.is_set() else self._room()
         if free > 0:
             claimed = await _in_db_thread(calls_claim)(
-                limit=free, sip_call_id=lambda: new_call_id(self.ua.host)
+                limit=free, sip_call_id=lambda: new_sip_call_id(self.ua.host)
             )
             for record in claimed:
                 live = LiveCall(record=record)
@@ -333,7 +333,7 @@ class TelephonyAgent:
             if live.ended_elsewhere or live.stopped:
                 return
             live.sip = self.ua.place(
-                call_id=record.sip_call_id,
+                sip_call_id=record.sip_call_id,
                 to=record.to,
                 caller=record.caller_id,
                 audio=run.audio,

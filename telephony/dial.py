@@ -30,7 +30,7 @@ from django.conf import settings
 from core.webrtc import BROWSER
 from telephony import services
 from telephony.sip import sdp
-from telephony.sip.message import new_call_id
+from telephony.sip.message import new_sip_call_id
 from telephony.sip.uac import OutboundCall, Outcome
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ BUSY_CODES = frozenset({486, 600})
 
 @dataclass
 class Ledger:
-    """The dial's rows, each a function run in the agent's database thread: `open(call_ids)`
+    """The dial's rows, each a function run in the agent's database thread: `open(sip_call_ids)`
     the legs to dial (target -> Call-ID given; dial_legs_open), `bridged(leg)` the talk
     granted to the winner (0 refuses the bridge), `unbridged(leg)` when the party left before
     the bridge, `ended(leg, duration)` each leg's end."""
@@ -110,20 +110,20 @@ class Dial:
         phones = [target for target in self.targets if target != BROWSER]
         if BROWSER in self.targets and self.browser is None:
             self.leg_done()  # a browser only forwarding rings: a script's dial cannot
-        call_ids = {target: new_call_id(self.ua.host) for target in phones}
+        sip_call_ids = {target: new_sip_call_id(self.ua.host) for target in phones}
         try:
-            legs = await self.ledger.open(call_ids) if call_ids else []
+            legs = await self.ledger.open(sip_call_ids) if sip_call_ids else []
         except BaseException:
-            for _ in range(len(call_ids) + (self.browser is not None)):
+            for _ in range(len(sip_call_ids) + (self.browser is not None)):
                 self.leg_done()
             raise
-        if skipped := len(call_ids) - len(legs):
+        if skipped := len(sip_call_ids) - len(legs):
             logger.info(
                 "%s: %d of %d target(s) not dialled (refused by the dialing policy or the "
                 "owner's quotas)",
                 self.label,
                 skipped,
-                len(call_ids),
+                len(sip_call_ids),
             )
         for _ in range(skipped):
             self.leg_done()  # the places of targets not dialled
@@ -168,7 +168,7 @@ class Dial:
     async def _leg(self, leg) -> None:
         """Dial one target; it talks (screening, then the bridge) through `_talk`."""
         sip = self.ua.place(
-            call_id=leg.sip_call_id,
+            sip_call_id=leg.sip_call_id,
             to=leg.target,
             caller=self.caller,
             audio={},
@@ -189,7 +189,11 @@ class Dial:
             if self.winner.done() and self.winner.result()[0] is leg:
                 duration = max(0, round(outcome.duration or 0))
             logger.info(
-                "%s: leg %s ended: %s %s", self.label, sip.call_id, outcome.kind, outcome.code or ""
+                "%s: leg %s ended: %s %s",
+                self.label,
+                sip.sip_call_id,
+                outcome.kind,
+                outcome.code or "",
             )
         except Exception:
             logger.exception("%s: leg %s failed", self.label, leg.pk)
@@ -334,10 +338,10 @@ def script_ledger(db: Callable, *, owner_id, dial: int, call) -> Ledger:
     """The ledger of a script's n-th `dial` (`dial`) on `call` (inbound or outbound): its
     `dial_target` legs (calls.Leg, telephony.services.dial_legs_open)."""
     return Ledger(
-        open=lambda call_ids: db(services.dial_legs_open)(
+        open=lambda sip_call_ids: db(services.dial_legs_open)(
             owner_id=owner_id,
-            targets=list(call_ids),
-            call_ids=call_ids,
+            targets=list(sip_call_ids),
+            sip_call_ids=sip_call_ids,
             call=call,
             dial=dial,
         ),

@@ -1,6 +1,6 @@
 """An inbound call's and its legs' part of the call ledger (calls.Call, calls.Leg): every write
 the telephony agent makes of them, each in the transaction that reports it, so that every
-inbound call ends in exactly one state and one history record."""
+inbound call ends in exactly one state, recorded once (history.services.inbound_call_ended)."""
 
 from __future__ import annotations
 
@@ -13,39 +13,26 @@ from django.utils import timezone
 from accounts.quotas import QuotaExceeded, quota_check, talk_grant, user_lock
 from calls import services as ledger
 from calls.models import AnsweredBy, Call, Direction, Leg, LegKind, LegRole, Outcome
-from calls.states import ACTIVE_STATES, CallState, LegState
+from calls.states import ACTIVE_STATES, LegState
 from core import events
-from core.errors import NotFound
 from core.fields import to_ms
 from core.webrtc import BROWSER
 from history.models import AnsweredBy as RecordAnsweredBy
-from history.models import CallRecord
-from history.services import record_inbound_call
+from history.records import Record
+from history.services import inbound_call_ended
 from realtime.pipeline import call_recovery_deadline, call_recovery_last_seen
 from telephony import speech
 from virtual_numbers.models import Number
 from virtual_numbers.selectors import targets_dialable
 
-# The state an inbound call ends in, by its outcome (docs/decisions.md): a blocked caller
-# was declined, as a busy callee declines.
-END_STATES = {
-    Outcome.ANSWERED: CallState.COMPLETED,
-    Outcome.MISSED: CallState.NO_ANSWER,
-    Outcome.BLOCKED: CallState.BUSY,
-}
-# Who answered, as the history record says it (its `answered_by`).
-RECORD_ANSWERED_BY = {
-    AnsweredBy.PERSON: RecordAnsweredBy.FORWARD,
-    AnsweredBy.BROWSER: RecordAnsweredBy.FORWARD,
-    AnsweredBy.VOICEMAIL: RecordAnsweredBy.VOICEMAIL,
-    AnsweredBy.APP: RecordAnsweredBy.APP,
-}
-
 
 def incoming_call_event(*, call: Call, number: Number) -> dict:
-    """The `incoming_call` frame: a call is ringing on one of the owner's numbers."""
+    """The `incoming_call` frame: a call is ringing on one of the owner's numbers (`call`, its
+    ledger id; `seq` 1, its ringing)."""
     return {
         "type": "incoming_call",
+        "call": str(call.pk),
+        "seq": call.last_seq,
         "number_id": str(number.pk),
         "number": number.number,
         "caller_num": call.caller_id,
@@ -91,50 +78,23 @@ def inbound_call_record(
     recording: str = "",
     recording_seconds: float | None = None,
     answered_by: str | None = None,
-) -> CallRecord | None:
+) -> Record | None:
     """End the call in the state of its outcome `status` and write its one history record
-    (record_inbound_call), in one transaction. None when it ended already (by recovery, after
-    this agent was taken for dead) or its number was deleted meanwhile: then no record is
-    written. An answered call was answered by who answered it (Call.answered_by, or
-    `answered_by` as the history record names it when given), else by voicemail. Its legs
+    (history.services.inbound_call_ended), in one transaction. None when it ended already (by
+    recovery, after this agent was taken for dead) or its number was deleted meanwhile: then
+    no record is written. An answered call was answered by who answered it (Call.answered_by,
+    or `answered_by` as the history record names it when given), else by voicemail. Its legs
     still up end with it (the bridged one with the call's duration)."""
-    with transaction.atomic():
-        now = timezone.now()
-        by = _answered_by(call, answered_by) if status == Outcome.ANSWERED else None
-        target = _answering_target(call, by)
-        values = {
-            "status": END_STATES[status],
-            "outcome": status,
-            "answered_by": by,
-            "ended_at": now,
-            "duration": duration,
-            "step_deadline": None,
-            "updated_at": now,
-        }
-        if ledger.call_move(call=call, expected=call.status, values=values, at=now) is None:
-            return None
-        ledger.legs_end(call_pk=call.pk, at=now, duration=duration)
-        if call.number_id is None:
-            return None
-        try:
-            record = record_inbound_call(
-                number=call.number,
-                caller_num=call.caller_id,
-                status=status,
-                duration=duration,
-                at=call.created_at,
-                sip_call_id=call.sip_call_id,
-                recording=recording,
-                recording_seconds=recording_seconds,
-                answered_by=RECORD_ANSWERED_BY.get(by),
-                forwarded_to=target,
-                record_id=call.pk,
-            )
-        except NotFound:
-            return None
-        if record.status != status:  # the caller is on the number's blocklist now
-            Call.objects.filter(pk=call.pk).update(outcome=record.status, answered_by=None)
-        return record
+    by = _answered_by(call, answered_by) if status == Outcome.ANSWERED else None
+    return inbound_call_ended(
+        call=call,
+        status=status,
+        duration=duration,
+        answered_by=by,
+        forwarded_to=_answering_target(call, by),
+        recording=recording,
+        recording_seconds=recording_seconds,
+    )
 
 
 def _answered_by(call: Call, given: str | None) -> str:
@@ -185,14 +145,14 @@ def inbound_calls_recover() -> int:
     return recorded
 
 
-def forward_legs_open(*, call: Call, number: Number, call_ids: dict[str, str]) -> list:
+def forward_legs_open(*, call: Call, number: Number, sip_call_ids: dict[str, str]) -> list:
     """The legs to dial for `call` to `number`'s forwarding targets (dial_legs_open): its
     phones; the target "browser" has no leg to dial (telephony.webrtc.ring)."""
     phones = [target for target in number.forward_targets if target != BROWSER]
     return dial_legs_open(
         owner_id=number.owner_id,
         targets=phones,
-        call_ids=call_ids,
+        sip_call_ids=sip_call_ids,
         call=call,
         role=LegRole.FORWARD_TARGET,
     )
@@ -202,13 +162,13 @@ def dial_legs_open(
     *,
     owner_id,
     targets: list[str],
-    call_ids: dict[str, str],
+    sip_call_ids: dict[str, str],
     call: Call,
     dial: int = 0,
     role: str = LegRole.DIAL_TARGET,
 ) -> list[Leg]:
     """The legs to dial for `call`, its n-th dial (`dial`; 0: the number's forwarding), to
-    `targets` (`call_ids`: target -> the SIP Call-ID its INVITE will have), each written
+    `targets` (`sip_call_ids`: target -> the SIP Call-ID its INVITE will have), each written
     before its INVITE exists: only the targets still allowed (targets_dialable), while the
     owner's plan quotas allow another call, and never a target this dial of this call dialled
     before (the unique row). The owner's row is locked meanwhile, as a submit locks it."""
@@ -217,7 +177,7 @@ def dial_legs_open(
         owner = user_lock(owner_id)
         dialled = set(Leg.objects.filter(call=call, dial=dial).values_list("phone", flat=True))
         for target in targets_dialable(targets=targets, owner=owner):
-            if target in dialled or target not in call_ids:
+            if target in dialled or target not in sip_call_ids:
                 continue
             try:
                 quota_check(user=owner, now=timezone.now())
@@ -230,7 +190,7 @@ def dial_legs_open(
                 role=role,
                 dial=dial,
                 phone=target,
-                sip_call_id=call_ids[target],
+                sip_call_id=sip_call_ids[target],
             )
             if leg is not None:
                 legs.append(leg)

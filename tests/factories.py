@@ -14,7 +14,7 @@ from accounts.models import LoginSession, User
 from calls.services import call_counters_move
 from calls.states import TERMINAL_STATES, CallState
 from core.recordings import recordings_storage
-from history.services import call_record_counters_add, record_inbound_call
+from history.services import record_inbound_call
 
 DEFAULT_PASSWORD = "correct-horse-battery-staple"
 
@@ -84,23 +84,49 @@ class NumberFactory(factory.django.DjangoModelFactory):
     pin_hash = factory.LazyFunction(lambda: make_password("1234"))
 
 
-class CallRecordFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = "history.CallRecord"
+class CallRecordFactory:
+    """A call record: an ended inbound call of the ledger, written whole as a tool writes it
+    (calls.services.inbound_call_written: counted, no mail, no push), with its voicemail when
+    `recording` (or `heard`, a transcript) is given. Returns its Record (history.records)."""
 
-    number = factory.SubFactory(NumberFactory)
-    owner = factory.LazyAttribute(lambda o: o.number.owner)
-    caller_num = "+447700900123"
-    status = "answered"
-    duration = 45
+    def __new__(cls, *, number=None, caller_num="+447700900123", status="answered", **extra):
+        from calls.models import Recording, RecordingKind
+        from calls.services import inbound_call_written
+        from history.records import ledger_answered_by, record_by_id
+
+        number = number or NumberFactory()
+        answered_by, forwarded_to = extra.pop("answered_by", None), extra.pop("forwarded_to", None)
+        voicemail = {
+            name: extra.pop(name)
+            for name in ("recording", "recording_seconds", "heard", "transcript",
+                         "transcript_confidence", "transcript_status")
+            if name in extra
+        }  # fmt: skip
+        with transaction.atomic():
+            call = inbound_call_written(
+                number=number,
+                caller_id=caller_num,
+                outcome=status,
+                duration=extra.pop("duration", 45 if status == "answered" else 0),
+                at=extra.pop("created_at", None) or timezone.now(),
+                sip_call_id=extra.pop("sip_call_id", ""),
+                answered_by=ledger_answered_by(answered_by, forwarded_to),
+                phone=forwarded_to or "",
+            )
+            assert not extra, f"CallRecordFactory does not know {sorted(extra)}"
+            if voicemail:
+                Recording.objects.create(
+                    call=call,
+                    kind=RecordingKind.VOICEMAIL,
+                    name=voicemail.pop("recording", ""),
+                    seconds=voicemail.pop("recording_seconds", None),
+                    **voicemail,
+                )
+        return record_by_id(call.pk)
 
     @classmethod
-    def _create(cls, model_class, *args, **kwargs):
-        # Counted like a recorded call, so `total` of the history list stays exact.
-        with transaction.atomic():
-            record = super()._create(model_class, *args, **kwargs)
-            call_record_counters_add(records=[record])
-        return record
+    def create_batch(cls, size: int, **fields) -> list:
+        return [cls(**fields) for _ in range(size)]
 
 
 class BlockedCallerFactory(factory.django.DjangoModelFactory):

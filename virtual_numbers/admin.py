@@ -67,16 +67,19 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
 
     @admin.display(description="call history")
     def history(self, obj):
-        # Call records live in the history app above this one: reached through the reverse
-        # relation it declares (`calls`), never imported.
-        return changelist_link(obj.calls.model, "calls to this number", number=obj.pk)
+        # Calls live in the call ledger above this one: reached through the reverse relation
+        # it declares (`calls`), never imported.
+        return changelist_link(
+            obj.calls.model, "calls to this number", number=obj.pk, direction="inbound"
+        )
 
     @admin.display(description="who keeps calling")
     def top_callers(self, obj):
         rows = (
-            obj.calls.values("caller_num")
+            obj.calls.filter(direction="inbound")
+            .values("caller_id")
             .annotate(calls=Count("id"))
-            .order_by("-calls", "caller_num")[:TOP_CALLERS]
+            .order_by("-calls", "caller_id")[:TOP_CALLERS]
         )
         if not rows:
             return "No calls yet."
@@ -89,9 +92,10 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
                     (
                         changelist_link(
                             obj.calls.model,
-                            r["caller_num"],
+                            r["caller_id"],
                             number=obj.pk,
-                            caller_num=r["caller_num"],
+                            direction="inbound",
+                            caller_id=r["caller_id"],
                         ),
                         r["calls"],
                     )
@@ -107,6 +111,15 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
             services.number_release(number=number)
             count += 1
         self.message_user(request, f"Released {count} number(s).", messages.SUCCESS)
+
+    # Deleting a number in the admin is releasing it: through the service, so that its calls,
+    # voicemail files and counters go with it (the calls are the ledger's, above this app).
+    def delete_model(self, request, obj):
+        services.number_release(number=obj)
+
+    def delete_queryset(self, request, queryset):
+        for number in queryset:
+            services.number_release(number=number)
 
 
 class HeldFilter(admin.SimpleListFilter):

@@ -4,6 +4,7 @@ forwarding, deletion."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -424,11 +425,23 @@ def _forwarding_store(number: Number, forwarding: Forwarding) -> Forwarding:
     return forwarding
 
 
+# What else goes with a deleted number, registered by the apps above that keep it (the call
+# ledger: the calls to it, calls.apps): each deletes its rows of the locked number, in the
+# deletion's transaction, and gives back the recording files to delete once that commits.
+_deletions: list[Callable[[Number], list[str]]] = []
+
+
+def number_deletion_register(delete: Callable[[Number], list[str]]) -> None:
+    """Have `delete(number)` run whenever a number is deleted (once per function)."""
+    if delete not in _deletions:
+        _deletions.append(delete)
+
+
 def _delete_with_recordings(locked: Number) -> None:
-    """Delete a locked number; its call records go with it (CASCADE) and their voicemail
-    files, and its recorded greeting, once that commits; its inventory entry rests
-    NUMBER_QUARANTINE_HOURS. The records are history's, reached by their reverse relation."""
-    names = list(locked.calls.exclude(recording="").values_list("recording", flat=True))
+    """Delete a locked number; its calls go with it (the registered deletions) and their
+    voicemail files, and its recorded greeting, once that commits; its inventory entry rests
+    NUMBER_QUARANTINE_HOURS."""
+    names = [name for delete in _deletions for name in delete(locked)]
     names.append(locked.greeting_recording)  # recordings_delete_on_commit skips ""
     locked.delete()
     quarantine = timedelta(hours=settings.NUMBER_QUARANTINE_HOURS)

@@ -20,7 +20,7 @@ from bench.procs import tree_cpu_seconds
 from bench.report import Row
 from bench.scenarios.common import Bench
 from calls.models import Call
-from history.models import CallRecord
+from history.records import Record, history_calls, records
 from tests.live import wait_until
 from tests.telephony.conftest import MESSAGE_SECONDS
 from tests.telephony.interop.conftest import Edge, edge_files
@@ -97,11 +97,11 @@ class EdgeSite:
         self.agents.stop()
 
 
-def recorded(number, since: datetime) -> list[CallRecord]:
-    return list(CallRecord.objects.filter(number=number, created_at__gte=since))
+def recorded(number, since: datetime) -> list[Record]:
+    return records(history_calls().filter(number=number, created_at__gte=since))
 
 
-def whole(record: CallRecord, message_s: float) -> bool:
+def whole(record: Record, message_s: float) -> bool:
     """Answered, and its message recorded to the end (a call cut short records less)."""
     return (record.status == "answered" and bool(record.recording)
             and (record.recording_seconds or 0) >= message_s - 1)  # fmt: skip

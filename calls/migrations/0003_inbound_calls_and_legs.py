@@ -170,7 +170,9 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name="call",
             constraint=models.UniqueConstraint(
-                condition=models.Q(("direction", "inbound")),
+                condition=models.Q(
+                    ("direction", "inbound"), models.Q(("sip_call_id", ""), _negated=True)
+                ),
                 fields=("sip_call_id",),
                 name="call_inbound_sip_call_id",
             ),

@@ -67,8 +67,13 @@ class AppSession:
         self.ua, self.db, self.speech, self.places = ua, db, speech, places
         self.call, self.number, self.ledger, self.app = call, number, ledger, app
         self.caller, self.record = caller, record
+        # `call` names the call as every frame does; `sipCallId` is its SIP Call-ID, which
+        # `callId` carried until now and carries one release more (deprecated: `callId` is a
+        # client's id of an outbound call, and an inbound call has none).
         self.identity = {
-            "callId": call.call_id,
+            "call": str(ledger.pk),
+            "sipCallId": call.sip_call_id,
+            "callId": call.sip_call_id,
             "direction": "inbound",
             "from": caller,
             "to": number.number,
@@ -100,7 +105,7 @@ class AppSession:
             logger.warning(
                 "inbound call %s: the voice application gave no script (%s); "
                 "forwarding and voicemail take it",
-                self.call.call_id,
+                self.call.sip_call_id,
                 answer.failure or "it answered none",
             )
         return answer.script
@@ -121,7 +126,7 @@ class AppSession:
         if talking.done() and not talking.cancelled() and talking.exception() is not None:
             logger.error(
                 "inbound call %s: its voice application failed",
-                call.call_id,
+                call.sip_call_id,
                 exc_info=talking.exception(),
             )
 
@@ -132,7 +137,7 @@ class AppSession:
             identity=self.identity,
             owner_id=number.owner_id,
             language=settings.TTS_DEFAULT_LANGUAGE,
-            label=f"inbound call {self.call.call_id}",
+            label=f"inbound call {self.call.sip_call_id}",
             speech=self.speech,
             report=_unreported,
             store=self._keep,

@@ -81,8 +81,8 @@ class Forwarder:
             caller=caller,
             headers=headers,
             ledger=Ledger(
-                open=lambda call_ids: db(services.forward_legs_open)(
-                    call=ledger, number=number, call_ids=call_ids
+                open=lambda sip_call_ids: db(services.forward_legs_open)(
+                    call=ledger, number=number, sip_call_ids=sip_call_ids
                 ),
                 bridged=lambda leg: (
                     db(services.forward_browser_bridged)(call=ledger)
@@ -97,7 +97,7 @@ class Forwarder:
                 ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
             ),
             leg_done=self.leg_done,
-            label=f"inbound call {self.call.call_id}",
+            label=f"inbound call {self.call.sip_call_id}",
             answer=self._answer,
             screen=self._screened if number.forward_screening else None,
             browser=self._browser_ring() if BROWSER in number.forward_targets else None,
@@ -125,7 +125,7 @@ class Forwarder:
             frame=frame,
             ice_servers=agent_ice_servers(),
             ports=self.ua.config.rtc_ports,
-            label=f"inbound call {self.call.call_id}",
+            label=f"inbound call {self.call.sip_call_id}",
         )
 
     async def _answer(self) -> bool:

@@ -116,11 +116,11 @@ class InboundDesk:
         try:
             await self._route(call)
         except Exception:
-            logger.exception("inbound call %s: the agent failed", call.call_id)
+            logger.exception("inbound call %s: the agent failed", call.sip_call_id)
             with contextlib.suppress(Exception):
                 await call.refuse(500, "Server Internal Error")
         finally:
-            self.live.pop(call.call_id, None)
+            self.live.pop(call.sip_call_id, None)
             with contextlib.suppress(Exception):
                 await call.hang_up()
             call.close()
@@ -144,7 +144,7 @@ class InboundDesk:
         )
         ringing = not blocked and self.room() > 0 and not self.stopping
         ledger = await self.db(services.inbound_call_open)(
-            sip_call_id=call.call_id, number=number, caller_num=caller, ringing=ringing
+            sip_call_id=call.sip_call_id, number=number, caller_num=caller, ringing=ringing
         )
         if ledger is None:
             await call.refuse(482, "Loop Detected")
@@ -157,7 +157,7 @@ class InboundDesk:
             await call.refuse(486, "Busy Here")
             await self._record(ledger, CallStatus.MISSED)
             return
-        self.live[call.call_id] = (call, ledger)
+        self.live[call.sip_call_id] = (call, ledger)
         app = await self.db(voice_app_of)(number=number)
         if app is not None and await self._answer_by_app(call, number, ledger, app, caller):
             return

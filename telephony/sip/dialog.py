@@ -62,7 +62,7 @@ class Dialog:
         self,
         ua,
         *,
-        call_id: str,
+        sip_call_id: str,
         local_header: str,
         remote_header: str,
         remote_target: str,
@@ -70,7 +70,7 @@ class Dialog:
         local_cseq: int = 0,
     ) -> None:
         self.ua = ua
-        self.call_id = call_id
+        self.sip_call_id = sip_call_id
         self.local_header = local_header
         self.remote_header = remote_header
         self.remote_target = remote_target
@@ -107,7 +107,7 @@ class Dialog:
             ("Max-Forwards", MAX_FORWARDS),
             ("From", self.local_header),
             ("To", self.remote_header),
-            ("Call-ID", self.call_id),
+            ("Call-ID", self.sip_call_id),
             ("CSeq", f"{cseq} {method}"),
             # The route set as one Route header, in order (§7.3.1 allows either form).
             *((("Route", ", ".join(routes)),) if routes else ()),
@@ -128,7 +128,7 @@ class Dialog:
         self.bye_sent = True
         response = await self.ua.request(self.request("BYE"), destination=self.next_hop())
         if response is None:
-            logger.warning("call %s: BYE got no answer", self.call_id)
+            logger.warning("call %s: BYE got no answer", self.sip_call_id)
 
     # --- requests in -------------------------------------------------------------------------
     async def on_request(self, request: Message, source: tuple[str, int]) -> None:

@@ -147,7 +147,7 @@ class Message:
         self.headers.append((name, value))
 
     @property
-    def call_id(self) -> str:
+    def sip_call_id(self) -> str:
         return self.get("Call-ID") or ""
 
     @property
@@ -471,7 +471,7 @@ def new_branch() -> str:
     return "z9hG4bK" + secrets.token_hex(8)
 
 
-def new_call_id(host: str) -> str:
+def new_sip_call_id(host: str) -> str:
     return f"{secrets.token_hex(12)}@{host}"
 
 

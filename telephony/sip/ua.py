@@ -25,7 +25,7 @@ from telephony.sip.message import (
     Message,
     host_port_of,
     new_branch,
-    new_call_id,
+    new_sip_call_id,
     new_tag,
     params,
     response_to,
@@ -118,7 +118,7 @@ class UserAgent:
         self.server_transactions: dict[str, TransactionDriver] = {}
         # Every call's dialog by SIP Call-ID, both directions (kept a while after its end, to
         # absorb retransmissions: transaction.linger).
-        self.dialogs_by_call_id: dict[str, Dialog] = {}
+        self.dialogs_by_sip_call_id: dict[str, Dialog] = {}
         # Who takes a new INVITE (the telephony agent); without one, INVITEs get 404. An
         # INVITE from a source `accepts_source` refuses gets 403 and no state at all.
         self.on_invite: Callable[[InboundDialog], Awaitable[None]] | None = None
@@ -192,13 +192,13 @@ class UserAgent:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    def forget_later(self, call_id: str) -> None:
+    def forget_later(self, sip_call_id: str) -> None:
         """Drop a dialog once late retransmissions of its messages can no longer come."""
-        dialog = self.dialogs_by_call_id.get(call_id)
+        dialog = self.dialogs_by_sip_call_id.get(sip_call_id)
 
         def forget() -> None:
-            if self.dialogs_by_call_id.get(call_id) is dialog:
-                del self.dialogs_by_call_id[call_id]
+            if self.dialogs_by_sip_call_id.get(sip_call_id) is dialog:
+                del self.dialogs_by_sip_call_id[sip_call_id]
 
         asyncio.get_running_loop().call_later(linger(self.config.timers), forget)
 
@@ -211,7 +211,7 @@ class UserAgent:
             transaction = self.client_transactions.get(client_key(message))
             if transaction is not None:
                 transaction.feed(Received(message))
-            elif (dialog := self.dialogs_by_call_id.get(message.call_id)) is not None:
+            elif (dialog := self.dialogs_by_sip_call_id.get(message.sip_call_id)) is not None:
                 dialog.on_response(message)
             return
         mark_received(message, source)
@@ -233,7 +233,7 @@ class UserAgent:
             # §17.2.2: answered through a transaction of its own, which answers it again
             # when it comes again. (An INVITE's is the InboundDialog's; an ACK has none.)
             self.server_transaction(NonInviteServer, request, source, tell=_told_nothing)
-        dialog = self.dialogs_by_call_id.get(request.call_id)
+        dialog = self.dialogs_by_sip_call_id.get(request.sip_call_id)
         if dialog is not None:
             await dialog.on_request(request, source)
             return
@@ -252,7 +252,9 @@ class UserAgent:
                 logger.warning("INVITE refused: %s is not an allowed source", source[0])
                 await self.respond(request, 403, "Forbidden", source)
                 return
-            dialog = self.dialogs_by_call_id[request.call_id] = InboundDialog(self, request, source)
+            dialog = self.dialogs_by_sip_call_id[request.sip_call_id] = InboundDialog(
+                self, request, source
+            )
             dialog.trying()
             await self.on_invite(dialog)
         elif method == "INVITE":
@@ -398,7 +400,7 @@ class UserAgent:
         domain = host if port == self.default_port else f"{host}:{port}"
         registrar = f"{self.scheme}:{domain}"
         aor = f"<{self.scheme}:{config.username}@{domain}>"
-        call_id, tag, cseq = new_call_id(self.host), new_tag(), 1
+        sip_call_id, tag, cseq = new_sip_call_id(self.host), new_tag(), 1
         authorization = None
         while True:
             request = Message(method="REGISTER", uri=registrar)
@@ -407,7 +409,7 @@ class UserAgent:
                 ("Max-Forwards", "70"),
                 ("From", f"{aor};tag={tag}"),
                 ("To", aor),
-                ("Call-ID", call_id),
+                ("Call-ID", sip_call_id),
                 ("CSeq", f"{cseq} REGISTER"),
                 ("Contact", self.contact()),
                 ("Expires", str(expires)),

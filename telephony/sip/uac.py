@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from telephony.sip import sdp
 from telephony.sip.dialog import ALLOW, Dialog, contact_uri
-from telephony.sip.message import Message, host_port_of, new_branch, new_call_id, new_tag
+from telephony.sip.message import Message, host_port_of, new_branch, new_sip_call_id, new_tag
 from telephony.sip.rtp import ReceivedAudio, RtpStream
 from telephony.sip.transaction import (
     Action,
@@ -70,7 +70,7 @@ class OutboundCall(Dialog):
         self,
         ua,
         *,
-        call_id: str = "",
+        sip_call_id: str = "",
         to: str,
         caller: str,
         audio: dict[int, bytes],
@@ -86,7 +86,7 @@ class OutboundCall(Dialog):
         request_uri = f"{ua.scheme}:{to}@{host}"
         super().__init__(
             ua,
-            call_id=call_id or new_call_id(ua.host),
+            sip_call_id=sip_call_id or new_sip_call_id(ua.host),
             local_header=f"<{ua.scheme}:{caller}@{host}>;tag={new_tag()}",
             remote_header=f"<{request_uri}>",
             remote_target=request_uri,
@@ -146,7 +146,7 @@ class OutboundCall(Dialog):
             ("Max-Forwards", "70"),
             ("From", self.local_header),
             ("To", to),
-            ("Call-ID", self.call_id),
+            ("Call-ID", self.sip_call_id),
             ("CSeq", f"{cseq} {method}"),
             ("User-Agent", self.ua.config.user_agent),
         ]
@@ -171,7 +171,7 @@ class OutboundCall(Dialog):
 
     # --- the call -----------------------------------------------------------------------------
     async def run(self) -> Outcome:
-        self.ua.dialogs_by_call_id[self.call_id] = self
+        self.ua.dialogs_by_sip_call_id[self.sip_call_id] = self
         try:
             self.stream = self.ua.new_stream(payload_type=0)
             self.rtp_port = await self.ua.open_rtp(self.stream)
@@ -185,7 +185,7 @@ class OutboundCall(Dialog):
             )
             outcome = await self._dial()
         except OSError as exc:
-            logger.warning("call %s: %s", self.call_id, exc)
+            logger.warning("call %s: %s", self.sip_call_id, exc)
             outcome = Outcome(kind="error", phrase=str(exc)[:120])
         finally:
             if self.stream is not None:
@@ -193,7 +193,7 @@ class OutboundCall(Dialog):
             if self.rtp_port:
                 self.ua.release_rtp_port(self.rtp_port)
             # Late retransmissions of a 2xx are still ACKed for a little while.
-            self.ua.forget_later(self.call_id)
+            self.ua.forget_later(self.sip_call_id)
         await self._ringing_reported()  # the outcome is reported after it
         return outcome
 
@@ -217,11 +217,11 @@ class OutboundCall(Dialog):
                 break
             logger.warning(
                 "call %s: trunk target %s failed (%s), trying the next",
-                self.call_id,
+                self.sip_call_id,
                 target.described(),
                 outcome.phrase if unreachable else f"{outcome.code} {outcome.phrase}",
             )
-        logger.info("call %s: trunk target %s", self.call_id, target.described())
+        logger.info("call %s: trunk target %s", self.sip_call_id, target.described())
         return outcome
 
     def _fails_over(self, outcome: Outcome, *, unreachable: bool) -> bool:

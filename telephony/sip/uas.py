@@ -41,7 +41,7 @@ class InboundDialog(Dialog):
         to_value = invite.get("To") or ""
         super().__init__(
             ua,
-            call_id=invite.call_id,
+            sip_call_id=invite.sip_call_id,
             local_header=f"{to_value};tag={new_tag()}",
             remote_header=invite.get("From") or "",
             # §12.1.1: the remote target is the INVITE's Contact; the route set is its
@@ -92,9 +92,11 @@ class InboundDialog(Dialog):
 
     def _on_transaction(self, report: Action) -> None:
         if isinstance(report, TimedOut) and report.timer is Timer.L:
-            logger.warning("call %s: the caller never ACKed the answer", self.call_id)
+            logger.warning("call %s: the caller never ACKed the answer", self.sip_call_id)
         elif isinstance(report, Failed):
-            logger.warning("call %s: a response could not be sent: %s", self.call_id, report.reason)
+            logger.warning(
+                "call %s: a response could not be sent: %s", self.sip_call_id, report.reason
+            )
         # The ACK of the 2xx, or timer H (a refusal never ACKed): nothing waits for either.
 
     async def ringing(self) -> None:
@@ -207,4 +209,4 @@ class InboundDialog(Dialog):
         if self.rtp_port:
             self.ua.release_rtp_port(self.rtp_port)
             self.rtp_port = 0
-        self.ua.forget_later(self.call_id)
+        self.ua.forget_later(self.sip_call_id)

@@ -10,7 +10,7 @@ from accounts import apikeys
 from accounts.models import DialRefusal, User
 from calls.models import Call, Recording
 from core.recordings import recordings_storage
-from history.models import CallRecord
+from history.records import Record
 from history.services import record_inbound_call
 from tests.factories import BlockedCallerFactory, CallFactory, NumberFactory, wav_bytes
 from virtual_numbers.models import Number
@@ -23,7 +23,7 @@ WEBHOOK_SECRET = "whsec_c2VjcmV0LW9mLXRoZS13ZWJob29rLW5ldmVyLWV4cG9ydGVk"
 class Holdings:
     user: User
     number: Number
-    voicemail: CallRecord
+    voicemail: Record
     audio: bytes
     call: Call
     webhook: WebhookEndpoint

@@ -114,7 +114,7 @@ def test_the_index_shows_the_service_state(live_server, page, world):
         "/admin/accounts/loginsession/",
         "/admin/numbers/number/",
         "/admin/numbers/inventorynumber/",
-        "/admin/history/callrecord/",
+        "/admin/calls/call/?direction=inbound",
         "/admin/numbers/blockedcaller/",
         "/admin/calls/call/",
         "/admin/accounts/dialrefusal/",
@@ -135,9 +135,9 @@ def test_filter_search_and_follow_links_both_ways(live_server, page, world):
     log_in(page, base, "staff@example.com", STAFF_PASSWORD)
 
     # Filter the history by status.
-    page.goto(f"{base}/admin/history/callrecord/")
+    page.goto(f"{base}/admin/calls/call/?direction=inbound")
     page.click("#changelist-filter a:text('Missed')")
-    page.wait_for_url("**status__exact=missed**")
+    page.wait_for_url("**outcome__exact=missed**")
     assert page.locator("#result_list tbody tr").count() == 5
     shot(page, "history-missed")
 
@@ -164,7 +164,7 @@ def test_filter_search_and_follow_links_both_ways(live_server, page, world):
     assert "5 calls" in page.inner_text(".field-top_callers")
     shot(page, "number-top-callers")
     page.click(".field-top_callers a:text('+447700900666')")
-    page.wait_for_url("**caller_num=**")
+    page.wait_for_url("**caller_id=**")
     assert page.locator("#result_list tbody tr").count() == 5
 
 
@@ -181,8 +181,8 @@ def test_actions_run_through_the_services(live_server, page, world):
     customer.refresh_from_db()
     assert customer.api_key_digest != old_digest
 
-    record = number.calls.filter(caller_num="+447700900123").get()
-    run_action(page, base, "/admin/history/callrecord/", "block_callers", record.pk)
+    record = number.calls.filter(direction="inbound", caller_id="+447700900123").get()
+    run_action(page, base, "/admin/calls/call/", "block_callers", record.pk)
     assert BlockedCaller.objects.filter(number=number, caller_num="+447700900123").exists()
 
     run_action(page, base, "/admin/calls/call/", "cancel_calls", world["queued"].pk)

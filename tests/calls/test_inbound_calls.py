@@ -13,10 +13,10 @@ import pytest
 from django.utils import timezone
 
 from calls.models import Call, CallCounter, Leg
-from history.models import CallRecord
 from realtime.tasks import calls_recover
 from telephony import services
 from tests.factories import BlockedCallerFactory, NumberFactory
+from tests.records import records_count
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +66,7 @@ def test_an_inbound_call_rings_then_is_answered_then_ends_with_numbered_events(n
     assert (record.pk, record.status, record.answered_by) == (call.pk, "answered", "voicemail")
     # Recorded once: a second end (recovery, say) changes nothing.
     assert services.inbound_call_record(call=call, status="missed") is None
-    assert CallRecord.objects.count() == 1
+    assert records_count() == 1
 
 
 @pytest.mark.parametrize(
@@ -154,14 +154,15 @@ def test_an_inbound_call_whose_agent_died_is_its_agents_to_recover_not_the_outbo
     assert (call.status, call.outcome) == ("no_answer", "missed")
 
 
-def test_a_call_whose_number_was_deleted_still_ends_once_and_leaves_no_record(number):
+def test_a_call_whose_number_was_deleted_goes_with_it_and_its_end_writes_nothing(number):
     from virtual_numbers.services import number_delete
 
     call = ringing(number)
-    number_delete(number=number)
+    leg = services.forward_legs_open(call=call, number=number, sip_call_ids={TARGET: "leg@test"})
+    number_delete(number=number)  # its calls, their legs and history go with it
 
     assert services.inbound_call_record(call=call, status="missed") is None
 
-    call.refresh_from_db()
-    assert (call.status, call.number_id) == ("no_answer", None)
-    assert not CallRecord.objects.exists()
+    assert not Call.objects.filter(pk=call.pk).exists()
+    assert not Leg.objects.filter(pk=leg[0].pk).exists()
+    assert records_count() == 0

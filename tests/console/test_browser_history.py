@@ -4,11 +4,11 @@ marking it heard, deleting it after the confirmation. Each page is scanned with 
 
 import pytest
 
-from history.models import CallRecord
 from history.services import record_inbound_call
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import PLAYABLE, log_in, off_the_loop
 from tests.factories import NumberFactory, UserFactory, voicemail_on
+from tests.records import record_get, refreshed
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 
@@ -49,7 +49,7 @@ def test_the_owner_plays_marks_and_deletes_a_message(live_server, browser, page,
     page.click("a:text('Delete the message')")
     inspector.look(page, "history-delete")
     submit(page, "Delete the message")
-    message.refresh_from_db()
+    message = refreshed(message)
     assert (message.heard, message.recording) == (True, "")
     assert page.locator("audio").count() == 0
     inspector.look(page, "history-after-delete")
@@ -64,5 +64,5 @@ def test_another_users_message_is_the_404_page(live_server, page, inspector, use
 
     assert response.status == 404
     inspector.look(page, "history-not-found")
-    assert CallRecord.objects.get(pk=theirs.pk).recording
+    assert record_get(pk=theirs.pk).recording
     assert inspector.violations == []

@@ -9,10 +9,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from calls.models import Recording
 from core.recordings import recordings_storage
-from history.models import CallRecord
 from history.services import record_inbound_call
 from tests.factories import NumberFactory, UserFactory, voicemail_on
+from tests.records import record_get, refreshed
 
 pytestmark = pytest.mark.django_db
 
@@ -168,7 +169,7 @@ def test_a_signed_out_browser_gets_no_audio(voicemail):
         assert response.status_code == 302
         assert response.url.startswith("/login?next=/history")
     assert Client().post(f"/history/{voicemail.pk}/heard").status_code == 302
-    voicemail.refresh_from_db()
+    voicemail = refreshed(voicemail)
     assert not voicemail.heard
 
 
@@ -178,7 +179,7 @@ def test_a_message_that_is_not_yours_is_the_404_page(browser_client, voicemail, 
         kind, voicemail.pk
     )
     if kind == "no-message":
-        CallRecord.objects.filter(pk=voicemail.pk).update(recording="")
+        Recording.objects.filter(call_id=voicemail.pk).update(name="")
 
     for method, path in [
         ("get", "recording"),
@@ -189,7 +190,7 @@ def test_a_message_that_is_not_yours_is_the_404_page(browser_client, voicemail, 
         response = getattr(browser_client, method)(f"/history/{record_id}/{path}")
         assert response.status_code == 404, (method, path)
         assert "There is nothing of yours here." in response.content.decode()
-    theirs.refresh_from_db()
+    theirs = refreshed(theirs)
     assert theirs.recording and not theirs.heard
 
 
@@ -207,7 +208,7 @@ def test_marking_a_message_heard_goes_back_to_the_page(browser_client, voicemail
     response = browser_client.post(f"/history/{voicemail.pk}/heard", {"next": back})
 
     assert response.status_code == 302 and response.url == back
-    voicemail.refresh_from_db()
+    voicemail = refreshed(voicemail)
     assert voicemail.heard
     page = browser_client.get(back).content.decode()
     assert "is marked heard" in page and ">New</span>" not in page and "Mark heard" not in page
@@ -232,7 +233,7 @@ def test_deleting_a_message_asks_first_and_keeps_the_record(
     assert confirm.status_code == 200
     assert "Delete the message from +447700900123?" in confirm.content.decode()
     assert 'name="next" value="/history?status=answered"' in confirm.content.decode()
-    assert CallRecord.objects.get(pk=voicemail.pk).recording == name
+    assert record_get(pk=voicemail.pk).recording == name
 
     with django_capture_on_commit_callbacks(execute=True):
         response = browser_client.post(
@@ -240,7 +241,7 @@ def test_deleting_a_message_asks_first_and_keeps_the_record(
         )
 
     assert response.status_code == 302 and response.url == "/history?status=answered"
-    voicemail.refresh_from_db()
+    voicemail = refreshed(voicemail)
     assert (voicemail.recording, voicemail.recording_seconds) == ("", None)
     assert not recordings_storage().exists(name)
     assert browser_client.get(f"/history/{voicemail.pk}/recording").status_code == 404
@@ -249,7 +250,7 @@ def test_deleting_a_message_asks_first_and_keeps_the_record(
 def test_the_writes_need_the_csrf_token(csrf_client, voicemail):
     for path in ("heard", "delete"):
         assert csrf_client.post(f"/history/{voicemail.pk}/{path}").status_code == 403
-    voicemail.refresh_from_db()
+    voicemail = refreshed(voicemail)
     assert voicemail.recording and not voicemail.heard
     assert "csrfmiddlewaretoken" in csrf_client.get("/history").content.decode()
 
@@ -263,7 +264,7 @@ def test_the_list_and_the_audio_take_no_post(browser_client, voicemail):
 def test_a_call_has_its_own_page_with_its_transcript_marked_as_a_draft(
     browser_client, voicemail, theirs
 ):
-    CallRecord.objects.filter(pk=voicemail.pk).update(
+    Recording.objects.filter(call_id=voicemail.pk).update(
         transcript="call me back about the parcel",
         transcript_confidence=0.734,
         transcript_status="done",
@@ -286,7 +287,7 @@ def test_a_call_has_its_own_page_with_its_transcript_marked_as_a_draft(
     [("pending", "Transcribing…"), ("failed", "could not be transcribed"), ("off", None)],
 )
 def test_a_transcript_not_done_says_where_it_stands(browser_client, voicemail, status, words):
-    CallRecord.objects.filter(pk=voicemail.pk).update(transcript_status=status)
+    Recording.objects.filter(call_id=voicemail.pk).update(transcript_status=status)
 
     html = browser_client.get("/history").content.decode()
 

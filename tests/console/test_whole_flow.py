@@ -16,6 +16,7 @@ from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import PLAYABLE, answer_the_captcha, off_the_loop
 from tests.factories import voicemail_on
 from tests.live import RelayProcess, http
+from tests.records import refreshed
 from virtual_numbers.models import Number
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
@@ -82,7 +83,7 @@ def hear_a_voicemail(page, number: Number, inspector) -> None:
     page.wait_for_function(PLAYABLE, arg=2.0)  # the <audio> element loaded the message
     assert 206 in answers  # Chromium asked for a byte range, through gunicorn
     submit(page, "Mark heard")
-    message.refresh_from_db()
+    message = refreshed(message)
     assert message.heard
     inspector.look(page, "flow-history")
 

@@ -14,13 +14,13 @@ import pytest
 from django.test import Client
 
 from core.recordings import recordings_storage
-from history.models import CallRecord
 from history.services import call_record_recording_delete, record_inbound_call
 from mail.models import OutboundMail
 from tests.conftest import drain_tasks
 from tests.console.conftest import sign_in
 from tests.factories import BlockedCallerFactory, NumberFactory, UserFactory, voicemail_on
 from tests.history.speech import spoken_message
+from tests.records import records_count, refreshed
 
 pytestmark = pytest.mark.django_db
 
@@ -205,7 +205,7 @@ def test_a_missed_call_is_mailed_once_per_caller_and_number_in_ten_minutes(
     clock.advance(seconds=2)
     missed(number)
     assert len(mailbox.delivered()) == 4
-    assert CallRecord.objects.filter(status="missed").count() == 6  # every call is recorded
+    assert records_count(status="missed") == 6  # every call is recorded
 
 
 def test_a_missed_mail_says_what_happened_and_links_the_history(mailbox, number):
@@ -276,7 +276,7 @@ def test_with_transcription_on_the_mail_waits_for_the_transcript(mailbox, number
 
     received = mailbox.only("owner@example.com")
 
-    record.refresh_from_db()
+    record = refreshed(record)
     assert record.transcript_status == "done" and record.transcript
     assert "Automatic transcript, may be inaccurate" in received.text
     assert f'"{record.transcript}"' in received.text
@@ -289,7 +289,7 @@ def test_a_transcript_with_no_words_says_so(mailbox, number, settings):
 
     received = mailbox.only("owner@example.com")
 
-    record.refresh_from_db()
+    record = refreshed(record)
     assert (record.transcript_status, record.transcript) == ("done", "")
     assert "Automatic transcript: no words were recognised." in received.text
 
@@ -300,7 +300,7 @@ def test_a_transcript_that_fails_lets_the_mail_go_without_it(mailbox, number, se
 
     received = mailbox.only("owner@example.com")
 
-    record.refresh_from_db()
+    record = refreshed(record)
     assert (record.transcript_status, record.transcript, record.transcript_confidence) == (
         "failed",
         "",

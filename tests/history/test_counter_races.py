@@ -8,10 +8,10 @@ import threading
 import pytest
 
 from core.errors import NotFound
-from history.models import CallRecord
 from history.selectors import history_page
 from history.services import call_record_counters_recount, record_inbound_call
 from tests.factories import NumberFactory, UserFactory
+from tests.records import records_count
 from tests.totals import CONCURRENT_WRITERS, assert_totals_exact, run_together
 from virtual_numbers import services as numbers
 from virtual_numbers.models import Number
@@ -79,13 +79,12 @@ def test_concurrent_records_deletions_and_recounts_never_make_the_counters_drift
     errors = [r for r in results if isinstance(r, Exception)]
     assert not errors, errors
     assert results[-1] == [], "a recount beside live writers found drift that was not there"
-    assert not CallRecord.objects.filter(number_id__in=[held[0].pk, held[1].pk]).exists()
+    assert not records_count(number_id__in=[held[0].pk, held[1].pk]) > 0
     assert_totals_exact()
     for status in [None, *STATUSES]:
-        rows = CallRecord.objects.filter(owner=owner)
-        rows = rows.filter(status=status) if status else rows
+        rows = records_count(owner=owner, **({"status": status} if status else {}))
         page = history_page(user=owner, status=status, limit=1, offset=0)
-        assert page.total == rows.count() > 0, status
+        assert page.total == rows > 0, status
     for number in held[2:]:
         page = history_page(user=owner, status=None, limit=1, offset=0, number_id=number.pk)
-        assert page.total == CallRecord.objects.filter(number=number).count() > 0
+        assert page.total == records_count(number=number) > 0

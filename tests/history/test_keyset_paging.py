@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 
 from core.pagination import Cursor
-from history.models import CallRecord
 from history.services import record_inbound_call
 from tests.factories import CallFactory, NumberFactory
+from tests.records import record_get, records_where
 
 pytestmark = pytest.mark.django_db
 
@@ -58,14 +58,14 @@ def walk(client, path: str, key: str, params: dict, *, between=None) -> tuple[li
 def test_the_cursor_pages_through_every_record_once_newest_first(client_jwt, recorded, limit):
     ids, bodies = walk(client_jwt, "/api/history", "history", {"limit": limit})
 
-    assert ids == newest_first(CallRecord.objects.all())
+    assert ids == newest_first(records_where())
     assert all(b["total"] == 27 and b["offset"] == 0 for b in bodies)
     assert all(len(b["history"]) == limit for b in bodies[:-1])
     assert len(bodies) == -(-27 // limit)
 
 
 def test_records_arriving_between_pages_neither_repeat_skip_nor_show_up_later(client_jwt, recorded):
-    before = newest_first(CallRecord.objects.all())
+    before = newest_first(records_where())
     moment = timezone.now()
 
     def new_calls(page: int):
@@ -89,22 +89,22 @@ def test_records_arriving_between_pages_neither_repeat_skip_nor_show_up_later(cl
     [{"status": "missed"}, {"number": 1}, {"status": "blocked", "number": 0}],
 )
 def test_the_cursor_keeps_to_the_filters(client_jwt, recorded, filters):
-    rows = CallRecord.objects.all()
-    params = {"limit": 2}
+    where, params = {}, {"limit": 2}
     if "status" in filters:
-        rows, params["status"] = rows.filter(status=filters["status"]), filters["status"]
+        where["status"] = params["status"] = filters["status"]
     if "number" in filters:
         number = recorded[filters["number"]]
-        rows, params["number_id"] = rows.filter(number=number), str(number.pk)
+        where["number"], params["number_id"] = number, str(number.pk)
+    rows = records_where(**where)
 
     ids, bodies = walk(client_jwt, "/api/history", "history", params)
 
     assert ids == newest_first(rows)
-    assert {b["total"] for b in bodies} == {rows.count()}
+    assert {b["total"] for b in bodies} == {len(rows)}
 
 
 def test_every_page_says_where_the_next_one_starts_and_the_last_says_null(client_jwt, recorded):
-    ordered = sorted(CallRecord.objects.all(), key=lambda r: (r.created_at, r.pk), reverse=True)
+    ordered = sorted(records_where(), key=lambda r: (r.created_at, r.pk), reverse=True)
 
     first = client_jwt.get("/api/history", {"limit": 10}).json()
     by_offset = client_jwt.get("/api/history", {"limit": 10, "offset": 10}).json()
@@ -117,14 +117,14 @@ def test_every_page_says_where_the_next_one_starts_and_the_last_says_null(client
 
 
 def test_an_offset_with_a_cursor_skips_rows_from_the_cursor_on(client_jwt, recorded):
-    ordered = newest_first(CallRecord.objects.all())
+    ordered = newest_first(records_where())
     cursor = client_jwt.get("/api/history", {"limit": 5}).json()["nextCursor"]
 
     body = client_jwt.get("/api/history", {"limit": 5, "offset": 3, "before": cursor}).json()
 
     assert [r["id"] for r in body["history"]] == ordered[8:13]
     assert (body["offset"], body["total"]) == (3, 27)
-    assert body["nextCursor"] == Cursor.after(CallRecord.objects.get(pk=ordered[12])).encode()
+    assert body["nextCursor"] == Cursor.after(record_get(pk=ordered[12])).encode()
 
 
 def raw_cursor(micros: int, ident: uuid.UUID) -> str:

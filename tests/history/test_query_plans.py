@@ -7,9 +7,10 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from calls.models import Call
+from calls.services import END_STATES, outcomes_counted
 from core.pagination import Cursor
-from history.models import CallRecord
-from history.services import call_record_counters_add
+from history.records import history_calls, record_rows
 from tests.factories import NumberFactory, UserFactory
 
 pytestmark = [
@@ -46,20 +47,23 @@ def loaded_user():
     others = [NumberFactory() for _ in range(3)]
     now = timezone.now()
     rows = [
-        CallRecord(
+        Call(
+            direction="inbound",
             number=(numbers + others)[i % 5],
             owner=(numbers + others)[i % 5].owner,
-            caller_num="+447700900123",
-            status=("answered", "missed", "blocked")[i % 3],
+            caller_id="+447700900123",
+            status=END_STATES[outcome],
+            outcome=outcome,
             duration=i % 100,
             created_at=now - timedelta(seconds=i),
         )
         for i in range(30_000)
+        for outcome in [("answered", "missed", "blocked")[i % 3]]
     ]
-    CallRecord.objects.bulk_create(rows, batch_size=5000)
-    call_record_counters_add(records=rows)
+    Call.objects.bulk_create(rows, batch_size=5000)
+    outcomes_counted(rows)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE history_callrecord")
+        cursor.execute("ANALYZE calls_call")
     return user
 
 
@@ -68,10 +72,10 @@ def loaded_user():
 def test_history_page_uses_an_index_and_never_sorts(loaded_user, status, offset):
     from history.selectors import history_page
 
-    records = CallRecord.objects.filter(owner=loaded_user)
+    records = history_calls().filter(owner=loaded_user)
     if status:
-        records = records.filter(status=status)
-    query = records.select_related("number").order_by("-created_at", "-id")[offset : offset + 50]
+        records = records.filter(outcome=status)
+    query = record_rows(records.order_by("-created_at", "-id"))[offset : offset + 50]
 
     nodes = plan_nodes(unsorted_plan(query))
     assert "Sort" not in nodes and "Incremental Sort" not in nodes, nodes
@@ -84,14 +88,12 @@ def test_history_page_uses_an_index_and_never_sorts(loaded_user, status, offset)
 def test_a_keyset_page_starts_its_index_scan_at_the_cursor(loaded_user, status):
     from history.selectors import history_page
 
-    records = CallRecord.objects.filter(owner=loaded_user)
+    records = history_calls().filter(owner=loaded_user)
     if status:
-        records = records.filter(status=status)
+        records = records.filter(outcome=status)
     deep = records.order_by("-created_at", "-id")[1_500 if status else 5_000]  # of 12,000
     cursor = Cursor.after(deep)
-    query = (
-        records.filter(cursor.older()).select_related("number").order_by("-created_at", "-id")
-    )[:51]
+    query = record_rows(records.filter(cursor.older()).order_by("-created_at", "-id"))[:51]
 
     plan = unsorted_plan(query)
 

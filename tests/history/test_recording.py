@@ -2,9 +2,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.errors import InvalidRequest
-from history.models import CallRecord
 from history.services import record_inbound_call
 from tests.factories import BlockedCallerFactory, NumberFactory
+from tests.records import record_get, records_count, records_where
 from virtual_numbers.services import inventory_provision, number_grant
 
 
@@ -18,10 +18,10 @@ def test_record_call_command_records_a_call(number, capsys):
     argv = "--number +442079460001 --caller +447700900123 --status answered --duration 45"
     call_command("record_call", *argv.split(), "--at", "1795320000000")
 
-    record = CallRecord.objects.get()
-    assert (record.number, record.owner, record.caller_num, record.status, record.duration) == (
+    record = record_get()
+    assert (record.number, record.owner_id, record.caller_num, record.status, record.duration) == (
         number,
-        number.owner,
+        number.owner_id,
         "+447700900123",
         "answered",
         45,
@@ -67,7 +67,7 @@ def test_record_call_command_records_a_call(number, capsys):
 def test_record_call_command_fails_clearly_on_bad_input(number, argv, message):
     with pytest.raises(CommandError, match=message):
         call_command("record_call", *argv)
-    assert not CallRecord.objects.exists()
+    assert not records_count() > 0
 
 
 @pytest.mark.django_db
@@ -178,7 +178,7 @@ def test_who_answered_must_fit_the_status(number, status, answered_by, forwarded
             answered_by=answered_by,
             forwarded_to=forwarded_to,
         )
-    assert not CallRecord.objects.exists()
+    assert not records_count() > 0
 
 
 @pytest.mark.django_db
@@ -210,13 +210,13 @@ def test_record_inbound_call_refuses_bad_durations(number, duration):
 def test_seed_demo_creates_a_demo_once(capsys):
     call_command("seed_demo")
     first = capsys.readouterr().out
-    counts = (CallRecord.objects.count(), NumberFactory._meta.model.objects.count())
+    counts = (records_count(), NumberFactory._meta.model.objects.count())
 
     call_command("seed_demo")
 
     assert "demo@relay.example" in first and "relay-demo-password" in first
     assert 200 <= counts[0] <= 1000 and counts[1] == 3
-    assert (CallRecord.objects.count(), NumberFactory._meta.model.objects.count()) == counts
+    assert (records_count(), NumberFactory._meta.model.objects.count()) == counts
     again = capsys.readouterr().out
     assert "exists already" in again
     # Both runs print the demo numbers, which are the fixed ones the README names.
@@ -242,8 +242,8 @@ def test_seed_demo_takes_random_numbers_when_its_own_are_held(user, capsys):
 def test_seed_history_bulk_loads_records(user, capsys):
     call_command("seed_history", "--email", user.email, "--count", "1200")
 
-    assert CallRecord.objects.filter(owner=user).count() == 1200
-    assert set(CallRecord.objects.values_list("status", flat=True)) <= {
+    assert records_count(owner=user) == 1200
+    assert {record.status for record in records_where(owner=user)} <= {
         "answered",
         "missed",
         "blocked",

@@ -15,12 +15,14 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from calls.models import Recording
 from history import tasks
-from history.models import CallRecord, TranscriptionSlot
+from history.models import TranscriptionSlot
 from history.services import call_record_recording_delete, record_inbound_call
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory, voicemail_on
 from tests.history.speech import CONTENT_WORDS, spoken_message
+from tests.records import records_count, refreshed
 from webhooks.models import WebhookDelivery
 from webhooks.services import webhook_set
 
@@ -78,12 +80,16 @@ async def test_the_transcript_is_its_own_event_on_the_socket(number, communicato
     await sync_to_async(drain_tasks)()
 
     frame = await socket.receive_json_from(timeout=30)
-    await sync_to_async(record.refresh_from_db)()
+    record = await sync_to_async(refreshed)(record)
     assert frame["type"] == "call_record.transcribed"
     assert frame["id"] == str(record.pk)
     assert (frame["transcript"], frame["transcript_status"]) == (record.transcript, "done")
     assert frame["transcript_confidence"] == record.transcript_confidence
     assert frame["recording_url"] == f"/api/history/{record.pk}/recording"
+    # The record is the call's end (its event 3), and the transcript its next event.
+    assert (first["call"], first["seq"]) == (str(record.pk), 3)
+    assert (frame["call"], frame["seq"]) == (str(record.pk), 4)
+    assert record.seq == 4
 
 
 def test_a_webhook_that_takes_records_gets_the_transcript_after_its_record(
@@ -98,7 +104,7 @@ def test_a_webhook_that_takes_records_gets_the_transcript_after_its_record(
     assert [row.event_type for row in rows] == ["call_record", "call_record.transcribed"]
     assert {row.ordering_key for row in rows} == {f"record:{record.pk}"}
     body = json.loads(rows[1].payload)
-    record.refresh_from_db()
+    record = refreshed(record)
     assert (body["type"], body["transcript"]) == ("call_record.transcribed", record.transcript)
 
 
@@ -107,9 +113,9 @@ def test_with_the_engine_off_the_message_is_off_and_nothing_is_queued(number, se
     record = voicemail_on(number, seconds=1.0)
 
     assert record.transcript_status == "off"
-    assert not CallRecord.objects.filter(transcript_status="pending").exists()
+    assert not records_count(transcript_status="pending") > 0
     assert tasks.transcription_run(record_id=record.pk) is None
-    record.refresh_from_db()
+    record = refreshed(record)
     assert (record.transcript_status, record.transcript) == ("off", "")
 
 
@@ -119,7 +125,7 @@ def test_a_message_longer_than_the_limit_is_not_transcribed(number, settings):
 
     assert record.transcript_status == "off"
     drain_tasks()
-    record.refresh_from_db()
+    record = refreshed(record)
     assert (record.transcript_status, record.transcript) == ("off", "")
 
 
@@ -135,7 +141,7 @@ def test_audio_the_engine_cannot_read_fails_alone(number, caplog):
     with caplog.at_level(logging.INFO):
         assert tasks.transcription_run(record_id=record.pk) == "failed"
 
-    record.refresh_from_db()
+    record = refreshed(record)
     assert (record.transcript_status, record.transcript, record.transcript_confidence) == (
         "failed",
         "",
@@ -147,13 +153,13 @@ def test_audio_the_engine_cannot_read_fails_alone(number, caplog):
 def test_deleting_the_message_deletes_its_transcript(number, client_jwt, spoken):
     record = voicemail_on(number, data=spoken[0], seconds=spoken[1])
     drain_tasks()
-    record.refresh_from_db()
+    record = refreshed(record)
     assert record.transcript
 
     response = client_jwt.delete(f"/api/history/{record.pk}/recording")
 
     assert response.status_code == 200
-    record.refresh_from_db()
+    record = refreshed(record)
     assert (record.transcript, record.transcript_confidence, record.transcript_status) == (
         "",
         None,
@@ -169,7 +175,7 @@ def test_a_message_deleted_while_pending_is_never_transcribed(number):
 
     drain_tasks()
 
-    record.refresh_from_db()
+    record = refreshed(record)
     assert (record.transcript_status, record.transcript) == (None, "")
 
 
@@ -184,8 +190,8 @@ def test_at_most_the_concurrency_run_at_once_across_workers(number, settings):
     )
 
     assert tasks.transcription_run(record_id=record.pk) is None
-    record.refresh_from_db()
-    assert (record.transcript_status, record.transcribe_attempts) == ("pending", 0)
+    message = Recording.objects.get(call_id=record.pk)
+    assert (message.transcript_status, message.transcribe_attempts) == ("pending", 0)
     from django_tasks_db.models import DBTaskResult
 
     again = DBTaskResult.objects.filter(queue_name="transcribe", status="READY")
@@ -201,7 +207,7 @@ def test_at_most_the_concurrency_run_at_once_across_workers(number, settings):
 def test_a_worker_that_died_mid_way_is_replaced_by_the_sweep(number, clock):
     record = voicemail_on(number, seconds=1.0)
     # A worker claimed it and died: the lease is live, then passes.
-    CallRecord.objects.filter(pk=record.pk).update(
+    Recording.objects.filter(call_id=record.pk).update(
         transcribe_lease_until=timezone.now() + timedelta(minutes=1), transcribe_attempts=1
     )
     assert tasks.transcriptions_sweep() == 0  # still held
@@ -211,21 +217,21 @@ def test_a_worker_that_died_mid_way_is_replaced_by_the_sweep(number, clock):
     assert tasks.transcriptions_sweep() == 1
     drain_tasks()
 
-    record.refresh_from_db()
-    assert (record.transcript_status, record.transcribe_attempts) == ("done", 2)
+    message = Recording.objects.get(call_id=record.pk)
+    assert (message.transcript_status, message.transcribe_attempts) == ("done", 2)
 
 
 def test_a_message_that_kills_its_worker_again_and_again_ends_failed(number, clock):
     record = voicemail_on(number, seconds=1.0)
-    CallRecord.objects.filter(pk=record.pk).update(
+    Recording.objects.filter(call_id=record.pk).update(
         transcribe_lease_until=timezone.now(), transcribe_attempts=tasks.TRANSCRIBE_ATTEMPTS
     )
     clock.advance(seconds=1)
 
     assert tasks.transcriptions_sweep() == 1
 
-    record.refresh_from_db()
-    assert (record.transcript_status, record.transcribe_lease_until) == ("failed", None)
+    message = Recording.objects.get(call_id=record.pk)
+    assert (message.transcript_status, message.transcribe_lease_until) == ("failed", None)
 
 
 def test_the_transcript_is_never_logged(number, caplog, spoken):
@@ -233,7 +239,7 @@ def test_the_transcript_is_never_logged(number, caplog, spoken):
     with caplog.at_level(logging.DEBUG):
         drain_tasks()
 
-    record.refresh_from_db()
+    record = refreshed(record)
     assert record.transcript
     logged = caplog.text.lower()
     assert record.transcript not in logged

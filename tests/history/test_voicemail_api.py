@@ -11,10 +11,11 @@ from django.core.files.base import ContentFile
 from django.core.management import call_command
 from django.utils import timezone
 
+from calls.models import Recording
 from core.recordings import recordings_storage
-from history.models import CallRecord
 from history.services import record_inbound_call
 from tests.factories import NumberFactory, wav_bytes
+from tests.records import record_get, records_count
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -177,7 +178,7 @@ def test_deleting_a_number_deletes_its_recordings(client_jwt, voicemail):
     response = client_jwt.delete(f"/api/numbers/{voicemail.number_id}")
 
     assert response.status_code == 200
-    assert not CallRecord.objects.filter(pk=voicemail.pk).exists()
+    assert not records_count(pk=voicemail.pk) > 0
     assert not recordings_storage().exists(voicemail.recording)
 
 
@@ -191,7 +192,7 @@ def test_a_re_sent_call_id_is_recorded_once(voicemail):
     )
 
     assert again.pk == voicemail.pk
-    assert CallRecord.objects.count() == 1
+    assert records_count() == 1
 
 
 def test_retention_purges_old_recordings_and_keeps_the_records(settings, voicemail, user):
@@ -205,17 +206,17 @@ def test_retention_purges_old_recordings_and_keeps_the_records(settings, voicema
         recording=fresh_name,
         recording_seconds=0.5,
     )
-    CallRecord.objects.filter(pk=voicemail.pk).update(
+    Recording.objects.filter(call_id=voicemail.pk).update(
         created_at=timezone.now() - timedelta(days=31)
     )
 
     call_command("purge_expired")
 
-    old = CallRecord.objects.get(pk=voicemail.pk)
+    old = record_get(pk=voicemail.pk)
     assert (old.recording, old.recording_seconds) == ("", None)
     assert not recordings_storage().exists(voicemail.recording)
     assert recordings_storage().exists(fresh_name)
-    assert CallRecord.objects.get(pk=fresh.pk).recording == fresh_name
+    assert record_get(pk=fresh.pk).recording == fresh_name
 
 
 def test_retention_deletes_files_no_record_names_once_they_are_an_hour_old():

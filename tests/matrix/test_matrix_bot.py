@@ -31,6 +31,7 @@ from tests.factories import NumberFactory, voicemail_on
 from tests.history.speech import spoken_message
 from tests.live import wait_until
 from tests.matrix.synapse import MatrixUser
+from tests.records import refreshed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -197,7 +198,7 @@ def test_a_voicemails_transcript_follows_its_call_as_a_notice_marked_a_draft(
     record = voicemail_on(number, caller=CALLER, data=audio, seconds=seconds)
     settle(bot)
 
-    record.refresh_from_db()
+    record = refreshed(record)
     assert record.transcript_status == "done" and record.transcript
     call, words = bot_messages(member, room_id, bot_account.user_id)
     assert call["content"]["body"].startswith(f"Call from {CALLER} to {number.number} (Office)")
@@ -207,6 +208,11 @@ def test_a_voicemails_transcript_follows_its_call_as_a_notice_marked_a_draft(
         f"inaccurate, confidence {confidence}%): \u201c{record.transcript}\u201d"
     )
     assert f"<blockquote>{record.transcript}</blockquote>" in words["content"]["formatted_body"]
+    # Both name the call: its end (event 3), then its transcript (event 4).
+    assert [e["content"]["org.relay.call"] for e in (call, words)] == [
+        {"call": str(record.pk), "seq": 3},
+        {"call": str(record.pk), "seq": 4},
+    ]
     # Once sent, Relay keeps no copy of the words.
     sent = MatrixMessage.objects.get(key=f"transcript:{record.pk}")
     assert (sent.status, sent.body, sent.formatted_body) == (MessageStatus.SENT, "", "")

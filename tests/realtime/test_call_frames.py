@@ -268,4 +268,27 @@ async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):
         "transcript": "",
         "transcript_confidence": None,
         "transcript_status": None,
+        "call": str(record.id),  # the record is its call's end: ringing 1, answered 2, end 3
+        "seq": 3,
+    }
+
+
+async def test_an_inbound_call_that_rings_is_pushed_with_its_call_and_seq(ws, user):
+    from telephony.services import inbound_call_open
+
+    number = await sync_to_async(NumberFactory)(owner=user)
+
+    call = await sync_to_async(inbound_call_open)(
+        sip_call_id="in-1@test", number=number, caller_num="+447700900123", ringing=True
+    )
+
+    frame = await ws.receive_json_from(timeout=5)
+    assert frame == {
+        "type": "incoming_call",
+        "call": str(call.pk),
+        "seq": 1,
+        "number_id": str(number.pk),
+        "number": number.number,
+        "caller_num": "+447700900123",
+        "ts": int(call.created_at.timestamp() * 1000),
     }

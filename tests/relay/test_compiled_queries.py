@@ -8,14 +8,14 @@ import pytest
 from django.db.models import DateTimeField, UUIDField
 from django.utils import timezone
 
+from calls.models import Call
 from core.compiled import CompiledInQuery, CompiledQuery
-from history.models import CallRecord
 from tests.factories import CallRecordFactory, NumberFactory
 
 
 def newer_records(*, owner, since):
     return (
-        CallRecord.objects.filter(owner=owner, created_at__gt=since)
+        Call.objects.filter(owner=owner, created_at__gt=since)
         .order_by("-created_at", "-id")
         .values("id", "created_at", "duration", "number__number", "number__alias")
     )
@@ -60,8 +60,8 @@ def test_it_compiles_once_and_reads_the_database_afresh_on_every_call(user, reco
     since = timezone.now() - timedelta(days=1)
 
     assert len(compiled.rows(owner=user.pk, since=since)) == 6
-    CallRecord.objects.filter(pk=records[0].pk).update(duration=999)
-    records[1].delete()
+    Call.objects.filter(pk=records[0].pk).update(duration=999)
+    Call.objects.filter(pk=records[1].pk).delete()
     rows = compiled.rows(owner=user.pk, since=since)
 
     assert len(built) == 1
@@ -73,7 +73,7 @@ def test_it_compiles_once_and_reads_the_database_afresh_on_every_call(user, reco
 @pytest.mark.django_db
 def test_a_placeholder_the_query_never_uses_is_refused(user):
     compiled = CompiledQuery(
-        lambda owner, since: CallRecord.objects.filter(owner=owner).values("id"),
+        lambda owner, since: Call.objects.filter(owner=owner).values("id"),
         owner=UUIDField(),
         since=DateTimeField(),
     )
@@ -84,9 +84,7 @@ def test_a_placeholder_the_query_never_uses_is_refused(user):
 
 @pytest.mark.django_db
 def test_a_queryset_of_model_instances_is_refused(user):
-    compiled = CompiledQuery(
-        lambda owner: CallRecord.objects.filter(owner=owner), owner=UUIDField()
-    )
+    compiled = CompiledQuery(lambda owner: Call.objects.filter(owner=owner), owner=UUIDField())
 
     with pytest.raises(ValueError, match="values"):
         compiled.rows(owner=user.pk)
@@ -95,7 +93,7 @@ def test_a_queryset_of_model_instances_is_refused(user):
 @pytest.mark.django_db
 def test_a_placeholder_left_out_leaves_its_filter_off(user, records):
     def build(owner, since=None):
-        rows = CallRecord.objects.filter(owner=owner)
+        rows = Call.objects.filter(owner=owner)
         if since is not None:
             rows = rows.filter(created_at__gt=since)
         return rows.order_by("-created_at", "-id").values("id")
@@ -115,7 +113,7 @@ def test_a_placeholder_left_out_leaves_its_filter_off(user, records):
 
 def records_of(*, owners, since):
     return (
-        CallRecord.objects.filter(owner__in=owners, created_at__gt=since)
+        Call.objects.filter(owner__in=owners, created_at__gt=since)
         .order_by("-created_at", "-id")
         .values("id", "owner_id", "created_at")
     )

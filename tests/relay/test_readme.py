@@ -147,7 +147,7 @@ def recorded_wait(var_dir: Path, records: int) -> str:
         "path, records, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
         "deadline = time.monotonic() + seconds\n"
         "db = sqlite3.connect(path, timeout=5)\n"
-        "query = 'SELECT count(*) FROM history_callrecord'\n"
+        'query = "SELECT count(*) FROM calls_call WHERE outcome IS NOT NULL"\n'
         "while db.execute(query).fetchone()[0] < records:\n"
         "    if time.monotonic() > deadline:\n"
         "        sys.exit('the call was never recorded')\n"

@@ -7,8 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.db.models import F
 
-from calls.models import CallCounter
-from history.models import CallRecordCounter
+from calls.models import CallCounter, OutcomeCounter
 from history.services import record_inbound_call
 from tests.factories import CallFactory, NumberFactory
 from tests.totals import assert_totals_exact, calls_counted, history_counted
@@ -42,9 +41,9 @@ def test_with_nothing_drifted_it_corrects_nothing(counted):
 
 def test_it_corrects_every_kind_of_drift_and_reports_it_per_owner(user, other_user, counted):
     office, home = counted
-    CallRecordCounter.objects.filter(number=office, status="answered").update(count=F("count") + 5)
-    CallRecordCounter.objects.filter(number=home).delete()  # a counter lost
-    CallRecordCounter.objects.create(owner=user, number=home, status="blocked", count=3)  # stray
+    OutcomeCounter.objects.filter(number=office, outcome="answered").update(count=F("count") + 5)
+    OutcomeCounter.objects.filter(number=home).delete()  # a counter lost
+    OutcomeCounter.objects.create(owner=user, number=home, outcome="blocked", count=3)  # stray
     CallCounter.objects.filter(owner=other_user).update(count=0)
 
     output = recount()
@@ -72,7 +71,7 @@ def test_it_corrects_every_kind_of_drift_and_reports_it_per_owner(user, other_us
 
 
 def test_the_api_total_is_right_again_after_a_recount(client_jwt, counted):
-    CallRecordCounter.objects.update(count=0)
+    OutcomeCounter.objects.update(count=0)
     assert client_jwt.get("/api/history").json()["total"] == 0
 
     recount()

@@ -21,7 +21,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage
 
 from calls.models import Call
-from history.models import CallRecord
+from history.records import Record
 from history.services import record_inbound_call
 from realtime import services
 from telephony.sip.rtp import wav_from_g711
@@ -34,6 +34,7 @@ from tests.live import (
     relay_env,
     wait_until,
 )
+from tests.records import records_where
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 TOOLS = ("sipp", "espeak-ng", "sox")
@@ -444,7 +445,7 @@ def submit(user, call_id: str, message: str = "Hello from Relay.", **extra) -> C
     return services.call_submit(user=user, data=data)[0]
 
 
-def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, float]:
+def stored_message(relay, number, tmp_path, text: str) -> tuple[Record, float]:
     """A voicemail message `text` on `number`, stored where the relay keeps recordings."""
     audio = Speech(tmp_path / "tts").render(text, "en")[8]
     storage = FileSystemStorage(location=relay.workdir / "recordings")
@@ -461,12 +462,12 @@ def stored_message(relay, number, tmp_path, text: str) -> tuple[CallRecord, floa
     return record, seconds
 
 
-def records_of(number) -> list[CallRecord]:
+def records_of(number) -> list[Record]:
     """The history records of `number`, oldest first."""
-    return list(CallRecord.objects.filter(number=number).order_by("created_at"))
+    return records_where(number=number)
 
 
-def wait_for_records(number, count: int, deadline: float = 30) -> list[CallRecord]:
+def wait_for_records(number, count: int, deadline: float = 30) -> list[Record]:
     return wait_until(
         lambda: (found := records_of(number)) and len(found) >= count and found,
         deadline=deadline,

@@ -125,6 +125,8 @@ async def test_two_tabs_ring_one_answers_talks_both_ways_and_hangs_up(relay, tmp
         ring = await first.next("incoming_call", ringBrowser=True)
         assert ring == {
             "type": "incoming_call",
+            "call": ring["call"],
+            "seq": 1,
             "number_id": str(number.pk),
             "number": number.number,
             "caller_num": "+447700900123",

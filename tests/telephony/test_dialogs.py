@@ -10,11 +10,12 @@ import time
 import pytest
 
 from calls.states import TERMINAL_STATES
-from history.models import CallRecord
+from history.records import Record
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.factories import NumberFactory
 from tests.live import wait_until
+from tests.records import records_count
 from tests.telephony.conftest import (
     AgentProcess,
     Sipp,
@@ -59,7 +60,7 @@ def call_routed_from_behind_nat(tmp_path, agent_address, number) -> Sipp:
     )
 
 
-def message_from_behind_nat(user, tmp_path, **settings) -> CallRecord:
+def message_from_behind_nat(user, tmp_path, **settings) -> Record:
     """The record of a call that SIPp makes through its two proxies from behind NAT,
     leaving a message; SIPp's own checks of Relay's answers must all pass."""
     number = NumberFactory(owner=user)
@@ -196,4 +197,4 @@ def test_an_offer_relay_cannot_answer_is_refused_before_it_rings(user, tmp_path)
             agent.stop()
 
     assert answers and all(a.startswith(b"SIP/2.0 488 ") for a in answers), answers
-    assert not CallRecord.objects.filter(number=number).exists()
+    assert not records_count(number=number) > 0

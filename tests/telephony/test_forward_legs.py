@@ -11,9 +11,10 @@ import pytest
 from django.utils import timezone
 
 from calls.models import Call, Leg
-from history.models import AnsweredBy, CallRecord, CallStatus
+from history.models import AnsweredBy, CallStatus
 from telephony import services
 from tests.factories import InventoryNumberFactory, NumberFactory
+from tests.records import records_where
 
 pytestmark = pytest.mark.django_db
 
@@ -32,13 +33,13 @@ def ringing(number, call_id: str = "call-1@test") -> Call:
     )
 
 
-def call_ids(*targets: str) -> dict[str, str]:
+def sip_call_ids(*targets: str) -> dict[str, str]:
     return {target: f"leg-{target}@test" for target in targets}
 
 
 def test_each_target_gets_one_leg_written_before_it_is_dialled_and_never_a_second(number):
     call = ringing(number)
-    legs = services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS))
+    legs = services.forward_legs_open(call=call, number=number, sip_call_ids=sip_call_ids(*TARGETS))
     assert [(leg.target, leg.sip_call_id) for leg in legs] == [
         (t, f"leg-{t}@test") for t in TARGETS
     ]
@@ -47,7 +48,10 @@ def test_each_target_gets_one_leg_written_before_it_is_dialled_and_never_a_secon
         (leg.kind, leg.role, leg.status) == ("sip", "forward_target", "ringing") for leg in legs
     )
     # The agent asks again (a restart, a retry): nothing more is dialled.
-    assert services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS)) == []
+    assert (
+        services.forward_legs_open(call=call, number=number, sip_call_ids=sip_call_ids(*TARGETS))
+        == []
+    )
     assert Leg.objects.count() == 2
 
 
@@ -55,8 +59,8 @@ def test_a_target_refused_now_or_a_number_of_the_inventory_is_skipped(user):
     InventoryNumberFactory(e164=TARGETS[1])
     number = NumberFactory(owner=user, forward_targets=["+33123456789", *TARGETS])
     call = ringing(number)
-    targets = call_ids("+33123456789", *TARGETS)
-    legs = services.forward_legs_open(call=call, number=number, call_ids=targets)
+    targets = sip_call_ids("+33123456789", *TARGETS)
+    legs = services.forward_legs_open(call=call, number=number, sip_call_ids=targets)
     assert [leg.target for leg in legs] == [TARGETS[0]]
 
 
@@ -65,7 +69,7 @@ def test_legs_stop_at_the_owners_quota(user, number, quota):
     setattr(user, quota, 1)
     user.save(update_fields=[quota])
     legs = services.forward_legs_open(
-        call=ringing(number), number=number, call_ids=call_ids(*TARGETS)
+        call=ringing(number), number=number, sip_call_ids=sip_call_ids(*TARGETS)
     )
     assert [leg.target for leg in legs] == [TARGETS[0]]
 
@@ -73,7 +77,7 @@ def test_legs_stop_at_the_owners_quota(user, number, quota):
 def test_legs_count_in_the_owners_quotas_and_end_with_their_call(number, client_jwt):
     call = ringing(number)
     [first, second] = services.forward_legs_open(
-        call=call, number=number, call_ids=call_ids(*TARGETS)
+        call=call, number=number, sip_call_ids=sip_call_ids(*TARGETS)
     )
     quotas = client_jwt.get("/api/user/me").json()["quotas"]
     assert quotas["callsPerDay"]["used"] == 2
@@ -107,7 +111,9 @@ def test_a_bridge_is_granted_what_is_left_of_the_answered_seconds(user, number):
     # Two calls ring at once, each with a leg dialled while seconds were left.
     calls = [ringing(number, f"call-{n}@test") for n in (1, 2)]
     legs = [
-        services.forward_legs_open(call=call, number=number, call_ids=call_ids(TARGETS[0]))[0]
+        services.forward_legs_open(call=call, number=number, sip_call_ids=sip_call_ids(TARGETS[0]))[
+            0
+        ]
         for call in calls
     ]
     assert services.forward_leg_bridged(call=calls[0], leg=legs[0]) == 30
@@ -121,7 +127,9 @@ def test_a_bridge_is_granted_what_is_left_of_the_answered_seconds(user, number):
 
 def test_a_call_whose_agent_died_mid_bridge_is_recorded_forwarded_once(number, settings):
     call = ringing(number)
-    [first, _] = services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS))
+    [first, _] = services.forward_legs_open(
+        call=call, number=number, sip_call_ids=sip_call_ids(*TARGETS)
+    )
     services.forward_leg_bridged(call=call, leg=first)
     # The agent's last heartbeat was 20 s after the bridge; then it died.
     grace = timedelta(seconds=settings.CALL_RECOVERY_GRACE)
@@ -133,7 +141,7 @@ def test_a_call_whose_agent_died_mid_bridge_is_recorded_forwarded_once(number, s
     assert services.inbound_calls_recover() == 1
     assert services.inbound_calls_recover() == 0
 
-    [record] = CallRecord.objects.filter(number=number)
+    [record] = records_where(number=number)
     assert (record.status, record.duration) == (CallStatus.ANSWERED, 20)
     assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, TARGETS[0])
     assert not Leg.objects.filter(ended_at__isnull=True).exists()
@@ -144,7 +152,9 @@ def test_a_call_whose_agent_died_mid_bridge_is_recorded_forwarded_once(number, s
 
 def test_a_bridge_the_caller_left_before_its_answer_is_undone(number):
     call = ringing(number)
-    [first, _] = services.forward_legs_open(call=call, number=number, call_ids=call_ids(*TARGETS))
+    [first, _] = services.forward_legs_open(
+        call=call, number=number, sip_call_ids=sip_call_ids(*TARGETS)
+    )
     services.forward_leg_bridged(call=call, leg=first)
 
     services.forward_leg_unbridged(call=call, leg=first)
@@ -162,18 +172,18 @@ def test_a_script_dials_a_target_once_per_dial_and_its_legs_are_rows_of_its_call
     from tests.factories import CallFactory
 
     call = CallFactory(owner=user, status="in_progress")
-    ids = call_ids(*TARGETS)
+    ids = sip_call_ids(*TARGETS)
 
     first = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS, call_ids=ids, call=call, dial=1
+        owner_id=user.pk, targets=TARGETS, sip_call_ids=ids, call=call, dial=1
     )
     for leg in first:  # the dial is over: the owner's plan has room for calls again
         services.leg_ended(leg=leg)
     again = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS, call_ids=ids, call=call, dial=1
+        owner_id=user.pk, targets=TARGETS, sip_call_ids=ids, call=call, dial=1
     )
     second_dial = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS[:1], call_ids=ids, call=call, dial=2
+        owner_id=user.pk, targets=TARGETS[:1], sip_call_ids=ids, call=call, dial=2
     )
 
     assert [leg.target for leg in first] == TARGETS
@@ -188,10 +198,18 @@ def test_the_legs_of_an_outbound_call_that_ended_without_its_agent_are_ended(use
     live = CallFactory(owner=user, status="in_progress")
     lost = CallFactory(owner=user, status="failed")
     (up,) = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), call=live, dial=1
+        owner_id=user.pk,
+        targets=TARGETS[:1],
+        sip_call_ids=sip_call_ids(*TARGETS),
+        call=live,
+        dial=1,
     )
     (orphan,) = services.dial_legs_open(
-        owner_id=user.pk, targets=TARGETS[:1], call_ids=call_ids(*TARGETS), call=lost, dial=1
+        owner_id=user.pk,
+        targets=TARGETS[:1],
+        sip_call_ids=sip_call_ids(*TARGETS),
+        call=lost,
+        dial=1,
     )
     services.dial_leg_bridged(leg=orphan)
 

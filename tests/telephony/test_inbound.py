@@ -20,11 +20,12 @@ from django.db import transaction
 from websockets.asyncio.client import connect
 
 from calls.models import Call
-from history.models import CallRecord
+from history.records import Record
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
 from tests.live import RelayProcess, http, http_exchange, wait_until
+from tests.records import records_count, refreshed
 from tests.telephony.conftest import (
     CALLER,
     MESSAGE_SECONDS,
@@ -88,7 +89,7 @@ async def frames_until(ws, kind: str, timeout: float = 30) -> list[dict]:
                 return frames
 
 
-def recording_of(relay, token: str, record: CallRecord) -> tuple[float, float]:
+def recording_of(relay, token: str, record: Record) -> tuple[float, float]:
     """The record's recording through the API: (seconds, RMS loudness)."""
     import urllib.request
 
@@ -132,6 +133,8 @@ async def test_an_answered_call_leaves_a_message_that_the_owner_can_play(
     incoming = [f for f in frames if f["type"] == "incoming_call"]
     assert incoming and incoming[0] | {"ts": 0} == {
         "type": "incoming_call",
+        "call": str(record.pk),  # the call its record ends: the record's id is its call's
+        "seq": 1,
         "number_id": str(number.pk),
         "number": number.number,
         "caller_num": CALLER,
@@ -192,7 +195,7 @@ def test_a_number_nobody_holds_is_not_found_and_nothing_is_recorded(relay, tmp_p
     caller = call_in(relay.agent, tmp_path, "inbound_refused", dialled, status=404)
 
     assert caller.finish(30) == 0, caller
-    assert not CallRecord.objects.exists()
+    assert not records_count() > 0
 
 
 @pytest.mark.parametrize(
@@ -241,7 +244,7 @@ def test_the_pin_opens_the_mailbox_and_plays_the_new_message(relay, tmp_path, ma
 
     assert caller.finish(90) == 0, caller
     assert time.monotonic() - started >= seconds
-    message.refresh_from_db()
+    message = refreshed(message)
     assert message.heard is True
     # The owner's own call is a call too: answered, with no message of its own.
     records = wait_for_records(number, 2)
@@ -288,7 +291,7 @@ def test_keys_pressed_the_moment_the_call_is_answered_open_the_mailbox(relay, tm
         assert ledger.answered_at is None  # the agent's write did wait for the keys
 
     assert caller.finish(90) == 0, caller
-    message.refresh_from_db()
+    message = refreshed(message)
     assert message.heard is True
     ledger.refresh_from_db()
     assert ledger.answered_at is not None
@@ -314,7 +317,7 @@ def test_five_wrong_pins_by_phone_lock_the_mailbox_and_the_rest_pin_change(
     # Locked by phone too, even with the right PIN: the mailbox says so and hangs up.
     caller = keys_in(relay, tmp_path, number, "*1234#")
     assert caller.finish(60) == 0, caller
-    message.refresh_from_db()
+    message = refreshed(message)
     assert message.heard is False
 
 

@@ -105,11 +105,14 @@ def test_a_url_gives_each_call_its_script(relay, tmp_path, number, app):
 
     assert caller.finish(60) == 0, caller
     (first,) = app.bodies("/entry")
-    assert set(first) == {"callId", "direction", "from", "to", "numberId"}
+    assert set(first) == {"call", "sipCallId", "callId", "direction", "from", "to", "numberId"}
     wait_until(lambda: app.bodies("/digits"), deadline=10, what="the digits' hook")
     assert app.bodies("/digits")[0]["result"] == {"digits": "42", "reason": "numDigits"}
     (record,) = wait_for_records(number, 1)
     assert record.answered_by == "app"
+    # `call` names the call as its record does; `callId` is its SIP Call-ID, one release more.
+    assert (first["call"], first["sipCallId"]) == (str(record.pk), record.sip_call_id)
+    assert first["callId"] == record.sip_call_id
 
 
 def test_an_application_that_fails_leaves_the_call_to_voicemail(relay, tmp_path, number, app):

@@ -36,7 +36,7 @@ def test_a_request_parses_with_compact_headers_and_a_bounded_body():
     message = parse(INVITE)
 
     assert (message.method, message.uri) == ("INVITE", "sip:+442079460123@trunk.example.com")
-    assert message.call_id == "abc@10.0.0.1"
+    assert message.sip_call_id == "abc@10.0.0.1"
     assert message.cseq == (7, "INVITE")
     assert message.branch == "z9hG4bKabc"
     assert len(message.get_all("Via")) == 2
@@ -164,7 +164,7 @@ class _Ua:
 def _dialog(route_set):
     return Dialog(
         _Ua(),
-        call_id="c@x",
+        sip_call_id="c@x",
         local_header="<sip:relay@a.example>;tag=ours",
         remote_header="<sip:bob@b.example>;tag=theirs",
         remote_target="sip:bob@198.51.100.5:5070",

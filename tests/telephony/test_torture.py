@@ -204,7 +204,7 @@ def test_two_of_each_header_are_answered_with_the_first_of_each():
     response = refusal_response(request, check_request(request, allow=ALLOW))
 
     assert response.status == 400
-    assert response.call_id == "multi01.98asdh@192.0.2.1"
+    assert response.sip_call_id == "multi01.98asdh@192.0.2.1"
     assert response.cseq == (5, "INVITE")
 
 

@@ -293,7 +293,7 @@ def test_the_ack_of_a_refusal_is_the_invites_request_with_the_responses_to():
     assert (ack.method, ack.uri) == ("ACK", invite.uri)
     assert ack.get_all("Via") == invite.get_all("Via")[:1]
     assert ack.get("To") == refusal.get("To") != invite.get("To")
-    assert (ack.get("From"), ack.call_id) == (invite.get("From"), invite.call_id)
+    assert (ack.get("From"), ack.sip_call_id) == (invite.get("From"), invite.sip_call_id)
     assert ack.get("CSeq") == "1 ACK"
     assert ack.get("Route") == "<sip:proxy.example;lr>"
 

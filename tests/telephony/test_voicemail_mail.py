@@ -13,7 +13,6 @@ import time
 
 import pytest
 
-from history.models import CallRecord
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.browser import NEEDS_CHROMIUM, launched_chromium
@@ -21,6 +20,7 @@ from tests.console.pages import log_in
 from tests.factories import NumberFactory, UserFactory
 from tests.history.speech import CONTENT_WORDS, SENTENCE, spoken_alaw
 from tests.live import RelayProcess, wait_until
+from tests.records import records_count, refreshed
 from tests.smtp import transport_settings
 from tests.telephony.conftest import (
     CALLER,
@@ -117,7 +117,7 @@ def test_a_spoken_message_arrives_by_mail_with_its_audio_transcript_and_link(
     received = mail_to(smtp_server, owner.email, "Voicemail from")
     took = time.monotonic() - stored_at
 
-    record.refresh_from_db()
+    record = refreshed(record)
     assert record.transcript_status == "done"
     message = received.message
     assert message["Subject"] == (
@@ -179,4 +179,4 @@ def test_a_caller_who_hangs_up_while_it_rings_is_a_missed_calls_mail(
     assert received.message["Subject"] == f"Missed call from {CALLER} to Shop"
     assert list(received.message.iter_attachments()) == []
     assert received.links()[-1].endswith(f"/history/{record.pk}")
-    assert CallRecord.objects.filter(number=number).count() == 1
+    assert records_count(number=number) == 1

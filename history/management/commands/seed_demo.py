@@ -6,7 +6,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
-from history.models import CallRecord, CallStatus
+from history.models import CallStatus
+from history.records import history_calls
 from history.services import record_inbound_call
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import inventory_provision, number_grant
@@ -35,7 +36,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Demo user exists already: {DEMO_EMAIL} / {DEMO_PASSWORD}")
         else:
             user = self._create()
-            count = CallRecord.objects.filter(owner=user).count()
+            count = history_calls().filter(owner=user).count()
             self.stdout.write(f"Demo user {DEMO_EMAIL} / {DEMO_PASSWORD}: {count} records.")
         for number in Number.objects.filter(owner=user).order_by("created_at", "number"):
             self.stdout.write(f"  {number.number}  {number.alias}")

@@ -30,7 +30,7 @@ from websockets.sync.client import connect
 
 from accounts import services as accounts
 from calls.models import Call
-from history.models import CallRecord
+from history.records import Record
 from tests.factories import NumberFactory
 from tests.live import ROOT, ChildProcess, relay_env, wait_until
 from tests.live import test_database_url as database_url
@@ -238,7 +238,7 @@ def answer_media(sipp: Sipp) -> tuple[str, int]:
     raise AssertionError(f"no answer with SDP: {sipp!r}")
 
 
-def recording_bytes(base: str, token: str, record: CallRecord) -> bytes:
+def recording_bytes(base: str, token: str, record: Record) -> bytes:
     request = urllib.request.Request(f"{base}/api/history/{record.pk}/recording")  # noqa: S310
     request.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310

@@ -21,10 +21,9 @@ from tests.browser import KEEP_PEER_CONNECTIONS, NEEDS_CHROMIUM, launched_chromi
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
 from tests.telephony.conftest import wait_for_records
-from tests.telephony.interop.conftest import CALLER, EMBEDDED_PASS_ONLY, sox_level, speech_wav, tool
+from tests.telephony.interop.conftest import CALLER, sox_level, speech_wav, tool
 
 pytestmark = [
-    EMBEDDED_PASS_ONLY,
     pytest.mark.django_db(transaction=True),
     NEEDS_CHROMIUM,
     pytest.mark.timeout(180),

@@ -13,13 +13,12 @@ from tests.live import wait_until
 from tests.telephony.conftest import status_of, submit
 from tests.telephony.interop.conftest import (
     CALLEE,
-    EMBEDDED_PASS_ONLY,
     expected_sdp,
     silence_wav,
     sox_level,
 )
 
-pytestmark = [EMBEDDED_PASS_ONLY, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 MESSAGE = "Hello from Relay. The parcel is at the door."
 

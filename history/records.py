@@ -1,0 +1,204 @@
+"""A call record: the history's view of one inbound call that ended, read from the call ledger
+(calls.Call, its voicemail calls.Recording and the Leg that took it). The history keeps no
+rows of its own (docs/decisions.md, "History is a read of the ledger").
+
+`Record` carries what the history API, the console, the mail and the frames show of a call, in
+the history's words (`status` answered|missed|blocked, `answered_by` forward|voicemail|app,
+`forwarded_to` a phone or "browser"), with `id` the call's own. `record_rows` reads records
+with one statement: the call, its number's two columns, its voicemail (a LEFT JOIN) and, for a
+call a person took, the phone of the leg that took it (a subquery on that row only).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import (
+    Case,
+    CharField,
+    FilteredRelation,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.base import ModelState
+
+from calls.models import AnsweredBy as LedgerAnsweredBy
+from calls.models import Call, Direction, Leg, LegRole, RecordingKind
+from core.fields import represent
+from core.webrtc import BROWSER
+from history.models import AnsweredBy, CallStatus
+from history.serializers import CallRecordOutput
+from virtual_numbers.models import Number
+
+# Who answered, in the history's words (`forward`: a person on the owner's phone or a tab).
+ANSWERED_BY = {
+    LedgerAnsweredBy.PERSON: AnsweredBy.FORWARD,
+    LedgerAnsweredBy.BROWSER: AnsweredBy.FORWARD,
+    LedgerAnsweredBy.VOICEMAIL: AnsweredBy.VOICEMAIL,
+    LedgerAnsweredBy.APP: AnsweredBy.APP,
+}
+
+
+def ledger_answered_by(answered_by: str | None, forwarded_to: str | None) -> str | None:
+    """The ledger's AnsweredBy of a call the history's words describe."""
+    if answered_by == AnsweredBy.FORWARD:
+        return LedgerAnsweredBy.BROWSER if forwarded_to == BROWSER else LedgerAnsweredBy.PERSON
+    return answered_by
+
+
+@dataclass
+class Record:
+    id: uuid.UUID
+    owner_id: uuid.UUID
+    number_id: uuid.UUID
+    number: Number  # its `number` and `alias` loaded
+    caller_num: str
+    status: str
+    duration: int
+    created_at: datetime
+    sip_call_id: str
+    answered_by: str | None
+    forwarded_to: str | None
+    recording: str = ""  # the voicemail's file; empty: none
+    recording_seconds: float | None = None
+    heard: bool = False
+    transcript: str = ""
+    transcript_confidence: float | None = None
+    transcript_status: str | None = None
+    voicemail_id: uuid.UUID | None = None  # its calls.Recording, if it ever had one
+    seq: int = 0  # the number of the call's newest event (its end, or what came after)
+
+    @property
+    def pk(self) -> uuid.UUID:
+        return self.id
+
+    @property
+    def recording_url(self) -> str | None:
+        """Where the owner fetches the voicemail: a path of the API, as the record's other
+        links are, or None when there is none."""
+        return f"/api/history/{self.id}/recording" if self.recording else None
+
+    def get_status_display(self) -> str:
+        return CallStatus(self.status).label
+
+    def get_answered_by_display(self) -> str:
+        return AnsweredBy(self.answered_by).label if self.answered_by else ""
+
+
+def record_frame(kind: str, record: Record) -> dict:
+    """A frame (and webhook body, and Matrix notice's source) of `kind` about `record`: the
+    record as the history API answers it, with its call's ledger id (`call`, the record's
+    `id`) and the number of the event it reports (`seq`)."""
+    return {
+        "type": kind,
+        **represent(CallRecordOutput, record),
+        "call": str(record.id),
+        "seq": record.seq,
+    }
+
+
+def history_calls() -> QuerySet:
+    """The calls the history shows: inbound, ended, on a number still there."""
+    return Call.objects.filter(
+        direction=Direction.INBOUND, outcome__isnull=False, number__isnull=False
+    )
+
+
+def _forwarded_phone():
+    """The phone of the leg that took a call a person answered (else null)."""
+    took = Leg.objects.filter(
+        call=OuterRef("pk"), role=LegRole.FORWARD_TARGET, answered_at__isnull=False
+    ).order_by("answered_at")
+    return Case(
+        When(answered_by=LedgerAnsweredBy.PERSON, then=Subquery(took.values("phone")[:1])),
+        default=Value(None),
+        output_field=CharField(),
+    )
+
+
+CALL_COLUMNS = (
+    "id",
+    "owner_id",
+    "number_id",
+    "caller_id",
+    "outcome",
+    "duration",
+    "created_at",
+    "sip_call_id",
+    "answered_by",
+    "last_seq",
+    "number__number",
+    "number__alias",
+)
+VOICEMAIL_COLUMNS = (
+    "id",
+    "name",
+    "seconds",
+    "heard",
+    "transcript",
+    "transcript_confidence",
+    "transcript_status",
+)
+
+
+def record_rows(calls: QuerySet) -> QuerySet:
+    """`calls` as rows of records (record_of), in one statement."""
+    voicemail = FilteredRelation(
+        "recordings", condition=Q(recordings__kind=RecordingKind.VOICEMAIL)
+    )
+    return calls.annotate(voicemail=voicemail).values(
+        *CALL_COLUMNS,
+        *(f"voicemail__{name}" for name in VOICEMAIL_COLUMNS),
+        forwarded_phone=_forwarded_phone(),
+    )
+
+
+def record_of(row: dict) -> Record:
+    """The Record of a row of record_rows, its number loaded as `.only()` would load it
+    (without Model.__init__ for each: building a page's records through it cost more than
+    reading them)."""
+    number = Number.__new__(Number)
+    number.__dict__.update(
+        {"id": row["number_id"], "number": row["number__number"], "alias": row["number__alias"]}
+    )
+    number._state = ModelState()
+    number._state.adding, number._state.db = False, "default"
+    by = row["answered_by"]
+    return Record(
+        id=row["id"],
+        owner_id=row["owner_id"],
+        number_id=row["number_id"],
+        number=number,
+        caller_num=row["caller_id"],
+        status=row["outcome"],
+        duration=row["duration"] or 0,
+        created_at=row["created_at"],
+        sip_call_id=row["sip_call_id"],
+        answered_by=ANSWERED_BY.get(by),
+        forwarded_to=BROWSER if by == LedgerAnsweredBy.BROWSER else row["forwarded_phone"],
+        recording=row["voicemail__name"] or "",
+        recording_seconds=row["voicemail__seconds"],
+        heard=bool(row["voicemail__heard"]),
+        transcript=row["voicemail__transcript"] or "",
+        transcript_confidence=row["voicemail__transcript_confidence"],
+        transcript_status=row["voicemail__transcript_status"],
+        voicemail_id=row["voicemail__id"],
+        seq=row["last_seq"],
+    )
+
+
+def records(calls: QuerySet) -> list[Record]:
+    """The records of `calls` (history calls), in their order."""
+    return [record_of(row) for row in record_rows(calls)]
+
+
+def record_by_id(record_id) -> Record | None:
+    """The record of call `record_id`, or None when it is no history call."""
+    found = records(history_calls().filter(pk=record_id))
+    return found[0] if found else None
