@@ -97,3 +97,26 @@ def test_the_longest_modules_go_out_first_each_whole_and_in_its_own_order():
 )
 def test_a_tests_unit_is_its_module_or_its_class(nodeid, expected):
     assert scheduling.scope(nodeid) == expected
+
+
+def test_cis_embedded_pass_leaves_out_only_the_sip_suite_which_the_postgresql_pass_runs():
+    items = [
+        Item("tests/history/test_x.py::test_a"),
+        Item("tests/telephony/test_inbound.py::test_b"),
+        Item("tests/telephony/interop/test_interop_inbound.py::test_c"),
+        Item("tests/relay/test_readme.py::test_d"),
+    ]
+
+    kept, left_out = scheduling.pass_items(items, "embedded")
+    everything, nothing = scheduling.pass_items(items, None)
+
+    assert [i.nodeid for i in kept] == [
+        "tests/history/test_x.py::test_a",
+        "tests/relay/test_readme.py::test_d",
+    ]
+    assert [i.nodeid for i in left_out] == [
+        "tests/telephony/test_inbound.py::test_b",
+        "tests/telephony/interop/test_interop_inbound.py::test_c",
+    ]
+    assert (everything, nothing) == (items, [])  # a developer's plain run: all of it
+    assert scheduling.pass_items(items, "postgresql") == (items, [])

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from tests.live import ROOT, ChildProcess, RelayProcess, free_port, wait_until
 from tests.telephony.certs import Issued, TestCA
@@ -42,14 +41,9 @@ from tests.telephony.conftest import (
 
 # The phones' interop modules (outbound, inbound, forwarding, the browser) ask whether Relay's
 # SIP and media work with Kamailio and baresip: what they store goes through the services the
-# SIPp tests drive on both passes. They run in the embedded pass only (a developer's plain
-# `make test` included); the PostgreSQL pass ran the same calls again, about seven minutes of
-# its workers' time, under CI's 35-minute budget. The edge's and the hosts' tests, which
-# spread calls over agents through the database, run on PostgreSQL (docs/decisions.md).
-EMBEDDED_PASS_ONLY = pytest.mark.skipif(
-    connection.vendor != "sqlite",
-    reason="SIP interop with Kamailio and baresip: the embedded (SQLite) pass runs it",
-)
+# Interop with Kamailio and baresip runs wherever the SIP suite runs: in CI, the PostgreSQL
+# pass (tests/scheduling.py: every test whose outcome can depend on the database runs there,
+# and calls are recorded in it).
 
 TOOLS = ("kamailio", "baresip", "espeak-ng", "sox")
 KAMAILIO_MODULES = Path("/usr/lib/x86_64-linux-gnu/kamailio/modules")
