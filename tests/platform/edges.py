@@ -364,11 +364,10 @@ EDGES = (
         ),
     ),
     Edge(
-        "history/selectors.py",  # rows built by hand, their related Number cached as the ORM does
+        "history/records.py",  # a record's Number built from its row's columns, as from_db does
         "Django",
         None,
         (
-            Present("django.db.models.base.ModelState", "fields_cache"),
             Present("django.db.models.base.ModelState", "adding"),
             Present("django.db.models.base.ModelState", "db"),
         ),
