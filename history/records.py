@@ -112,9 +112,10 @@ def history_calls() -> QuerySet:
 
 def _forwarded_phone():
     """The phone of the leg that took a call a person answered (else null)."""
+    # At most one: the bridge's winner (the others were cancelled, or ended unbridged).
     took = Leg.objects.filter(
         call=OuterRef("pk"), role=LegRole.FORWARD_TARGET, answered_at__isnull=False
-    ).order_by("answered_at")
+    ).order_by()
     return Case(
         When(answered_by=LedgerAnsweredBy.PERSON, then=Subquery(took.values("phone")[:1])),
         default=Value(None),
