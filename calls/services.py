@@ -174,6 +174,22 @@ def call_counters_move(*, owner_id, old: str | None, new: str) -> None:
 
 
 # --- inbound calls -------------------------------------------------------------------------
+def _inbound(*, number, caller_id: str, sip_call_id: str, at: datetime) -> dict:
+    """The fields every inbound call starts with: to `number`, from `caller_id`, at `at`."""
+    return {
+        "direction": Direction.INBOUND,
+        "owner_id": number.owner_id,
+        "number": number,
+        "to": number.number,
+        "caller_id": caller_id,
+        "message": "",
+        "sip_call_id": sip_call_id,
+        "created_at": at,
+        "updated_at": at,
+        "ringing_at": at,
+    }
+
+
 def inbound_call_open(*, sip_call_id: str, number, caller_id: str, at: datetime, deadline):
     """A new inbound call to `number` from `caller_id`, ringing, with its first event (seq 1),
     held by its agent until `deadline` (the heartbeat moves it on); None when an inbound call
@@ -181,17 +197,8 @@ def inbound_call_open(*, sip_call_id: str, number, caller_id: str, at: datetime,
     with transaction.atomic():
         call = create_unless_taken(
             Call.objects.create,
-            direction=Direction.INBOUND,
-            owner_id=number.owner_id,
-            number=number,
-            to=number.number,
-            caller_id=caller_id,
-            message="",
-            sip_call_id=sip_call_id,
+            **_inbound(number=number, caller_id=caller_id, sip_call_id=sip_call_id, at=at),
             status=CallState.RINGING,
-            created_at=at,
-            updated_at=at,
-            ringing_at=at,
             step_deadline=deadline,
         )
         if call is not None:
@@ -274,18 +281,9 @@ def inbound_call_written(
     state = END_STATES[outcome]
     answered = outcome == Outcome.ANSWERED
     call = Call.objects.create(
-        direction=Direction.INBOUND,
-        owner_id=number.owner_id,
-        number=number,
-        to=number.number,
-        caller_id=caller_id,
-        message="",
-        sip_call_id=sip_call_id,
+        **_inbound(number=number, caller_id=caller_id, sip_call_id=sip_call_id, at=at),
         status=state,
         last_seq=3 if answered else 2,
-        created_at=at,
-        updated_at=at,
-        ringing_at=at,
         answered_at=at if answered else None,
         ended_at=at + timedelta(seconds=duration),
         duration=duration,
