@@ -1,29 +1,27 @@
-"""Bulk-load call records (ended inbound calls of the ledger) for benchmarks: generate_series on
-PostgreSQL, batches elsewhere.
+"""Bulk-load call records (ended inbound calls of the ledger) for benchmarks: one INSERT ... SELECT
+per chunk on either database (generate_series on PostgreSQL, a recursive CTE on SQLite), so that
+no row passes through Python: 100,000 rows load in seconds, not the minutes of model objects.
 
 This bypasses record_inbound_call on purpose (no events, no blocklist, no legs: each call's
 `last_seq` is 0): it fabricates volume for measurements, it does not record calls. It still
 counts what it loads, in the same transaction, so `total` of the history list stays exact.
 """
 
-import random
+import json
 import time
-import uuid
-from datetime import timedelta
+from collections import Counter
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import User
-from calls.models import Call, Direction, OutcomeCounter
-from calls.services import END_STATES, outcomes_counted
+from calls.models import OutcomeCounter
 from core.counters import counters_add
-from history.models import CallStatus
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import inventory_provision, number_grant
 
-BATCH = 5000
+CHUNK = 250_000
 
 # Outcomes: six answered, three missed, one blocked in every ten rows, spread through time.
 PG_INSERT = """
@@ -51,6 +49,33 @@ WITH inserted AS ({PG_INSERT} RETURNING number_id, outcome)
 SELECT number_id, outcome, COUNT(*) FROM inserted GROUP BY number_id, outcome
 """  # noqa: S608 - constant SQL
 
+# The same rows on SQLite: ids as Django stores a UUIDField there (32 hex digits), times as it
+# stores a DateTimeField (UTC text), the outcome and duration by the same arithmetic.
+SQLITE_INSERT = """
+WITH RECURSIVE series(i) AS (
+    SELECT %(first)s UNION ALL SELECT i + 1 FROM series WHERE i < %(last)s
+)
+INSERT INTO calls_call (id, direction, owner_id, number_id, call_id, "to", message, language,
+                        caller_id, status_callback, rtc_offer, status, last_seq, created_at,
+                        updated_at, ended_at, duration, failure_reason, sip_call_id, recoveries,
+                        outcome)
+SELECT lower(hex(randomblob(16))), 'inbound', %(owner)s,
+       json_extract(%(numbers)s, '$[' || (i %% json_array_length(%(numbers)s)) || ']'),
+       '', '', '', 'en',
+       '+4477009' || substr('00000' || (i %% 100000), -5),
+       '', '', CASE WHEN i * 7 %% 10 < 6 THEN 'completed'
+                    WHEN i * 7 %% 10 < 9 THEN 'no_answer' ELSE 'busy' END,
+       0, at, at, at,
+       CASE WHEN i * 7 %% 10 < 6 THEN 5 + (i %% 600) ELSE 0 END,
+       '', '', 0,
+       CASE WHEN i * 7 %% 10 < 6 THEN 'answered'
+            WHEN i * 7 %% 10 < 9 THEN 'missed' ELSE 'blocked' END
+FROM (SELECT i, strftime('%%Y-%%m-%%d %%H:%%M:%%S', %(start)s, '-' || (i * 3) || ' seconds')
+                || %(micro)s AS at FROM series)
+"""  # noqa: S608 - constant SQL
+# Which outcome row i gets, as both statements compute it.
+OUTCOMES = ["answered"] * 6 + ["missed"] * 3 + ["blocked"]
+
 
 class Command(BaseCommand):
     help = "Bulk-load N call records for a user (for benchmarks)."
@@ -75,7 +100,7 @@ class Command(BaseCommand):
         if connection.vendor == "postgresql":
             self._load_postgres(user, numbers, count, start)
         else:
-            self._load_batches(user, numbers, count, start)
+            self._load_sqlite(user, numbers, count, start)
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 cursor.execute("ANALYZE calls_call")
@@ -85,8 +110,8 @@ class Command(BaseCommand):
 
     def _load_postgres(self, user, numbers, count, start):
         with transaction.atomic(), connection.cursor() as cursor:
-            for first in range(0, count, 250_000):
-                last = min(first + 250_000, count) - 1
+            for first in range(0, count, CHUNK):
+                last = min(first + CHUNK, count) - 1
                 cursor.execute(
                     PG_INSERT_COUNTED,
                     {
@@ -105,31 +130,27 @@ class Command(BaseCommand):
                     ],
                 )
 
-    def _load_batches(self, user, numbers, count, start):
-        rng = random.Random(count)  # noqa: S311 - benchmark data, not a secret
-        statuses = CallStatus.values
-        for first in range(0, count, BATCH):
-            rows = []
-            for i in range(first, min(first + BATCH, count)):
-                outcome = rng.choices(statuses, weights=[6, 3, 1])[0]
-                at = start - timedelta(seconds=3 * i)
-                rows.append(
-                    Call(
-                        id=uuid.uuid4(),
-                        direction=Direction.INBOUND,
-                        number_id=numbers[i % len(numbers)],
-                        owner_id=user.pk,
-                        caller_id=f"+4477009{i % 100000:05d}",
-                        message="",
-                        status=END_STATES[outcome],
-                        outcome=outcome,
-                        last_seq=0,
-                        duration=rng.randint(0, 600),
-                        created_at=at,
-                        updated_at=at,
-                        ended_at=at,
-                    )
+    def _load_sqlite(self, user, numbers, count, start):
+        keys = [n.hex for n in numbers]
+        with transaction.atomic(), connection.cursor() as cursor:
+            for first in range(0, count, CHUNK):
+                last = min(first + CHUNK, count) - 1
+                cursor.execute(
+                    SQLITE_INSERT,
+                    {
+                        "numbers": json.dumps(keys),
+                        "owner": user.pk.hex,
+                        "start": start.strftime("%Y-%m-%d %H:%M:%S"),
+                        "micro": f".{start.microsecond:06d}",
+                        "first": first,
+                        "last": last,
+                    },
                 )
-            with transaction.atomic():
-                Call.objects.bulk_create(rows)
-                outcomes_counted(rows)
+            added = Counter((numbers[i % len(numbers)], OUTCOMES[i * 7 % 10]) for i in range(count))
+            counters_add(
+                OutcomeCounter,
+                [
+                    ({"owner_id": user.pk, "number_id": number_id, "outcome": outcome}, n)
+                    for (number_id, outcome), n in added.items()
+                ],
+            )
