@@ -60,11 +60,48 @@ def longest_first(items: list, seconds: dict[str, float]) -> list:
 
 
 # CI's two passes (.ci/run, issue 55): every test runs at least once, and every test whose
-# outcome can depend on the database runs on PostgreSQL, which runs them all. The embedded
-# (SQLite) pass, with RELAY_TEST_PASS=embedded, leaves out the SIP suite (tests/telephony:
-# live agents and their calls, about half the suite's time), which the PostgreSQL pass runs
-# whole. A developer's plain `make test` runs everything on whichever database it is given.
-PASS_LEAVES_OUT = {"embedded": ("tests/telephony/",)}
+# outcome can depend on the database runs on PostgreSQL. A test that runs in one process runs
+# in both passes: its SQL is what differs between the two databases, and it is cheap. A test
+# of live processes (a Relay, SIPp, a browser, Synapse) is slow and runs once, in the pass
+# whose database it uses:
+# - on the pass's own database (tests/live.py's test_database_url): the PostgreSQL pass only,
+#   except the embedded default's concurrency under load (many sockets, many processes, one
+#   SQLite file), which both passes run;
+# - on an embedded default of its own (`make run`, runrelay on an SQLite file, whatever the
+#   pass): the embedded pass only, since the PostgreSQL pass would repeat it to the byte.
+# A developer's plain `make test` runs everything on whichever database it is given.
+LIVE_ON_THE_PASS_DATABASE = (
+    "tests/telephony/",  # live agents and their calls: about half the suite's time
+    "tests/accounts/test_ended_credentials_across_processes.py",
+    "tests/accounts/test_hashing_admission.py",
+    "tests/accounts/test_hashing_queue.py",
+    "tests/admin/test_browser.py",
+    "tests/admin/test_browser_sign_in.py",
+    "tests/console/test_browser",  # every browser test of the console
+    "tests/console/test_whole_flow.py",
+    "tests/history/test_call_mail.py",
+    "tests/history/test_transcription_accuracy.py",
+    "tests/matrix/test_matrix_bot.py",
+    "tests/matrix/test_matrix_live.py",
+    "tests/matrix/test_synapse_harness.py",
+    "tests/realtime/test_dialing_policy.py",
+    "tests/realtime/test_faults.py",
+    "tests/relay/test_daphne_server.py",
+    "tests/relay/test_generated_client.py",
+    "tests/relay/test_healthz.py",
+    "tests/relay/test_redis_faults.py",
+    "tests/relay/test_request_ids_and_logs.py",
+    "tests/security/test_api_fuzz.py",  # tests/security/test_bad_input.py runs on both
+)
+ON_AN_EMBEDDED_DEFAULT_OF_ITS_OWN = (
+    "tests/relay/test_readme.py",
+    "tests/relay/test_runrelay.py",
+    "tests/relay/test_runrelay_restarts.py",
+)
+PASS_LEAVES_OUT = {
+    "embedded": LIVE_ON_THE_PASS_DATABASE,
+    "postgresql": ON_AN_EMBEDDED_DEFAULT_OF_ITS_OWN,
+}
 
 
 def pass_items(items: list, pass_name: str | None) -> tuple[list, list]:

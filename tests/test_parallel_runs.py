@@ -99,24 +99,36 @@ def test_a_tests_unit_is_its_module_or_its_class(nodeid, expected):
     assert scheduling.scope(nodeid) == expected
 
 
-def test_cis_embedded_pass_leaves_out_only_the_sip_suite_which_the_postgresql_pass_runs():
+def test_cis_passes_run_each_live_test_once_in_the_pass_whose_database_it_uses():
     items = [
-        Item("tests/history/test_x.py::test_a"),
+        Item("tests/history/test_x.py::test_a"),  # one process: both passes
         Item("tests/telephony/test_inbound.py::test_b"),
         Item("tests/telephony/interop/test_interop_inbound.py::test_c"),
-        Item("tests/relay/test_readme.py::test_d"),
+        Item("tests/relay/test_readme.py::test_d"),  # make run: an embedded default of its own
+        Item("tests/console/test_browser_calls.py::test_e"),  # a live Relay on the pass's db
+        Item("tests/realtime/test_live.py::test_f"),  # the embedded default under load: both
     ]
 
-    kept, left_out = scheduling.pass_items(items, "embedded")
+    embedded, left_out_of_embedded = scheduling.pass_items(items, "embedded")
+    postgresql, left_out_of_postgresql = scheduling.pass_items(items, "postgresql")
     everything, nothing = scheduling.pass_items(items, None)
 
-    assert [i.nodeid for i in kept] == [
-        "tests/history/test_x.py::test_a",
-        "tests/relay/test_readme.py::test_d",
+    assert [i.nodeid.split("::")[1] for i in embedded] == ["test_a", "test_d", "test_f"]
+    assert [i.nodeid.split("::")[1] for i in postgresql] == [
+        "test_a",
+        "test_b",
+        "test_c",
+        "test_e",
+        "test_f",
     ]
-    assert [i.nodeid for i in left_out] == [
-        "tests/telephony/test_inbound.py::test_b",
-        "tests/telephony/interop/test_interop_inbound.py::test_c",
-    ]
+    assert [i.nodeid.split("::")[1] for i in left_out_of_embedded] == ["test_b", "test_c", "test_e"]
+    assert [i.nodeid.split("::")[1] for i in left_out_of_postgresql] == ["test_d"]
     assert (everything, nothing) == (items, [])  # a developer's plain run: all of it
-    assert scheduling.pass_items(items, "postgresql") == (items, [])
+
+
+def test_every_module_a_pass_leaves_out_is_there():
+    """A renamed module would otherwise run in both passes again, unnoticed."""
+    for prefixes in scheduling.PASS_LEAVES_OUT.values():
+        for prefix in prefixes:
+            path = live.ROOT / prefix
+            assert path.exists() or list(path.parent.glob(path.name + "*.py")), prefix
