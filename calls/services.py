@@ -72,12 +72,14 @@ class Report:
 def move_refused(*, call_pk, old: str, new: str) -> bool:
     """Whether the state table refuses moving call `call_pk` from `old` to `new`; a refusal is
     logged with the call's id and both states (never raised: a refused move changes nothing)."""
-    if move_allowed(old, new):
-        return False
-    logger.warning(
-        "call %s: the move from %s to %s is refused by the state table", call_pk, old, new
-    )
-    return True
+    return _refused(move_allowed(old, new), f"call {call_pk}", old, new)
+
+
+def _refused(allowed: bool, what: str, old: str | None, new: str) -> bool:
+    """Not `allowed`, and if so logged: `what` (the call or leg, by id) and both states."""
+    if not allowed:
+        logger.warning("%s: the move from %s to %s is refused by the state table", what, old, new)
+    return not allowed
 
 
 def _update_returning_seq(*, pk, expected: str | None, values: dict, added: int) -> int | None:
@@ -354,14 +356,7 @@ def leg_move(*, leg: Leg, new: str, values: dict | None = None) -> bool:
     False when the table refuses (logged with the leg's and call's ids and both states) or
     the leg moved meanwhile. `leg` is updated in place."""
     old = leg.status
-    if not leg_move_allowed(old, new):
-        logger.warning(
-            "leg %s of call %s: the move from %s to %s is refused by the state table",
-            leg.pk,
-            leg.call_id,
-            old,
-            new,
-        )
+    if _refused(leg_move_allowed(old, new), f"leg {leg.pk} of call {leg.call_id}", old, new):
         return False
     values = {**(values or {}), "status": new}
     if not Leg.objects.filter(pk=leg.pk, status=old).update(**values):

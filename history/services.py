@@ -24,7 +24,6 @@ from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus, TranscriptStatus
 from history.notifications import call_mail_queue, voicemail_mail_withdraw
 from history.records import (
-    ANSWERED_BY,
     Record,
     history_calls,
     ledger_answered_by,
@@ -103,13 +102,7 @@ def record_inbound_call(
             answered_by=ledger_answered_by(answered_by, forwarded_to),
             phone=forwarded_to if forwarded_to not in (None, BROWSER) else "",
         )
-        return _recorded(
-            call,
-            number=number,
-            forwarded_to=forwarded_to,
-            recording=recording,
-            seconds=recording_seconds,
-        )
+        return _recorded(call, number=number, recording=recording, seconds=recording_seconds)
 
 
 def inbound_call_ended(
@@ -118,13 +111,12 @@ def inbound_call_ended(
     status: str,
     duration: int,
     answered_by: str | None,
-    forwarded_to: str | None = None,
     recording: str = "",
     recording_seconds: float | None = None,
 ) -> Record | None:
     """The telephony agent's inbound `call` is over: end it in the ledger with outcome
     `status` (calls.services.inbound_call_end), answered by `answered_by` (the ledger's
-    AnsweredBy; forwarded to `forwarded_to`, the phone that took it), keep its voicemail, count
+    AnsweredBy; a person's phone is the leg that took it), keep its voicemail, count
     it and push `call_record`, in one transaction. A caller on the number's blocklist by now
     is `blocked`. None when it ended already (recovery took it after its agent was taken for
     dead) or its number was deleted meanwhile: then no record is written."""
@@ -147,46 +139,23 @@ def inbound_call_ended(
         )
         if not ended or number is None:
             return None
-        return _recorded(
-            call,
-            number=number,
-            forwarded_to=forwarded_to,
-            recording=recording,
-            seconds=recording_seconds,
-        )
+        return _recorded(call, number=number, recording=recording, seconds=recording_seconds)
 
 
-def _recorded(call: Call, *, number: Number, forwarded_to, recording: str, seconds) -> Record:
+def _recorded(call: Call, *, number: Number, recording: str, seconds) -> Record:
     """What follows an inbound call's end, in its transaction: its voicemail kept (a
     Recording, to be transcribed), the mail it calls for, `call_record` pushed after commit."""
-    voicemail = None
     if recording:
-        voicemail = Recording.objects.create(
+        Recording.objects.create(
             call=call,
             kind=RecordingKind.VOICEMAIL,
             name=recording,
             seconds=None if seconds is None else round(seconds, 2),
             transcript_status=transcript_status_for(recording=recording, seconds=seconds),
         )
-    by = call.answered_by
-    record = Record(
-        id=call.pk,
-        owner_id=call.owner_id,
-        number_id=number.pk,
-        number=number,
-        caller_num=call.caller_id,
-        status=call.outcome,
-        duration=call.duration or 0,
-        created_at=call.created_at,
-        sip_call_id=call.sip_call_id,
-        answered_by=ANSWERED_BY.get(by),
-        forwarded_to=forwarded_to if ANSWERED_BY.get(by) == AnsweredBy.FORWARD else None,
-        recording=recording,
-        recording_seconds=None if voicemail is None else voicemail.seconds,
-        transcript_status=None if voicemail is None else voicemail.transcript_status,
-        voicemail_id=None if voicemail is None else voicemail.pk,
-        seq=call.last_seq,
-    )
+    # Read back as every read of the history reads it (history.records): the phone that took
+    # it is its answered leg's, the voicemail the one just kept.
+    record = record_by_id(call.pk)
     if record.transcript_status == TranscriptStatus.PENDING:
         schedule_transcription(record.pk)
     owner = User.objects.get(pk=number.owner_id)

@@ -91,7 +91,6 @@ def inbound_call_record(
         status=status,
         duration=duration,
         answered_by=by,
-        forwarded_to=_answering_target(call, by),
         recording=recording,
         recording_seconds=recording_seconds,
     )
@@ -105,20 +104,6 @@ def _answered_by(call: Call, given: str | None) -> str:
     if given == RecordAnsweredBy.VOICEMAIL:
         return AnsweredBy.VOICEMAIL
     return call.answered_by or AnsweredBy.VOICEMAIL
-
-
-def _answering_target(call: Call, by: str | None) -> str | None:
-    """The phone (or "browser") that took a forwarded call, as its history record shows it."""
-    if by == AnsweredBy.BROWSER:
-        return BROWSER
-    if by != AnsweredBy.PERSON:
-        return None
-    leg = (
-        Leg.objects.filter(call_id=call.pk, role=LegRole.FORWARD_TARGET, answered_at__isnull=False)
-        .values_list("phone", flat=True)
-        .first()
-    )
-    return leg or None
 
 
 def inbound_calls_recover() -> int:
