@@ -70,7 +70,7 @@ def meter_floor(workdir: Path, *, legs: int, seconds: float) -> dict:
     """bench/rtpmeter.py's `direct` mode: the instrument alone, socket to socket."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "floor.json"
-    argv = [sys.executable, str(sip.METER), "direct", "--a-port", str(sip.free_udp_port()),
+    argv = [sys.executable, "-m", sip.METER, "direct", "--a-port", str(sip.free_udp_port()),
             "--b-port", str(sip.free_udp_port()), "--legs", str(legs), "--seconds",
             str(seconds), "--out", str(out)]  # fmt: skip
     subprocess.run(argv, check=True, timeout=seconds + 60)  # noqa: S603 - our own script
@@ -180,7 +180,7 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
         run.started_at = t0.timestamp()
         if meter_seconds:
             out = workdir / "meter.json"
-            argv = [sys.executable, str(sip.METER), "bridge", "--messages",
+            argv = [sys.executable, "-m", sip.METER, "bridge", "--messages",
                     str(workdir / "callers" / "sipp-messages.log"), "--a-port", str(a_port),
                     "--b-port", str(b_port), "--legs", str(calls), "--seconds",
                     str(meter_seconds), "--deadline", str(deadline), "--out", str(out)]  # fmt: skip

@@ -6,7 +6,6 @@ packet of the agent's against its stream's 20 ms schedule.
     rtpmeter.py bridge --messages LOG --a-port A --b-port B --legs N --seconds S --out OUT
     rtpmeter.py direct --a-port A --b-port B --legs N --seconds S --out OUT
     rtpmeter.py far-end --a-port A --out OUT
-    rtpmeter.py keys --a-port A --out OUT [--quiet-ms Q --spread-ms S]
 
 Socket A (127.0.0.1:A) is every caller's media (the callers' SDP names it), socket B every
 target's (the targets' 200 OK names it); SIPp does the SIP of both ends and no media.
@@ -37,17 +36,6 @@ jitter, judged by a clock that is not the agent's. A stream is a source port and
 until SIGTERM, then writes per stream its packets, first and last stamp (epoch seconds),
 sequence numbers missing, and every packet's deviation (ms, + late) to OUT (JSON).
 
-`keys`: socket A is the far end's media, as in `far-end`, for calls whose script says something,
-then waits for a key (sip_scripted_100): once a stream has been quiet for Q ms (plus a random
-share of S, so that the callers do not all press at once) after its first audio, A presses 1
-to its source (RFC 4733, payload type 101: the first packet marked, then the end packet
-three times, all at once), reading the wall clock just before the first sendto. The first
-packet of that source that arrives after it (its kernel receive stamp) is the next verb's
-first audio: the delay from the key to it is what the agent took to hear the key, run the
-gather's hook and start the next verb. Echoes nothing. Runs until SIGTERM, then writes per
-stream its packets, the key's time and the delay (ms, null when nothing followed the key) to
-OUT (JSON).
-
 The result of `bridge` and `direct` (JSON, OUT): packets sent and received each way,
 packets that arrived on a leg other than theirs (cross-talk between bridges), and the delays'
 percentiles, overall and per second of the run; every received packet's arrival and delay in
@@ -73,6 +61,8 @@ import time
 from array import array
 from collections.abc import Callable
 from pathlib import Path
+
+from bench.stats import per_second, summary
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux (asm-generic); not in Python 3.11
 FRAME_NS = 20_000_000  # 20 ms packets, as phones and Relay send them
@@ -264,46 +254,6 @@ class Meter:
         }
 
 
-def percentile(values, q: float) -> float:
-    """Nearest rank, as bench/wsload.py's."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))
-    return ordered[int(rank) - 1]
-
-
-def summary(delays_ns) -> dict:
-    ms = [d / 1e6 for d in delays_ns]
-    return {
-        "count": len(ms),
-        "p50": percentile(ms, 50),
-        "p90": percentile(ms, 90),
-        "p99": percentile(ms, 99),
-        "p999": percentile(ms, 99.9),
-        "max": max(ms) if ms else float("nan"),
-        "min": min(ms) if ms else float("nan"),
-    }
-
-
-def per_second(delays, arrivals) -> list[dict]:
-    """Each whole second of the run: packets that arrived in it (both ways), their p50/p99."""
-    buckets: dict[int, list[float]] = {}
-    for direction in (0, 1):
-        for delay, at in zip(delays[direction], arrivals[direction], strict=True):
-            buckets.setdefault(int(at), []).append(delay / 1e6)
-    return [
-        {
-            "second": s,
-            "packets": len(v),
-            "p50": percentile(v, 50),
-            "p99": percentile(v, 99),
-            "max": max(v),
-        }  # fmt: skip
-        for s, v in sorted(buckets.items())
-    ]
-
-
 def bridge(args) -> tuple[Meter, dict]:
     meter = Meter(args.a_port, args.b_port)
     ports = AgentPorts(Path(args.messages))
@@ -441,93 +391,21 @@ def far_end(args) -> dict:
     }
 
 
-DTMF_PAYLOAD_TYPE = 101  # what bench/sipp/answer.xml's answer names, when it offers keys
-DTMF_KEY = 1
-
-
-class Caller:
-    """One stream at the `keys` far end: its packets, and its key once it went quiet."""
-
-    __slots__ = ("last_ns", "packets", "quiet_ns", "key_ns", "next_ns")
-
-    def __init__(self, arrived: int, quiet_ns: int):
-        self.last_ns, self.packets, self.quiet_ns = arrived, 0, quiet_ns
-        self.key_ns: int | None = None
-        self.next_ns: int | None = None
-
-
-def press(sock: socket.socket, dest) -> int:
-    """Press DTMF_KEY to `dest` (RFC 4733): the wall clock just before the first packet."""
-    ssrc, seq, timestamp = random.getrandbits(32), random.getrandbits(16), random.getrandbits(32)
-    packets = []
-    for n, (end, duration) in enumerate(((False, 160), (True, 480), (True, 480), (True, 480))):
-        header = RTP.pack(0x80, (0x80 if n == 0 else 0) | DTMF_PAYLOAD_TYPE,
-                          (seq + n) & 0xFFFF, timestamp, ssrc)  # fmt: skip
-        packets.append(header + struct.pack("!BBH", DTMF_KEY, (0x80 if end else 0) | 10, duration))
-    pressed = time.time_ns()
-    for packet in packets:
-        with contextlib.suppress(OSError):  # the call's port closed meanwhile
-            sock.sendto(packet, dest)
-    return pressed
-
-
-def keys(args) -> dict:
-    sock, selector, going = listening(args)
-    callers: dict[tuple[str, int], Caller] = {}
-    foreign = 0
-    while going():
-        selector.select(0.002)
-        for data, arrived, source in datagrams(sock):
-            if len(data) < RTP.size or data[0] >> 6 != 2:
-                foreign += 1
-                continue
-            caller = callers.get(source)
-            if caller is None:
-                quiet = args.quiet_ms + random.uniform(0, args.spread_ms)
-                caller = callers[source] = Caller(arrived, int(quiet * 1e6))
-            caller.packets += 1
-            caller.last_ns = max(caller.last_ns, arrived)
-            if caller.key_ns is not None and caller.next_ns is None and arrived > caller.key_ns:
-                caller.next_ns = arrived
-        now = time.time_ns()
-        for source, caller in callers.items():
-            if caller.key_ns is None and now - caller.last_ns >= caller.quiet_ns:
-                caller.key_ns = press(sock, source)
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "streams": [
-            {
-                "port": source[1],
-                "packets": caller.packets,
-                "key": caller.key_ns / 1e9 if caller.key_ns is not None else None,
-                "delay_ms": (caller.next_ns - caller.key_ns) / 1e6
-                if caller.next_ns is not None and caller.key_ns is not None
-                else None,
-            }
-            for source, caller in callers.items()
-        ],
-        "foreign": foreign,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-    }
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("bridge", "direct", "far-end", "keys"))
+    parser.add_argument("mode", choices=("bridge", "direct", "far-end"))
     parser.add_argument("--messages", default="")
     parser.add_argument("--a-port", type=int, required=True)
     parser.add_argument("--b-port", type=int)
     parser.add_argument("--legs", type=int)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--deadline", type=float, default=300)
-    parser.add_argument("--quiet-ms", type=float, default=150)
-    parser.add_argument("--spread-ms", type=float, default=500)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.mode in ("bridge", "direct") and None in (args.b_port, args.legs, args.seconds):
         parser.error(f"{args.mode} needs --b-port, --legs and --seconds")
-    if args.mode in ("far-end", "keys"):
-        write_json(Path(args.out), (far_end if args.mode == "far-end" else keys)(args))
+    if args.mode == "far-end":
+        write_json(Path(args.out), far_end(args))
         return 0
     meter, result = bridge(args) if args.mode == "bridge" else direct(args)
     meter.dump(Path(args.out + ".packets"))

@@ -189,7 +189,8 @@ class Agents:
 
 # --- SIPp ---------------------------------------------------------------------------------------
 ANSWER = Path(__file__).resolve().parent / "sipp" / "answer.xml"
-METER = Path(__file__).resolve().parent / "rtpmeter.py"
+METER = "bench.rtpmeter"  # run as modules from the root, for their imports of bench
+KEYS = "bench.rtpkeys"
 SIPP_MEDIA = "[media_port]"  # SIPp's own media port, in a scenario's SDP
 
 
@@ -225,7 +226,7 @@ class FarEnd:
     over UDP, or (`secure`) behind Kamailio over TLS with SRTP keys in its answer. With
     `metered`, SIPp's answer names bench/rtpmeter.py's far-end socket as its media, which
     echoes the audio instead of SIPp and times every packet; with `keys` as well, the meter
-    presses a key on each call once it goes quiet instead (rtpmeter.py keys), and the answer
+    presses a key on each call once it goes quiet instead (bench/rtpkeys.py), and the answer
     offers telephone-event. `trunk` and `settings` are what the agents are given to reach
     it."""
 
@@ -237,7 +238,8 @@ class FarEnd:
         media = SIPP_MEDIA
         if metered:
             media = str(free_udp_port())
-            argv = [sys.executable, str(METER), "keys" if keys else "far-end", "--a-port", media,
+            mode = (KEYS,) if keys else (METER, "far-end")
+            argv = [sys.executable, "-m", *mode, "--a-port", media,
                     "--out", str(self.meter_out), "--deadline", str(timeout)]  # fmt: skip
             workdir.mkdir(parents=True, exist_ok=True)
             self.meter = Meter(argv, child_environ(), log=workdir / "meter.log")

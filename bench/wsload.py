@@ -17,15 +17,6 @@ from bench.procs import children_cpu_seconds
 from tests.live import ROOT
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile; NaN for no samples (shown as n/a)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
-    return ordered[rank]
-
-
 @dataclass
 class WsRun:
     results: list[dict] = field(default_factory=list)

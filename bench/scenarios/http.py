@@ -11,7 +11,7 @@ import math
 from bench import fixtures, procs, wrk
 from bench.report import Row
 from bench.scenarios.common import Bench, CpuMeter, embedded_var_dir
-from bench.wsload import percentile
+from bench.stats import percentile
 from tests.live import http
 
 

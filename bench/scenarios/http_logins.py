@@ -16,7 +16,7 @@ from bench import burst, fixtures, wrk
 from bench.report import Row
 from bench.scenarios.common import Bench, CpuMeter
 from bench.scenarios.http import http_errors, plain_alone
-from bench.wsload import percentile
+from bench.stats import percentile
 
 LOGIN = "/api/auth/login"
 FLOOD_LEAD = 1.0  # seconds the /me probe runs alone before the flood, and after its end

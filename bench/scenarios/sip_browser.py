@@ -20,7 +20,7 @@ from pathlib import Path
 from bench import fixtures, forward, sip
 from bench.report import Row
 from bench.scenarios.common import Bench
-from bench.wsload import percentile
+from bench.stats import percentile
 from calls.models import Call
 from calls.states import TERMINAL_STATES
 from tests.live import ChildProcess, DaphneProcess, wait_until

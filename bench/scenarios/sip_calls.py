@@ -14,7 +14,8 @@ from pathlib import Path
 from bench import fixtures, sip, sipp_log
 from bench.report import Row
 from bench.scenarios.common import Bench, relay_urls
-from bench.wsload import ClientGroup, percentile
+from bench.stats import percentile
+from bench.wsload import ClientGroup
 
 WARM_UP_PER_AGENT = 2
 

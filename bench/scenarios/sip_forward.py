@@ -12,7 +12,7 @@ from bench import fixtures, forward, sip
 from bench.report import Row
 from bench.scenarios.common import Bench
 from bench.scenarios.sip_legs import Leg, legs_note, sip_leg
-from bench.wsload import percentile
+from bench.stats import percentile
 
 
 def sip_forward_cpu(b: Bench) -> None:

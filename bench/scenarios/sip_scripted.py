@@ -19,7 +19,8 @@ from pathlib import Path
 from bench import fixtures, sip
 from bench.report import Row
 from bench.scenarios.common import Bench, relay_urls
-from bench.wsload import ClientGroup, percentile
+from bench.stats import percentile
+from bench.wsload import ClientGroup
 
 PROMPT = "Your appointment is tomorrow at nine. Press 1 to confirm."
 THANKS = "Thank you. Goodbye."

@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench import fixtures, procs
 from bench.report import Row
 from bench.scenarios.common import Bench, CpuMeter, embedded_var_dir, relay_urls
-from bench.wsload import ClientGroup, percentile
+from bench.stats import percentile
+from bench.wsload import ClientGroup
 
 
 def _bare_urls(b: Bench, count: int) -> list[str]:
