@@ -25,6 +25,10 @@ from tests.live import (
     wait_until,
 )
 
+# A whole runrelay (its children each importing Django) starts for each test, after a migrate:
+# on a loaded 2-core machine that takes over the default 120 s now and then.
+pytestmark = pytest.mark.timeout(300)
+
 DEADLINE = 60
 METRICS_TOKEN = "runrelay-metrics-token-0123456789"
 

@@ -35,6 +35,10 @@ from tests.live import (
     wait_until,
 )
 
+# A whole runrelay (seven children, each importing Django) starts more than once per test, and a
+# migrate precedes the first: on a loaded 2-core machine that is minutes, not the default 120 s.
+pytestmark = pytest.mark.timeout(300)
+
 DEADLINE = 60
 
 # Each kind of child runrelay runs, and how its command line names it.
