@@ -31,6 +31,7 @@ from core.webrtc import BROWSER
 from telephony import services
 from telephony.sip import sdp
 from telephony.sip.message import new_sip_call_id
+from telephony.sip.race import race, won
 from telephony.sip.uac import OutboundCall, Outcome
 
 logger = logging.getLogger(__name__)
@@ -134,26 +135,22 @@ class Dial:
         for leg in legs:
             self.tasks[leg.target] = asyncio.create_task(self._leg(leg))
         dialling = list(self.tasks.values())
-        party_gone = asyncio.ensure_future(self.gone())
-        all_done = asyncio.ensure_future(asyncio.wait(dialling))
         try:
-            await asyncio.wait(
-                {self.winner, party_gone, all_done}, return_when=asyncio.FIRST_COMPLETED
+            _winner, party_gone, _all_done = await race(
+                self.winner, self.gone(), asyncio.wait(dialling), keep=(self.winner,)
             )
-            self.party_gone = party_gone.done()
+            self.party_gone = won(party_gone)
             if self.winner.done() and not self.party_gone:
                 bridged = await self._bridge(*self.winner.result())
                 if bridged is not None:
                     return bridged
         finally:
-            party_gone.cancel()
             self.bridge_over.set()
             for sip in self.sips.values():
                 sip.hang_up()
             # The legs' CANCEL (or BYE) transactions are seen out before the call goes on,
             # and even when it ended (this task cancelled): a leg is never left ringing.
             await asyncio.shield(asyncio.wait(dialling))
-            all_done.cancel()
         return DialResult(self._unbridged_status())
 
     def _unbridged_status(self) -> str:
@@ -212,13 +209,7 @@ class Dial:
             law = self.party.law  # a tab is answered in the caller's: relayed as it comes
             if self._may_win() and await ring.ring(self.ring_seconds, law=law) and self._may_win():
                 self.winner.set_result((BrowserTarget(), ring))
-                talking = asyncio.ensure_future(ring.talking())
-                over = asyncio.ensure_future(self.bridge_over.wait())
-                try:
-                    await asyncio.wait({talking, over}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    talking.cancel()
-                    over.cancel()
+                await race(ring.talking(), self.bridge_over.wait())
         except Exception:
             logger.exception("%s: the browsers' ring failed", self.label)
         finally:
@@ -264,15 +255,11 @@ class Dial:
         cap = settings.SIP_MAX_CALL_SECONDS
         if grant is not None:
             cap = min(cap, grant)
-        leg_over = self.tasks[leg.target]
-        party_over = asyncio.ensure_future(self.gone())
+        leg_over = self.tasks[leg.target]  # the leg's own task: it goes on to its end
         try:
-            await asyncio.wait(
-                {leg_over, party_over}, timeout=cap, return_when=asyncio.FIRST_COMPLETED
-            )
-            self.party_gone = party_over.done()
+            _leg, party_over = await race(leg_over, self.gone(), timeout=cap, keep=(leg_over,))
+            self.party_gone = won(party_over)
         finally:
-            party_over.cancel()
             party_stream.bridge = target_stream.bridge = None
         self.bridge_over.set()
         sip.hang_up()
@@ -359,9 +346,4 @@ def diversion(ua, number: str) -> tuple[tuple[str, str], ...]:
 
 async def any_of(*events: asyncio.Event) -> None:
     """Wait until any of `events` is set."""
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
+    await race(*(event.wait() for event in events))

@@ -29,6 +29,7 @@ from django.conf import settings
 from realtime.providers import call_identity
 from telephony.dial import Dial, Dialing, DialResult
 from telephony.recording import Recording, recording_save
+from telephony.sip.race import race, won
 from telephony.speech import Speech, SpeechError
 from voiceapps.hooks import FetchFailed, hook_request, play_fetch
 from voiceapps.program import LimitReached, Program, gather_result, reported
@@ -280,14 +281,10 @@ class ScriptedTalk:
             prompt, loop = await self._clip(call, body["play"]), body["play"]["loop"]
         if prompt:
             for _ in range(loop):
-                player = asyncio.ensure_future(call.stream.play(prompt))
-                key = asyncio.ensure_future(self.keys.get())
-                done, _ = await asyncio.wait({player, key}, return_when=asyncio.FIRST_COMPLETED)
-                player.cancel()
-                if key in done:
+                _player, key = await race(call.stream.play(prompt), self.keys.get())
+                if won(key):
                     digits += key.result()
                     break
-                key.cancel()
         while not _gather_done(digits, body):
             try:
                 digits += await asyncio.wait_for(self.keys.get(), body["timeout"])

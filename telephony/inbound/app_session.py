@@ -30,6 +30,7 @@ from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus
 from telephony import services
 from telephony.dial import Dialing, LegPlaces, diversion, script_ledger
 from telephony.scripted import ScriptedTalk
+from telephony.sip.race import race
 from telephony.sip.uac import TALK_STOP_SECONDS
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech
@@ -114,12 +115,9 @@ class AppSession:
         """Run `script` until it ends or the caller hangs up."""
         call = self.call
         talking = asyncio.ensure_future(self._scripted_talk(script)(call))
-        ended = asyncio.ensure_future(call.ended.wait())
         try:
-            await asyncio.wait({talking, ended}, return_when=asyncio.FIRST_COMPLETED)
+            await race(talking, call.ended.wait())
         finally:
-            talking.cancel()
-            ended.cancel()
             # A recording under way is saved as the talk stops, and a dial sees its legs
             # out: the record waits for that, a moment at most.
             await asyncio.wait({talking}, timeout=TALK_STOP_SECONDS)

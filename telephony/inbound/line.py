@@ -10,6 +10,7 @@ import logging
 from django.conf import settings
 
 from core.recordings import recordings_storage
+from telephony.sip.race import race, won
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech, SpeechError
 
@@ -58,15 +59,11 @@ class Line:
 
     async def play(self, audio: bytes, also: asyncio.Future | None = None) -> bool:
         """Play `audio` to its end (True), or stop when the call ends or `also` completes."""
-        player = asyncio.ensure_future(self.stream.play(audio))
-        ended = asyncio.ensure_future(self.call.ended.wait())
-        waiting = {player, ended} | ({also} if also is not None else set())
-        try:
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            player.cancel()
-            ended.cancel()
-        return player.done() and not player.cancelled() and not self.call.ended.is_set()
+        racers = [self.stream.play(audio), self.call.ended.wait()]
+        if also is not None:
+            racers.append(also)
+        player, *_ = await race(*racers, keep=(also,))
+        return won(player) and not self.call.ended.is_set()
 
     async def say(self, text: str) -> bool:
         return await self.play(await self.speech(text))

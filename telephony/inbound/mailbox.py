@@ -20,6 +20,7 @@ from history import selectors as history_selectors
 from history import services as history_services
 from telephony.inbound.line import Line
 from telephony.recording import Recording, recording_save
+from telephony.sip.race import race, won
 from virtual_numbers.models import GREETING_PREFIX, GREETING_RECORDING_MAX_SECONDS
 from virtual_numbers.services import (
     PinLocked,
@@ -61,14 +62,10 @@ class Mailbox:
         """Keys up to `#`; None when the caller stops pressing or hangs up."""
         keys = []
         while len(keys) <= PIN_MAX_KEYS:
-            getter = asyncio.ensure_future(self.line.keys.get())
-            ended = asyncio.ensure_future(self.line.call.ended.wait())
-            done, _ = await asyncio.wait(
-                {getter, ended}, timeout=PIN_DIGIT_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+            getter, _ended = await race(
+                self.line.keys.get(), self.line.call.ended.wait(), timeout=PIN_DIGIT_TIMEOUT
             )
-            getter.cancel()
-            ended.cancel()
-            if getter not in done:
+            if not won(getter):
                 return None
             key = getter.result()
             if key == "#":
@@ -114,19 +111,15 @@ class Mailbox:
         """Play `audio` (a prompt) and answer the first of `keys` pressed while it plays
         (type-ahead) or within MENU_TIMEOUT after it; None when none is, or the call ends."""
         pressed = asyncio.ensure_future(self._next_key(keys))
-        ended = asyncio.ensure_future(self.line.call.ended.wait())
         try:
             await self.line.play(audio, also=pressed)
             if not pressed.done() and not self.line.call.ended.is_set():
-                await asyncio.wait(
-                    {pressed, ended}, timeout=MENU_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
-                )
-            if pressed.done() and not pressed.cancelled() and not self.line.call.ended.is_set():
+                await race(pressed, self.line.call.ended.wait(), timeout=MENU_TIMEOUT)
+            if won(pressed) and not self.line.call.ended.is_set():
                 return pressed.result()
             return None
         finally:
             pressed.cancel()
-            ended.cancel()
 
     async def _ask(self, text: str, keys: str, *, before: bytes = b"") -> str | None:
         """`before` (audio) and the prompt `text`, said up to MENU_PROMPTS times (`before`

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from telephony.sip import sdp
 from telephony.sip.dialog import ALLOW, Dialog, contact_uri
 from telephony.sip.message import Message, host_port_of, new_branch, new_sip_call_id, new_tag
+from telephony.sip.race import race, won
 from telephony.sip.rtp import ReceivedAudio, RtpStream
 from telephony.sip.transaction import (
     Action,
@@ -275,13 +276,8 @@ class OutboundCall(Dialog):
                     if not proceeding:
                         return Outcome(kind="timeout", code=408, phrase="Request Timeout")
                     return await self._cancel(invite, transaction, told, kind="no_answer")
-                getter = asyncio.ensure_future(told.get())
-                done, _ = await asyncio.wait(
-                    {getter, hangup}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
-                )
-                if getter not in done:
-                    getter.cancel()
-                if hangup in done and getter not in done:
+                getter, _hangup = await race(told.get(), hangup, timeout=wait, keep=(hangup,))
+                if hangup.done() and not won(getter):
                     if proceeding:
                         return await self._cancel(invite, transaction, told, kind="canceled")
                     # No provisional response yet: a CANCEL may not be sent (RFC 3261
@@ -289,7 +285,7 @@ class OutboundCall(Dialog):
                     hangup = asyncio.ensure_future(asyncio.Event().wait())
                     self.cancel_pending = True
                     continue
-                if getter not in done:
+                if not won(getter):
                     continue
                 report = getter.result()
                 if isinstance(report, TimedOut):  # timer B: no response at all
