@@ -38,8 +38,8 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from accounts.models import User
-from core.compiled import CompiledInQuery, CompiledQuery
 from core.errors import ErrorCode, RateLimited
+from core.platform.compiled import CompiledInQuery, CompiledQuery
 
 WINDOW = timedelta(days=1)
 QUOTAS = ("calls_per_day", "call_seconds_per_day", "concurrent_calls")

@@ -9,8 +9,8 @@ from accounts import apikeys, quotas
 from accounts.models import DialRefusal, LoginSession, RecoveryCode, TotpDevice, User
 from accounts.serializers import SessionOutput
 from accounts.twofactor import Enrolment, enrolment
-from core.compiled import CompiledQuery
 from core.fields import represent, to_ms
+from core.platform.compiled import CompiledQuery
 
 _SESSION_FIELDS = tuple(field.attname for field in LoginSession._meta.concrete_fields)
 _USER_FIELDS = tuple(field.attname for field in User._meta.concrete_fields)
@@ -44,7 +44,7 @@ def _profile_extras(row: dict, at: datetime) -> ProfileExtras:
     return ProfileExtras(use=quotas.use_of_row(row), two_factor=row["two_factor"], at=at)
 
 
-# Read on every authenticated request, so compiled once per process (core.compiled): the
+# Read on every authenticated request, so compiled once per process (core.platform.compiled): the
 # rows themselves are read afresh each time, so an ended session or a replaced key fails on
 # the very next request. Given `since`, each also reads the user's ProfileExtras, in the
 # same statement: GET /api/user/me costs one round trip.

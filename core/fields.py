@@ -27,7 +27,7 @@ from core.phone import (
     e164_possible,
     e164_valid,
 )
-from core.representation import representer
+from core.platform.representation import representer
 from core.urls import destination_problem, url_problem
 
 
@@ -66,7 +66,7 @@ def _input(serializer_class) -> serializers.Serializer:
 def represent(serializer_class, instance) -> dict:
     """`serializer_class(instance).data` as a plain dict, the same keys and values in the
     same order, without building a serializer per response, and compiled
-    (core.representation). For output serializers that read nothing but `instance` (no
+    (core.platform.representation). For output serializers that read nothing but `instance` (no
     context)."""
     return representer(serializer_class)(instance)
 

@@ -11,6 +11,7 @@ from django.core.cache import cache, caches
 from django.core.cache.backends.redis import RedisCache
 
 from core.errors import RateLimited
+from core.platform.cache import redis_client
 
 logger = logging.getLogger(__name__)
 _UNITS = {"s": 1, "m": 60, "h": 3600}
@@ -119,7 +120,7 @@ def _count_in_redis_many(backend: RedisCache, keys: list[str], timeout: int) -> 
     trip (MULTI: SET NX EX, INCR for each key), where the cache API takes three a key."""
     client = _redis_clients.get(backend)
     if client is None:
-        client = _redis_clients[backend] = backend._cache.get_client(write=True)
+        client = _redis_clients[backend] = redis_client(backend)
     pipe = client.pipeline(transaction=True)
     for key in keys:
         key = backend.make_and_validate_key(key)

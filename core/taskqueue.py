@@ -21,6 +21,8 @@ from django_tasks.utils import normalize_json
 from django_tasks_db.backend import DatabaseBackend
 from django_tasks_db.models import DBTaskResult, get_date_max
 
+from core.platform.tasks import task_id
+
 _held: contextvars.ContextVar[list | None] = contextvars.ContextVar("tasks_held", default=None)
 
 
@@ -35,7 +37,7 @@ def enqueue(task: Task, **kwargs) -> None:
     backend.validate_task(task)
     held.append(
         DBTaskResult(
-            id=backend._get_id(),
+            id=task_id(backend),
             args_kwargs=normalize_json({"args": [], "kwargs": kwargs}),
             priority=task.priority,
             task_path=task.module_path,

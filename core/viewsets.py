@@ -47,7 +47,7 @@ class ResourceViewSet(viewsets.GenericViewSet):
     # Path ids are the resource's public ids: anything but a slash, checked by the action,
     # which answers 404 for an id that is malformed, unknown or another user's.
     lookup_value_converter = "str"
-    # The path id as the schema documents it (core.schema.RelayAutoSchema): public ids are
+    # The path id as the schema documents it (core.platform.schema.RelayAutoSchema): public ids are
     # UUIDs; a ViewSet whose ids are something else says so.
     lookup_schema = UUID_PATH_SCHEMA
 

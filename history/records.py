@@ -26,11 +26,11 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.base import ModelState
 
 from calls.models import AnsweredBy as LedgerAnsweredBy
 from calls.models import Call, Direction, Leg, LegRole, RecordingKind
 from core.fields import represent
+from core.platform.models import loaded
 from core.webrtc import BROWSER
 from history.models import AnsweredBy, CallStatus
 from history.serializers import CallRecordOutput
@@ -164,12 +164,10 @@ def record_of(row: dict) -> Record:
     """The Record of a row of record_rows, its number loaded as `.only()` would load it
     (without Model.__init__ for each: building a page's records through it cost more than
     reading them)."""
-    number = Number.__new__(Number)
-    number.__dict__.update(
-        {"id": row["number_id"], "number": row["number__number"], "alias": row["number__alias"]}
+    number = loaded(
+        Number,
+        {"id": row["number_id"], "number": row["number__number"], "alias": row["number__alias"]},
     )
-    number._state = ModelState()
-    number._state.adding, number._state.db = False, "default"
     by = row["answered_by"]
     return Record(
         id=row["id"],

@@ -7,10 +7,10 @@ from django.db.models import CharField, DateTimeField, QuerySet, Sum, UUIDField
 
 from accounts.models import User
 from calls.models import OutcomeCounter, Recording, RecordingKind, TranscriptStatus
-from core.compiled import CompiledQuery
 from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
+from core.platform.compiled import CompiledQuery
 from core.recordings import recording_opener
 from history.records import Record, history_calls, record_of, record_rows, records
 from history.serializers import CallRecordOutput
@@ -110,7 +110,7 @@ def _total_query(*, owner, status=None, number_id=None) -> QuerySet:
     return counters.order_by().values("owner").annotate(total=Sum("count"))
 
 
-# Read on every page, so compiled once per process and filter (core.compiled).
+# Read on every page, so compiled once per process and filter (core.platform.compiled).
 _TOTAL = CompiledQuery(_total_query, owner=UUIDField(), status=CharField(), number_id=UUIDField())
 
 

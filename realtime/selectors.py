@@ -11,12 +11,12 @@ from accounts.models import User
 from calls.models import Call, CallCounter, Direction, Recording, RecordingKind
 from calls.states import TERMINAL_STATES
 from core import events, parsing
-from core.compiled import CompiledInQuery
 from core.counters import counters_sum
 from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
 from core.pagination import Cursor, Page, page_rows
+from core.platform.compiled import CompiledInQuery
 from core.recordings import recording_open, recording_opener
 from realtime.serializers import CallDetailOutput
 from virtual_numbers.selectors import numbers_column, numbers_from_column
@@ -88,8 +88,8 @@ def _submitters_query(*, owners, call_ids):
     )
 
 
-# The batch's first read, compiled once per process and size bucket (core.compiled): building
-# it through the ORM cost more than running it (issue 40).
+# The batch's first read, compiled once per process and size bucket (core.platform.compiled):
+# building it through the ORM cost more than running it (issue 40).
 _SUBMITTERS = CompiledInQuery(
     _submitters_query, lists={"owners": User._meta.pk, "call_ids": CharField()}
 )

@@ -90,7 +90,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["core.parsing.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "core.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "core.schema.RelayAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.platform.schema.RelayAutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 

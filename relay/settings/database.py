@@ -44,12 +44,13 @@ DATABASE_HEALTH_CHECK_FRESH = whole_number(
 )
 if _db["ENGINE"] == "django.db.backends.postgresql":
     _db["ENGINE"] = "relay.db.postgresql"
-# PostgreSQL: the statements every request and every batch of submits runs (core.compiled) are
-# prepared once per connection, not parsed and planned on every run. Off: for a pooler that
-# does not keep a session's prepared statements (PgBouncer in transaction mode before 1.21).
+# PostgreSQL: the statements every request and every batch of submits runs
+# (core.platform.compiled) are prepared once per connection, not parsed and planned on every
+# run. Off: for a pooler that does not keep a session's prepared statements (PgBouncer in
+# transaction mode before 1.21).
 DATABASE_PREPARED_STATEMENTS = boolean("DATABASE_PREPARED_STATEMENTS", True)
 # The reads every request makes, compiled to SQL once per process through Django's SQL
-# compiler internals (core/compiled.py). Off: each runs as its queryset, through the ORM's
+# compiler internals (core/platform/compiled.py). Off: each runs as its queryset, through the ORM's
 # public path (an upgrade of Django that changed those internals; tests/platform/edges.py).
 COMPILED_QUERIES = boolean("COMPILED_QUERIES", True)
 # Or a psycopg pool (Django 5.1+) of at most this many connections per process (PostgreSQL).

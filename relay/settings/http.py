@@ -37,7 +37,7 @@ GUNICORN_RELAY_WORKER = boolean("GUNICORN_RELAY_WORKER", True)
 # for those (an off switch for an upgrade; tests/platform/edges.py).
 DAPHNE_JSON_REFUSALS = boolean("DAPHNE_JSON_REFUSALS", True)
 # Output serializers compiled into plain functions, keyed on DRF's method identity and its
-# _readable_fields (core/representation.py). Off: each is rendered by DRF itself, the same
+# _readable_fields (core/platform/representation.py). Off: each is rendered by DRF itself, the same
 # dict (an upgrade of DRF that changed those internals; tests/platform/edges.py).
 COMPILED_REPRESENTATION = boolean("COMPILED_REPRESENTATION", True)
 

@@ -261,7 +261,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "core/compiled.py",
+        "core/platform/compiled.py",
         "Django",
         "COMPILED_QUERIES",
         (
@@ -279,7 +279,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "core/representation.py",
+        "core/platform/representation.py",
         "djangorestframework",
         "COMPILED_REPRESENTATION",
         (
@@ -351,7 +351,7 @@ EDGES = (
     ),
     # Found by grep outside the list; no off switch of their own (see the report).
     Edge(
-        "core/ratelimit.py",
+        "core/platform/cache.py",
         "Django",
         None,
         (
@@ -364,7 +364,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "history/records.py",  # a record's Number built from its row's columns, as from_db does
+        "core/platform/models.py",  # a row's instance built from its columns, as from_db does
         "Django",
         None,
         (
@@ -373,13 +373,13 @@ EDGES = (
         ),
     ),
     Edge(
-        "core/taskqueue.py",
+        "core/platform/tasks.py",
         "django-tasks-db",
         None,
         (Method("django_tasks_db.backend.DatabaseBackend", "_get_id", ("self",)),),
     ),
     Edge(
-        "core/schema.py",
+        "core/platform/schema.py",
         "drf-spectacular",
         None,
         (

@@ -94,7 +94,7 @@ def test_the_check_fails_on_a_name_that_changed_kind_or_whose_module_is_gone(mon
     module.Serializer = _Serializer
     monkeypatch.setitem(sys.modules, "relay_stand_in_fields", module)
     edge = Edge(
-        "core/representation.py",
+        "core/platform/representation.py",
         "djangorestframework",
         "COMPILED_REPRESENTATION",
         (

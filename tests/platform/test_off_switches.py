@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core import compiled, representation
+from core.platform import compiled, representation
 from tests.factories import CallRecordFactory, NumberFactory
 
 # What each switch turns off: with the switch off, a call to it fails the request.

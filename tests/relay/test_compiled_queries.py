@@ -1,4 +1,4 @@
-"""core.compiled: a queryset compiled once per process answers what the queryset itself
+"""core.platform.compiled: a queryset compiled once per process answers what the queryset itself
 would, for every value, and reads the database afresh on every call."""
 
 import uuid
@@ -9,7 +9,7 @@ from django.db.models import DateTimeField, UUIDField
 from django.utils import timezone
 
 from calls.models import Call
-from core.compiled import CompiledInQuery, CompiledQuery
+from core.platform.compiled import CompiledInQuery, CompiledQuery
 from tests.factories import CallRecordFactory, NumberFactory
 
 

@@ -1,5 +1,5 @@
 """core.fields.represent: an output serializer compiled once per process
-(core.representation) renders exactly what a serializer built per response would: the same
+(core.platform.representation) renders exactly what a serializer built per response would: the same
 keys, in the same order, with the same values, the edge cases of DRF's reading included."""
 
 from dataclasses import dataclass
@@ -15,7 +15,7 @@ from calls.models import CallEvent
 from calls.states import CallState
 from core.fields import MillisecondsField, represent
 from core.pagination import Page
-from core.representation import representer
+from core.platform.representation import representer
 from history.serializers import CallRecordOutput, HistoryOutput
 from realtime.serializers import CallAckOutput, CallDetailOutput, CallOutput, CallStatusOutput
 from tests.factories import (

@@ -13,7 +13,7 @@ reconnected it; Django then closes the connection and the next request opens a n
 docs/decisions.md, "The health check, not paid by every request".
 
 And a cursor whose statements are prepared (`prepared_cursor`), for the statements that
-`core.compiled` runs on every request and every batch: PostgreSQL parses and plans such a
+`core.platform.compiled` runs on every request and every batch: PostgreSQL parses and plans such a
 statement once per connection, not on every call (the session behind a JWT with the user's
 quotas: 0.5 ms of planning for 0.2 ms of execution). Django binds every other statement on
 the client, and nothing else is prepared. `DATABASE_PREPARED_STATEMENTS=false` turns it off
