@@ -17,7 +17,7 @@ from accounts import selectors as accounts_selectors
 from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import pipeline, services
-from realtime.phone import Phone, rings_answer
+from realtime.phone import Phone, ring_echo, rings_answer
 from realtime.sequence import CallFrames
 
 logger = logging.getLogger(__name__)
@@ -326,7 +326,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if kind == "ping":
             await self.send_json({"type": "pong", "ts": now_ms()})
             return
-        if kind == "rtc_offer":  # a ring's answer (rings_answer)
+        if kind == "rtc_offer":  # about a ring (rings_answer): its answer
             await self.on_phone(self.phone.answer, frame)
             return
         if kind == "rtc_hangup":
@@ -354,7 +354,11 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.send_json(reply)
 
     async def handle_hangup(self, frame: dict) -> None:
-        """`rtc_hangup`: the tab ends its call from the browser, as a cancel ends a call."""
+        """`rtc_hangup`: the tab leaves a ring (`ring`, or its deprecated callId), or ends its
+        call from the browser (callId), as a cancel ends a call."""
+        if "ring" in frame:
+            await self.on_phone(self.phone.hang_up, frame)
+            return
         call_id = frame.get("callId")
         if not isinstance(call_id, str) or parsing.text_problem(call_id) is not None:
             await self.send_error(InvalidRequest("callId must be a string."), frame=frame)
@@ -451,10 +455,11 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def send_error(self, error: ApplicationError, *, frame=None) -> None:
         """The error frame: the HTTP error body's code, message and fields, with the frame's
-        callId echoed when it is clean."""
+        callId and ring echoed when they are clean."""
         body = error.as_body()
         payload = {"type": "error", "code": body["code"], "error": body["error"]}
         payload.update(call_id_echo(frame))
+        payload.update(ring_echo(frame))
         if "fields" in body:
             payload["fields"] = body["fields"]
         if "Retry-After" in error.headers:  # rate_limited, quota_exceeded, database_unavailable
@@ -483,9 +488,10 @@ class RelayConsumer(AsyncWebsocketConsumer):
 
     async def rtc_event(self, message):
         """A frame from the agent of a ring this socket is in: rtc_answer, rtc_hangup."""
+        frame = message["event"]
         if self.phone is not None:
-            self.phone.agent_said(message["event"])
-        await self.send_json(message["event"])
+            frame = self.phone.agent_said(frame)
+        await self.send_json(frame)
 
     async def relay_session_ended(self, message):
         await self.close(code=CLOSE_UNAUTHENTICATED)

@@ -6,9 +6,12 @@ agent's side; docs/websocket.md the frames).
   (core.events.phone_group) or takes it out; answered `{"type": "phone", "on": ...}`.
 - A ring reaches a socket whose phone is on as `rtc.probe`: the socket sends its tab the
   ring's `incoming_call` (`ringBrowser: true`) and tells the agent it rings. From then on
-  the ring's `callId` (`ring-...`) is this socket's to answer (`rtc_offer` without `to`),
-  to trickle candidates to (`rtc_candidate`) and to leave (`rtc_hangup`). A ring this
-  socket was never sent is answered `not_found`: another user's ring never is.
+  the ring (`ring`, `ring-...`) is this socket's to answer (`rtc_offer` without `to`), to
+  trickle candidates to (`rtc_candidate`), to send keys to (`rtc_dtmf`) and to leave
+  (`rtc_hangup`). A ring this socket was never sent is answered `not_found`: another
+  user's ring never is. Issue 54's "one name per meaning": `callId` is a client's id of a
+  call it placed, so a ring is named `ring`; a tab's frame may still name it by `callId`
+  (deprecated for one release), and one naming both must name the same ring.
 - `rtc_candidate` and `rtc_dtmf` (the keypad's keys) for a call this socket placed from the
   browser go to the agent that answered its offer (the `peer` its `rtc_answer` came with).
 - Switching the phone off, or the socket closing, leaves every ring it was in.
@@ -26,14 +29,44 @@ from core.errors import InvalidRequest, NotFound
 from core.webrtc import candidate_problem, offer_problem
 
 RING_PREFIX = "ring-"
+RING_MAX = 64  # what a tab may send as `ring`; Relay's own are "ring-" and 16 hex digits
 MAX_DIGITS = 32
 DIGITS = re.compile(rf"[0-9*#A-D]{{1,{MAX_DIGITS}}}")
 
 
 def rings_answer(frame: dict) -> bool:
-    """An `rtc_offer` that answers a ring (no `to`, a ring's callId), not a call placed."""
+    """An `rtc_offer` about a ring (`ring`, or no `to` and a ring's deprecated callId), not a
+    call placed. One with both `ring` and `to` is refused by Phone.answer."""
     call_id = frame.get("callId")
-    return "to" not in frame and isinstance(call_id, str) and call_id.startswith(RING_PREFIX)
+    deprecated = isinstance(call_id, str) and call_id.startswith(RING_PREFIX)
+    return "ring" in frame or ("to" not in frame and deprecated)
+
+
+def ring_problem(ring) -> str | None:
+    """Why a tab's `ring` can name no ring, or None."""
+    if not isinstance(ring, str) or not 1 <= len(ring) <= RING_MAX:
+        return f"A string of 1 to {RING_MAX} characters."
+    return parsing.id_problem(ring)
+
+
+def ring_of(frame: dict) -> str:
+    """The frame's `ring`, checked; a deprecated `callId` beside it must be the same."""
+    ring = frame["ring"]
+    problem = ring_problem(ring)
+    if problem is not None:
+        raise InvalidRequest(f"ring: {problem}", fields={"ring": [problem]})
+    if "callId" in frame and frame["callId"] != ring:
+        raise InvalidRequest(
+            "ring and callId differ: send ring alone (callId is deprecated on a ring's frames).",
+            fields={"ring": ["Not the same as callId."], "callId": ["Not the same as ring."]},
+        )
+    return ring
+
+
+def ring_echo(frame) -> dict:
+    """{"ring": ...} for an error frame, when the frame carried an acceptable one."""
+    ring = frame.get("ring") if isinstance(frame, dict) else None
+    return {"ring": ring} if ring_problem(ring) is None else {}
 
 
 def _call_id(frame: dict) -> str:
@@ -44,7 +77,7 @@ def _call_id(frame: dict) -> str:
 
 
 class Phone:
-    """One socket's phone: on or off, the rings it is in (callId -> the agent's channel),
+    """One socket's phone: on or off, the rings it is in (ring -> the agent's channel),
     and the agents of the calls it placed from the browser (callId -> channel)."""
 
     def __init__(self, *, layer, channel: str, user_id) -> None:
@@ -70,18 +103,33 @@ class Phone:
 
     async def answer(self, frame: dict) -> None:
         """An `rtc_offer` answering a ring: on to the agent that rings this socket."""
-        call_id = _call_id(frame)
-        agent = self.rings.get(call_id)
-        if agent is None:
-            raise NotFound("No call rings this tab with this callId (it may have ended).")
+        if "ring" in frame:
+            if "to" in frame:
+                why = "An rtc_offer with to places a call; one with ring (and no to) answers."
+                raise InvalidRequest(f"ring: {why}", fields={"ring": [why]})
+            agent = self._ringing(ring_of(frame))
+        else:  # deprecated: the ring named by callId
+            agent = self.rings.get(_call_id(frame))
+            if agent is None:
+                raise NotFound("No call rings this tab with this callId (it may have ended).")
         problem = offer_problem(frame.get("sdp"))
         if problem is not None:
             raise InvalidRequest(f"sdp: {problem}.", fields={"sdp": [problem]})
         await self._to(agent, {"type": "rtc.offer", "sdp": frame["sdp"]})
 
+    def _ringing(self, ring: str) -> str:
+        """The agent's channel of a ring this socket is in; NotFound for any other."""
+        agent = self.rings.get(ring)
+        if agent is None:
+            raise _no_ring()
+        return agent
+
     def _agent_of(self, frame: dict) -> str:
-        """The agent's channel of the frame's callId: a ring this socket is in, or a call
-        this tab placed; NotFound for anything else (another user's callId included)."""
+        """The agent's channel of the frame's `ring` (a ring this socket is in) or callId (a
+        call this tab placed, or a ring: deprecated); NotFound for anything else (another
+        user's ring or callId included)."""
+        if "ring" in frame:
+            return self._ringing(ring_of(frame))
         call_id = _call_id(frame)
         agent = self.rings.get(call_id) or self.peers.get(call_id)
         if agent is None:
@@ -107,33 +155,42 @@ class Phone:
             raise InvalidRequest(f"digits: {problem}", fields={"digits": [problem]})
         await self._to(agent, {"type": "rtc.dtmf", "digits": digits})
 
-    async def hang_up_ring(self, call_id: str) -> bool:
+    async def hang_up(self, frame: dict) -> None:
+        """`rtc_hangup` naming a `ring`: that ring is left; NotFound for no ring of this
+        socket's (never a call placed: those are named by callId)."""
+        if not await self.hang_up_ring(ring_of(frame)):
+            raise _no_ring()
+
+    async def hang_up_ring(self, ring: str) -> bool:
         """`rtc_hangup` of a ring this socket is in (declined, or the talk ended from the
-        page): the agent is told. False when the callId is no ring of this socket's."""
-        agent = self.rings.pop(call_id, None)
+        page): the agent is told. False when `ring` is no ring of this socket's."""
+        agent = self.rings.pop(ring, None)
         if agent is None:
             return False
         await self._to(agent, {"type": "rtc.hangup"})
         return True
 
     async def leave_rings(self) -> None:
-        for call_id in list(self.rings):
+        for ring in list(self.rings):
             with contextlib.suppress(RedisError, OSError):
-                await self.hang_up_ring(call_id)
+                await self.hang_up_ring(ring)
 
     async def probed(self, message: dict) -> dict | None:
         """An agent's `rtc.probe`: the frame the tab is sent (None: the phone is off)."""
         if not self.on:
             return None
-        frame = message["event"]
-        self.rings[frame["callId"]] = message["reply"]
+        frame = _named(message["event"])
+        self.rings[frame["ring"]] = message["reply"]
         await self._to(message["reply"], {"type": "rtc.ringing"})
         return frame
 
-    def agent_said(self, frame: dict) -> None:
-        """A frame an agent sent this socket: a ring it ended is no longer this socket's."""
+    def agent_said(self, frame: dict) -> dict:
+        """A frame an agent sent this socket, as the tab gets it: a ring it ended is no
+        longer this socket's."""
+        frame = _named(frame)
         if frame.get("type") == "rtc_hangup":
-            self.rings.pop(frame.get("callId"), None)
+            self.rings.pop(frame.get("ring"), None)
+        return frame
 
     def answered(self, message: dict) -> None:
         """An `rtc_answer` pushed to the user's sockets: the one that offered keeps its
@@ -144,3 +201,17 @@ class Phone:
 
     async def _to(self, agent: str, message: dict) -> None:
         await self.layer.send(agent, {**message, "tab": self.channel})
+
+
+def _no_ring() -> NotFound:
+    why = "No call rings this tab with this ring (it may have ended)."
+    return NotFound(why, fields={"ring": [why]})
+
+
+def _named(frame: dict) -> dict:
+    """An agent's frame about a ring with its `ring`: an agent of the release before names
+    it by callId alone."""
+    call_id = frame.get("callId")
+    if "ring" in frame or not (isinstance(call_id, str) and call_id.startswith(RING_PREFIX)):
+        return frame
+    return {**frame, "ring": call_id}

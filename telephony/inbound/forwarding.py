@@ -111,12 +111,16 @@ class Forwarder:
 
     def _browser_ring(self) -> BrowserRing:
         """The ring of the owner's tabs: they are sent `incoming_call` with `ringBrowser`,
-        the caller and the number's alias, and the ring's own id as `callId` (never a row's: it
-        names this ring in the tabs' frames, and nothing else)."""
+        the caller and the number's alias, the call's ledger id (`call`), and the ring's own
+        id as `ring` (never a row's: it names this ring in the tabs' frames, and nothing
+        else). `callId` repeats the ring for tabs of the release before (deprecated: a
+        `callId` is a client's id of a call it placed)."""
         number = self.number
+        ring = f"ring-{secrets.token_hex(8)}"
         frame = {
             **services.incoming_call_event(call=self.ledger, number=number),
-            "callId": f"ring-{secrets.token_hex(8)}",
+            "ring": ring,
+            "callId": ring,
             "alias": number.alias,
             "ringBrowser": True,
         }

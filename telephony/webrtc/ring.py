@@ -38,7 +38,9 @@ CONNECT_SECONDS = 15.0  # from the answer until the tab's connection is up
 
 class BrowserRing:
     """One ring of the owner's tabs for one call, and then its talk. `frame` is the
-    `incoming_call` frame the tabs are sent (its `callId` names the ring in every frame).
+    `incoming_call` frame the tabs are sent: its `ring` names the ring in every frame, both
+    ways, and its `call` (the call's ledger id) is on every frame Relay sends about it, with
+    `callId` repeating the ring (deprecated, for one release).
     Like a SIP leg to dial.Dial: `target`, `stream` (once answered) and `hang_up()`."""
 
     target = BROWSER
@@ -47,7 +49,7 @@ class BrowserRing:
         self, *, owner_id, frame: dict, ice_servers: list[dict], ports: range | None, label: str
     ) -> None:
         self.owner_id, self.frame, self.label = owner_id, frame, label
-        self.call_id = frame["callId"]
+        self.ring_id, self.call = frame["ring"], frame["call"]
         self.ice_servers, self.ports = ice_servers, ports
         self.layer = get_channel_layer()
         self.channel = ""
@@ -127,10 +129,15 @@ class BrowserRing:
         talked = self.leg is not None and self.leg.connected.is_set()
         for tab in list(self.tabs):
             why = "ended" if talked and tab == self.answering else reason
-            await self._tell(tab, {"type": "rtc_hangup", "callId": self.call_id, "reason": why})
+            await self._tell(tab, self._frame("rtc_hangup", reason=why))
         self.tabs.clear()
         if self.leg is not None:
             await self.leg.close()
+
+    def _frame(self, kind: str, **fields) -> dict:
+        """A frame about this ring, for a tab: `ring`, `call`, and the deprecated `callId`."""
+        ring = self.ring_id
+        return {"type": kind, "ring": ring, "call": self.call, "callId": ring, **fields}
 
     async def _tell(self, tab: str, frame: dict) -> None:
         with contextlib.suppress(Exception):  # a socket gone, the layer down: the tab is over
@@ -172,8 +179,7 @@ class BrowserRing:
             return  # not rung, or left already
         if self.leg is not None:  # another tab answered first
             self.tabs.discard(tab)
-            frame = {"type": "rtc_hangup", "callId": self.call_id, "reason": "answered_elsewhere"}
-            await self._tell(tab, frame)
+            await self._tell(tab, self._frame("rtc_hangup", reason="answered_elsewhere"))
             return
         leg = BrowserLeg(ice_servers=self.ice_servers, ports=self.ports, label=self.label)
         try:
@@ -181,19 +187,16 @@ class BrowserRing:
         except OfferRefused as refused:
             await leg.close()
             self.tabs.discard(tab)
-            await self._tell(
-                tab, {"type": "rtc_hangup", "callId": self.call_id, "reason": str(refused)}
-            )
+            await self._tell(tab, self._frame("rtc_hangup", reason=str(refused)))
             if not self.tabs:
                 self.over.set()
             return
         self.leg, self.answering = leg, tab
         self.answered_at = asyncio.get_running_loop().time()
-        await self._tell(tab, {"type": "rtc_answer", "callId": self.call_id, "sdp": answer})
+        await self._tell(tab, self._frame("rtc_answer", sdp=answer))
         for other in self.tabs - {tab}:
             self.tabs.discard(other)
-            frame = {"type": "rtc_hangup", "callId": self.call_id, "reason": "answered_elsewhere"}
-            await self._tell(other, frame)
+            await self._tell(other, self._frame("rtc_hangup", reason="answered_elsewhere"))
 
 
 async def signals_taken(layer, channel: str, leg: BrowserLeg) -> None:

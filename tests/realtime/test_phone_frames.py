@@ -19,14 +19,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 CANDIDATE = "candidate:842163049 1 udp 1677729535 192.0.2.7 46154 typ srflx raddr 0.0.0.0 rport 0"
 
 
-def ring_frame(call_id: str = "ring-0123456789abcdef") -> dict:
+CALL = "6f1c2a4e-8d2b-4f4e-9a51-3c7e0b9d1a22"  # the inbound call's ledger id
+
+
+def ring_frame(ring: str = "ring-0123456789abcdef") -> dict:
+    """The `incoming_call` an agent rings tabs with: the ring named by `ring`, the call by
+    `call`, and `callId` (deprecated) repeating the ring."""
     return {
         "type": "incoming_call",
+        "call": CALL,
+        "seq": 1,
         "number_id": "n1",
         "number": "+447700900123",
         "caller_num": "+441134960000",
         "ts": 1,
-        "callId": call_id,
+        "ring": ring,
+        "callId": ring,
         "alias": "Shop",
         "ringBrowser": True,
     }
@@ -102,7 +110,8 @@ async def test_a_ring_reaches_the_tabs_whose_phone_is_on_and_the_first_offer_goe
     assert await agent.next() == {"type": "rtc.dtmf", "digits": "12#", "tab": ringing["tab"]}
 
     # The agent's frames reach that tab; a ring it ended is no longer the tab's.
-    ended = {"type": "rtc_hangup", "callId": "ring-0123456789abcdef", "reason": "ended"}
+    ring = "ring-0123456789abcdef"
+    ended = {"type": "rtc_hangup", "ring": ring, "call": CALL, "callId": ring, "reason": "ended"}
     await agent.tell(ringing["tab"], ended)
     assert await on.receive_json_from(timeout=5) == ended
     await on.send_json_to({"type": "rtc_hangup", "callId": "ring-0123456789abcdef"})

@@ -77,11 +77,11 @@ class Tab:
                 if frame["type"] == kind and all(frame.get(k) == v for k, v in fields.items()):
                     return frame
 
-    async def answer(self, call_id: str) -> None:
+    async def answer(self, ring: str) -> None:
         self.browser = Browser()
         offer = await self.browser.offer()
-        await self.ws.send(json.dumps({"type": "rtc_offer", "callId": call_id, "sdp": offer}))
-        answer = await self.next("rtc_answer", callId=call_id)
+        await self.ws.send(json.dumps({"type": "rtc_offer", "ring": ring, "sdp": offer}))
+        answer = await self.next("rtc_answer", ring=ring)
         await self.browser.take(answer["sdp"])
         await until(lambda: self.browser.pc.connectionState == "connected", "the connection")
 
@@ -131,16 +131,17 @@ async def test_two_tabs_ring_one_answers_talks_both_ways_and_hangs_up(relay, tmp
             "number": number.number,
             "caller_num": "+447700900123",
             "ts": ring["ts"],
-            "callId": ring["callId"],
+            "ring": ring["ring"],
+            "callId": ring["ring"],  # deprecated: the ring again
             "alias": "Shop",
             "ringBrowser": True,
         }
-        assert re.fullmatch(r"ring-[0-9a-f]{16}", ring["callId"])
-        assert (await second.next("incoming_call", ringBrowser=True))["callId"] == ring["callId"]
+        assert re.fullmatch(r"ring-[0-9a-f]{16}", ring["ring"])
+        assert (await second.next("incoming_call", ringBrowser=True))["ring"] == ring["ring"]
 
-        await first.answer(ring["callId"])
-        stopped = await second.next("rtc_hangup", callId=ring["callId"])
-        assert stopped["reason"] == "answered_elsewhere"
+        await first.answer(ring["ring"])
+        stopped = await second.next("rtc_hangup", ring=ring["ring"])
+        assert (stopped["reason"], stopped["call"]) == ("answered_elsewhere", ring["call"])
 
         # The caller's recording reaches the page; the page's words reach the caller.
         browser = first.browser
@@ -152,7 +153,7 @@ async def test_two_tabs_ring_one_answers_talks_both_ways_and_hangs_up(relay, tmp
         # and the tab was answered in it: nothing is converted on the way (issue 55).
         assert {payload_type for payload_type, _ in browser.received} == {8}
 
-        await first.ws.send(json.dumps({"type": "rtc_hangup", "callId": ring["callId"]}))
+        await first.ws.send(json.dumps({"type": "rtc_hangup", "ring": ring["ring"]}))
         assert await in_thread(caller.finish) == 0, caller  # Relay's BYE reached the caller
     finally:
         await closed(tabs)
@@ -178,9 +179,9 @@ async def test_the_browser_wins_over_a_ringing_phone_which_is_cancelled(
     try:
         caller = await in_thread(call_in, relay.agent, tmp_path, "inbound_wait_bye", number.number)
         ring = await tab.next("incoming_call", ringBrowser=True)
-        await tab.answer(ring["callId"])
+        await tab.answer(ring["ring"])
         assert await in_thread(phones_.finish) == 0, phones_  # its leg was CANCELed
-        await tab.ws.send(json.dumps({"type": "rtc_hangup", "callId": ring["callId"]}))
+        await tab.ws.send(json.dumps({"type": "rtc_hangup", "ring": ring["ring"]}))
         assert await in_thread(caller.finish) == 0, caller
     finally:
         await closed(tabs)
@@ -207,7 +208,7 @@ async def test_a_phone_that_answers_first_wins_and_the_tab_stops_ringing(
             message_ms=1500,
         )
         ring = await tab.next("incoming_call", ringBrowser=True)
-        stopped = await tab.next("rtc_hangup", callId=ring["callId"])
+        stopped = await tab.next("rtc_hangup", ring=ring["ring"])
         assert stopped["reason"] == "answered_elsewhere"
         assert await in_thread(caller.finish) == 0, caller
         assert await in_thread(phones_.finish) == 0, phones_
@@ -258,7 +259,7 @@ async def test_a_caller_who_hangs_up_while_it_rings_stops_the_tab_and_is_missed(
             resend='  <pause milliseconds="3000"/>',
         )
         ring = await tab.next("incoming_call", ringBrowser=True)
-        stopped = await tab.next("rtc_hangup", callId=ring["callId"])
+        stopped = await tab.next("rtc_hangup", ring=ring["ring"])
         assert stopped["reason"] == "caller_hung_up"
         assert await in_thread(caller.finish) == 0, caller
     finally:
@@ -282,8 +283,8 @@ async def test_a_caller_who_hangs_up_while_talking_ends_the_tabs_call(relay, tmp
             message_ms=2000,
         )
         ring = await tab.next("incoming_call", ringBrowser=True)
-        await tab.answer(ring["callId"])
-        ended = await tab.next("rtc_hangup", callId=ring["callId"])
+        await tab.answer(ring["ring"])
+        ended = await tab.next("rtc_hangup", ring=ring["ring"])
         assert ended["reason"] == "ended"
         assert await in_thread(caller.finish) == 0, caller  # its BYE was answered
     finally:
