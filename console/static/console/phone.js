@@ -32,8 +32,10 @@
   var delay = 1000;
   var stopped = false;
   var on = localStorage.getItem("relay.phone") === "on";
-  var rings = {}; // callId -> the incoming_call frame of a ring this tab shows
-  var call = null; // {callId, pc, stream, outbound, label}
+  var rings = {}; // ring -> the incoming_call frame of a ring this tab shows
+  // {callId (a call placed from here) or ring and call (a ring taken: the ring's name and
+  // Relay's id of the inbound call), pc, stream, outbound, label}
+  var call = null;
   var tone = null;
   var audioContext = null;
   var DENIED = "Your browser did not allow the microphone, so the call cannot be taken here. " +
@@ -42,6 +44,18 @@
 
   function say(text) { el.line.textContent = text; }
   function warn(text) { el.alert.textContent = text; }
+
+  // A frame about the call: a ring is named by `ring`, a call placed by its callId.
+  function about(type, details) {
+    var frame = { type: type };
+    if (details.ring) frame.ring = details.ring; else frame.callId = details.callId;
+    return frame;
+  }
+
+  // Whether Relay's frame is about the call.
+  function concerns(frame, details) {
+    return details.ring ? frame.ring === details.ring : frame.callId === details.callId;
+  }
 
   function send(frame) {
     if (socket && socket.readyState === WebSocket.OPEN) {
@@ -108,10 +122,10 @@
   // --- Incoming calls -----------------------------------------------------------------------
   function ringing(frame) {
     if (!on || call) return;
-    rings[frame.callId] = frame;
+    rings[frame.ring] = frame;
     el.caller.textContent = "Call from " + frame.caller_num + " to " +
       (frame.alias ? frame.alias + " (" + frame.number + ")" : frame.number);
-    el.ringing.dataset.callId = frame.callId;
+    el.ringing.dataset.ring = frame.ring;
     el.ringing.hidden = false;
     panel.hidden = false;
     warn("");
@@ -119,30 +133,33 @@
     startTone();
   }
 
-  function stopRinging(callId) {
-    delete rings[callId];
-    if (el.ringing.dataset.callId === callId) {
+  function stopRinging(name) {
+    delete rings[name];
+    if (el.ringing.dataset.ring === name) {
       el.ringing.hidden = true;
-      delete el.ringing.dataset.callId;
+      delete el.ringing.dataset.ring;
       stopTone();
     }
   }
 
   el.answer.addEventListener("click", function () {
-    var callId = el.ringing.dataset.callId;
-    var ring = rings[callId];
+    var name = el.ringing.dataset.ring;
+    var ring = rings[name];
     if (!ring) return;
-    stopRinging(callId); // the ring is this tab's call now
-    start({ callId: callId, outbound: false, label: ring.caller_num }, function (sdp) {
-      return { type: "rtc_offer", callId: callId, sdp: sdp };
+    stopRinging(name); // the ring is this tab's call now
+    var details = { ring: name, call: ring.call, outbound: false, label: ring.caller_num };
+    start(details, function (sdp) {
+      var frame = about("rtc_offer", details);
+      frame.sdp = sdp;
+      return frame;
     });
   });
 
   el.decline.addEventListener("click", function () {
-    var callId = el.ringing.dataset.callId;
-    if (!callId) return;
-    send({ type: "rtc_hangup", callId: callId });
-    stopRinging(callId);
+    var name = el.ringing.dataset.ring;
+    if (!name) return;
+    send({ type: "rtc_hangup", ring: name });
+    stopRinging(name);
     say("Declined.");
   });
 
@@ -162,8 +179,10 @@
         });
         pc.addEventListener("icecandidate", function (event) {
           if (event.candidate && details.offered) {
-            send({ type: "rtc_candidate", callId: details.callId,
-              candidate: event.candidate.candidate, sdpMid: event.candidate.sdpMid });
+            var frame = about("rtc_candidate", details);
+            frame.candidate = event.candidate.candidate;
+            frame.sdpMid = event.candidate.sdpMid;
+            send(frame);
           }
         });
         pc.addEventListener("connectionstatechange", function () {
@@ -188,7 +207,7 @@
         var denied = error && (error.name === "NotAllowedError" || error.name === "SecurityError");
         var reason = denied ? DENIED : (error && error.name === "NotFoundError" ? NO_MICROPHONE :
           "The call could not be started: " + (error && error.message ? error.message : error));
-        if (!details.outbound) send({ type: "rtc_hangup", callId: details.callId });
+        if (!details.outbound) send(about("rtc_hangup", details));
         ended(details, "");
         warn(reason);
       });
@@ -234,7 +253,7 @@
 
   el.hangup.addEventListener("click", function () {
     if (!call) return;
-    send({ type: "rtc_hangup", callId: call.callId });
+    send(about("rtc_hangup", call));
     ended(call, "You hung up.");
   });
 
@@ -250,7 +269,9 @@
   el.keypad.addEventListener("click", function (event) {
     var key = event.target.closest("button[data-key]");
     if (!key || !call) return;
-    send({ type: "rtc_dtmf", callId: call.callId, digits: key.dataset.key });
+    var frame = about("rtc_dtmf", call);
+    frame.digits = key.dataset.key;
+    send(frame);
   });
 
   // --- Calls from the browser (the calls page) ----------------------------------------------
@@ -287,18 +308,18 @@
       return;
     }
     if (frame.type === "incoming_call" && frame.ringBrowser) return ringing(frame);
-    if (frame.type === "rtc_answer" && call && frame.callId === call.callId && call.pc) {
+    if (frame.type === "rtc_answer" && call && concerns(frame, call) && call.pc) {
       call.pc.setRemoteDescription({ type: "answer", sdp: frame.sdp });
       return;
     }
     if (frame.type === "rtc_hangup") {
-      if (call && frame.callId === call.callId) {
+      if (call && concerns(frame, call)) {
         return ended(call, frame.reason === "answered_elsewhere" ?
           "The call was taken elsewhere." : "The call ended.");
       }
-      var ring = rings[frame.callId];
+      var ring = frame.ring && rings[frame.ring];
       if (ring) {
-        stopRinging(frame.callId);
+        stopRinging(frame.ring);
         say({
           answered_elsewhere: "The call was answered elsewhere.",
           caller_hung_up: "Missed call from " + ring.caller_num + ": the caller hung up.",
@@ -313,7 +334,7 @@
       }
       return;
     }
-    if (frame.type === "error" && call && frame.callId === call.callId) {
+    if (frame.type === "error" && call && concerns(frame, call)) {
       ended(call, "");
       warn(frame.error);
     }
