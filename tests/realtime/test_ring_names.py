@@ -97,6 +97,16 @@ async def rung(communicator, user, agent: Agent, ring: str = RING):
     return ws, (await agent.next())["tab"]
 
 
+async def leaves(ws, agent: Agent, *rings: str) -> None:
+    """The tab leaves its `rings`, and the agent hears it. A test ends so, not with the
+    socket in a ring: its disconnect at teardown would send the agent rtc.hangup, and the
+    Redis layer's clean-up of that message could outlive the test's event loop (its lock
+    then refuses every later receive: "bound to a different event loop")."""
+    for ring in rings:
+        await ws.send_json_to({"type": "rtc_hangup", "ring": ring})
+        assert (await agent.next())["type"] == "rtc.hangup"
+
+
 @pytest.mark.parametrize(
     "names",
     [{"ring": RING}, {"callId": RING}, {"ring": RING, "callId": RING}],
@@ -166,6 +176,7 @@ async def test_a_frame_whose_ring_and_callid_disagree_is_refused_naming_both(
         assert "deprecated" in reply["error"]
         assert reply["ring"] == RING
     assert await agent.nothing_within(0.3)
+    await leaves(ws, agent, RING, OTHER_RING)
 
 
 @pytest.mark.parametrize(
@@ -206,6 +217,7 @@ async def test_a_bad_ring_gets_an_invalid_request_naming_ring_and_the_socket_sta
         assert list(reply["fields"]) == ["ring"]
         assert "ring" not in reply  # nothing unacceptable is echoed
     assert await agent.nothing_within(0.3)
+    await leaves(ws, agent, RING)
 
 
 async def test_an_offer_with_a_ring_and_a_to_is_refused_naming_ring(communicator, user):
@@ -218,6 +230,7 @@ async def test_an_offer_with_a_ring_and_a_to_is_refused_naming_ring(communicator
     assert list(reply["fields"]) == ["ring"] and reply["ring"] == RING
     assert await agent.nothing_within(0.3)
     assert not await sync_to_async(Call.objects.exists)()  # no call placed either
+    await leaves(ws, agent, RING)
 
 
 async def test_a_ring_another_socket_or_user_was_sent_is_not_found(communicator, user, other_user):
@@ -232,6 +245,8 @@ async def test_a_ring_another_socket_or_user_was_sent_is_not_found(communicator,
             assert (reply["ring"], list(reply["fields"])) == (ring, ["ring"])
     assert await mine.nothing_within(0.2)
     assert await theirs.nothing_within(0.2)
+    await leaves(ws, mine, RING)
+    await leaves(their_ws, theirs, OTHER_RING)
 
 
 async def test_a_ring_never_names_a_call_placed_from_the_browser(communicator, user):
