@@ -27,6 +27,7 @@ from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
 from telephony.dial import Dial, Ledger, diversion
+from telephony.sip.race import race, won
 from telephony.sip.uac import OutboundCall
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech, SpeechError
@@ -155,18 +156,13 @@ class Forwarder:
             )
         except SpeechError:
             audio = {}  # the key is waited for all the same
-        key = asyncio.ensure_future(keys.get())
-        gone = asyncio.ensure_future(self.call.ended.wait())
-        player = asyncio.ensure_future(sip.stream.play(audio.get(sip.stream.payload_type, b"")))
+        key = asyncio.ensure_future(keys.get())  # pressed during the prompt, or after it
         try:
-            await asyncio.wait({key, gone, player}, return_when=asyncio.FIRST_COMPLETED)
-            player.cancel()
-            if not key.done() and not gone.done():
-                await asyncio.wait(
-                    {key, gone}, timeout=SCREENING_SECONDS, return_when=asyncio.FIRST_COMPLETED
-                )
-            return key.done() and key.result() == ACCEPT_KEY and not self.call.ended.is_set()
+            playing = sip.stream.play(audio.get(sip.stream.payload_type, b""))
+            await race(key, self.call.ended.wait(), playing, keep=(key,))
+            if not key.done() and not self.call.ended.is_set():
+                await race(key, self.call.ended.wait(), timeout=SCREENING_SECONDS)
+            return won(key) and key.result() == ACCEPT_KEY and not self.call.ended.is_set()
         finally:
-            for waiting in (key, gone, player):
-                waiting.cancel()
+            key.cancel()
             sip.stream.on_dtmf = None

@@ -28,6 +28,7 @@ from channels.layers import get_channel_layer
 
 from core import events
 from core.webrtc import BROWSER, OfferRefused
+from telephony.sip.race import race
 from telephony.webrtc.leg import BrowserLeg
 
 logger = logging.getLogger(__name__)
@@ -94,29 +95,17 @@ class BrowserRing:
                 deadline = until if self.tabs else min(probe_until, until)
             if loop.time() >= deadline:
                 break
-            waits = [asyncio.ensure_future(e.wait()) for e in (self.changed, self.over)]
+            waited = [self.changed, self.over]
             if self.leg is not None:
-                waits.append(asyncio.ensure_future(self.leg.connected.wait()))
-            try:
-                await asyncio.wait(
-                    waits, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED
-                )
-            finally:
-                for wait in waits:
-                    wait.cancel()
+                waited.append(self.leg.connected)
+            await race(*(event.wait() for event in waited), timeout=deadline - loop.time())
         return False
 
     async def talking(self) -> None:
         """Returns once the answering tab is gone: its hang-up, its connection ended, or
         hang_up()."""
-        waits = [asyncio.ensure_future(self.over.wait())]
-        if self.leg is not None:
-            waits.append(asyncio.ensure_future(self.leg.ended.wait()))
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
+        waited = [self.over] if self.leg is None else [self.over, self.leg.ended]
+        await race(*(event.wait() for event in waited))
 
     async def close(self, reason: str) -> None:
         """End the ring and the talk: every tab still in it is sent `rtc_hangup` with
