@@ -11,10 +11,11 @@ extensions, and read the clock twice; the agent's CPU per browser call was over 
 SIP-to-SIP bridge's (docs/benchmarks.md, sip_browser_50). STUN, DTLS and RTCP still take
 aiortc's and aioice's own paths, as does everything while the path is not open.
 
-This reaches into aiortc's and aioice's internals (`_rx_srtp`, `_tx_srtp`, `_connection`,
-`_nominated`, `_protocols`), as the leg's receive hook already did: aiortc is pinned to its
-minor release (aioice too), tests/platform/edges.py checks each name, and `open()` returns
-None (the leg keeps aiortc's path) when any is missing. WEBRTC_FAST_PATH=false never opens it.
+This module is the browser leg's one edge to aiortc's and aioice's internals (`_rx_srtp`,
+`_tx_srtp`, `_connection`, `_nominated`, `_protocols`, and the receiver's
+`_handle_rtp_packet`, which hear_before_decoder replaces): aiortc is pinned to its minor
+release (aioice too), tests/platform/edges.py checks each name, and `open()` returns None (the
+leg keeps aiortc's path) when any is missing. WEBRTC_FAST_PATH=false never opens it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ import pylibsrtp
 logger = logging.getLogger(__name__)
 
 RTP = struct.Struct("!BBHII")
+
+
+def hear_before_decoder(receiver, heard) -> None:
+    """Hand every RTP packet aiortc's `receiver` gets to `heard(packet, arrival_time_ms)`, in
+    place of its own handler: before its jitter buffer and decoder, which no public path
+    offers (the leg relays G.711 as it comes and decodes only Opus itself)."""
+    receiver._handle_rtp_packet = heard
 
 
 class FastPath:

@@ -36,7 +36,7 @@ from django.conf import settings
 
 from core.webrtc import G711, OfferRefused, ice_servers_for, offer_problem, offered_codec
 from telephony.sip.rtp import DTMF_KEYS, g711_in
-from telephony.webrtc.fastpath import FastPath
+from telephony.webrtc.fastpath import FastPath, hear_before_decoder
 from telephony.webrtc.ports import in_range
 
 logger = logging.getLogger(__name__)
@@ -291,7 +291,7 @@ class BrowserLeg:
         self.stream.payload_type = _answered_payload_type(answer)
         if self.stream.payload_type not in G711.values():
             self.stream.opus = OpusTranscoder()
-        transceiver.receiver._handle_rtp_packet = self.stream.heard  # before its decoder
+        hear_before_decoder(transceiver.receiver, self.stream.heard)
         self.transceiver = transceiver
         return answer
 

@@ -219,7 +219,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "telephony/webrtc/leg.py",
+        "telephony/webrtc/fastpath.py",  # hear_before_decoder, the browser leg's receive hook
         "aiortc",
         None,  # no public path hands over RTP before the decoder: the leg cannot work without
         (
