@@ -117,7 +117,7 @@ class Listener:
 
 class Relay(RelayProcess):
     """`manage.py runrelay --no-worker`, as production runs it: gunicorn (HTTP_WORKERS sync
-    workers) on `http`, WS_PROCESSES Daphne processes (relay.daphne_server) on `ws`.
+    workers) on `http`, WS_PROCESSES Daphne processes (relay.platform.daphne_server) on `ws`.
 
     The worker is left out: ws_status_push starts its own, sip_50_calls must have none, and
     elsewhere it would only poll its queue.
@@ -130,7 +130,7 @@ class Relay(RelayProcess):
         super().__init__(var_dir, "--no-worker", environ=env, log=var_dir / f"{log_name}.log")
         children = psutil.Process(self.proc.pid).children()
         self.http = Listener(self.port, _running_module(children, "gunicorn"))
-        self.ws = Listener(self.ws_port, _running_module(children, "relay.daphne_server"))
+        self.ws = Listener(self.ws_port, _running_module(children, "relay.platform.daphne_server"))
 
 
 def _running_module(processes: list[psutil.Process], module: str) -> list[psutil.Process]:

@@ -87,7 +87,7 @@ SETTINGS_NOTE = (
     "production starts it, `manage.py runrelay --no-worker`: gunicorn serves HTTP with "
     "{http_workers} threaded workers (`HTTP_WORKERS` x `HTTP_THREADS`, "
     "relay/gunicorn_conf.py), the WebSocket is "
-    "served on a port of its own by {ws_processes} (`WS_PROCESSES`, `relay.daphne_server "
+    "served on a port of its own by {ws_processes} (`WS_PROCESSES`, `relay.platform.daphne_server "
     "-v 0` with runrelay's frame limits); `PASSWORD_HASH_CONCURRENCY={hashing}`, host-wide. "
     "The task worker runs only during ws_status_push (in production workers are separate "
     "processes, here they would only steal one of the 2 cores), the telephony agents only "
@@ -194,11 +194,10 @@ METHOD_NOTES = """\
   POST /api/auth/register; wrk saturates GET /api/user/me with its JWT, as http_me. Baseline: the
   plain Django view under a gunicorn with the same environment.
 - **ws_idle**: client processes of asyncio `websockets` clients (no client pings) open sockets in
-  steps against runrelay's Daphne (`relay.daphne_server` with runrelay's arguments) and against
-  a bare Daphne; RSS per socket is (the Daphne processes' RSS now - before the first socket) /
-  sockets open; idle CPU is measured over a quiet window. Relay's sockets are authenticated
-  (JWT) and have joined their user and session groups in Redis; 1,000 users hold the 10,000
-  sockets.
+  steps against runrelay's Daphne (`relay.platform.daphne_server` with runrelay's arguments) and
+  against a bare Daphne; RSS per socket is (the Daphne processes' RSS now - before the first socket)
+  / sockets open; idle CPU is measured over a quiet window. Relay's sockets are authenticated (JWT)
+  and have joined their user and session groups in Redis; 1,000 users hold the 10,000 sockets.
 - **ws_ping**: open loop: pings are scheduled at a fixed total rate round-robin over the sockets
   and timed from their scheduled send time to their pong, so queueing shows in the tail.
   "Saturation" keeps one ping in flight per socket.

@@ -88,7 +88,7 @@ async def send_collected(pushes: list[Push]) -> None:
 async def send_collected_together(pushes: list[tuple[str, dict, str | None]]) -> None:
     """send_collected for the pushes of several writes at once (a batch of submits), each
     with the one channel of its group it need not reach (None: every one), because its sender
-    sent it there in place. A channel layer that can (relay.channel_layer's
+    sent it there in place. A channel layer that can (relay.platform.channel_layer's
     `group_send_together`) sends them all in a fixed number of round trips and leaves those
     channels out; any other sends each to its whole group, and its left-out channel drops it
     by the message's `origin`. Failures are logged, never raised, as send_collected's."""

@@ -215,12 +215,12 @@ def _queue_empty() -> bool:
 
 
 # --- Admission: a request's wait counts from its arrival, and each process lends at most
-# PASSWORD_HASH_THREADS of its threads to requests that hash ------------------------------
-# The server stamps when a request reached it (relay/gunicorn_worker.py: the moment gunicorn
-# queued the connection for a thread); relay/admission.py hands the stamp here for the
-# request's duration. A request that waited in the server's own queue before reaching Django
-# has that much less left of PASSWORD_HASH_WAIT_SECONDS for the hashing queue, so a login is
-# served within the wait from its arrival, or refused.
+# PASSWORD_HASH_THREADS of its threads to requests that hash ------------------------------ The
+# server stamps when a request reached it (relay/platform/gunicorn_worker.py: the moment gunicorn
+# queued the connection for a thread); relay/admission.py hands the stamp here for the request's
+# duration. A request that waited in the server's own queue before reaching Django has that much
+# less left of PASSWORD_HASH_WAIT_SECONDS for the hashing queue, so a login is served within the
+# wait from its arrival, or refused.
 
 
 @dataclass

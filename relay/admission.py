@@ -16,7 +16,7 @@ from http import HTTPStatus
 from django.urls import Resolver404, resolve
 
 from core import metrics, passwords, requestid
-from relay.gunicorn_worker import ARRIVED_AT
+from relay.platform.gunicorn_worker import ARRIVED_AT
 
 # Methods that never hash: their requests are not even resolved here.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -36,20 +36,19 @@ def request_hashes(method: str, path: str) -> tuple[bool, str]:
 
 class HashingAdmission:
     """Every request runs with its arrival at the server (gunicorn's stamp,
-    relay/gunicorn_worker.py) known to the hashing queue, so that its wait for a slot counts
-    from then (core.passwords.request_arrived). A request to a view that hashes is admitted
+    relay/platform/gunicorn_worker.py) known to the hashing queue, so that its wait for a slot
+    counts from then (core.passwords.request_arrived). A request to a view that hashes is admitted
     first (core.passwords.admit_hashing_request): when it already waited its whole
-    PASSWORD_HASH_WAIT_SECONDS in the server's queue, or when this process has no hashing
-    thread left (PASSWORD_HASH_THREADS), it is answered 503 service_unavailable with
-    Retry-After at once, in Relay's error shape, with its X-Request-Id, and counted in
-    /metrics; Django never sees it."""
+    PASSWORD_HASH_WAIT_SECONDS in the server's queue, or when this process has no hashing thread
+    left (PASSWORD_HASH_THREADS), it is answered 503 service_unavailable with Retry-After at once,
+    in Relay's error shape, with its X-Request-Id, and counted in /metrics; Django never sees it."""
 
     def __init__(self, application) -> None:
         self.application = application
 
     def hashes(self, method: str, path: str) -> bool:
         """Whether a request of `method` to `path` hashes (request_hashes): gunicorn's worker
-        gives such requests threads of their own (relay/gunicorn_worker.py)."""
+        gives such requests threads of their own (relay/platform/gunicorn_worker.py)."""
         return request_hashes(method, path)[0]
 
     def __call__(self, environ, start_response):

@@ -3,7 +3,7 @@ relay.wsgi:application` (runrelay passes the listening socket and the worker cou
 
 What gunicorn refuses before Django runs (a request line or header over its limit, a line it
 cannot parse) is answered in Relay's JSON error shape instead of gunicorn's HTML page, the
-same bodies Daphne's refusals get (relay/daphne_server.py).
+same bodies Daphne's refusals get (relay/platform/daphne_server.py).
 """
 
 import os
@@ -25,20 +25,19 @@ except ImproperlyConfigured as exc:
     # a traceback (SystemExit passes through gunicorn's loader).
     sys.exit(f"Relay cannot start: {exc}")
 
-# Threads: a request waiting in the password-hashing queue holds one thread of its worker,
-# and the worker's other threads go on serving (with sync workers, a flood of logins held
-# every worker and /me waited in the listen backlog: docs/benchmarks.md, http_logins).
-# gthread stamped with each request's arrival (relay/gunicorn_worker.py), so that its wait in
-# the worker's own queue counts toward PASSWORD_HASH_WAIT_SECONDS. Each worker has
-# PASSWORD_HASH_THREADS threads more than HTTP_THREADS, and requests that hash may hold only
-# that many (core.passwords.admit_hashing_request): HTTP_THREADS are always left for the rest.
-# The worker splits them into two pools, each with its queue (relay/gunicorn_worker.py):
-# HTTP_THREADS for everything else, PASSWORD_HASH_THREADS (and 2 spare) for requests that hash.
-# GUNICORN_RELAY_WORKER=false: gunicorn's own gthread, one pool and no stamp (the worker
-# reaches into gthread's internals).
-worker_class = (
-    "relay.gunicorn_worker.RelayThreadWorker" if settings.GUNICORN_RELAY_WORKER else "gthread"
-)
+# Threads: a request waiting in the password-hashing queue holds one thread of its worker, and the
+# worker's other threads go on serving (with sync workers, a flood of logins held every worker and
+# /me waited in the listen backlog: docs/benchmarks.md, http_logins). gthread stamped with each
+# request's arrival (relay/platform/gunicorn_worker.py), so that its wait in the worker's own queue
+# counts toward PASSWORD_HASH_WAIT_SECONDS. Each worker has PASSWORD_HASH_THREADS threads more than
+# HTTP_THREADS, and requests that hash may hold only that many
+# (core.passwords.admit_hashing_request): HTTP_THREADS are always left for the rest. The worker
+# splits them into two pools, each with its queue (relay/platform/gunicorn_worker.py): HTTP_THREADS
+# for everything else, PASSWORD_HASH_THREADS (and 2 spare) for requests that hash.
+# GUNICORN_RELAY_WORKER=false: gunicorn's own gthread, one pool and no stamp (the worker reaches
+# into gthread's internals).
+RELAY_WORKER = "relay.platform.gunicorn_worker.RelayThreadWorker"
+worker_class = RELAY_WORKER if settings.GUNICORN_RELAY_WORKER else "gthread"
 workers = settings.HTTP_WORKERS
 threads = settings.HTTP_THREADS + settings.PASSWORD_HASH_THREADS
 # A worker whose main loop stops answering for this long is killed and replaced.

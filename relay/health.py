@@ -27,7 +27,7 @@ async def _channel_layer_ok() -> bool:
 
     The channel is a plain one (no "!"), read by a pop of its own. A process-specific
     channel, a socket's kind, is read by the process's one receiving task
-    (relay.channel_layer), which lives on one event loop: under gunicorn each request's
+    (relay.platform.channel_layer), which lives on one event loop: under gunicorn each request's
     check runs on a loop of its own thread, and two checks at once said "Two event loops
     are trying to receive() on one channel layer" and 503. A plain channel also never
     waits behind an idle socket's receive.

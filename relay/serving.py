@@ -1,6 +1,6 @@
 """What only the serving processes need of the settings (runrelay, gunicorn through
-relay.gunicorn_conf, Daphne through relay.daphne_server), checked as each starts: an operator
-command such as `manage.py provision_numbers` mails no link and needs none of it."""
+relay.gunicorn_conf, Daphne through relay.platform.daphne_server), checked as each starts: an
+operator command such as `manage.py provision_numbers` mails no link and needs none of it."""
 
 from django.conf import settings
 

@@ -371,7 +371,7 @@ class DaphneProcess(ChildProcess):
     ):
         self.port = free_port()
         self.ws_base = f"ws://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "relay.daphne_server", "-b", "127.0.0.1"]
+        argv = [sys.executable, "-m", "relay.platform.daphne_server", "-b", "127.0.0.1"]
         argv += ["-p", str(self.port), "-v", "0", "relay.asgi:application"]
         environ = environ if environ is not None else relay_env(var_dir, **env)
         environ = {"PUBLIC_URL": f"http://127.0.0.1:{self.port}", **environ}

@@ -35,7 +35,7 @@ from django.db import connections, models
 
 def prepared_cursor(connection):
     """A cursor whose statements the database prepares, where the backend offers one
-    (relay.db.postgresql: each statement parsed and planned once per connection, not on every
+    (relay.platform.postgresql: each statement parsed and planned once per connection, not on every
     run); else a plain cursor."""
     prepared = getattr(connection, "prepared_cursor", None)
     return connection.cursor() if prepared is None else prepared()

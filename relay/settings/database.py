@@ -37,13 +37,13 @@ _db["CONN_MAX_AGE"] = whole_number(
 )
 _db["CONN_HEALTH_CHECKS"] = True
 # ...unless a request used it without a database error less than this many seconds ago
-# (relay/db/postgresql/base.py): under load the check's round trip is never paid. 0: every
+# (relay/platform/postgresql/base.py): under load the check's round trip is never paid. 0: every
 # request checks.
 DATABASE_HEALTH_CHECK_FRESH = whole_number(
     "DATABASE_HEALTH_CHECK_FRESH", 1, minimum=0, maximum=60, unit=" (seconds)"
 )
 if _db["ENGINE"] == "django.db.backends.postgresql":
-    _db["ENGINE"] = "relay.db.postgresql"
+    _db["ENGINE"] = "relay.platform.postgresql"
 # PostgreSQL: the statements every request and every batch of submits runs
 # (core.platform.compiled) are prepared once per connection, not parsed and planned on every
 # run. Off: for a pooler that does not keep a session's prepared statements (PgBouncer in
@@ -74,11 +74,11 @@ CHANNEL_CAPACITY = whole_number("CHANNEL_CAPACITY", 5000, maximum=1_000_000)
 # Redis answers the client (rate limits fail open, sockets close with 4503) instead of
 # hanging it. Maintenance notifications stay off: redis-py 8 enables them by default on
 # RESP3, and while they are on its pools hand out connections the server has already closed
-# (after a Redis restart). relay/channel_layer.py explains the channel layer's side.
+# (after a Redis restart). relay/platform/channel_layer.py explains the channel layer's side.
 REDIS_CONNECT_TIMEOUT = 1.0
 CHANNEL_LAYER_OPERATION_TIMEOUT = 2.0
-# One task per process pops every socket's messages, and a batch's pushes go in two round
-# trips (relay/channel_layer.py), through channels-redis's internals. Off: its own receive and
+# One task per process pops every socket's messages, and a batch's pushes go in two round trips
+# (relay/platform/channel_layer.py), through channels-redis's internals. Off: its own receive and
 # group_send, the same messages at more memory and round trips (an off switch for an upgrade;
 # tests/platform/edges.py).
 CHANNEL_LAYER_FAST_PATHS = boolean("CHANNEL_LAYER_FAST_PATHS", True)
@@ -111,7 +111,7 @@ def redis_settings(url: str) -> tuple[dict, dict]:
     }
     layers = {
         "default": {
-            "BACKEND": "relay.channel_layer.BoundedRedisChannelLayer",
+            "BACKEND": "relay.platform.channel_layer.BoundedRedisChannelLayer",
             "CONFIG": {
                 "hosts": [url],
                 "prefix": "relay",

@@ -27,14 +27,14 @@ def usable_cpus() -> int:
 HTTP_WORKERS = whole_number("HTTP_WORKERS", 2 * usable_cpus(), maximum=256)
 HTTP_THREADS = whole_number("HTTP_THREADS", 8, maximum=64)
 WS_PROCESSES = whole_number("WS_PROCESSES", 1, maximum=64)
-# gunicorn's worker: Relay's gthread (relay/gunicorn_worker.py: each request stamped with its
-# arrival, and threads of their own for requests that hash), written against gthread's
-# internals of gunicorn 27.0. Off: gunicorn's own gthread, every request in one pool, its wait
-# counted from when Django sees it (an off switch for an upgrade; tests/platform/edges.py).
+# gunicorn's worker: Relay's gthread (relay/platform/gunicorn_worker.py: each request stamped with
+# its arrival, and threads of their own for requests that hash), written against gthread's internals
+# of gunicorn 27.0. Off: gunicorn's own gthread, every request in one pool, its wait counted from
+# when Django sees it (an off switch for an upgrade; tests/platform/edges.py).
 GUNICORN_RELAY_WORKER = boolean("GUNICORN_RELAY_WORKER", True)
 # Daphne's HTTP channel answering what Twisted cannot parse with Relay's JSON errors
-# (relay/daphne_server.py), through Twisted internals. Off: Twisted's own channel, a bare 400
-# for those (an off switch for an upgrade; tests/platform/edges.py).
+# (relay/platform/daphne_server.py), through Twisted internals. Off: Twisted's own channel, a bare
+# 400 for those (an off switch for an upgrade; tests/platform/edges.py).
 DAPHNE_JSON_REFUSALS = boolean("DAPHNE_JSON_REFUSALS", True)
 # Output serializers compiled into plain functions, keyed on DRF's method identity and its
 # _readable_fields (core/platform/representation.py). Off: each is rendered by DRF itself, the same

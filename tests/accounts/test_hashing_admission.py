@@ -18,7 +18,7 @@ from django.db import connection
 from core import passwords
 from core.passwords import PasswordHashingBusy, password_hashing_slot, request_arrived
 from relay.admission import request_hashes
-from relay.gunicorn_worker import SPARE_HASHING_THREADS
+from relay.platform.gunicorn_worker import SPARE_HASHING_THREADS
 from tests.accounts.test_hashing_queue import Request, queue_behind, waiting
 from tests.live import RelayProcess, cmdline, http, http_exchange, wait_until
 

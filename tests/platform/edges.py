@@ -163,7 +163,7 @@ CHANNEL = "twisted.web.http.HTTPChannel"
 
 EDGES = (
     Edge(
-        "relay/gunicorn_worker.py",
+        "relay/platform/gunicorn_worker.py",
         "gunicorn",
         "GUNICORN_RELAY_WORKER",
         (
@@ -231,7 +231,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "relay/db/postgresql/base.py",
+        "relay/platform/postgresql/base.py",
         "Django",
         "DATABASE_PREPARED_STATEMENTS",
         (
@@ -251,7 +251,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "relay/db/postgresql/base.py",
+        "relay/platform/postgresql/base.py",
         "psycopg",
         "DATABASE_PREPARED_STATEMENTS",
         (
@@ -298,7 +298,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "relay/channel_layer.py",
+        "relay/platform/channel_layer.py",
         "channels-redis",
         "CHANNEL_LAYER_FAST_PATHS",  # its bounds stay: an override no base calls is inert
         (
@@ -321,7 +321,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "relay/daphne_server.py",
+        "relay/platform/daphne_server.py",
         "Twisted",
         "DAPHNE_JSON_REFUSALS",
         (
@@ -334,7 +334,7 @@ EDGES = (
         ),
     ),
     Edge(
-        "relay/daphne_server.py",
+        "relay/platform/daphne_server.py",
         "daphne",
         "DAPHNE_JSON_REFUSALS",
         (

@@ -10,6 +10,7 @@ import pytest
 from django.conf import settings
 from packaging.utils import canonicalize_name
 
+from tests.live import ROOT
 from tests.platform import edges
 from tests.platform.edges import EDGES, Assigned, Edge, Method, Own, Present
 from tests.platform.pins import pinned
@@ -63,7 +64,7 @@ def stand_in_gthread(monkeypatch):
 
 def test_the_check_fails_on_a_stand_in_module_without_a_pinned_name(stand_in_gthread):
     edge = Edge(
-        "relay/gunicorn_worker.py",
+        "relay/platform/gunicorn_worker.py",
         "gunicorn",
         "GUNICORN_RELAY_WORKER",
         (
@@ -78,12 +79,13 @@ def test_the_check_fails_on_a_stand_in_module_without_a_pinned_name(stand_in_gth
     release = f"gunicorn {edges.installed_version('gunicorn')}: "
     assert found == [
         release + "relay_stand_in_gthread.ThreadWorker.enqueue_req is missing"
-        " (relay/gunicorn_worker.py uses it)",
+        " (relay/platform/gunicorn_worker.py uses it)",
         release + "relay_stand_in_gthread.ThreadWorker.handle takes (self, conn, extra),"
-        " not (self, conn) (relay/gunicorn_worker.py uses it)",
+        " not (self, conn) (relay/platform/gunicorn_worker.py uses it)",
         release + "relay_stand_in_gthread.ThreadWorker.poller is never assigned"
-        " (relay/gunicorn_worker.py uses it)",
-        release + "relay_stand_in_gthread._DEFER is missing (relay/gunicorn_worker.py uses it)",
+        " (relay/platform/gunicorn_worker.py uses it)",
+        release + "relay_stand_in_gthread._DEFER is missing"
+        " (relay/platform/gunicorn_worker.py uses it)",
     ]
     with pytest.raises(AssertionError, match=re.escape(release) + ".*enqueue_req is missing"):
         test_every_private_name_relay_uses_is_there_in_its_shape(edge)
@@ -126,3 +128,14 @@ def test_relays_own_list_fails_when_the_installed_library_loses_a_name(monkeypat
         "gunicorn.workers.gthread.ThreadWorker.enqueue_req is missing",
         "gunicorn.workers.gthread._DEFER is missing",
     ]
+
+
+# The places other libraries' internals may be used (issue 55): the kernel's and the roof's
+# platform packages, and the browser leg's media edge.
+EDGE_PLACES = ("core/platform/", "relay/platform/", "telephony/webrtc/fastpath.py")
+
+
+def test_every_module_that_uses_a_private_name_lives_at_the_edge():
+    for edge in EDGES:
+        assert edge.module.startswith(EDGE_PLACES), f"{edge.module} is outside {EDGE_PLACES}"
+        assert (ROOT / edge.module).is_file(), edge.module

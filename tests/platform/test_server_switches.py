@@ -53,7 +53,7 @@ def test_gunicorns_own_gthread_answers_as_relays_worker(tmp_path):
         log = server.log_path.read_text()
         workers[relay_worker] = log.partition("Using worker: ")[2].partition("\n")[0]
 
-    assert workers == {True: "relay.gunicorn_worker.RelayThreadWorker", False: "gthread"}
+    assert workers == {True: "relay.platform.gunicorn_worker.RelayThreadWorker", False: "gthread"}
     assert seen[False] == seen[True]
     assert [each[0] for each in seen[True]] == [201, 200, 200, 401]
 

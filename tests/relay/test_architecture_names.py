@@ -65,7 +65,7 @@ def test_every_app_of_relays_own_has_its_bullet():
 
 def test_every_package_folder_is_named_in_its_top_folders_bullet():
     folders = package_folders()
-    assert "telephony/sip" in folders and "relay/db/postgresql" in folders, folders
+    assert "telephony/sip" in folders and "relay/platform/postgresql" in folders, folders
     for folder in folders:
         top, _, rest = folder.partition("/")
         bullet = " ".join(bullet_of(top).split())

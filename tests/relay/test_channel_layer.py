@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from django.conf import settings
 
-from relay import channel_layer
-from relay.channel_layer import BoundedRedisChannelLayer
+from relay.platform import channel_layer
+from relay.platform.channel_layer import BoundedRedisChannelLayer
 from tests.roundtrips import count_redis
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,7 +1,7 @@
 """Bad input against live servers under runrelay, gunicorn (relay/gunicorn_conf.py) and Daphne
-(relay/daphne_server.py): what they refuse before Django runs is a JSON error with a status,
-never a dropped connection or an HTML page; what Django and the consumer refuse is a 4xx or an
-error frame, never a 500 or a 1011."""
+(relay/platform/daphne_server.py): what they refuse before Django runs is a JSON error with a
+status, never a dropped connection or an HTML page; what Django and the consumer refuse is a 4xx or
+an error frame, never a 500 or a 1011."""
 
 import base64
 import json

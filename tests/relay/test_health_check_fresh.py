@@ -1,4 +1,4 @@
-"""relay.db.postgresql: a kept connection is checked (Django's CONN_HEALTH_CHECKS ping)
+"""relay.platform.postgresql: a kept connection is checked (Django's CONN_HEALTH_CHECKS ping)
 before a request uses it, unless a request used it without a database error less than
 DATABASE_HEALTH_CHECK_FRESH seconds ago. Each block below is one request as a server runs it:
 close_old_connections as it starts and as it ends (Django's request_started and

@@ -25,7 +25,7 @@ def test_healthz_names_an_unreachable_channel_layer(client, settings):
     # A real Redis client against a port where nothing listens: a genuine connection failure.
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "relay.channel_layer.BoundedRedisChannelLayer",
+            "BACKEND": "relay.platform.channel_layer.BoundedRedisChannelLayer",
             "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},
         }
     }

@@ -1,4 +1,5 @@
-"""relay.db.postgresql: the statements core.platform.compiled runs on every request (the session
+"""relay.platform.postgresql: the statements core.platform.compiled runs on every request (the
+session
 behind a JWT, with the user's quotas) are prepared once per connection and run prepared after that,
 still counted by Django's instrumentation; DATABASE_PREPARED_STATEMENTS=false prepares
 nothing; a statement prepared in a transaction that rolled back is still good after it."""

@@ -29,7 +29,7 @@ def test_gunicorn_and_daphne_without_public_url_stop_at_start_up(tmp_path):
     env = child_environ(**settings_env.BASE, RELAY_VAR_DIR=str(tmp_path))
     servers = {
         "gunicorn": ["-m", "gunicorn", "-c", "python:relay.gunicorn_conf", "-b", "127.0.0.1:1"],
-        "daphne": ["-m", "relay.daphne_server", "-b", "127.0.0.1", "-p", "1", "-v", "0"],
+        "daphne": ["-m", "relay.platform.daphne_server", "-b", "127.0.0.1", "-p", "1", "-v", "0"],
     }
     for name, argv in servers.items():
         app = "relay.wsgi:application" if name == "gunicorn" else "relay.asgi:application"

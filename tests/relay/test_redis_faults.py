@@ -14,7 +14,7 @@ from redis.exceptions import RedisError
 
 from core import ratelimit
 from core.errors import RateLimited
-from relay.channel_layer import BoundedRedisChannelLayer
+from relay.platform.channel_layer import BoundedRedisChannelLayer
 from tests.live import PrivateRedis
 
 pytestmark = pytest.mark.timeout(120)

@@ -67,7 +67,7 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
     children = psutil.Process(proc.pid).children(recursive=True)
     names = " ".join(" ".join(cmdline(c)) for c in children)
     assert "redis-server" in names and "relay_worker" in names
-    assert "gunicorn" in names and "relay.daphne_server" in names
+    assert "gunicorn" in names and "relay.platform.daphne_server" in names
 
     status, health = http("GET", f"{base}/healthz")
     assert health == {"status": "ok", "database": "ok", "channelLayer": "ok"}

@@ -45,7 +45,7 @@ DEADLINE = 60
 KINDS = {
     "redis": lambda argv: any("redis-server" in part for part in argv),  # its title: .. *:0
     "gunicorn": lambda argv: "gunicorn" in argv,
-    "daphne 0": lambda argv: "relay.daphne_server" in argv,
+    "daphne 0": lambda argv: "relay.platform.daphne_server" in argv,
     "worker": lambda argv: "relay_worker" in argv,
     "telephony agent 0": lambda argv: "telephony_agent" in argv and argv[-1] == "0",
     "telephony agent 1": lambda argv: "telephony_agent" in argv and argv[-1] == "1",

@@ -272,7 +272,7 @@ class Command(BaseCommand):
                 [
                     sys.executable,
                     "-m",
-                    "relay.daphne_server",
+                    "relay.platform.daphne_server",
                     "--fd",
                     str(ws_socket.fileno()),
                     "-v",

@@ -84,7 +84,7 @@ class HostRelay:
         self.processes = [
             self._start("web", [python, "-m", "gunicorn", "-c", "python:relay.gunicorn_conf",
                                 "-b", f"{host.address}:{HTTP_PORT}", "relay.wsgi:application"]),
-            self._start("socket", [python, "-m", "relay.daphne_server", "-b", host.address,
+            self._start("socket", [python, "-m", "relay.platform.daphne_server", "-b", host.address,
                                    "-p", str(WS_PORT), "-v", "0", "relay.asgi:application"]),
             self._start("worker", [python, "manage.py", "relay_worker", "--no-reload",
                                    "--queue-name", "default", "--interval", "0.05"]),

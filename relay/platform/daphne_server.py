@@ -15,7 +15,7 @@ The channel overrides Twisted's `_respondToBadRequestAndDisconnect` and reads it
 DAPHNE_JSON_REFUSALS=false serves through Twisted's own channel instead: what it refuses is
 then its bare 400 (and a line over 16 KiB a dropped connection), everything else the same.
 
-Run as `python -m relay.daphne_server <daphne arguments>` (runrelay does).
+Run as `python -m relay.platform.daphne_server <daphne arguments>` (runrelay does).
 """
 
 import logging

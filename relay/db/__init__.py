@@ -1,1 +1,0 @@
-"""Relay's database backends: Django's, with what Relay changes about them."""
