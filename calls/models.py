@@ -51,6 +51,11 @@ class TranscriptStatus(models.TextChoices):
     OFF = "off", "Off"  # TRANSCRIBE_ENGINE=off, or longer than TRANSCRIBE_MAX_SECONDS
 
 
+# The calls the history shows (history.records.history_calls): ended inbound calls (only an
+# inbound call has an outcome: call_outcome_inbound_only) on a number still there.
+HISTORY = models.Q(outcome__isnull=False, number__isnull=False)
+
+
 class Call(models.Model):
     """A call: an outbound one a user asked for (ring `to`, say `message` or run `script`),
     or an inbound one to a user's number (from `caller_id` to `to`, its `number`)."""
@@ -145,6 +150,12 @@ class Call(models.Model):
             models.CheckConstraint(
                 condition=models.Q(direction__in=Direction.values), name="call_direction_valid"
             ),
+            # An outcome is an inbound call's (how it ended for its callee): the history reads
+            # calls by it alone (HISTORY), without their direction.
+            models.CheckConstraint(
+                condition=models.Q(outcome__isnull=True) | models.Q(direction=Direction.INBOUND),
+                name="call_outcome_inbound_only",
+            ),
         ]
         indexes = [
             # The direction is a column, not a partial index's condition: a prepared statement
@@ -172,11 +183,21 @@ class Call(models.Model):
                 condition=models.Q(status__in=sorted(ACTIVE_STATES)),
                 name="call_active_deadline",
             ),
-            # The history (a read of the inbound calls that ended): the owner's by outcome,
-            # a number's, a caller's, and everyone's newest first (the admin).
+            # The history (a read of the inbound calls that ended, on a number still there:
+            # history.records.history_calls): the owner's, and the owner's by outcome, each
+            # partial on exactly the history's condition, which holds no parameter, so that a
+            # prepared statement's generic plan matches it too, and a deep offset is walked in
+            # the index alone (every column it reads is in it). Then a number's, a caller's,
+            # and everyone's newest first (the admin).
             models.Index(
-                fields=["owner", "direction", "outcome", "-created_at", "-id"],
-                name="call_owner_outcome",
+                fields=["owner", "-created_at", "-id"],
+                condition=HISTORY,
+                name="history_owner_newest",
+            ),
+            models.Index(
+                fields=["owner", "outcome", "-created_at", "-id"],
+                condition=HISTORY,
+                name="history_owner_outcome",
             ),
             models.Index(
                 fields=["number", "direction", "-created_at", "-id"], name="call_number_newest"

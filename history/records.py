@@ -27,8 +27,8 @@ from django.db.models import (
     When,
 )
 
+from calls.models import HISTORY, Call, Leg, LegRole, RecordingKind
 from calls.models import AnsweredBy as LedgerAnsweredBy
-from calls.models import Call, Direction, Leg, LegRole, RecordingKind
 from core.fields import represent
 from core.platform.models import loaded
 from core.webrtc import BROWSER
@@ -104,10 +104,9 @@ def record_frame(kind: str, record: Record) -> dict:
 
 
 def history_calls() -> QuerySet:
-    """The calls the history shows: inbound, ended, on a number still there."""
-    return Call.objects.filter(
-        direction=Direction.INBOUND, outcome__isnull=False, number__isnull=False
-    )
+    """The calls the history shows: inbound, ended, on a number still there (calls.models
+    HISTORY, the condition of the history's partial indexes)."""
+    return Call.objects.filter(HISTORY)
 
 
 def _forwarded_phone():
