@@ -13,7 +13,7 @@ import sys
 import time
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.live import ROOT
+from harness.live import ROOT
 
 PASSWORD = "bench-passphrase-not-secret"  # noqa: S105 - a throwaway user of a bench database
 HTTP_EMAIL = "bench-http@relay.example"

@@ -26,7 +26,7 @@ from django.utils import timezone
 from bench import sip, sipp_log
 from calls.models import Call, Leg
 from calls.states import ACTIVE_STATES
-from tests.live import wait_until
+from harness.live import wait_until
 
 SIPP = Path(__file__).resolve().parent / "sipp"
 CALLER_XML, TARGET_XML = SIPP / "forward_caller.xml", SIPP / "forward_target.xml"

@@ -18,7 +18,8 @@ from pathlib import Path
 import psutil
 
 from bench.procs import tree_cpu_seconds
-from tests.live import ChildProcess, free_port, wait_until
+from harness.live import ChildProcess, wait_until
+from harness.ports import free_port
 from tests.telephony.certs import TestCA
 
 MODULES = Path("/usr/lib/x86_64-linux-gnu/kamailio/modules")

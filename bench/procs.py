@@ -1,7 +1,7 @@
 """Servers the harness starts and stops itself, and the CPU/RSS figures read from them.
 
-Ports, child processes and their start-up wait come from tests/live.py, the one place the
-suite and the harness share them. A server is metered as every process it is made of:
+Ports, child processes and their start-up wait come from harness/ (ports.py, live.py), the
+one place the suite and the bench share them. A server is metered as every process it is made of:
 gunicorn's master and its workers, or each of runrelay's Daphne processes.
 """
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import psutil
 
-from tests.live import ChildProcess, RelayProcess, free_port
+from harness.live import ChildProcess, RelayProcess
+from harness.ports import free_port
 
 STOP_GRACE = 15.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tests.live import ROOT
+from harness.live import ROOT
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLANS_SECTION = "## History query plans"

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import fixtures, procs, report  # noqa: E402
 from bench.profiles import FULL, SMOKE  # noqa: E402
-from tests.live import child_environ  # noqa: E402
+from harness.live import child_environ  # noqa: E402
 
 
 def bench_env(var_dir: Path) -> dict:

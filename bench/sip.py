@@ -25,9 +25,10 @@ from bench.kamailio import Kamailio
 from bench.sipp_log import Dialog
 from calls.models import Call
 from calls.states import TERMINAL_STATES, CallState
+from harness.live import ChildProcess, child_environ, wait_until
+from harness.ports import rtp_range, udp_port_taken
 from telephony.speech import Speech
-from tests.live import ChildProcess, child_environ, wait_until
-from tests.telephony.conftest import Sipp, free_udp_port, rtp_range, udp_port_taken
+from tests.telephony.conftest import Sipp, free_udp_port
 
 __all__ = ["Sipp", "free_udp_port"]  # sip_50_calls starts SIPp with the telephony tests' helper
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 
 from bench.procs import children_cpu_seconds
-from tests.live import ROOT
+from harness.live import ROOT
 
 
 @dataclass

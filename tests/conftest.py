@@ -12,10 +12,10 @@ from rest_framework.test import APIClient
 
 from accounts import services
 from core import ratelimit
+from harness.live import HANDSHAKE_DEADLINE
 from relay import settings as relay_settings
 from relay.asgi import application
 from tests.factories import UserFactory
-from tests.live import HANDSHAKE_DEADLINE
 
 # The session's real Synapse (`synapse`, `synapse_admin`, `matrix_user_factory`), for the
 # Matrix tests and the console's alike; a real SMTP server and the test's `mailbox`; how
@@ -69,7 +69,7 @@ def _rate_windows_begin_with_the_test(monkeypatch):
     # a test whose few requests straddled a minute's end had them counted in two windows, and
     # the one it expected refused went through (one run in a few hundred). Its clock here runs
     # at the real pace from the start of an hour, so a test's requests share their window.
-    # Processes the test starts (tests.live) keep the real clock.
+    # Processes the test starts (harness.live) keep the real clock.
     offset = -time.time() % 3600
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: time.time() + offset))
 

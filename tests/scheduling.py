@@ -64,7 +64,7 @@ def longest_first(items: list, seconds: dict[str, float]) -> list:
 # in both passes: its SQL is what differs between the two databases, and it is cheap. A test
 # of live processes (a Relay, SIPp, a browser, Synapse) is slow and runs once, in the pass
 # whose database it uses:
-# - on the pass's own database (tests/live.py's test_database_url): the PostgreSQL pass only,
+# - on the pass's own database (harness/live.py's test_database_url): the PostgreSQL pass only,
 #   except the embedded default's concurrency under load (many sockets, many processes, one
 #   SQLite file), which both passes run;
 # - on an embedded default of its own (`make run`, runrelay on an SQLite file, whatever the

@@ -7,7 +7,7 @@ with it (CI's second pass), that Redis.
 Under pytest-xdist every worker is a separate run: its own test database (pytest-django adds
 the worker's suffix to the name) and its own Redis database, so one worker's `cache.clear()`
 or a group named after a user id never reaches another's. The worker's URL goes back into the
-environment, which the live-server tests' child processes inherit (tests/live.py).
+environment, which the live-server tests' child processes inherit (harness/live.py).
 """
 
 import os

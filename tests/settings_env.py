@@ -1,11 +1,11 @@
 """manage.py under Relay's own settings and chosen variables: the tests that a setting is read,
-or that a wrong one stops start-up with one line (tests.live.assert_refused_at_start_up)."""
+or that a wrong one stops start-up with one line (harness.live.assert_refused_at_start_up)."""
 
 from __future__ import annotations
 
 import subprocess
 
-from tests import live
+from harness import live
 
 # What every such start begins with: a secret, and a database of its own rather than var/'s.
 BASE = {

@@ -23,7 +23,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from tests.live import free_port
+from harness.ports import free_port
 from tests.telephony.certs import TestCA
 
 USER, PASSWORD = "relay-mailer", "smtp-test-password"

@@ -1,11 +1,12 @@
-"""What keeps the suite's xdist workers out of each other's way (tests/settings.py, tests/live.py)
-and how the work is grouped and ordered (tests/scheduling.py)."""
+"""What keeps the suite's xdist workers out of each other's way (tests/settings.py,
+harness/ports.py) and how the work is grouped and ordered (tests/scheduling.py)."""
 
 import socket
 
 import pytest
 
-from tests import live, scheduling
+from harness import live, ports
+from tests import scheduling
 from tests.settings import worker_redis_url
 
 
@@ -29,26 +30,26 @@ def test_the_workers_port_bands_are_disjoint_and_below_the_ephemeral_ports(monke
     bands = []
     for index in range(4):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{index}")
-        bands += [live.worker_band(live.SINGLE_PORTS), live.worker_band(live.RTP_PORTS)]
+        bands += [ports.worker_band(ports.SINGLE_PORTS), ports.worker_band(ports.RTP_PORTS)]
     taken = [port for band in bands for port in band]
     assert len(taken) == len(set(taken))  # no port in two bands
     assert all(len(band) >= 1000 for band in bands)
     assert max(taken) < 32768
     monkeypatch.delenv("PYTEST_XDIST_WORKER")
-    assert live.worker_band(live.SINGLE_PORTS) == live.SINGLE_PORTS  # outside xdist: all
+    assert ports.worker_band(ports.SINGLE_PORTS) == ports.SINGLE_PORTS  # outside xdist: all
 
 
 def test_a_picker_hands_out_each_port_once_and_skips_a_port_in_use():
     with socket.socket() as held:
-        held_port = live.free_port()
+        held_port = ports.free_port()
         held.bind(("127.0.0.1", held_port))
-        picker = live.PortPicker(range(held_port - 10, held_port + 10))
+        picker = ports.PortPicker(range(held_port - 10, held_port + 10))
         picker.cursor = held_port - 1
         handed = [picker.take() for _ in range(8)]
     assert held_port not in handed
     assert len(set(handed)) == 8
-    rtp = live.PortPicker(live.RTP_PORTS)
-    rtp.cursor = live.RTP_PORTS.start + 1
+    rtp = ports.PortPicker(ports.RTP_PORTS)
+    rtp.cursor = ports.RTP_PORTS.start + 1
     first = rtp.take(10, align=2)
     assert first % 2 == 0
     assert rtp.take(10, align=2) >= first + 10

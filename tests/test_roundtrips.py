@@ -11,7 +11,7 @@ import redis.asyncio
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from tests.live import PrivateRedis
+from harness.private import PrivateRedis
 from tests.roundtrips import command_names, count_redis
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from bench import procs, wrk
 from bench.profiles import Profile
 from bench.report import Row
-from tests.live import manage
+from harness.live import manage
 
 
 @dataclass

@@ -12,7 +12,7 @@ from bench import fixtures, procs, wrk
 from bench.report import Row
 from bench.scenarios.common import Bench, CpuMeter, embedded_var_dir
 from bench.stats import percentile
-from tests.live import http
+from harness.live import http
 
 
 def _paced_connections(rate: float) -> int:

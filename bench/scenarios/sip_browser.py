@@ -23,7 +23,7 @@ from bench.scenarios.common import Bench
 from bench.stats import percentile
 from calls.models import Call
 from calls.states import TERMINAL_STATES
-from tests.live import ChildProcess, DaphneProcess, wait_until
+from harness.live import ChildProcess, DaphneProcess, wait_until
 
 LOAD = Path(__file__).resolve().parent.parent / "browser_load.py"
 

@@ -20,8 +20,8 @@ from bench.procs import tree_cpu_seconds
 from bench.report import Row
 from bench.scenarios.common import Bench
 from calls.models import Call
+from harness.live import wait_until
 from history.records import Record, history_calls, records
-from tests.live import wait_until
 from tests.telephony.conftest import MESSAGE_SECONDS
 from tests.telephony.interop.conftest import Edge, edge_files
 

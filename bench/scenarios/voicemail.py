@@ -22,7 +22,8 @@ from pathlib import Path
 from bench import fixtures
 from bench.report import Row
 from bench.scenarios.common import Bench
-from tests.live import ChildProcess, free_port, wait_until
+from harness.live import ChildProcess, wait_until
+from harness.ports import free_port
 
 TARGET_SECONDS = 2.0
 TRANSCRIBED = re.compile(r"record (\S+) transcribed \(done\) in ([\d.]+) s")

@@ -11,7 +11,7 @@ import uuid
 import pytest
 from rest_framework_simplejwt.tokens import AccessToken
 
-from tests.live import RelayProcess, http
+from harness.live import RelayProcess, http
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 

@@ -17,10 +17,10 @@ from django.db import connection
 
 from core import passwords
 from core.passwords import PasswordHashingBusy, password_hashing_slot, request_arrived
+from harness.live import RelayProcess, cmdline, http, http_exchange, wait_until
 from relay.admission import request_hashes
 from relay.platform.gunicorn_worker import SPARE_HASHING_THREADS
 from tests.accounts.test_hashing_queue import Request, queue_behind, waiting
-from tests.live import RelayProcess, cmdline, http, http_exchange, wait_until
 
 BUSY = {
     "error": "The server is busy checking other passwords. Try again in a second.",

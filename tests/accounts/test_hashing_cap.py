@@ -20,8 +20,8 @@ from django.contrib.auth.hashers import check_password
 from accounts.models import LoginSession, User
 from captcha.models import CaptchaToken
 from core.passwords import password_hashing_slot
+from harness.live import ROOT, relay_env
 from tests.factories import DEFAULT_PASSWORD, NumberFactory, UserFactory
-from tests.live import ROOT, relay_env
 from virtual_numbers.models import Number, PinFailure
 
 BUSY = {

@@ -15,8 +15,8 @@ import pytest
 
 from core import passwords
 from core.passwords import PasswordHashingBusy, password_hashing_slot
+from harness.live import ROOT, RelayProcess, http, relay_env, wait_until
 from tests.factories import DEFAULT_PASSWORD, UserFactory
-from tests.live import ROOT, RelayProcess, http, relay_env, wait_until
 
 
 @pytest.fixture

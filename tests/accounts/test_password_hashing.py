@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.hashers import Argon2PasswordHasher
 
 from accounts.models import User
+from harness.live import assert_refused_at_start_up, child_environ
+from harness.live import manage as manage_py
 from tests.factories import UserFactory
-from tests.live import assert_refused_at_start_up, child_environ
-from tests.live import manage as manage_py
 
 PASSWORD = "a-long-and-unusual-passphrase"
 OWASP_MINIMUM = "$argon2id$v=19$m=19456,t=2,p=1$"

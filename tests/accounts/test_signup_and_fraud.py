@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.models import DialRefusal, User
 from calls.models import Call
-from tests import live
+from harness import live
 from tests.conftest import jwt_client
 from tests.factories import DEFAULT_PASSWORD
 

@@ -3,9 +3,9 @@ conditional UPDATE lets exactly one of them in, a TOTP code and a recovery code 
 
 import pytest
 
+from harness.live import http
 from tests.accounts.test_two_factor import code_now
 from tests.factories import DEFAULT_PASSWORD, two_factor_on
-from tests.live import http
 from tests.numbers.test_races import race
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,8 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
+from harness import ports
 from matrix.models import MatrixRoom
-from tests import live
 from tests.console.pages import csrf_signed_in
 from tests.matrix.synapse import SERVER_NAME, MatrixUser
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 def matrix_on(settings):
     """Matrix on, its homeserver a port where nothing listens."""
     settings.MATRIX_ENABLED = True
-    settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{live.free_port()}"
+    settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{ports.free_port()}"
     settings.MATRIX_BOT_ACCESS_TOKEN = "syt_unused"
     settings.MATRIX_BOT_USER_ID = "@relay:localhost"
 

@@ -6,10 +6,10 @@ the page is scanned with axe-core (tests/browser.py)."""
 import pytest
 
 from calls.models import Call
+from harness.live import RelayProcess
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import log_in
 from tests.factories import CallFactory, NumberFactory
-from tests.live import RelayProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
 

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from harness.live import wait_until
 from history.models import AnsweredBy, CallStatus
 from tests.browser import (
     KEEP_PEER_CONNECTIONS,
@@ -24,7 +25,6 @@ from tests.browser import (
 )
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
-from tests.live import wait_until
 from tests.telephony.conftest import (
     Sipp,
     agent_relay,

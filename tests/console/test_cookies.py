@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from tests.live import run_python
-from tests.security.test_owasp import child_environ, production_environment_from_the_docs
+from harness.live import child_environ, run_python
+from tests.security.test_owasp import production_environment_from_the_docs
 
 COOKIE_SETTINGS = (
     "SESSION_COOKIE_SECURE",

@@ -12,10 +12,10 @@ from django.conf import settings
 
 from accounts.models import User
 from calls.models import Call
+from harness.live import RelayProcess, http
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import PLAYABLE, answer_the_captcha, off_the_loop
 from tests.factories import voicemail_on
-from tests.live import RelayProcess, http
 from tests.records import refreshed
 from virtual_numbers.models import Number
 

@@ -136,7 +136,7 @@ def test_the_last_try_gives_up_with_a_log_line(mailbox, settings, caplog):
 
 
 def test_an_unreachable_server_is_a_transient_failure(mailbox, settings):
-    from tests.live import free_port
+    from harness.ports import free_port
 
     settings.EMAIL_PORT = free_port()  # nothing listens there
     row = queue_reset()

@@ -3,8 +3,9 @@ line that never repeats the URL (it may hold the SMTP password)."""
 
 import pytest
 
+from harness import live
 from relay.settings.mail import email_transport
-from tests import live, settings_env
+from tests import settings_env
 
 
 def test_smtp_is_starttls_on_587_by_default():

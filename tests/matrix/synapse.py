@@ -24,7 +24,8 @@ from urllib.parse import quote
 
 import httpx
 
-from tests.live import ROOT, free_port, wait_until
+from harness.live import ROOT, wait_until
+from harness.ports import free_port
 
 SYNAPSE_PYTHON = ROOT / ".venv-synapse" / "bin" / "python"
 SERVER_NAME = "localhost"

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from accounts.models import DialRefusal
 from calls.models import Call
+from harness.live import wait_until
 from history.services import call_record_recording_delete, record_inbound_call
 from history.tasks import transcription_run
 from matrix import services, tasks
@@ -29,7 +30,6 @@ from tests.conftest import drain_tasks
 from tests.dialing import REFUSED
 from tests.factories import NumberFactory, voicemail_on
 from tests.history.speech import spoken_message
-from tests.live import wait_until
 from tests.matrix.synapse import MatrixUser
 from tests.records import refreshed
 

@@ -19,8 +19,8 @@ import psutil
 import pytest
 from websockets.sync.client import connect
 
+from harness.live import WORKER_POLL_INTERVAL, RelayProcess, cmdline, http, wait_until
 from matrix.models import MatrixBotState
-from tests.live import WORKER_POLL_INTERVAL, RelayProcess, cmdline, http, wait_until
 from tests.matrix.synapse import MatrixUser
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]

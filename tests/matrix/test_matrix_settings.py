@@ -7,10 +7,11 @@ from functools import partial
 
 import pytest
 
+from harness import live, ports
 from history.services import record_inbound_call
 from matrix.models import MatrixMessage, MatrixRoom
 from realtime.services import call_submit
-from tests import live, settings_env
+from tests import settings_env
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory
 from tests.records import records_count
@@ -79,7 +80,7 @@ def test_with_matrix_off_a_matrix_id_is_stored_and_nothing_is_queued(settings, u
 def homeserver_down(settings):
     """Matrix on, its homeserver a port where nothing listens."""
     settings.MATRIX_ENABLED = True
-    settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{live.free_port()}"
+    settings.MATRIX_HOMESERVER_URL = f"http://127.0.0.1:{ports.free_port()}"
     settings.MATRIX_BOT_ACCESS_TOKEN = "syt_unused"
     settings.MATRIX_BOT_USER_ID = "@relay:localhost"
 

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from tests.live import wait_until
+from harness.live import wait_until
 from tests.matrix.synapse import CLIENT, MatrixError, quote_id
 
 

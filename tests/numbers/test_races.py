@@ -12,8 +12,8 @@ import pytest
 
 from accounts import services as accounts
 from captcha.models import CaptchaToken
+from harness.live import http
 from tests.factories import NumberFactory, UserFactory
-from tests.live import http
 from virtual_numbers.models import InventoryNumber, Number
 from virtual_numbers.services import inventory_provision
 

@@ -7,7 +7,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from tests.live import ROOT
+from harness.live import ROOT
 
 
 def pinned() -> dict[str, SpecifierSet]:

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from tests.live import ChildProcess, DaphneProcess, free_port, http, relay_env
+from harness.live import ChildProcess, DaphneProcess, http, relay_env
+from harness.ports import free_port
 
 PASSWORD = "a-long-passphrase-w"
 

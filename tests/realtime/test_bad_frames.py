@@ -8,9 +8,9 @@ from channels.testing import WebsocketCommunicator
 from accounts import services as accounts
 from calls.models import Call
 from core.parsing import MAX_JSON_DEPTH
+from harness.live import HANDSHAKE_DEADLINE
 from realtime.consumers import CLOSE_NOT_FOUND
 from relay.asgi import application
-from tests.live import HANDSHAKE_DEADLINE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

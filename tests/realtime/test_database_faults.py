@@ -12,7 +12,8 @@ import pytest
 from django.db import connection
 from websockets.asyncio.client import connect
 
-from tests.live import ROOT, PrivatePostgres, RelayProcess, http_exchange, relay_env
+from harness.live import ROOT, RelayProcess, http_exchange, relay_env
+from harness.private import PrivatePostgres
 
 pytestmark = [
     pytest.mark.skipif(

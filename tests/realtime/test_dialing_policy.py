@@ -12,10 +12,10 @@ from asgiref.sync import sync_to_async
 
 from accounts.models import DialRefusal
 from calls.models import Call
+from harness.live import ROOT, RelayProcess, relay_env
 from tests.dialing import ALLOWED_AT_HOME, REFUSED
 from tests.factories import UserFactory
 from tests.ledger import aack
-from tests.live import ROOT, RelayProcess, relay_env
 
 
 @pytest.fixture

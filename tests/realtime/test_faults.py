@@ -16,7 +16,8 @@ from websockets.exceptions import ConnectionClosed
 from accounts import services as accounts
 from calls.models import Call
 from calls.states import TERMINAL_STATES as TERMINAL
-from tests.live import PrivateRedis, RelayProcess, eventually, http, wait_until
+from harness.live import RelayProcess, eventually, http, wait_until
+from harness.private import PrivateRedis
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

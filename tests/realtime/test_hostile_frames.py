@@ -12,6 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from accounts import services as accounts
+from harness.live import HANDSHAKE_DEADLINE
 from realtime.consumers import MAX_FRAME_BYTES
 from relay.asgi import application
 from tests.hostile import (
@@ -24,7 +25,6 @@ from tests.hostile import (
     hostile_text,
     json_object,
 )
-from tests.live import HANDSHAKE_DEADLINE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

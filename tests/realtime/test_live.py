@@ -13,8 +13,8 @@ from websockets.asyncio.client import connect
 
 from calls.models import Call, CallEvent
 from calls.states import TERMINAL_STATES as TERMINAL
+from harness.live import ROOT, RelayProcess, WorkerProcess, relay_env, wait_until
 from tests.factories import NumberFactory
-from tests.live import ROOT, RelayProcess, WorkerProcess, relay_env, wait_until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -13,8 +13,9 @@ from websockets.asyncio.client import connect
 from accounts import services as accounts
 from calls.models import Call, CallEvent
 from calls.states import TERMINAL_STATES as TERMINAL
+from harness.live import RelayProcess, WorkerProcess, http, wait_until
+from harness.private import PrivateRedis
 from tests.factories import UserFactory
-from tests.live import PrivateRedis, RelayProcess, WorkerProcess, http, wait_until
 
 SOCKETS, CALLS_PER_SOCKET = 50, 10
 CALLS = SOCKETS * CALLS_PER_SOCKET

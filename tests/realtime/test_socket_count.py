@@ -8,8 +8,8 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 
 from core import events, metrics
+from harness.live import HANDSHAKE_DEADLINE
 from relay.asgi import application
-from tests.live import HANDSHAKE_DEADLINE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.live import PrivateRedis
+from harness.private import PrivateRedis
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.apps import apps
 
-from tests.live import ROOT
+from harness.live import ROOT
 
 PAGE = ROOT / "docs" / "architecture.md"
 # Folders that hold no code of their own to place: generated, or each app's own kind of file.

@@ -15,7 +15,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from accounts import services as accounts
-from tests.live import RelayProcess, http, wait_until
+from harness.live import RelayProcess, http, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

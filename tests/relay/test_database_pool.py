@@ -2,7 +2,7 @@
 
 import json
 
-from tests.live import child_environ, run_python
+from harness.live import child_environ, run_python
 
 PRINT_DB = (
     "import django, json; django.setup(); from django.conf import settings; "

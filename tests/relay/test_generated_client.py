@@ -16,8 +16,8 @@ import uuid
 
 import pytest
 
+from harness.live import RelayProcess
 from history.services import record_inbound_call
-from tests.live import RelayProcess
 from virtual_numbers.models import Number
 from virtual_numbers.services import inventory_provision
 

@@ -9,7 +9,8 @@ from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
 from accounts import services as accounts
-from tests.live import PrivateRedis, RelayProcess
+from harness.live import RelayProcess
+from harness.private import PrivateRedis
 
 
 @pytest.mark.django_db

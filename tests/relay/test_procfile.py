@@ -7,7 +7,7 @@ import shlex
 import pytest
 from django.core.management import get_commands
 
-from tests.live import ROOT
+from harness.live import ROOT
 
 
 def procfile() -> dict[str, list[str]]:

@@ -3,8 +3,8 @@
 servers do not start without PUBLIC_URL, while operator commands need none of it."""
 
 import relay.settings
+from harness.live import assert_refused_at_start_up, child_environ, run_python
 from tests import settings_env
-from tests.live import assert_refused_at_start_up, child_environ, run_python
 
 
 def test_relays_own_settings_refuse_the_test_clients_host(client, settings):

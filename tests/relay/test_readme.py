@@ -21,8 +21,9 @@ import pytest
 from django.db import connection
 from websockets.sync.client import connect
 
+from harness.live import ROOT, ChildProcess, assert_private, http
+from harness.ports import free_port
 from history.management.commands.seed_demo import DEMO_RECORDS
-from tests.live import ROOT, ChildProcess, assert_private, free_port, http
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -270,7 +271,8 @@ def sip_make_run(line: str, tmp_path: Path, var_dir: Path, *, trunk: str) -> tup
     """A printed `... make run` of TELEPHONY_PROVIDER=sip in a clean shell, its trunk port
     (5062) moved to `trunk` and every port of its own to a free one, serving: the process,
     its HTTP port, its WebSocket port and its agent's SIP port."""
-    from tests.telephony.conftest import free_udp_port, rtp_range
+    from harness.ports import rtp_range
+    from tests.telephony.conftest import free_udp_port
 
     port, ws_port, agent = free_port(), free_port(), free_udp_port()
     make = ChildProcess(

@@ -14,8 +14,8 @@ from redis.exceptions import RedisError
 
 from core import ratelimit
 from core.errors import RateLimited
+from harness.private import PrivateRedis
 from relay.platform.channel_layer import BoundedRedisChannelLayer
-from tests.live import PrivateRedis
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,7 +12,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.live import RelayProcess, http, wait_until
+from harness.live import RelayProcess, http, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.live import (
+from harness.live import (
     ROOT,
     WORKER_POLL_INTERVAL,
     RelayProcess,

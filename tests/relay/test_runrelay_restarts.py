@@ -15,6 +15,16 @@ import urllib.request
 import psutil
 import pytest
 
+from harness.live import (
+    ROOT,
+    WORKER_POLL_INTERVAL,
+    ChildProcess,
+    RelayProcess,
+    child_environ,
+    cmdline,
+    wait_until,
+)
+from harness.ports import free_port, free_rtp_range
 from relay.management.commands.runrelay import (
     MAX_FAILED_STARTS,
     RESTART_FIRST_DELAY,
@@ -22,17 +32,6 @@ from relay.management.commands.runrelay import (
     STABLE_SECONDS,
     STARTUP_SECONDS,
     Child,
-)
-from tests.live import (
-    ROOT,
-    WORKER_POLL_INTERVAL,
-    ChildProcess,
-    RelayProcess,
-    child_environ,
-    cmdline,
-    free_port,
-    free_rtp_range,
-    wait_until,
 )
 
 # A whole runrelay (seven children, each importing Django) starts more than once per test, and a

@@ -6,8 +6,9 @@ import math
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from harness import live
 from relay.settings import readers
-from tests import live, settings_env
+from tests import settings_env
 
 NAME = "RELAY_READER_TEST"
 

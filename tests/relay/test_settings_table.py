@@ -8,7 +8,7 @@ Relay's variables, so that what a developer's shell exports (PLANS=free,pro) doe
 import os
 import re
 
-from tests.live import ROOT, run_python
+from harness.live import ROOT, run_python
 
 SETTINGS = ROOT / "relay" / "settings"
 # Not settings: runrelay's own options, whose defaults (--host, --port) these give.

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from tests.live import ROOT, RelayProcess, relay_env
+from harness.live import ROOT, RelayProcess, relay_env
 from virtual_numbers.services import inventory_provision
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]

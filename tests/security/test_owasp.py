@@ -10,9 +10,9 @@ from django.conf import settings
 from accounts import services as accounts
 from accounts.models import LoginSession, User
 from calls.models import Call
+from harness.live import child_environ
 from tests.conftest import jwt_client
 from tests.factories import NumberFactory
-from tests.live import child_environ
 from virtual_numbers.models import BlockedCaller, Number
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -21,19 +20,13 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage
 
 from calls.models import Call
+from harness.live import ChildProcess, RelayProcess, relay_env, wait_until
+from harness.ports import free_port, rtp_range, tcp_listening, udp_port_taken
 from history.records import Record
 from history.services import record_inbound_call
 from realtime import services
 from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
-from tests.live import (
-    ChildProcess,
-    RelayProcess,
-    free_port,
-    free_rtp_range,
-    relay_env,
-    wait_until,
-)
 from tests.records import records_where
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -57,7 +50,7 @@ def pytest_collection_modifyitems(config, items):
 
 def free_udp_port(width: int = 1) -> int:
     """A UDP port on 127.0.0.1, with the `width - 1` ports above it, free now and handed out
-    to no other test (tests/live.py's port bands)."""
+    to no other test (harness/ports.py's bands)."""
     return free_port(width)
 
 
@@ -65,26 +58,6 @@ def free_udp_and_tcp_port() -> int:
     """A port free on 127.0.0.1 for both UDP and TCP, for a server that binds both (dnsmasq:
     a port free only for UDP once stopped it at start with "Address already in use")."""
     return free_port()
-
-
-def udp_port_taken(port: int) -> bool:
-    """Something in this network namespace holds UDP `port`. Read from the kernel's socket
-    tables, never by binding the port: a probe that bound it would, for its moment, make the
-    very server it waits for fail its own bind ("Address already in use", seen with SIPp)."""
-    suffix = f":{port:04X}"
-    for table in ("/proc/net/udp", "/proc/net/udp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        if any(line.split()[1].endswith(suffix) for line in lines if line.strip()):
-            return True
-    return False
-
-
-def tcp_listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 class AgentProcess(ChildProcess):
@@ -340,13 +313,6 @@ def touch(path: Path, *, after_ms: int) -> str:
         f'  <pause milliseconds="{after_ms}"/>\n'
         f'  <nop><action><exec command="touch {path}"/></action></nop>\n'
     )
-
-
-def rtp_range(width: int = 400) -> str:
-    """A range of RTP ports of this test's own, away from the ephemeral ports and from every
-    port handed out to another test (tests/live.py's port bands)."""
-    ports = free_rtp_range(width)
-    return f"{ports.start}-{ports.stop - 1}"
 
 
 def sip_env(workdir: Path, trunk_port: int, **extra) -> dict:

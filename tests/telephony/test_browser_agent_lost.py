@@ -13,7 +13,8 @@ from websockets.asyncio.client import connect
 
 from calls.models import Call
 from calls.states import TERMINAL_STATES
-from tests.live import DaphneProcess, PrivateRedis, WorkerProcess
+from harness.live import DaphneProcess, WorkerProcess
+from harness.private import PrivateRedis
 from tests.telephony.browser_peer import Browser, call_from_the_browser, next_frame
 from tests.telephony.conftest import AgentProcess, Sipp, free_udp_port, sip_env
 

@@ -15,9 +15,9 @@ from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
 from calls.models import Call
+from harness.live import wait_until
 from history.models import AnsweredBy, CallStatus
 from tests.factories import NumberFactory
-from tests.live import wait_until
 from tests.telephony.browser_peer import BROWSER_SAYS, Browser, until
 from tests.telephony.conftest import Sipp, agent_relay, bridge_log, call_in, wait_for_records
 

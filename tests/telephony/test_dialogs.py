@@ -10,11 +10,12 @@ import time
 import pytest
 
 from calls.states import TERMINAL_STATES
+from harness.live import wait_until
+from harness.ports import udp_port_taken
 from history.records import Record
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.factories import NumberFactory
-from tests.live import wait_until
 from tests.records import records_count
 from tests.telephony.conftest import (
     AgentProcess,
@@ -23,7 +24,6 @@ from tests.telephony.conftest import (
     sip_env,
     status_of,
     submit,
-    udp_port_taken,
     wait_for_records,
 )
 from tests.telephony.test_inbound import BEEP_SECONDS, CALLER, MESSAGE_SECONDS

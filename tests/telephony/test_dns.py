@@ -12,8 +12,8 @@ from collections import Counter
 import pytest
 
 from calls.states import TERMINAL_STATES
+from harness.live import wait_until
 from telephony.sip.dns import Target, TrunkNotFound, TrunkResolver, resolve_targets
-from tests.live import wait_until
 from tests.telephony.conftest import (
     AgentProcess,
     Dnsmasq,

@@ -17,8 +17,8 @@ import pytest
 
 from calls.models import Call
 from calls.states import TERMINAL_STATES
+from harness.live import ROOT, relay_env, wait_until
 from tests.factories import NumberFactory
-from tests.live import ROOT, relay_env, wait_until
 from tests.telephony.conftest import AgentProcess, Sipp, call_in, free_udp_port, sip_env, status_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -186,7 +186,7 @@ def test_the_drain_command_waits_for_the_live_call_then_the_agent_is_gone(agent,
 def test_runrelay_stopped_drains_its_agent_before_the_rest(tmp_path, user):
     """runrelay's Ctrl-C or SIGTERM: the agent drains (its live call ends as it would have)
     while the servers it needs still run, then everything stops."""
-    from tests.live import RelayProcess
+    from harness.live import RelayProcess
 
     trunk = free_udp_port()
     relay = RelayProcess(tmp_path, log=tmp_path / "relay.log", **sip_env(tmp_path, trunk))
@@ -209,7 +209,7 @@ def test_runrelay_stopped_drains_its_agent_before_the_rest(tmp_path, user):
 def test_under_runrelay_a_drained_agent_starts_again_and_the_rest_runs_on(tmp_path, user):
     """`telephony_agent --drain` on a host that runs runrelay: the agent drains and exits, and
     runrelay starts it again (on the code now installed) instead of stopping Relay."""
-    from tests.live import RelayProcess
+    from harness.live import RelayProcess
 
     trunk = free_udp_port()
     env = sip_env(tmp_path, trunk)

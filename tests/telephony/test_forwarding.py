@@ -12,9 +12,9 @@ import time
 import pytest
 
 from calls.models import Call, Leg
+from harness.live import RelayProcess, wait_until
 from history.models import AnsweredBy, CallStatus
 from tests.factories import NumberFactory
-from tests.live import RelayProcess, wait_until
 from tests.telephony.conftest import (
     CALLER,
     SIPP_SHARE,

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.hashers import make_password
 
+from harness.live import RelayProcess, wait_until
 from telephony.inbound.mailbox import RECORD_PROMPT
 from telephony.speech import Speech
 from tests.factories import NumberFactory, wav_bytes
-from tests.live import RelayProcess, wait_until
 from tests.telephony.conftest import (
     MESSAGE_SECONDS,
     SIPP_SHARE,

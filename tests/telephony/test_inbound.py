@@ -20,11 +20,11 @@ from django.db import transaction
 from websockets.asyncio.client import connect
 
 from calls.models import Call
+from harness.live import RelayProcess, http, http_exchange, wait_until
 from history.records import Record
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.factories import BlockedCallerFactory, InventoryNumberFactory, NumberFactory
-from tests.live import RelayProcess, http, http_exchange, wait_until
 from tests.records import records_count, refreshed
 from tests.telephony.conftest import (
     CALLER,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from calls.models import Call, Leg
+from harness.live import wait_until
+from harness.ports import free_port, tcp_listening, udp_port_taken
 from history.records import Record
 from tests.factories import BlockedCallerFactory, NumberFactory
-from tests.live import free_port, wait_until
 from tests.records import records_count
 from tests.telephony.conftest import (
     CALLER,
@@ -16,8 +17,6 @@ from tests.telephony.conftest import (
     call_in,
     free_udp_port,
     sip_env,
-    tcp_listening,
-    udp_port_taken,
     wait_for_records,
 )
 

@@ -10,8 +10,8 @@ import re
 import pytest
 from standardwebhooks import Webhook
 
+from harness.live import RelayProcess, wait_until
 from tests.factories import BlockedCallerFactory, NumberFactory
-from tests.live import RelayProcess, wait_until
 from tests.telephony.conftest import (
     CALLER,
     MESSAGE_SECONDS,

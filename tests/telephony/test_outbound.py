@@ -14,8 +14,8 @@ from websockets.asyncio.client import connect
 
 from calls.models import Call
 from calls.states import TERMINAL_STATES
+from harness.live import http
 from telephony.speech import Speech
-from tests.live import http
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 

@@ -4,8 +4,8 @@ including a new loop that takes the address (the id()) of one that was collected
 import asyncio
 import gc
 
+from harness.ports import free_rtp_range
 from telephony.webrtc import ports
-from tests.live import free_rtp_range
 
 
 async def _bound_port(port_range: range) -> int:

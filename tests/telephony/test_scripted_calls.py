@@ -16,7 +16,7 @@ from standardwebhooks import Webhook
 
 from calls.models import Call
 from calls.states import TERMINAL_STATES
-from tests.live import wait_until
+from harness.live import wait_until
 from tests.telephony.conftest import (
     MESSAGE_SECONDS,
     SIPP_SHARE,

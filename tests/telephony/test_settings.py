@@ -6,7 +6,8 @@ from functools import partial
 
 import pytest
 
-from tests import live, settings_env
+from harness import live
+from tests import settings_env
 
 GOOD = {"TELEPHONY_PROVIDER": "sip", "SIP_TRUNK_URI": "sip:127.0.0.1:5062"}
 manage = partial(settings_env.manage, **GOOD)

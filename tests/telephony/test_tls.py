@@ -12,7 +12,8 @@ import threading
 import pytest
 
 from calls.states import TERMINAL_STATES
-from tests.live import free_port, wait_until
+from harness.live import wait_until
+from harness.ports import free_port
 from tests.telephony.certs import TestCA
 from tests.telephony.conftest import AgentProcess, sip_env, status_of, submit
 

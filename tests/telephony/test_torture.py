@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.live import wait_until
+from harness.ports import free_port, tcp_listening, udp_port_taken
 from telephony.sip.checks import (
     Refusal,
     check_request,
@@ -27,14 +29,7 @@ from telephony.sip.message import (
     stream_content_length,
 )
 from telephony.sip.ua import ALLOW
-from tests.live import free_port, wait_until
-from tests.telephony.conftest import (
-    AgentProcess,
-    free_udp_port,
-    sip_env,
-    tcp_listening,
-    udp_port_taken,
-)
+from tests.telephony.conftest import AgentProcess, free_udp_port, sip_env
 
 TORTURE = Path(__file__).parent / "torture"
 VALID = "valid"  # parses, passes every check, and goes on to the agent

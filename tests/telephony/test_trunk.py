@@ -8,16 +8,9 @@ import socket
 import pytest
 
 from calls.states import TERMINAL_STATES
-from tests.live import free_port, wait_until
-from tests.telephony.conftest import (
-    AgentProcess,
-    Sipp,
-    free_udp_port,
-    sip_env,
-    status_of,
-    submit,
-    udp_port_taken,
-)
+from harness.live import wait_until
+from harness.ports import free_port, udp_port_taken
+from tests.telephony.conftest import AgentProcess, Sipp, free_udp_port, sip_env, status_of, submit
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

@@ -13,13 +13,13 @@ import time
 
 import pytest
 
+from harness.live import RelayProcess, wait_until
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.browser import NEEDS_CHROMIUM, launched_chromium
 from tests.console.pages import log_in
 from tests.factories import NumberFactory, UserFactory
 from tests.history.speech import CONTENT_WORDS, SENTENCE, spoken_alaw
-from tests.live import RelayProcess, wait_until
 from tests.records import records_count, refreshed
 from tests.smtp import transport_settings
 from tests.telephony.conftest import (

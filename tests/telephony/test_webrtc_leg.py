@@ -18,9 +18,9 @@ import av
 import pytest
 
 from core.webrtc import MAX_SDP_BYTES, OfferRefused, ice_servers, offer_problem
+from harness.ports import free_rtp_range
 from telephony.sip.rtp import LINEAR, TRANSCODE, RtpStream
 from telephony.webrtc.leg import BrowserLeg
-from tests.live import free_rtp_range
 from tests.telephony.browser_peer import BROWSER_SAYS, PHONE_SAYS, Browser, an_offer, until
 
 pytestmark = pytest.mark.timeout(60)

@@ -14,7 +14,9 @@ them). It takes about two minutes, and leaves nothing behind but the files it wr
    linked in, and runs that release's own code for everything below, against a new SQLite
    database, with settings of its own: SECRET_KEY (the suite's), DEBUG on, and nothing of the
    caller's environment but PATH, HOME, TMPDIR, USER and the locale. Its live processes are
-   started by the release's own test helpers (tests.live, tests.telephony).
+   started by the release's own test helpers (tests.live, tests.telephony): the release has
+   no harness/ (issue 55 made it later), so those imports name the release's modules, never
+   this checkout's.
 2. `manage.py migrate`, `provision_numbers`, then the release's `runrelay` with the simulated
    provider, filled through its public surface only: two users registered (their JWTs, their
    API keys from the dashboard), numbers taken with the CAPTCHA, a greeting, a blocked caller,

@@ -30,14 +30,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import ROOT, ChildProcess, RelayProcess, free_port, wait_until
+from harness.live import ROOT, ChildProcess, RelayProcess, wait_until
+from harness.ports import free_port, rtp_range, tcp_listening, udp_port_taken
 from tests.telephony.certs import Issued, TestCA
-from tests.telephony.conftest import (
-    rtp_range,
-    sip_env,
-    tcp_listening,
-    udp_port_taken,
-)
+from tests.telephony.conftest import sip_env
 
 # The phones' interop modules (outbound, inbound, forwarding, the browser) ask whether Relay's
 # SIP and media work with Kamailio and baresip: what they store goes through the services the

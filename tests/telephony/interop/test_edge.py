@@ -11,15 +11,15 @@ import subprocess
 
 import pytest
 
+from harness.live import wait_until
+from harness.ports import tcp_listening
 from tests.factories import NumberFactory
-from tests.live import wait_until
 from tests.telephony.conftest import (
     MESSAGE_SECONDS,
     AgentProcess,
     call_in,
     free_udp_port,
     sip_env,
-    tcp_listening,
     wait_for_records,
 )
 from tests.telephony.interop.conftest import (

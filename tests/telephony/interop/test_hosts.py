@@ -30,10 +30,10 @@ from websockets.sync.client import connect
 
 from accounts import services as accounts
 from calls.models import Call
+from harness.live import ROOT, ChildProcess, relay_env, wait_until
+from harness.live import test_database_url as database_url
 from history.records import Record
 from tests.factories import NumberFactory
-from tests.live import ROOT, ChildProcess, relay_env, wait_until
-from tests.live import test_database_url as database_url
 from tests.netns import Forwarder, Sandbox, sandbox_missing
 from tests.telephony.conftest import MESSAGE_SECONDS, Sipp, call_in, records_of
 from tests.telephony.interop.conftest import EDGE_NO_ANSWER_MS, EDGE_PROBE_SECONDS, Edge

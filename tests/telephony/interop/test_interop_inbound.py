@@ -13,10 +13,10 @@ import pytest
 from django.contrib.auth.hashers import make_password
 from django.core.files.storage import FileSystemStorage
 
+from harness.live import wait_until
 from telephony.inbound.mailbox import MENU, MENU_TIMEOUT
 from telephony.speech import Speech
 from tests.factories import NumberFactory
-from tests.live import wait_until
 from tests.records import records_count, refreshed
 from tests.telephony.conftest import stored_message, wait_for_records
 from tests.telephony.interop.conftest import (

