@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Synapse, the Matrix homeserver the Matrix tests run against (tests/matrix/synapse.py), in a
+# Synapse, the Matrix homeserver the Matrix tests run against (harness/synapse.py), in a
 # virtual environment of its own: it is a test fixture, not a dependency of Relay, and its
 # large dependency tree (Twisted and friends) must never mix with the app's.
 SYNAPSE_VENV := .venv-synapse

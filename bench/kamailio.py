@@ -5,7 +5,7 @@ Relay --TLS--> Kamailio --UDP--> SIPp. Kamailio record-routes each INVITE (twice
 changes transport), so the ACK and BYE come back through it over the same TLS connection.
 Media never touches it: the SDP goes through unchanged, and RTP (or SRTP) flows between
 Relay and SIPp directly. Its certificate is issued for 127.0.0.1 by a CA made for the run
-(tests/telephony/certs.py), which the agents trust through SIP_TLS_CA_FILE.
+(harness/certs.py), which the agents trust through SIP_TLS_CA_FILE.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 import psutil
 
 from bench.procs import tree_cpu_seconds
+from harness.certs import TestCA
 from harness.live import ChildProcess, wait_until
 from harness.ports import free_port
-from tests.telephony.certs import TestCA
 
 MODULES = Path("/usr/lib/x86_64-linux-gnu/kamailio/modules")
 

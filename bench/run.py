@@ -146,7 +146,7 @@ METHOD_NOTES = """\
   (as the socket server's batcher calls it, the bench's WebSocket users, rolled back after)
   and `GET /api/user/me` through Django's test client. Database round trips are the
   statements Django's instrumentation captures (the transaction's two included); Redis round
-  trips are redis-py's sends (tests/roundtrips.py), a pipeline being one.
+  trips are redis-py's sends (harness/roundtrips.py), a pipeline being one.
 - **http_history**: one wrk connection, closed loop, so each request is timed alone. Three pages per
   filter: the first, a deep `offset`, and the `before` cursor a client holds after paging to
   that same depth (found once, outside the timing). Baseline: the statements `history_page`

@@ -1,51 +1,20 @@
-"""Debian's Chromium under Playwright, as the admin's and the console's browser tests drive it."""
+"""What the admin's and the console's browser tests check in the pages Chromium shows them
+(harness/browser.py launches it): the Content-Security-Policy held, accessibility, and the
+browser phone's calls."""
 
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from harness.browser import CHROMIUM
 
 NEEDS_CHROMIUM = pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("CI"),
     reason="Chromium is not installed (apt-get install chromium); CI always installs it",
 )
-
-
-@contextmanager
-def launched_chromium(*extra: str) -> Iterator:
-    """A headless Chromium with nothing of its own reaching out (updates, sync, QUIC), and
-    `extra` flags (the browser phone's fake microphone)."""
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
-    # between page actions are still plain synchronous code.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=[
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-quic",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    *extra,
-                ],
-            )
-            try:
-                yield browser
-            finally:
-                browser.close()
-    finally:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 # Run in every document before its own scripts: each `securitypolicyviolation` event the

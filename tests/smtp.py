@@ -23,8 +23,8 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
+from harness.certs import TestCA
 from harness.ports import free_port
-from tests.telephony.certs import TestCA
 
 USER, PASSWORD = "relay-mailer", "smtp-test-password"
 LINK = re.compile(r"https?://[^\s<>\"']+")

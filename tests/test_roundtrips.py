@@ -1,4 +1,4 @@
-"""tests/roundtrips.py counts what this process sends to a real Redis: single commands, a
+"""harness/roundtrips.py counts what this process sends to a real Redis: single commands, a
 pipeline's commands in one round trip, from sync and asyncio clients, and Django's cache;
 and nothing once its block is left. A Redis of the test's own (PrivateRedis), so these run
 with or without the suite's REDIS_URL."""
@@ -12,7 +12,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from harness.private import PrivateRedis
-from tests.roundtrips import command_names, count_redis
+from harness.roundtrips import command_names, count_redis
 
 
 @pytest.fixture(scope="module")

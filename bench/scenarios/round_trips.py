@@ -5,7 +5,7 @@ the socket server forms under load (realtime.services.calls_submit, as
 realtime.consumers.SubmitBatcher calls it), and GET /api/user/me by JWT and by API key
 through Django's test client. Statements are counted by Django's instrumentation
 (CaptureQueriesContext: each one a round trip, the transaction's BEGIN and COMMIT
-included), Redis round trips by redis-py's (tests/roundtrips.py: a pipeline is one). Each
+included), Redis round trips by redis-py's (harness/roundtrips.py: a pipeline is one). Each
 batch runs in a transaction rolled back at its end, so nothing it writes stays for the
 scenarios after it (its own transaction is then a savepoint: SAVEPOINT and RELEASE count
 where BEGIN and COMMIT would).
@@ -17,7 +17,7 @@ import secrets
 
 from bench.report import Row
 from bench.scenarios.common import Bench
-from tests.roundtrips import count_redis
+from harness.roundtrips import count_redis
 
 BATCH_SIZES = (1, 10, 100)
 BATCH_TARGET = "<= 8 DB + BEGIN, COMMIT; <= 1 Redis, per batch"

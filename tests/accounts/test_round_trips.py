@@ -2,7 +2,7 @@
 one database query for the credentials, whichever they are, and for GET /api/user/me the
 whole answer in that one query (the quota use and the second factor ride along). The touch
 of a session's last_seen, once per SESSION_TOUCH_INTERVAL, is the one documented extra.
-Counts, not timings: pytest-django counts the queries, tests/roundtrips.py the Redis commands.
+Counts, not timings: pytest-django counts the queries, harness/roundtrips.py the Redis commands.
 That an ended session, a replaced key or a changed password is refused at once on another
 process: tests/accounts/test_ended_credentials_across_processes.py."""
 
@@ -23,9 +23,9 @@ from calls.models import Call
 from calls.states import CallState
 from core.fields import represent
 from core.viewsets import ResourceViewSet
+from harness.roundtrips import count_redis
 from tests.conftest import api_key_client, jwt_client
 from tests.factories import CallFactory, NumberFactory
-from tests.roundtrips import count_redis
 
 pytestmark = pytest.mark.django_db
 

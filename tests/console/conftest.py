@@ -3,7 +3,8 @@ from django.test import Client
 
 from accounts.models import LoginSession
 from console.signin import SESSION_KEY
-from tests.browser import WIDTHS, Inspector, artifacts_dir, launched_chromium, opened_page
+from harness.browser import launched_chromium
+from tests.browser import WIDTHS, Inspector, artifacts_dir, opened_page
 from tests.console.pages import csrf_signed_in
 from tests.factories import DEFAULT_PASSWORD
 

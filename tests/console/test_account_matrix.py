@@ -7,9 +7,9 @@ from urllib.parse import quote
 import pytest
 
 from harness import ports
+from harness.synapse import SERVER_NAME, MatrixUser
 from matrix.models import MatrixRoom
 from tests.console.pages import csrf_signed_in
-from tests.matrix.synapse import SERVER_NAME, MatrixUser
 
 pytestmark = pytest.mark.django_db
 

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from harness.browser import launched_chromium
 from harness.live import wait_until
 from history.models import AnsweredBy, CallStatus
 from tests.browser import (
@@ -19,7 +20,6 @@ from tests.browser import (
     NEEDS_CHROMIUM,
     Inspector,
     artifacts_dir,
-    launched_chromium,
     opened_page,
     rtp_stat,
 )

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.matrix.synapse import MatrixUser, Synapse, synapse_available
+from harness.synapse import MatrixUser, Synapse, synapse_available
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from django.utils import timezone
 from accounts.models import DialRefusal
 from calls.models import Call
 from harness.live import wait_until
+from harness.synapse import MatrixUser
 from history.services import call_record_recording_delete, record_inbound_call
 from history.tasks import transcription_run
 from matrix import services, tasks
@@ -30,7 +31,6 @@ from tests.conftest import drain_tasks
 from tests.dialing import REFUSED
 from tests.factories import NumberFactory, voicemail_on
 from tests.history.speech import spoken_message
-from tests.matrix.synapse import MatrixUser
 from tests.records import refreshed
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,8 +20,8 @@ import pytest
 from websockets.sync.client import connect
 
 from harness.live import WORKER_POLL_INTERVAL, RelayProcess, cmdline, http, wait_until
+from harness.synapse import MatrixUser
 from matrix.models import MatrixBotState
-from tests.matrix.synapse import MatrixUser
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 

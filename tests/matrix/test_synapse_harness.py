@@ -1,4 +1,4 @@
-"""The Synapse harness itself (tests/matrix/synapse.py): users, a direct chat, rate limits and a
+"""The Synapse harness itself (harness/synapse.py): users, a direct chat, rate limits and a
 restart against the real homeserver."""
 
 import uuid
@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from harness.live import wait_until
-from tests.matrix.synapse import CLIENT, MatrixError, quote_id
+from harness.synapse import CLIENT, MatrixError, quote_id
 
 
 def _is_direct_invite(events: list[dict], user_id: str) -> bool:

@@ -2,7 +2,7 @@
 and one to Redis, whatever the batch's size, its owners, their numbers, webhooks and
 statusCallbacks. Counts, not timings: they hold on a noisy machine. Queries are counted by
 pytest-django (the statements Django sends; a transaction's BEGIN and COMMIT are one more
-each on PostgreSQL, where psycopg sends them itself), Redis round trips by tests.roundtrips
+each on PostgreSQL, where psycopg sends them itself), Redis round trips by harness.roundtrips
 (on the embedded default nothing goes to Redis, and the bound holds trivially)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from accounts.models import DialRefusal
 from calls.models import Call
 from core import ratelimit
 from core.errors import ApplicationError
+from harness.roundtrips import count_redis
 from realtime.services import Submit, calls_submit
 from tests.factories import NumberFactory, UserFactory
-from tests.roundtrips import count_redis
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from django.conf import settings
 
+from harness.roundtrips import count_redis
 from relay.platform import channel_layer
 from relay.platform.channel_layer import BoundedRedisChannelLayer
-from tests.roundtrips import count_redis
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -76,7 +76,7 @@ class Sipp(ChildProcess):
     `calls` calls and at most `timeout` seconds. As a UAS by default; given `remote`
     (host:port) it calls there, as `caller` (its `[caller]`), dialling `service`, at most
     `limit` calls at once. Every message it sees is written to its message log. Given `host`
-    (a sandbox host, tests/netns.py), it runs there, on that host's address; `extra` are more
+    (a sandbox host, harness/netns.py), it runs there, on that host's address; `extra` are more
     of SIPp's options (a rate of its own: `("-r", "50", "-rp", "60000")`)."""
 
     stop_grace = 5
@@ -142,7 +142,7 @@ class Sipp(ChildProcess):
             *extra,
             *([remote] if remote else []),
         ]
-        if host is not None:  # a sandbox host's (tests/netns.py)
+        if host is not None:  # a sandbox host's (harness/netns.py)
             argv = host.command(argv)
             listening = host.tcp_listening if tcp else host.udp_listening
         else:

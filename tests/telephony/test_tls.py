@@ -12,9 +12,9 @@ import threading
 import pytest
 
 from calls.states import TERMINAL_STATES
+from harness.certs import TestCA
 from harness.live import wait_until
 from harness.ports import free_port
-from tests.telephony.certs import TestCA
 from tests.telephony.conftest import AgentProcess, sip_env, status_of, submit
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]

@@ -13,10 +13,11 @@ import time
 
 import pytest
 
+from harness.browser import launched_chromium
 from harness.live import RelayProcess, wait_until
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
-from tests.browser import NEEDS_CHROMIUM, launched_chromium
+from tests.browser import NEEDS_CHROMIUM
 from tests.console.pages import log_in
 from tests.factories import NumberFactory, UserFactory
 from tests.history.speech import CONTENT_WORDS, SENTENCE, spoken_alaw

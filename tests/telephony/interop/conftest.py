@@ -8,7 +8,7 @@ to Relay's agent. Each request and response it handles is one `interop:` line of
 which is how a test proves that an ACK or a BYE went through it, and over which transport, and
 what its SDP offered (`sdp=RTP/SAVP crypto=yes`: SRTP keys, which Kamailio reads inside TLS).
 
-Over TLS (the `tls` transport) every hop is TLS, with certificates of a test CA (certs.py),
+Over TLS (the `tls` transport) every hop is TLS, with certificates of a test CA (harness/certs.py),
 and media is SRTP: Relay has SIP_SRTP=required, baresip `mediaenc=srtp-mand`.
 
 A test that needs Kamailio, baresip, espeak-ng or sox (and, over TLS, Kamailio's tls module
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.certs import Issued, TestCA
 from harness.live import ROOT, ChildProcess, RelayProcess, wait_until
 from harness.ports import free_port, rtp_range, tcp_listening, udp_port_taken
-from tests.telephony.certs import Issued, TestCA
 from tests.telephony.conftest import sip_env
 
 # The phones' interop modules (outbound, inbound, forwarding, the browser) ask whether Relay's
@@ -790,7 +790,7 @@ def edge_files(
 
 class Edge(ChildProcess):
     """Kamailio with the edge's `config` (edge_files), in the foreground, its log beside the
-    config; on sandbox host `host` (tests/netns.py) if given."""
+    config; on sandbox host `host` (harness/netns.py) if given."""
 
     stop_grace = 10
 

@@ -1,11 +1,11 @@
 """Relay across hosts (issue 42), on one machine: network namespaces on a bridge of the test's
-own stand in for four hosts (tests/netns.py).
+own stand in for four hosts (harness/netns.py).
 
 - hosts `a` and `b` each run what docs/operations.md's systemd units run: gunicorn, Daphne, the
   task worker and one telephony agent;
 - `edge` runs the shipped SIP edge (deploy/kamailio/relay-edge.cfg) in front of both agents;
 - `carrier` is the trunk: SIPp callers, SIPp answering the agents' own calls, and a sniffer of
-  the packets it receives (tests/rtp_sources.py), which tells where audio really came from.
+  the packets it receives (harness/rtp_sources.py), which tells where audio really came from.
 
 PostgreSQL and Redis are the machine's, reached from every host through the bridge's own
 address. Recordings go to one directory both hosts' storage writes and reads (what NFS gives
@@ -32,9 +32,9 @@ from accounts import services as accounts
 from calls.models import Call
 from harness.live import ROOT, ChildProcess, relay_env, wait_until
 from harness.live import test_database_url as database_url
+from harness.netns import Forwarder, Sandbox, sandbox_missing
 from history.records import Record
 from tests.factories import NumberFactory
-from tests.netns import Forwarder, Sandbox, sandbox_missing
 from tests.telephony.conftest import MESSAGE_SECONDS, Sipp, call_in, records_of
 from tests.telephony.interop.conftest import EDGE_NO_ANSWER_MS, EDGE_PROBE_SECONDS, Edge
 from tests.telephony.interop.conftest import edge_files as shipped_edge_files
@@ -156,7 +156,7 @@ class Site:
                               calls=1000, timeout=600, host=self.carrier)  # fmt: skip
         self.sources = workdir / "rtp-sources.txt"
         self.sniffer = ChildProcess(
-            self.carrier.command([sys.executable, str(ROOT / "tests" / "rtp_sources.py"),
+            self.carrier.command([sys.executable, str(ROOT / "harness" / "rtp_sources.py"),
                                   str(self.sources)]),
             dict(os.environ), log=workdir / "sniffer.log",
         )  # fmt: skip

@@ -16,8 +16,9 @@ import subprocess
 import av
 import pytest
 
+from harness.browser import launched_chromium
 from history.models import AnsweredBy, CallStatus
-from tests.browser import KEEP_PEER_CONNECTIONS, NEEDS_CHROMIUM, launched_chromium, opened_page
+from tests.browser import KEEP_PEER_CONNECTIONS, NEEDS_CHROMIUM, opened_page
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
 from tests.telephony.conftest import wait_for_records

@@ -1,4 +1,5 @@
 """A real Synapse (the Matrix homeserver) for the Matrix tests, and a small client for its users.
+tests/matrix/fixtures.py starts it for a test session.
 
 Synapse runs from its own virtual environment, `.venv-synapse` (`make synapse`), never from
 Relay's: it is a test fixture, not a dependency. `Synapse(workdir)` generates a configuration

@@ -1,6 +1,6 @@
-"""`python tests/rtp_sources.py OUT`: every distinct UDP flow this network namespace receives,
+"""`python harness/rtp_sources.py OUT`: every distinct UDP flow this network namespace receives,
 a line `source-address source-port destination-port` each, written to OUT as it is first seen,
-until SIGTERM. Run inside a sandbox host (tests/netns.py) as root: it reads the packets
+until SIGTERM. Run inside a sandbox host (harness/netns.py) as root: it reads the packets
 themselves (AF_PACKET), so it tells which address a call's audio really came from."""
 
 import signal
