@@ -27,8 +27,8 @@ from calls.models import Call
 from calls.states import TERMINAL_STATES, CallState
 from harness.live import ChildProcess, child_environ, wait_until
 from harness.ports import rtp_range, udp_port_taken
+from harness.sip import Sipp, free_udp_port
 from telephony.speech import Speech
-from tests.telephony.conftest import Sipp, free_udp_port
 
 __all__ = ["Sipp", "free_udp_port"]  # sip_50_calls starts SIPp with the telephony tests' helper
 

@@ -220,24 +220,33 @@ class ChildProcess:
             start_new_session=own_group,
         )
 
-    def wait_serving(self, url: str, *, what: str, deadline: float = START_DEADLINE) -> None:
-        """Poll `url` until it answers 200; fail at once if the child exits first. A child
-        that fails to serve is stopped, so nothing outlives a failed start."""
+    def wait_started(self, ready, *, what: str, deadline: float, interval: float = 0.05):
+        """Poll `ready` until it returns something true (returned); fail at once if the child
+        exits first. A child that fails to start is stopped, so nothing outlives a failed
+        start."""
 
-        def serving() -> bool:
+        def started():
             if self.proc.poll() is not None:
                 raise AssertionError(f"{what}: exited during start-up{self._log_tail()}")
+            return ready()
+
+        try:
+            return wait_until(started, deadline=deadline, what=what, interval=interval)
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_serving(self, url: str, *, what: str, deadline: float = START_DEADLINE) -> None:
+        """Poll `url` until it answers 200, as wait_started."""
+
+        def serving() -> bool:
             try:
                 with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310
                     return response.status == 200
             except OSError:
                 return False
 
-        try:
-            wait_until(serving, deadline=deadline, what=what, interval=0.1)
-        except AssertionError:
-            self.stop()
-            raise
+        self.wait_started(serving, what=what, deadline=deadline, interval=0.1)
 
     def _log_tail(self) -> str:
         if self.log_path is None:
@@ -324,3 +333,14 @@ class WorkerProcess(ChildProcess):
             WORKER_POLL_INTERVAL,
         ]
         super().__init__(argv, relay_env(var_dir, **env))
+
+
+class AgentProcess(ChildProcess):
+    """`manage.py telephony_agent` alone (no runrelay), so that a test can kill it; its log is
+    `workdir/<name>.log`."""
+
+    stop_grace = 10
+
+    def __init__(self, workdir: Path, env: dict, *, index: int = 0, name: str = "agent"):
+        argv = [sys.executable, "manage.py", "telephony_agent", "--index", str(index)]
+        super().__init__(argv, relay_env(workdir, **env), log=workdir / f"{name}.log")

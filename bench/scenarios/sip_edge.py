@@ -21,8 +21,8 @@ from bench.report import Row
 from bench.scenarios.common import Bench
 from calls.models import Call
 from harness.live import wait_until
+from harness.sip import MESSAGE_SECONDS
 from history.records import Record, history_calls, records
-from tests.telephony.conftest import MESSAGE_SECONDS
 from tests.telephony.interop.conftest import Edge, edge_files
 
 CALLER = "+447700900123"

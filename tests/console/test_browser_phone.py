@@ -14,6 +14,7 @@ import pytest
 
 from harness.browser import launched_chromium
 from harness.live import wait_until
+from harness.sip import Sipp, free_udp_port
 from history.models import AnsweredBy, CallStatus
 from tests.browser import (
     KEEP_PEER_CONNECTIONS,
@@ -25,14 +26,7 @@ from tests.browser import (
 )
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
-from tests.telephony.conftest import (
-    Sipp,
-    agent_relay,
-    bridge_log,
-    call_in,
-    free_udp_port,
-    wait_for_records,
-)
+from tests.telephony.conftest import agent_relay, bridge_log, call_in, wait_for_records
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
 

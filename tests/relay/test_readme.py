@@ -272,7 +272,7 @@ def sip_make_run(line: str, tmp_path: Path, var_dir: Path, *, trunk: str) -> tup
     (5062) moved to `trunk` and every port of its own to a free one, serving: the process,
     its HTTP port, its WebSocket port and its agent's SIP port."""
     from harness.ports import rtp_range
-    from tests.telephony.conftest import free_udp_port
+    from harness.sip import free_udp_port
 
     port, ws_port, agent = free_port(), free_port(), free_udp_port()
     make = ChildProcess(
@@ -303,7 +303,7 @@ def sip_make_run(line: str, tmp_path: Path, var_dir: Path, *, trunk: str) -> tup
     reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
 )
 def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
-    from tests.telephony.conftest import free_udp_port
+    from harness.sip import free_udp_port
 
     sipp_line, make_line, seed_line, call_line = readme_block_after("## Real calls over SIP")
     assert sipp_line.startswith("sipp ") and make_line.endswith("make run")
@@ -330,7 +330,7 @@ def test_the_readmes_sip_walkthrough_places_a_call_sipp_answers(tmp_path):
     reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
 )
 def test_the_telephony_walkthrough_leaves_a_message_the_api_plays(tmp_path):
-    from tests.telephony.conftest import free_udp_port
+    from harness.sip import free_udp_port
 
     heading = "### Trying it: leave a message with SIPp"
     [make_line] = readme_block_after(heading, "docs/telephony.md")
@@ -394,7 +394,7 @@ def test_the_quickstart_runs_as_printed_against_make_run(make_run):
     reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
 )
 def test_the_forwarding_walkthrough_bridges_the_caller_to_the_owners_phone(tmp_path):
-    from tests.telephony.conftest import free_udp_port
+    from harness.sip import free_udp_port
 
     heading = "### Trying it: forward a call to SIPp"
     [owner_line] = readme_block_after(heading, "docs/telephony.md")
@@ -473,7 +473,7 @@ def test_the_reminder_walkthrough_reads_the_digit_back(make_run):
     reason="needs sipp, espeak-ng and sox (Debian: apt-get install sip-tester espeak-ng sox)",
 )
 def test_the_menu_walkthrough_answers_sipp_with_the_numbers_script(tmp_path):
-    from tests.telephony.conftest import free_udp_port
+    from harness.sip import free_udp_port
 
     heading = "## Walkthrough: a number's menu, with SIPp as the caller"
     [make_line] = readme_block_after(heading, "docs/voice-apps.md")

@@ -12,10 +12,11 @@ from django.db.models import Count
 
 from calls.models import Call
 from calls.states import TERMINAL_STATES
-from harness.live import RelayProcess, WorkerProcess, http, wait_until
+from harness.live import AgentProcess, RelayProcess, WorkerProcess, http, wait_until
 from harness.ports import rtp_range
+from harness.sip import Sipp, free_udp_port
 from tests.factories import UserFactory
-from tests.telephony.conftest import AgentProcess, Sipp, free_udp_port, sip_env, status_of, submit
+from tests.telephony.conftest import sip_env, status_of, submit
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 

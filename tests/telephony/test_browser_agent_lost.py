@@ -13,10 +13,11 @@ from websockets.asyncio.client import connect
 
 from calls.models import Call
 from calls.states import TERMINAL_STATES
-from harness.live import DaphneProcess, WorkerProcess
+from harness.live import AgentProcess, DaphneProcess, WorkerProcess
 from harness.private import PrivateRedis
+from harness.sip import Sipp, free_udp_port
 from tests.telephony.browser_peer import Browser, call_from_the_browser, next_frame
-from tests.telephony.conftest import AgentProcess, Sipp, free_udp_port, sip_env
+from tests.telephony.conftest import sip_env
 
 TO = "+442079460123"
 

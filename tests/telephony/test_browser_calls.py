@@ -15,6 +15,7 @@ from asgiref.sync import sync_to_async
 from websockets.asyncio.client import connect
 
 from calls.models import Call
+from harness.sip import free_udp_port
 from tests.ledger import aack
 from tests.telephony.browser_peer import (
     BROWSER_SAYS,
@@ -25,7 +26,6 @@ from tests.telephony.browser_peer import (
     until,
     until_status,
 )
-from tests.telephony.conftest import free_udp_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 

@@ -16,10 +16,11 @@ from websockets.asyncio.client import connect
 
 from calls.models import Call
 from harness.live import wait_until
+from harness.sip import Sipp
 from history.models import AnsweredBy, CallStatus
 from tests.factories import NumberFactory
 from tests.telephony.browser_peer import BROWSER_SAYS, Browser, until
-from tests.telephony.conftest import Sipp, agent_relay, bridge_log, call_in, wait_for_records
+from tests.telephony.conftest import agent_relay, bridge_log, call_in, wait_for_records
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

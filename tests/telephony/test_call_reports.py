@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
+from harness.sip import Sipp, free_udp_port
 from telephony.sip.ua import UaConfig, UserAgent
-from tests.telephony.conftest import Sipp, free_udp_port
 
 MESSAGE = b"\xff" * 8000  # 1 s of mu-law silence: 50 frames
 

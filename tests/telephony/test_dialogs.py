@@ -10,23 +10,16 @@ import time
 import pytest
 
 from calls.states import TERMINAL_STATES
-from harness.live import wait_until
+from harness.live import AgentProcess, wait_until
 from harness.ports import udp_port_taken
+from harness.sip import MESSAGE_SECONDS, Sipp, free_udp_port
 from history.records import Record
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.factories import NumberFactory
 from tests.records import records_count
-from tests.telephony.conftest import (
-    AgentProcess,
-    Sipp,
-    free_udp_port,
-    sip_env,
-    status_of,
-    submit,
-    wait_for_records,
-)
-from tests.telephony.test_inbound import BEEP_SECONDS, CALLER, MESSAGE_SECONDS
+from tests.telephony.conftest import sip_env, status_of, submit, wait_for_records
+from tests.telephony.test_inbound import BEEP_SECONDS, CALLER
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

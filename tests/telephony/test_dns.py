@@ -12,18 +12,11 @@ from collections import Counter
 import pytest
 
 from calls.states import TERMINAL_STATES
-from harness.live import wait_until
+from harness.dnsmasq import Dnsmasq
+from harness.live import AgentProcess, wait_until
+from harness.sip import Sipp, free_udp_port
 from telephony.sip.dns import Target, TrunkNotFound, TrunkResolver, resolve_targets
-from tests.telephony.conftest import (
-    AgentProcess,
-    Dnsmasq,
-    Sipp,
-    free_udp_port,
-    require_dnsmasq,
-    sip_env,
-    status_of,
-    submit,
-)
+from tests.telephony.conftest import require_dnsmasq, sip_env, status_of, submit
 
 RECORDS = [
     # NAPTR -> SRV -> A: TCP first by order, then UDP; the SIPS record and the ones that are

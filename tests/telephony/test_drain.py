@@ -17,9 +17,10 @@ import pytest
 
 from calls.models import Call
 from calls.states import TERMINAL_STATES
-from harness.live import ROOT, relay_env, wait_until
+from harness.live import ROOT, AgentProcess, relay_env, wait_until
+from harness.sip import Sipp, free_udp_port
 from tests.factories import NumberFactory
-from tests.telephony.conftest import AgentProcess, Sipp, call_in, free_udp_port, sip_env, status_of
+from tests.telephony.conftest import call_in, sip_env, status_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

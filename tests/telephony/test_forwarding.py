@@ -1,6 +1,6 @@
 """Forwarding over SIP (issue 28): a call to a number that forwards rings its targets through
 the trunk, and the first to take it is bridged to the caller. SIPp is the caller (calling the
-agent) and the trunk (each target's phone, tests/telephony/scenarios/forward_target.xml);
+agent) and the trunk (each target's phone, harness/sipp/forward_target.xml);
 what the agent relayed each way is read from its log line of the bridge. What each end
 heard, by level and length, is proven against baresip in tests/telephony/interop/."""
 
@@ -13,20 +13,10 @@ import pytest
 
 from calls.models import Call, Leg
 from harness.live import RelayProcess, wait_until
+from harness.sip import SIPP_SHARE, Sipp, free_udp_port, pcap_packets_within, presses
 from history.models import AnsweredBy, CallStatus
 from tests.factories import NumberFactory
-from tests.telephony.conftest import (
-    CALLER,
-    SIPP_SHARE,
-    Sipp,
-    bridge_log,
-    call_in,
-    free_udp_port,
-    pcap_packets_within,
-    presses,
-    sip_env,
-    wait_for_records,
-)
+from tests.telephony.conftest import CALLER, bridge_log, call_in, sip_env, wait_for_records
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

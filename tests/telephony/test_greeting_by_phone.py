@@ -18,18 +18,11 @@ import pytest
 from django.contrib.auth.hashers import make_password
 
 from harness.live import RelayProcess, wait_until
+from harness.sip import MESSAGE_SECONDS, SIPP_SHARE, free_udp_port, presses
 from telephony.inbound.mailbox import RECORD_PROMPT
 from telephony.speech import Speech
 from tests.factories import NumberFactory, wav_bytes
-from tests.telephony.conftest import (
-    MESSAGE_SECONDS,
-    SIPP_SHARE,
-    call_in,
-    free_udp_port,
-    presses,
-    sip_env,
-    wait_for_records,
-)
+from tests.telephony.conftest import call_in, sip_env, wait_for_records
 from virtual_numbers.models import GREETING_PREFIX, Number
 
 pytestmark = [

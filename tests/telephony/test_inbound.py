@@ -21,6 +21,7 @@ from websockets.asyncio.client import connect
 
 from calls.models import Call
 from harness.live import RelayProcess, http, http_exchange, wait_until
+from harness.sip import MESSAGE_SECONDS, Sipp, free_udp_port, presses, touch
 from history.records import Record
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
@@ -28,15 +29,10 @@ from tests.factories import BlockedCallerFactory, InventoryNumberFactory, Number
 from tests.records import records_count, refreshed
 from tests.telephony.conftest import (
     CALLER,
-    MESSAGE_SECONDS,
-    Sipp,
     call_in,
-    free_udp_port,
-    presses,
     records_of,
     sip_env,
     stored_message,
-    touch,
     wait_for_records,
 )
 

@@ -5,20 +5,13 @@ from __future__ import annotations
 import pytest
 
 from calls.models import Call, Leg
-from harness.live import wait_until
+from harness.live import AgentProcess, wait_until
 from harness.ports import free_port, tcp_listening, udp_port_taken
+from harness.sip import Sipp, free_udp_port
 from history.records import Record
 from tests.factories import BlockedCallerFactory, NumberFactory
 from tests.records import records_count
-from tests.telephony.conftest import (
-    CALLER,
-    AgentProcess,
-    Sipp,
-    call_in,
-    free_udp_port,
-    sip_env,
-    wait_for_records,
-)
+from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

@@ -11,17 +11,9 @@ import pytest
 from standardwebhooks import Webhook
 
 from harness.live import RelayProcess, wait_until
+from harness.sip import MESSAGE_SECONDS, Sipp, free_udp_port, presses
 from tests.factories import BlockedCallerFactory, NumberFactory
-from tests.telephony.conftest import (
-    CALLER,
-    MESSAGE_SECONDS,
-    Sipp,
-    call_in,
-    free_udp_port,
-    presses,
-    sip_env,
-    wait_for_records,
-)
+from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records
 from tests.voiceapps.conftest import Reply
 from voiceapps.services import voice_app_set
 from voiceapps.verbs import script_check

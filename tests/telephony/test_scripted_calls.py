@@ -16,17 +16,9 @@ from standardwebhooks import Webhook
 
 from calls.models import Call
 from calls.states import TERMINAL_STATES
-from harness.live import wait_until
-from tests.telephony.conftest import (
-    MESSAGE_SECONDS,
-    SIPP_SHARE,
-    AgentProcess,
-    Sipp,
-    free_udp_port,
-    presses,
-    sip_env,
-    status_of,
-)
+from harness.live import AgentProcess, wait_until
+from harness.sip import MESSAGE_SECONDS, SIPP_SHARE, Sipp, free_udp_port, presses
+from tests.telephony.conftest import sip_env, status_of
 from tests.voiceapps.conftest import Reply
 from webhooks.services import webhook_set
 

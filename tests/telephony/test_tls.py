@@ -13,9 +13,9 @@ import pytest
 
 from calls.states import TERMINAL_STATES
 from harness.certs import TestCA
-from harness.live import wait_until
+from harness.live import AgentProcess, wait_until
 from harness.ports import free_port
-from tests.telephony.conftest import AgentProcess, sip_env, status_of, submit
+from tests.telephony.conftest import sip_env, status_of, submit
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

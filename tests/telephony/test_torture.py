@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.live import wait_until
+from harness.live import AgentProcess, wait_until
 from harness.ports import free_port, tcp_listening, udp_port_taken
+from harness.sip import free_udp_port
 from telephony.sip.checks import (
     Refusal,
     check_request,
@@ -29,7 +30,7 @@ from telephony.sip.message import (
     stream_content_length,
 )
 from telephony.sip.ua import ALLOW
-from tests.telephony.conftest import AgentProcess, free_udp_port, sip_env
+from tests.telephony.conftest import sip_env
 
 TORTURE = Path(__file__).parent / "torture"
 VALID = "valid"  # parses, passes every check, and goes on to the agent

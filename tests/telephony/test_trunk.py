@@ -8,9 +8,10 @@ import socket
 import pytest
 
 from calls.states import TERMINAL_STATES
-from harness.live import wait_until
+from harness.live import AgentProcess, wait_until
 from harness.ports import free_port, udp_port_taken
-from tests.telephony.conftest import AgentProcess, Sipp, free_udp_port, sip_env, status_of, submit
+from harness.sip import Sipp, free_udp_port
+from tests.telephony.conftest import sip_env, status_of, submit
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

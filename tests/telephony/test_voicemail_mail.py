@@ -15,6 +15,7 @@ import pytest
 
 from harness.browser import launched_chromium
 from harness.live import RelayProcess, wait_until
+from harness.sip import free_udp_port, pcap_from_alaw
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.browser import NEEDS_CHROMIUM
@@ -23,14 +24,7 @@ from tests.factories import NumberFactory, UserFactory
 from tests.history.speech import CONTENT_WORDS, SENTENCE, spoken_alaw
 from tests.records import records_count, refreshed
 from tests.smtp import transport_settings
-from tests.telephony.conftest import (
-    CALLER,
-    call_in,
-    free_udp_port,
-    pcap_from_alaw,
-    sip_env,
-    wait_for_records,
-)
+from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records
 
 pytestmark = [
     pytest.mark.usefixtures("calls_settled"),

@@ -11,17 +11,11 @@ import subprocess
 
 import pytest
 
-from harness.live import wait_until
+from harness.live import AgentProcess, wait_until
 from harness.ports import tcp_listening
+from harness.sip import MESSAGE_SECONDS, free_udp_port
 from tests.factories import NumberFactory
-from tests.telephony.conftest import (
-    MESSAGE_SECONDS,
-    AgentProcess,
-    call_in,
-    free_udp_port,
-    sip_env,
-    wait_for_records,
-)
+from tests.telephony.conftest import call_in, sip_env, wait_for_records
 from tests.telephony.interop.conftest import (
     CALLER,
     KAMAILIO_TLS_CFG,

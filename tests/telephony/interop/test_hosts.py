@@ -33,9 +33,10 @@ from calls.models import Call
 from harness.live import ROOT, ChildProcess, relay_env, wait_until
 from harness.live import test_database_url as database_url
 from harness.netns import Forwarder, Sandbox, sandbox_missing
+from harness.sip import MESSAGE_SECONDS, Sipp
 from history.records import Record
 from tests.factories import NumberFactory
-from tests.telephony.conftest import MESSAGE_SECONDS, Sipp, call_in, records_of
+from tests.telephony.conftest import call_in, records_of
 from tests.telephony.interop.conftest import EDGE_NO_ANSWER_MS, EDGE_PROBE_SECONDS, Edge
 from tests.telephony.interop.conftest import edge_files as shipped_edge_files
 from tests.telephony.test_drain import probe
