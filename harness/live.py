@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -43,6 +44,13 @@ def cmdline(process: psutil.Process) -> list[str]:
         return process.cmdline()
     except (psutil.ZombieProcess, psutil.NoSuchProcess):
         return []
+
+
+def tool(name: str) -> str:
+    """The full path of a command the harness starts (ruff's S607: never a bare name)."""
+    path = shutil.which(name)
+    assert path, f"{name} is not installed"
+    return path
 
 
 def test_database_url() -> str:

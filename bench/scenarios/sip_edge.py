@@ -20,10 +20,10 @@ from bench.procs import tree_cpu_seconds
 from bench.report import Row
 from bench.scenarios.common import Bench
 from calls.models import Call
+from harness.kamailio import Edge, edge_files
 from harness.live import wait_until
 from harness.sip import MESSAGE_SECONDS
 from history.records import Record, history_calls, records
-from tests.telephony.interop.conftest import Edge, edge_files
 
 CALLER = "+447700900123"
 SHIPPED_PROBE_SECONDS, SHIPPED_NO_ANSWER_MS = 5, 2000  # relay-edge.cfg's defaults

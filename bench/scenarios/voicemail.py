@@ -57,7 +57,7 @@ class _Inbox:
 
 
 def voicemail_mail(b: Bench) -> None:
-    from tests.history.speech import spoken_message
+    from harness.speech import spoken_message
 
     inbox = _Inbox()
     inbox.controller.start()

@@ -1,36 +1,21 @@
-"""A voicemail message as a real call leaves one: espeak-ng's words in the US English voice
-(the transcription model's), rendered to 8 kHz G.711 A-law as the agent renders speech
-(telephony.speech), stored as the agent stores a message (telephony.sip.rtp's WAV)."""
+"""The spoken voicemail message the history's, the mail's and the Matrix bot's tests hear
+(harness.speech makes it): the words its transcript must mostly hold, and the skip for a
+machine without espeak-ng and sox."""
 
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from telephony.sip.rtp import wav_from_g711
-from telephony.speech import Speech, missing_tools
+from telephony.speech import missing_tools
 
-A_LAW = 8
-VOICE = "en-us"
-# The sentence of the accuracy test's ten that the engine hears best (docs/telephony.md:
-# WER 0.21); the content words a test expects most of.
-SENTENCE = "Good morning this is a reminder that your package will be delivered on Friday"
+# The content words of harness.speech.SENTENCE, of which a test expects most in a transcript.
 CONTENT_WORDS = frozenset({"morning", "reminder", "package", "delivered", "friday"})
 
 
-def spoken_alaw(sentence: str) -> bytes:
-    """`sentence` as the A-law audio a caller sends. Skips naming what is missing, except in
-    CI, where .ci/run installs espeak-ng and sox."""
+def require_speech() -> None:
+    """Skips the test off CI when espeak-ng or sox is missing; in CI (.ci/run installs them)
+    the test goes on, and fails naming them."""
     if missing_tools() and not os.environ.get("CI"):
         pytest.skip(f"needs {', '.join(missing_tools())} (Debian: apt-get install espeak-ng sox)")
-    with tempfile.TemporaryDirectory() as cache:
-        return Speech(Path(cache)).render(sentence, VOICE)[A_LAW]
-
-
-def spoken_message(sentence: str = SENTENCE) -> tuple[bytes, float]:
-    """(the stored WAV, its seconds) of `sentence` spoken over a phone line."""
-    alaw = spoken_alaw(sentence)
-    return wav_from_g711(alaw, A_LAW), len(alaw) / 8000

@@ -14,12 +14,13 @@ import pytest
 from django.test import Client
 
 from core.recordings import recordings_storage
+from harness.speech import spoken_message
 from history.services import call_record_recording_delete, record_inbound_call
 from mail.models import OutboundMail
 from tests.conftest import drain_tasks
 from tests.console.conftest import sign_in
 from tests.factories import BlockedCallerFactory, NumberFactory, UserFactory, voicemail_on
-from tests.history.speech import spoken_message
+from tests.history.speech import require_speech
 from tests.records import records_count, refreshed
 
 pytestmark = pytest.mark.django_db
@@ -270,6 +271,7 @@ def test_the_link_opens_the_history_entry_for_its_owner_only(mailbox, number, ow
 # --- transcripts in the mail ----------------------------------------------------------------
 def test_with_transcription_on_the_mail_waits_for_the_transcript(mailbox, number, settings):
     settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    require_speech()
     record = voicemail_on(number, data=spoken_message()[0])
     assert record.transcript_status == "pending"
     assert not OutboundMail.objects.filter(template="voicemail").exists()

@@ -16,12 +16,13 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from calls.models import Recording
+from harness.speech import spoken_message
 from history import tasks
 from history.models import TranscriptionSlot
 from history.services import call_record_recording_delete, record_inbound_call
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory, voicemail_on
-from tests.history.speech import CONTENT_WORDS, spoken_message
+from tests.history.speech import CONTENT_WORDS, require_speech
 from tests.records import records_count, refreshed
 from webhooks.models import WebhookDelivery
 from webhooks.services import webhook_set
@@ -44,6 +45,7 @@ def number(user):
 
 @pytest.fixture(scope="module")
 def spoken() -> tuple[bytes, float]:
+    require_speech()
     return spoken_message()
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from accounts.models import DialRefusal
 from calls.models import Call
 from harness.live import wait_until
+from harness.speech import spoken_message
 from harness.synapse import MatrixUser
 from history.services import call_record_recording_delete, record_inbound_call
 from history.tasks import transcription_run
@@ -30,7 +31,7 @@ from realtime.services import call_submit
 from tests.conftest import drain_tasks
 from tests.dialing import REFUSED
 from tests.factories import NumberFactory, voicemail_on
-from tests.history.speech import spoken_message
+from tests.history.speech import require_speech
 from tests.records import refreshed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -194,6 +195,7 @@ def test_a_voicemails_transcript_follows_its_call_as_a_notice_marked_a_draft(
     settings.TRANSCRIBE_ENGINE = "pocketsphinx"
     member, room_id = joined
     number = NumberFactory(owner=user, alias="Office")
+    require_speech()
     audio, seconds = spoken_message()
     record = voicemail_on(number, caller=CALLER, data=audio, seconds=seconds)
     settle(bot)
@@ -224,6 +226,7 @@ def test_a_transcript_whose_message_was_deleted_before_it_left_is_dropped(
     settings.TRANSCRIBE_ENGINE = "pocketsphinx"
     member, room_id = joined
     number = NumberFactory(owner=user, alias="Office")
+    require_speech()
     audio, seconds = spoken_message()
     record = voicemail_on(number, caller=CALLER, data=audio, seconds=seconds)
     transcription_run(record_id=record.pk)  # the notice is queued, not yet sent

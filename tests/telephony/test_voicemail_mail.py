@@ -16,12 +16,13 @@ import pytest
 from harness.browser import launched_chromium
 from harness.live import RelayProcess, wait_until
 from harness.sip import free_udp_port, pcap_from_alaw
+from harness.speech import SENTENCE, spoken_alaw
 from telephony.inbound.voicemail import DEFAULT_GREETING
 from telephony.speech import Speech
 from tests.browser import NEEDS_CHROMIUM
 from tests.console.pages import log_in
 from tests.factories import NumberFactory, UserFactory
-from tests.history.speech import CONTENT_WORDS, SENTENCE, spoken_alaw
+from tests.history.speech import CONTENT_WORDS
 from tests.records import records_count, refreshed
 from tests.smtp import transport_settings
 from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records

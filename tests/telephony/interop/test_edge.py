@@ -11,21 +11,15 @@ import subprocess
 
 import pytest
 
-from harness.live import AgentProcess, wait_until
+from harness.baresip import Baresip
+from harness.kamailio import Edge, edge_files, free_dual_port, tls_config
+from harness.live import AgentProcess, tool, wait_until
 from harness.ports import tcp_listening
 from harness.sip import MESSAGE_SECONDS, free_udp_port
+from harness.speech import silence_wav
 from tests.factories import NumberFactory
 from tests.telephony.conftest import call_in, sip_env, wait_for_records
-from tests.telephony.interop.conftest import (
-    CALLER,
-    KAMAILIO_TLS_CFG,
-    Baresip,
-    Edge,
-    edge_files,
-    free_dual_port,
-    silence_wav,
-    tool,
-)
+from tests.telephony.interop.conftest import CALLER
 from tests.telephony.test_drain import probe
 
 pytestmark = [
@@ -160,13 +154,8 @@ def test_a_caller_over_tls_reaches_an_agent_through_the_edges_tls_listener(tmp_p
     # over UDP, and voicemail answers it.
     edge_port, tls_port = free_udp_port(), free_dual_port()
     cert = test_ca.issue("edge", "127.0.0.1", "localhost")
-    tls_cfg = tmp_path / "edge" / "tls.cfg"
-    tls_cfg.parent.mkdir(parents=True)
-    tls_cfg.write_text(
-        KAMAILIO_TLS_CFG.replace("@cert@", str(cert.cert))
-        .replace("@key@", str(cert.key))
-        .replace("@ca@", str(test_ca.cert))
-    )
+    (tmp_path / "edge").mkdir()
+    tls_cfg = tls_config(tmp_path / "edge" / "tls.cfg", cert=cert, ca=test_ca.cert)
     workdir = tmp_path / "agent"
     workdir.mkdir()
     env = sip_env(workdir, edge_port, INBOUND_RING_SECONDS=1)

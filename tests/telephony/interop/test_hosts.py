@@ -30,6 +30,8 @@ from websockets.sync.client import connect
 
 from accounts import services as accounts
 from calls.models import Call
+from harness.kamailio import EDGE_NO_ANSWER_MS, EDGE_PROBE_SECONDS, Edge
+from harness.kamailio import edge_files as shipped_edge_files
 from harness.live import ROOT, ChildProcess, relay_env, wait_until
 from harness.live import test_database_url as database_url
 from harness.netns import Forwarder, Sandbox, sandbox_missing
@@ -37,8 +39,6 @@ from harness.sip import MESSAGE_SECONDS, Sipp
 from history.records import Record
 from tests.factories import NumberFactory
 from tests.telephony.conftest import call_in, records_of
-from tests.telephony.interop.conftest import EDGE_NO_ANSWER_MS, EDGE_PROBE_SECONDS, Edge
-from tests.telephony.interop.conftest import edge_files as shipped_edge_files
 from tests.telephony.test_drain import probe
 
 pytestmark = [

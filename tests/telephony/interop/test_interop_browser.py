@@ -17,12 +17,14 @@ import av
 import pytest
 
 from harness.browser import launched_chromium
+from harness.live import tool
+from harness.speech import sox_level, speech_wav
 from history.models import AnsweredBy, CallStatus
 from tests.browser import KEEP_PEER_CONNECTIONS, NEEDS_CHROMIUM, opened_page
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
 from tests.telephony.conftest import wait_for_records
-from tests.telephony.interop.conftest import CALLER, sox_level, speech_wav, tool
+from tests.telephony.interop.conftest import CALLER
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

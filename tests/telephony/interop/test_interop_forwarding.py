@@ -9,16 +9,12 @@ from __future__ import annotations
 import pytest
 
 from calls.models import Leg
+from harness.kamailio import CALLEE
+from harness.speech import sox_level, speech_wav
 from tests.factories import NumberFactory
 from tests.records import records_where
 from tests.telephony.conftest import bridge_log, wait_for_records
-from tests.telephony.interop.conftest import (
-    CALLEE,
-    CALLER,
-    expected_sdp,
-    sox_level,
-    speech_wav,
-)
+from tests.telephony.interop.conftest import CALLER, expected_sdp
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

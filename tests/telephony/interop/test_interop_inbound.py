@@ -13,21 +13,15 @@ import pytest
 from django.contrib.auth.hashers import make_password
 from django.core.files.storage import FileSystemStorage
 
+from harness.kamailio import NAT_ADDRESS, NAT_CALLER
 from harness.live import wait_until
+from harness.speech import silence_wav, sox_level, speech_wav
 from telephony.inbound.mailbox import MENU, MENU_TIMEOUT
 from telephony.speech import Speech
 from tests.factories import NumberFactory
 from tests.records import records_count, refreshed
 from tests.telephony.conftest import stored_message, wait_for_records
-from tests.telephony.interop.conftest import (
-    CALLER,
-    NAT_ADDRESS,
-    NAT_CALLER,
-    expected_sdp,
-    silence_wav,
-    sox_level,
-    speech_wav,
-)
+from tests.telephony.interop.conftest import CALLER, expected_sdp
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

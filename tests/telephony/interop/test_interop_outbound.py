@@ -8,15 +8,12 @@ from __future__ import annotations
 import pytest
 
 from calls.states import TERMINAL_STATES
+from harness.kamailio import CALLEE
 from harness.live import wait_until
+from harness.speech import silence_wav, sox_level
 from telephony.speech import Speech
 from tests.telephony.conftest import status_of, submit
-from tests.telephony.interop.conftest import (
-    CALLEE,
-    expected_sdp,
-    silence_wav,
-    sox_level,
-)
+from tests.telephony.interop.conftest import expected_sdp
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

@@ -1,0 +1,97 @@
+"""Speech and audio for the live tests and the bench, made and measured by espeak-ng and sox:
+a voicemail message as a real call leaves one (`spoken_message`), the WAV files baresip speaks
+(`speech_wav`, `silence_wav`) and how loud and long what it heard was (`sox_level`).
+
+A spoken message is espeak-ng's words in the US English voice (the transcription model's),
+rendered to 8 kHz G.711 A-law as the agent renders speech (telephony.speech), stored as the
+agent stores a message (telephony.sip.rtp's WAV). Without espeak-ng or sox it fails naming
+them (telephony.speech.missing_tools); a test skips on that first, off CI.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.live import tool
+from telephony.sip.rtp import wav_from_g711
+from telephony.speech import Speech, missing_tools
+
+A_LAW = 8
+VOICE = "en-us"
+# The sentence of the accuracy test's ten that the engine hears best (docs/telephony.md:
+# WER 0.21).
+SENTENCE = "Good morning this is a reminder that your package will be delivered on Friday"
+
+
+def spoken_alaw(sentence: str = SENTENCE) -> bytes:
+    """`sentence` as the A-law audio a caller sends."""
+    if missing := missing_tools():
+        raise RuntimeError(f"needs {', '.join(missing)} (Debian: apt-get install espeak-ng sox)")
+    with tempfile.TemporaryDirectory() as cache:
+        return Speech(Path(cache)).render(sentence, VOICE)[A_LAW]
+
+
+def spoken_message(sentence: str = SENTENCE) -> tuple[bytes, float]:
+    """(the stored WAV, its seconds) of `sentence` spoken over a phone line."""
+    alaw = spoken_alaw(sentence)
+    return wav_from_g711(alaw, A_LAW), len(alaw) / 8000
+
+
+@dataclass
+class Level:
+    seconds: float
+    rms: float
+    maximum: float
+
+
+def sox_level(path: Path) -> Level:
+    """`sox <wav> -n stat`: length in seconds, RMS and maximum amplitude (0 to 1)."""
+    result = subprocess.run(  # noqa: S603 - a fixed command on our own file
+        [tool("sox"), str(path), "-n", "stat"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+
+    def value(name: str) -> float:
+        found = re.search(rf"^{re.escape(name)}:\s+(-?[\d.]+)", result.stderr, re.MULTILINE)
+        assert found, f"sox stat printed no {name!r}: {result.stderr}"
+        return float(found.group(1))
+
+    return Level(value("Length (seconds)"), value("RMS     amplitude"), value("Maximum amplitude"))
+
+
+def speech_wav(path: Path, text: str, *, before: float = 0.0, after: float = 0.0) -> Path:
+    """`text` spoken by espeak-ng, as baresip's aufile wants it (8 kHz, mono, 16-bit), with
+    `before` and `after` seconds of silence around it."""
+    raw = path.with_suffix(".espeak.wav")
+    subprocess.run(  # noqa: S603
+        [tool("espeak-ng"), "-v", "en", "-w", str(raw), text], check=True, timeout=60
+    )
+    subprocess.run(  # noqa: S603
+        [
+            tool("sox"), str(raw), "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
+            str(path), "pad", str(before), str(after),
+        ],
+        check=True,
+        timeout=60,
+    )  # fmt: skip
+    raw.unlink()
+    return path
+
+
+def silence_wav(path: Path, seconds: float) -> Path:
+    subprocess.run(  # noqa: S603
+        [
+            tool("sox"), "-n", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
+            str(path), "trim", "0", str(seconds),
+        ],
+        check=True,
+        timeout=60,
+    )  # fmt: skip
+    return path
