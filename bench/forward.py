@@ -27,6 +27,7 @@ from bench import sip, sipp_log
 from calls.models import Call, Leg
 from calls.states import ACTIVE_STATES
 from harness.live import wait_until
+from harness.sip import Sipp, free_udp_port
 
 SIPP = Path(__file__).resolve().parent / "sipp"
 CALLER_XML, TARGET_XML = SIPP / "forward_caller.xml", SIPP / "forward_target.xml"
@@ -70,8 +71,8 @@ def meter_floor(workdir: Path, *, legs: int, seconds: float) -> dict:
     """bench/rtpmeter.py's `direct` mode: the instrument alone, socket to socket."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "floor.json"
-    argv = [sys.executable, "-m", sip.METER, "direct", "--a-port", str(sip.free_udp_port()),
-            "--b-port", str(sip.free_udp_port()), "--legs", str(legs), "--seconds",
+    argv = [sys.executable, "-m", sip.METER, "direct", "--a-port", str(free_udp_port()),
+            "--b-port", str(free_udp_port()), "--legs", str(legs), "--seconds",
             str(seconds), "--out", str(out)]  # fmt: skip
     subprocess.run(argv, check=True, timeout=seconds + 60)  # noqa: S603 - our own script
     return json.loads(out.read_text())
@@ -148,25 +149,25 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
     With `meter_seconds`, bench/rtpmeter.py is both ends' media, sending for that long."""
     workdir.mkdir(parents=True, exist_ok=True)
     run = Bridges(calls, talk_ms / 1000)
-    trunk_port = sip.free_udp_port()
+    trunk_port = free_udp_port()
     a_port = b_port = 0
     if meter_seconds:
-        a_port, b_port = sip.free_udp_port(), sip.free_udp_port()
-    target = sip.Sipp(workdir / "target", TARGET_XML, port=trunk_port, calls=1 + calls, echo=echo,
-                      timeout=deadline + 120, answer_ms=ANSWER_MS, codec=target_codec[0],
-                      codec_name=target_codec[1],
-                      media_port=b_port or sip.SIPP_MEDIA)  # fmt: skip
+        a_port, b_port = free_udp_port(), free_udp_port()
+    target = Sipp(workdir / "target", TARGET_XML, port=trunk_port, calls=1 + calls, echo=echo,
+                  timeout=deadline + 120, answer_ms=ANSWER_MS, codec=target_codec[0],
+                  codec_name=target_codec[1],
+                  media_port=b_port or sip.SIPP_MEDIA)  # fmt: skip
     agents = meter = callers = None
     try:
         agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{trunk_port}", count=1,
                             capacity=capacity)  # fmt: skip
         agent_at = agents.env["SIP_BIND"]
 
-        def place(name: str, count: int, talk: int, media, sounds: str) -> sip.Sipp:
-            return sip.Sipp(workdir / name, CALLER_XML, port=sip.free_udp_port(), calls=count,
-                            limit=count, timeout=deadline + 60, remote=agent_at,
-                            service=number.number, caller=CALLER, media_port=media,
-                            play=sounds, talk_ms=talk)  # fmt: skip
+        def place(name: str, count: int, talk: int, media, sounds: str) -> Sipp:
+            return Sipp(workdir / name, CALLER_XML, port=free_udp_port(), calls=count,
+                        limit=count, timeout=deadline + 60, remote=agent_at,
+                        service=number.number, caller=CALLER, media_port=media,
+                        play=sounds, talk_ms=talk)  # fmt: skip
 
         warm = place("warm", 1, 1000, sip.SIPP_MEDIA, "")
         sip.sipp_exit(warm, deadline=60)

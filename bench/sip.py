@@ -1,7 +1,8 @@
 """The SIP scenarios' machinery: telephony agents against SIPp, the calls as the database has
 them, and Speech timed in-process. SIPp's message log is read by bench/sipp_log.py.
 
-Imported after Django is set up: the telephony test helpers it reuses import the models.
+Imported after Django is set up: it reads the calls from their models. SIPp, its ports and
+Kamailio's start come from harness/ (sip.py, ports.py, kamailio.py), as the tests' do.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from harness.live import ChildProcess, child_environ, wait_until
 from harness.ports import rtp_range, udp_port_taken
 from harness.sip import Sipp, free_udp_port
 from telephony.speech import Speech
-
-__all__ = ["Sipp", "free_udp_port"]  # sip_50_calls starts SIPp with the telephony tests' helper
 
 # Each sentence adds about 5-7 s of espeak-ng speech; the opening alone is about 2 s.
 SENTENCES = (

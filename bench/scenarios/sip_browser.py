@@ -24,6 +24,8 @@ from bench.stats import percentile
 from calls.models import Call
 from calls.states import TERMINAL_STATES
 from harness.live import ChildProcess, DaphneProcess, wait_until
+from harness.ports import rtp_range
+from harness.sip import Sipp, free_udp_port
 
 LOAD = Path(__file__).resolve().parent.parent / "browser_load.py"
 
@@ -82,15 +84,15 @@ def _sip_bridges(b: Bench, workdir: Path, n: int, talk: float) -> forward.Bridge
 
 def _browser_calls(b: Bench, workdir: Path, n: int, talk: float) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
-    trunk_port = sip.free_udp_port()
-    target = sip.Sipp(workdir / "target", forward.TARGET_XML, port=trunk_port, calls=n,
-                      echo=True, timeout=300, answer_ms=forward.ANSWER_MS,
-                      codec=forward.PCMU[0], codec_name=forward.PCMU[1],
-                      media_port=sip.SIPP_MEDIA)  # fmt: skip
+    trunk_port = free_udp_port()
+    target = Sipp(workdir / "target", forward.TARGET_XML, port=trunk_port, calls=n,
+                  echo=True, timeout=300, answer_ms=forward.ANSWER_MS,
+                  codec=forward.PCMU[0], codec_name=forward.PCMU[1],
+                  media_port=sip.SIPP_MEDIA)  # fmt: skip
     agents = web = None
     try:
         agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{trunk_port}", count=1,
-                            capacity=2 * n, RTC_PORT_RANGE=sip.rtp_range(8 * n))  # fmt: skip
+                            capacity=2 * n, RTC_PORT_RANGE=rtp_range(8 * n))  # fmt: skip
         web = DaphneProcess(workdir, environ=agents.env, log=workdir / "daphne.log")
         out = workdir / "browsers.json"
         own0, tts0 = agents.cpu()

@@ -16,6 +16,7 @@ from bench.report import Row
 from bench.scenarios.common import Bench, relay_urls
 from bench.stats import percentile
 from bench.wsload import ClientGroup
+from harness.sip import Sipp, free_udp_port
 
 WARM_UP_PER_AGENT = 2
 
@@ -41,9 +42,9 @@ def sip_50_calls(b: Bench) -> None:
     sip.check_no_worker()
     workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_50_calls"
     prefix = f"sip_50_calls-{int(time.time())}"
-    trunk = sip.free_udp_port()
+    trunk = free_udp_port()
     total = WARM_UP_PER_AGENT * p.sip_50_agents + p.sip_50_calls + 2 * p.sip_50_latency_calls
-    far_end = sip.Sipp(workdir / "sipp", "uas", port=trunk, calls=total, echo=True, timeout=300)
+    far_end = Sipp(workdir / "sipp", "uas", port=trunk, calls=total, echo=True, timeout=300)
     agents = None
     try:
         agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{trunk}", count=p.sip_50_agents,

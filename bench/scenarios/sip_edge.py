@@ -22,7 +22,8 @@ from bench.scenarios.common import Bench
 from calls.models import Call
 from harness.kamailio import Edge, edge_files
 from harness.live import wait_until
-from harness.sip import MESSAGE_SECONDS
+from harness.ports import udp_port_taken
+from harness.sip import MESSAGE_SECONDS, Sipp, free_udp_port
 from history.records import Record, history_calls, records
 
 CALLER = "+447700900123"
@@ -36,33 +37,29 @@ class EdgeSite:
 
     def __init__(self, b: Bench, workdir: Path, *, capacity: int):
         self.workdir = workdir
-        self.port = sip.free_udp_port()
+        self.port = free_udp_port()
         self.agents = sip.Agents(b.env, workdir, trunk=f"sip:127.0.0.1:{self.port}", count=2,
                                  capacity=capacity, INBOUND_RING_SECONDS="1")  # fmt: skip
         try:
             config = edge_files(workdir / "edge", port=self.port,
                                 agents=[self.agents.address(n) for n in range(2)],
-                                trunk=f"127.0.0.1:{sip.free_udp_port()}",
+                                trunk=f"127.0.0.1:{free_udp_port()}",
                                 probe_seconds=SHIPPED_PROBE_SECONDS,
                                 no_answer_ms=SHIPPED_NO_ANSWER_MS)  # fmt: skip
             self.edge = Edge(config)
-            wait_until(self._listening, deadline=20, what="the edge to listen")
+            self.edge.wait_started(lambda: udp_port_taken(self.port), deadline=20,
+                                   what="the edge to listen")  # fmt: skip
             self.edge_ps = psutil.Process(self.edge.proc.pid)
         except BaseException:
             self.agents.stop()
             raise
 
-    def _listening(self) -> bool:
-        if self.edge.proc.poll() is not None:
-            raise RuntimeError(f"the edge exited at start-up; see {self.edge.log_path}")
-        return sip.udp_port_taken(self.port)
-
     def callers(self, name: str, *, calls: int, extra: tuple[str, ...], message_ms: int):
         """One SIPp placing `calls` calls through the edge (its rate and limit in `extra`)."""
-        return sip.Sipp(self.workdir / name, "edge_caller", port=sip.free_udp_port(),
-                        calls=calls, timeout=900, remote=f"127.0.0.1:{self.port}",
-                        service=fixtures.EDGE_NUMBER, caller=CALLER, extra=extra,
-                        greeting_ms=GREETING_MS, message_ms=message_ms)  # fmt: skip
+        return Sipp(self.workdir / name, "edge_caller", port=free_udp_port(),
+                    calls=calls, timeout=900, remote=f"127.0.0.1:{self.port}",
+                    service=fixtures.EDGE_NUMBER, caller=CALLER, extra=extra,
+                    greeting_ms=GREETING_MS, message_ms=message_ms)  # fmt: skip
 
     def wait_in(self, agent: int, seen: tuple[int, int]) -> None:
         """Until the edge sends calls to `agent` again after its restart (`seen`: the times the
