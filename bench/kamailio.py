@@ -6,8 +6,8 @@ changes transport), so the ACK and BYE come back through it over the same TLS co
 Media never touches it: the SDP goes through unchanged, and RTP (or SRTP) flows between
 Relay and SIPp directly. Its certificate is issued for 127.0.0.1 by a CA made for the run
 (harness/certs.py), which the agents trust through SIP_TLS_CA_FILE. It starts, and its
-configuration begins, as the interop tests' Kamailio does (harness/kamailio.py); the routes
-below are its own.
+configuration begins, and it handles what comes inside a dialog, as the interop tests'
+Kamailio does (harness/kamailio.py); where a new request goes is its own.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from harness.kamailio import (
     available,
     config_head,
     fill,
+    in_dialog,
     tls_config,
     tls_module,
 )
@@ -35,27 +36,7 @@ request_route {
         sl_send_reply("483", "Too Many Hops");
         exit;
     }
-    if (has_totag()) {
-        if (loose_route()) {
-            route(RELAY);
-        }
-        if (is_method("ACK") && t_check_trans()) {
-            t_relay();
-            exit;
-        }
-        if (!is_method("ACK")) {
-            sl_send_reply("404", "Not Here");
-        }
-        exit;
-    }
-    if (is_method("CANCEL")) {
-        if (t_check_trans()) {
-            route(RELAY);
-        }
-        exit;
-    }
-    t_check_trans();
-    if (is_method("INVITE")) {
+@in_dialog@    if (is_method("INVITE")) {
         record_route();
     }
     # Every new request goes to SIPp, as a sip: URI over UDP.
@@ -95,7 +76,8 @@ class Kamailio(KamailioProcess):
                            listen=listen, children=2, tcp_lifetime=3600)  # fmt: skip
         loads_tls = tls_module(tls_config(workdir / "tls.cfg", cert=issued, ca=self.ca))
         cfg = workdir / "kamailio.cfg"
-        cfg.write_text(head + loads_tls + fill(ROUTES, {"sipp_port": sipp_port}))
+        routes = fill(ROUTES, {"in_dialog": in_dialog(), "sipp_port": sipp_port})
+        cfg.write_text(head + loads_tls + routes)
         super().__init__(cfg, log=workdir / "kamailio.log", memory=(128, 16))
         self.uri = f"sips:127.0.0.1:{self.tls_port}"
         self.wait_started(lambda: tcp_listening(self.tls_port), deadline=20,

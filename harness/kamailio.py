@@ -1,9 +1,11 @@
 """Kamailio 5.6 in the foreground, three ways: the interop tests' carrier-like edge
 (`Kamailio`), the shipped SIP edge (`Edge`, deploy/kamailio/relay-edge.cfg) and the bench's TLS
 front for SIPp (bench/kamailio.py). Each starts the same way (`KamailioProcess`: its pid file and
-working directory beside its configuration, its log a file of its own), and the two made here
-begin with the same head (`config_head`: the globals and the modules every route needs) and
-speak TLS with the same settings (`tls_config`); each routes with its own script.
+working directory beside its configuration, its log a file of its own). The interop edge and
+the bench's front begin their configuration with the same head (`config_head`: the globals
+and the modules every route needs), speak TLS with the same settings (`tls_config`) and
+handle what comes inside a dialog alike (`in_dialog`); where a new request goes is each
+one's own.
 
 The interop edge record-routes every dialog, loose-routes what follows, checks Max-Forwards and
 sanity, and asks Relay for digest proxy credentials on INVITEs toward a callee. Numbers of the
@@ -160,6 +162,39 @@ class KamailioProcess(ChildProcess):
         super().__init__(argv, dict(os.environ) if env is None else env, log=log)
 
 
+IN_DIALOG = r"""    if (has_totag()) {
+        if (loose_route()) {
+@on_routed@            route(RELAY);
+        }
+        if (is_method("ACK") && t_check_trans()) {
+            t_relay();  # the ACK of a non-2xx final response we relayed
+            exit;
+        }
+@on_stray@        if (!is_method("ACK")) {
+            sl_send_reply("404", "Not Here");
+        }
+        exit;
+    }
+
+    if (is_method("CANCEL")) {
+        if (t_check_trans()) {
+            route(RELAY);
+        }
+        exit;
+    }
+    t_check_trans();  # a retransmission is absorbed here
+"""
+
+
+def in_dialog(*, on_routed: str = "", on_stray: str = "") -> str:
+    """The part of a request_route every configuration of the harness's shares, after its
+    checks of a new message: a request inside a dialog follows its route set (`on_routed`,
+    lines run first) or, with none, is answered 404 (`on_stray` first; an ACK is dropped);
+    a CANCEL goes where its INVITE went; a retransmission is absorbed. Every route goes
+    through the configuration's own route[RELAY]."""
+    return fill(IN_DIALOG, {"on_routed": on_routed, "on_stray": on_stray})
+
+
 # --- the interop tests' carrier-like edge ----------------------------------------------------
 INTEROP_MODULES = """loadmodule "sanity.so"
 loadmodule "auth.so"
@@ -170,6 +205,13 @@ modparam("tm", "fr_timer", 10000)
 modparam("tm", "fr_inv_timer", 60000)
 
 """
+# Its lines for a request inside a dialog (in_dialog): one that followed its route set, and one
+# that had none.
+LOG_ROUTED = (
+    '            xnotice("interop: routed $rm call-id=$ci from=$fU src=$si:$sp proto=$pr '
+    'next=$ru\\n");\n'
+)
+LOG_STRAY = '        xnotice("interop: stray $rm call-id=$ci (no route set)\\n");\n'
 INTEROP_ROUTES = r"""request_route {
     route(SDP);
     xnotice("interop: request $rm $ru call-id=$ci from=$fU src=$si:$sp proto=$pr $var(sdp)\n");
@@ -183,30 +225,7 @@ INTEROP_ROUTES = r"""request_route {
         exit;
     }
 
-    if (has_totag()) {
-        if (loose_route()) {
-            xnotice("interop: routed $rm call-id=$ci from=$fU src=$si:$sp proto=$pr next=$ru\n");
-            route(RELAY);
-        }
-        if (is_method("ACK") && t_check_trans()) {
-            t_relay();  # the ACK of a non-2xx final response we relayed
-            exit;
-        }
-        xnotice("interop: stray $rm call-id=$ci (no route set)\n");
-        if (!is_method("ACK")) {
-            sl_send_reply("404", "Not Here");
-        }
-        exit;
-    }
-
-    if (is_method("CANCEL")) {
-        if (t_check_trans()) {
-            route(RELAY);
-        }
-        exit;
-    }
-    t_check_trans();  # a retransmission is absorbed here
-
+@in_dialog@
     if (is_method("INVITE|SUBSCRIBE")) {
         record_route();
     }
@@ -323,7 +342,9 @@ class Kamailio(KamailioProcess):
             "nat_address": NAT_ADDRESS,
         }
         self.cfg = workdir / "kamailio.cfg"
-        self.cfg.write_text(head + fill(INTEROP_MODULES + INTEROP_ROUTES, fill_in))
+        routes = fill(INTEROP_ROUTES, {"in_dialog": in_dialog(on_routed=LOG_ROUTED,
+                                                                on_stray=LOG_STRAY)})  # fmt: skip
+        self.cfg.write_text(head + fill(INTEROP_MODULES + routes, fill_in))
         super().__init__(self.cfg, log=workdir / "kamailio.log")
         self.wait_started(lambda: tcp_listening(self.port), deadline=20,
                           what="Kamailio to listen")  # fmt: skip
