@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from packaging.utils import canonicalize_name
 
-from tests.live import ROOT
+from harness.live import ROOT
 from tests.platform import edges
 from tests.platform.edges import EDGES, Assigned, Edge, Method, Own, Present
 from tests.platform.pins import pinned
