@@ -110,6 +110,7 @@ def _slot_give_back(slot: int, record_id) -> None:
 # worker's other threads (the tasks that dispatch calls) for as long.
 _processes: ProcessPoolExecutor | None = None
 _processes_lock = threading.Lock()
+_pool_sizes: dict[ProcessPoolExecutor, int] = {}  # each pool's size, to start its successor
 
 
 def transcribe_in_processes(count: int) -> None:
@@ -118,9 +119,15 @@ def transcribe_in_processes(count: int) -> None:
     threads and database connections), sets Django up, and loads the model once."""
     global _processes
     with _processes_lock:
-        _processes = ProcessPoolExecutor(
-            max_workers=count, mp_context=get_context("spawn"), initializer=django.setup
-        )
+        _processes = _new_pool(count)
+
+
+def _new_pool(count: int) -> ProcessPoolExecutor:
+    pool = ProcessPoolExecutor(
+        max_workers=count, mp_context=get_context("spawn"), initializer=django.setup
+    )
+    _pool_sizes[pool] = count
+    return pool
 
 
 def _run_engine(name: str, audio: bytes) -> Transcript:
@@ -133,9 +140,9 @@ def _run_engine(name: str, audio: bytes) -> Transcript:
     except BrokenProcessPool:
         # The engine died with this message (a crash in its C code): a new pool for the next
         # one; this one is failed, as any failure of the engine is the message's.
-        with _processes_lock:
+        with _processes_lock:  # not transcribe_in_processes: it takes this lock itself
             if _processes is pool:
-                transcribe_in_processes(pool._max_workers)
+                _processes = _new_pool(_pool_sizes.pop(pool))
         raise
 
 
