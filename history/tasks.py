@@ -110,24 +110,22 @@ def _slot_give_back(slot: int, record_id) -> None:
 # worker's other threads (the tasks that dispatch calls) for as long.
 _processes: ProcessPoolExecutor | None = None
 _processes_lock = threading.Lock()
-_pool_sizes: dict[ProcessPoolExecutor, int] = {}  # each pool's size, to start its successor
+_process_count = 0  # the pool's size, for the pool that replaces a broken one
 
 
 def transcribe_in_processes(count: int) -> None:
     """Run the engine in `count` child processes of this one from now on (relay_worker: one
     per transcribing thread). Each is started fresh (spawn, not fork: this process has
     threads and database connections), sets Django up, and loads the model once."""
-    global _processes
+    global _processes, _process_count
     with _processes_lock:
-        _processes = _new_pool(count)
+        _processes, _process_count = _new_pool(count), count
 
 
 def _new_pool(count: int) -> ProcessPoolExecutor:
-    pool = ProcessPoolExecutor(
+    return ProcessPoolExecutor(
         max_workers=count, mp_context=get_context("spawn"), initializer=django.setup
     )
-    _pool_sizes[pool] = count
-    return pool
 
 
 def _run_engine(name: str, audio: bytes) -> Transcript:
@@ -142,7 +140,7 @@ def _run_engine(name: str, audio: bytes) -> Transcript:
         # one; this one is failed, as any failure of the engine is the message's.
         with _processes_lock:  # not transcribe_in_processes: it takes this lock itself
             if _processes is pool:
-                _processes = _new_pool(_pool_sizes.pop(pool))
+                _processes = _new_pool(_process_count)
         raise
 
 
