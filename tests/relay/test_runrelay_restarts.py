@@ -192,8 +192,10 @@ def test_runrelay_stops_when_a_child_fails_to_start_too_many_times_in_a_row(tmp_
                 deadline=DEADLINE,
                 what="runrelay's children",
             )
-            # Its delays before the restarts: 0.5 + 1 + 2 + 4 s, and five starts of Django.
-            code = relay.proc.wait(timeout=DEADLINE * 2)
+            # Its delays before the restarts (0.5 + 1 + 2 + 4 s) and five starts of Django, each
+            # of which runrelay itself allows up to STARTUP_SECONDS on a busy machine.
+            delays = sum(RESTART_FIRST_DELAY * 2**n for n in range(MAX_FAILED_STARTS - 1))
+            code = relay.proc.wait(timeout=MAX_FAILED_STARTS * STARTUP_SECONDS + delays + DEADLINE)
         finally:
             relay.stop()
 
