@@ -2,7 +2,10 @@
 `--dist loadscope --no-loadscope-reorder`; the Makefile says how many workers).
 
 - A module is one worker's (xdist's loadscope), so a module's shared start-up (a live Relay,
-  an agent, a browser, a carrier edge) happens once. loadgroup would group finer (Synapse's
+  an agent, a browser, a carrier edge) happens once. A module whose every test starts its
+  own processes (EACH_TEST_A_UNIT) shares nothing worth keeping together, so its tests go
+  out one by one: the README's walk-throughs, each a `make run` of its own, would otherwise
+  hold one worker for five minutes while the others idle. loadgroup would group finer (Synapse's
   users across modules, say), but under pytest 9 xdist 3.8 cannot mark a group: it renames
   `item._nodeid`, which pytest 9 no longer reads, so every test would go out alone.
 - The longest modules go out first, so that no worker is left running a long one alone at
@@ -37,9 +40,22 @@ def pytest_addoption(parser):
     )
 
 
+# Modules whose tests each start everything they use (a `make run`, a runrelay): a test is a
+# unit of its own. A module-wide fixture of theirs runs once a worker instead of once, so it
+# must be cheap (test_runrelay_restarts' migrated database: a migrate, seconds).
+EACH_TEST_A_UNIT = (
+    "tests/relay/test_readme.py",
+    "tests/relay/test_runrelay.py",
+    "tests/relay/test_runrelay_restarts.py",
+)
+
+
 def scope(nodeid: str) -> str:
-    """The unit xdist's loadscope hands out: a test's module, or its class (as xdist's own
-    LoadScopeScheduling._split_scope cuts it)."""
+    """The unit the workers are handed (RelayScheduling): a test's module or its class (as
+    xdist's own LoadScopeScheduling._split_scope cuts it), or the test itself in a module of
+    EACH_TEST_A_UNIT."""
+    if nodeid.startswith(EACH_TEST_A_UNIT):
+        return nodeid
     return nodeid.rsplit("::", 1)[0]
 
 
@@ -109,6 +125,19 @@ def pass_items(items: list, pass_name: str | None) -> tuple[list, list]:
     prefixes = PASS_LEAVES_OUT.get(pass_name or "", ())
     kept = [item for item in items if not item.nodeid.startswith(prefixes)]
     return kept, [item for item in items if item.nodeid.startswith(prefixes)]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's loadscope, with Relay's units (scope); any other --dist as xdist has it."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RelayScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope(nodeid)
+
+    return RelayScheduling(config, log)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -2,6 +2,7 @@
 harness/ports.py) and how the work is grouped and ordered (tests/scheduling.py)."""
 
 import socket
+from types import SimpleNamespace
 
 import pytest
 
@@ -94,10 +95,42 @@ def test_the_longest_modules_go_out_first_each_whole_and_in_its_own_order():
         ("tests/a.py::test_x", "tests/a.py"),
         ("tests/a.py::test_x[udp-open]", "tests/a.py"),
         ("tests/a.py::Case::test_x", "tests/a.py::Case"),
+        (
+            "tests/relay/test_readme.py::test_the_quickstart_runs_as_printed_against_make_run",
+            "tests/relay/test_readme.py::test_the_quickstart_runs_as_printed_against_make_run",
+        ),
     ],
 )
 def test_a_tests_unit_is_its_module_or_its_class(nodeid, expected):
     assert scheduling.scope(nodeid) == expected
+
+
+def test_the_workers_are_handed_relays_units(pytestconfig):
+    """The units xdist hands out are scheduling.scope's, so the README's walk-throughs spread
+    over the workers instead of queueing on one."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    def config_with(dist):
+        values = {"dist": dist, "tx": ["2*popen"]}
+        return SimpleNamespace(
+            getvalue=lambda name: values.get(name, pytestconfig.getvalue(name)),
+            getoption=pytestconfig.getoption,
+            option=pytestconfig.option,
+        )
+
+    made = scheduling.pytest_xdist_make_scheduler(config_with("loadscope"), log=None)
+    assert isinstance(made, LoadScopeScheduling)
+    for nodeid in (
+        "tests/relay/test_readme.py::test_the_quickstart_runs_as_printed_against_make_run",
+        "tests/relay/test_runrelay_restarts.py::test_restart_delays_double_up_to_the_longest",
+        "tests/telephony/test_inbound.py::test_a_call",
+        "tests/a.py::Case::test_x",
+    ):
+        assert made._split_scope(nodeid) == scheduling.scope(nodeid)
+    assert made._split_scope("tests/telephony/test_inbound.py::test_a_call") == (
+        "tests/telephony/test_inbound.py"
+    )
+    assert scheduling.pytest_xdist_make_scheduler(config_with("load"), log=None) is None
 
 
 def test_cis_passes_run_each_live_test_once_in_the_pass_whose_database_it_uses():
