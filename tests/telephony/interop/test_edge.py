@@ -2,10 +2,12 @@
 of this test's addresses, in front of two telephony agents on one host. It passes
 `kamailio -c`; calls from the trunk (SIPp) are spread over both agents; an agent drained in
 the middle of a call finishes that call while the calls after it go to the other agent,
-none of them failing; and a killed agent is taken out by the OPTIONS probes."""
+none of them failing; a killed agent is taken out by the OPTIONS probes; and the operator's
+walk-through of docs/operations.md (issue 55) holds under runrelay."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 
@@ -202,3 +204,86 @@ def test_a_caller_over_tls_reaches_an_agent_through_the_edges_tls_listener(tmp_p
         if edge is not None:
             edge.stop()
         agent.stop()
+
+
+def test_the_operators_walk_through_two_agents_under_runrelay_one_drained_one_killed(
+    tmp_path, user
+):
+    """docs/operations.md followed on one host: runrelay with SIP_AGENTS=2 behind the shipped
+    edge. Calls spread over both agents; agent 0 drained with the documented command and
+    agent 1 killed are each started again by runrelay while Relay runs on; and once the edge's
+    probes have both back, no call is refused and both agents take calls again."""
+    from harness.live import RelayProcess
+    from harness.ports import free_port
+    from tests.telephony.test_drain import drain_command
+
+    edge_port, first_agent_port = free_udp_port(), free_port(2)
+    agents = [f"127.0.0.1:{first_agent_port}", f"127.0.0.1:{first_agent_port + 1}"]
+    env = sip_env(tmp_path, edge_port, SIP_BIND=agents[0], SIP_AGENTS=2, INBOUND_RING_SECONDS=1)
+    relay = RelayProcess(tmp_path, log=tmp_path / "relay.log", **env)
+    edge = None
+    try:
+        for agent in agents:
+            wait_until(lambda a=agent: probe(a).startswith("SIP/2.0 200"), deadline=60,
+                       what=f"agent {agent} to answer OPTIONS")  # fmt: skip
+        edge = Edge(
+            edge_files(tmp_path / "edge", port=edge_port, agents=agents,
+                       trunk=f"127.0.0.1:{free_udp_port()}")
+        )  # fmt: skip
+        edge.address = f"127.0.0.1:{edge_port}"
+        wait_until(lambda: probe(edge.address).startswith("SIP/2.0 200"), deadline=10,
+                   what="the edge to answer OPTIONS")  # fmt: skip
+        number = NumberFactory(owner=user)
+        placed = 0
+
+        def calls_answered(count: int) -> list:
+            nonlocal placed
+            for _ in range(count):
+                caller = message_call(edge, tmp_path, number, 1)
+                assert caller.finish(60) == 0, caller  # answered, never refused
+                placed += 1
+            records = wait_for_records(number, placed)
+            assert all(record.status == "answered" for record in records), records
+            return records[placed - count :]  # oldest first: these calls'
+
+        def back(agent: str, seen: int) -> bool:
+            return edge.log().count(f"agent sip:{agent} is back") > seen
+
+        def by_agent(records) -> set[str]:
+            return {edge.routed(record.sip_call_id)[-1] for record in records}
+
+        assert by_agent(calls_answered(2)) == set(agents), edge.log()[-3000:]
+
+        # Agent 0 drained as the guide says: it exits, runrelay starts it again.
+        pid_file = tmp_path / "telephony-agent-0.pid"
+        first = pid_file.read_text().strip()
+        backs = edge.log().count(f"agent sip:{agents[0]} is back")
+        drained = drain_command(env, tmp_path)
+        assert drained.returncode == 0, drained.stderr
+        calls_answered(2)  # meanwhile: agent 1 takes them (a 503 fails them over)
+        wait_until(lambda: pid_file.read_text().strip() not in ("", first), deadline=60,
+                   what="runrelay to start agent 0 again")  # fmt: skip
+        wait_until(lambda: back(agents[0], backs), deadline=30,
+                   what="the edge to take agent 0 back")  # fmt: skip
+
+        # Agent 1 killed: runrelay starts it again; calls meanwhile fail over to agent 0.
+        pid_file = tmp_path / "telephony-agent-1.pid"
+        first = pid_file.read_text().strip()
+        backs = edge.log().count(f"agent sip:{agents[1]} is back")
+        os.kill(int(first), signal.SIGKILL)
+        calls_answered(2)
+        wait_until(lambda: pid_file.read_text().strip() not in ("", first), deadline=60,
+                   what="runrelay to start agent 1 again")  # fmt: skip
+        wait_until(lambda: back(agents[1], backs), deadline=30,
+                   what="the edge to take agent 1 back")  # fmt: skip
+
+        # Failover settled: every call answered, and both agents take them again.
+        assert by_agent(calls_answered(4)) == set(agents), edge.log()[-3000:]
+        assert relay.proc.poll() is None  # Relay ran on throughout
+        log = (tmp_path / "relay.log").read_text()
+        assert "telephony agent 0 drained and exited; starting it again" in log
+        assert "telephony agent 1 exited with status -9; starting it again" in log
+    finally:
+        if edge is not None:
+            edge.stop()
+        relay.stop()
