@@ -120,6 +120,9 @@ BENCH_ONLY ?=
 # Relay's own database default (persistent connections) unless a pool size is asked for:
 # `make bench BENCH_DATABASE_POOL_SIZE=8` gives every server process a psycopg pool of 8.
 BENCH_DATABASE_POOL_SIZE ?=
+# Statements prepared as Relay's default has it unless asked: `make bench BENCH_ONLY=http_me
+# BENCH_DATABASE_PREPARED_STATEMENTS=psycopg` leaves them to psycopg (true, false or psycopg).
+BENCH_DATABASE_PREPARED_STATEMENTS ?=
 
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
@@ -129,7 +132,9 @@ install-bench: $(BENCH_STAMP)
 
 bench: install-bench
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) \
-		BENCH_DATABASE_POOL_SIZE=$(BENCH_DATABASE_POOL_SIZE) $(PY) bench/run.py --write-docs \
+		BENCH_DATABASE_POOL_SIZE=$(BENCH_DATABASE_POOL_SIZE) \
+		BENCH_DATABASE_PREPARED_STATEMENTS=$(BENCH_DATABASE_PREPARED_STATEMENTS) \
+		$(PY) bench/run.py --write-docs \
 		$(if $(BENCH_ONLY),--only $(BENCH_ONLY))
 
 bench-smoke: install-bench

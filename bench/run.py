@@ -39,7 +39,9 @@ def bench_env(var_dir: Path) -> dict:
     """Production-like: DEBUG off, PostgreSQL, Redis, no access log, rate limits out of the
     way (the scenarios measure the service, not its limiter's refusals). Database connections
     are Relay's default (persistent, DATABASE_CONN_MAX_AGE) unless BENCH_DATABASE_POOL_SIZE
-    asks for a psycopg pool of that size per process."""
+    asks for a psycopg pool of that size per process, and statements are prepared as Relay's
+    default has it unless BENCH_DATABASE_PREPARED_STATEMENTS says otherwise (true, false or
+    psycopg)."""
     env = child_environ(
         DATABASE_URL=os.environ["BENCH_DATABASE_URL"],
         REDIS_URL=os.environ["BENCH_REDIS_URL"],
@@ -64,9 +66,10 @@ def bench_env(var_dir: Path) -> dict:
         WEBHOOK_ALLOW_PRIVATE="true",
         PYTHONUNBUFFERED="1",
     )
-    env.pop("DATABASE_POOL_SIZE", None)
-    if os.environ.get("BENCH_DATABASE_POOL_SIZE"):
-        env["DATABASE_POOL_SIZE"] = os.environ["BENCH_DATABASE_POOL_SIZE"]
+    for name in ("DATABASE_POOL_SIZE", "DATABASE_PREPARED_STATEMENTS"):
+        env.pop(name, None)
+        if os.environ.get(f"BENCH_{name}"):
+            env[name] = os.environ[f"BENCH_{name}"]
     return env
 
 
@@ -105,6 +108,9 @@ def settings_note(env: dict) -> str:
         else "persistent connections (`DATABASE_CONN_MAX_AGE="
         f"{settings.DATABASES['default']['CONN_MAX_AGE']}`, Relay's default)"
     )
+    prepared = env.get("DATABASE_PREPARED_STATEMENTS")
+    if prepared:
+        connections += f", `DATABASE_PREPARED_STATEMENTS={prepared}`"
     return SETTINGS_NOTE.format(
         connections=connections,
         http_workers=f"{settings.HTTP_WORKERS} x {settings.HTTP_THREADS}",

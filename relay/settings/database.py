@@ -4,7 +4,7 @@ channel layer (events between processes)."""
 from redis.maint_notifications import MaintNotificationsConfig
 
 from relay.settings.base import VAR_DIR
-from relay.settings.readers import boolean, database_config, text, whole_number
+from relay.settings.readers import boolean, choice, database_config, text, whole_number
 
 # --- Database -------------------------------------------------------------------------------
 # The embedded default is the database that needs no DATABASE_URL: a SQLite file under var/.
@@ -46,9 +46,25 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
     _db["ENGINE"] = "relay.platform.postgresql"
 # PostgreSQL: the statements every request and every batch of submits runs
 # (core.platform.compiled) are prepared once per connection, not parsed and planned on every
-# run. Off: for a pooler that does not keep a session's prepared statements (PgBouncer in
-# transaction mode before 1.21).
-DATABASE_PREPARED_STATEMENTS = boolean("DATABASE_PREPARED_STATEMENTS", True)
+# run (true). `psycopg`: psycopg prepares by itself instead, every statement a connection has
+# run DATABASE_PREPARE_THRESHOLD times, with its parameters bound on the server (Django's
+# `server_side_binding`). Off (false): for a pooler that does not keep a session's prepared
+# statements (PgBouncer in transaction mode before 1.21).
+_prepared = choice(
+    "DATABASE_PREPARED_STATEMENTS",
+    "true",
+    ("true", "false", "psycopg", "1", "0", "yes", "no", "on", "off"),
+    lower=True,
+    described="true, false or psycopg",
+)
+DATABASE_PREPARED_STATEMENTS = (
+    "psycopg" if _prepared == "psycopg" else _prepared in ("true", "1", "yes", "on")
+)
+DATABASE_PREPARE_THRESHOLD = whole_number("DATABASE_PREPARE_THRESHOLD", 5, minimum=0, maximum=1000)
+if DATABASE_PREPARED_STATEMENTS == "psycopg" and _db["ENGINE"] == "relay.platform.postgresql":
+    _db.setdefault("OPTIONS", {}).update(
+        server_side_binding=True, prepare_threshold=DATABASE_PREPARE_THRESHOLD
+    )
 # The reads every request makes, compiled to SQL once per process through Django's SQL
 # compiler internals (core/platform/compiled.py). Off: each runs as its queryset, through the ORM's
 # public path (an upgrade of Django that changed those internals; tests/platform/edges.py).

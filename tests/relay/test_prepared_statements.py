@@ -70,3 +70,67 @@ def test_a_statement_prepared_in_a_rolled_back_transaction_runs_after_it(user, s
         assert selectors.user_by_api_key_digest(digest=digest, profile_at=now).pk == user.pk
     # psycopg forgets what a failed transaction prepared and prepares it again: run prepared.
     assert prepared_runs("accounts_user") >= 2
+
+
+@pytest.fixture
+def prepared_by_psycopg(settings):
+    """DATABASE_PREPARED_STATEMENTS=psycopg as relay.settings sets it up (server-side binding
+    and psycopg's threshold in the connection's options), on a new connection."""
+    options = connection.settings_dict["OPTIONS"]
+    kept = dict(options)
+    settings.DATABASE_PREPARED_STATEMENTS = "psycopg"
+    options.update(server_side_binding=True, prepare_threshold=settings.DATABASE_PREPARE_THRESHOLD)
+    connection.close()
+    yield
+    options.clear()
+    options.update(kept)
+    connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_left_to_psycopg_each_statement_is_prepared_on_its_thresholds_run(
+    prepared_by_psycopg, client_jwt, settings
+):
+    client = client_jwt
+    threshold = settings.DATABASE_PREPARE_THRESHOLD
+    assert threshold == 5  # psycopg's own default, Relay's too
+
+    for _ in range(threshold - 1):
+        assert client.get("/api/user/me").status_code == 200
+    assert prepared_runs() == 0  # below the threshold: bound on the server, not prepared
+
+    for _ in range(3):
+        assert client.get("/api/user/me").status_code == 200
+    assert prepared_runs() >= 2  # psycopg's own, with no cursor of Relay's
+    assert not connection.connection.cursor_factory.__name__.startswith("Prepared")
+
+
+def test_the_setting_takes_true_false_or_psycopg_and_refuses_anything_else():
+    import subprocess
+    import sys
+
+    from harness.live import ROOT, child_environ
+
+    def read(value: str) -> subprocess.CompletedProcess:
+        env = child_environ(
+            DATABASE_PREPARED_STATEMENTS=value,
+            DATABASE_URL="postgres://postgres@127.0.0.1:5432/relay_unused",
+            SECRET_KEY="x" * 50,
+            DJANGO_SETTINGS_MODULE="relay.settings",
+        )
+        code = (
+            "from django.conf import settings as s; import django; django.setup(); "
+            "print(s.DATABASE_PREPARED_STATEMENTS, "
+            "s.DATABASES['default']['OPTIONS'].get('server_side_binding'))"
+        )
+        return subprocess.run(  # noqa: S603 - our own settings
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+
+    assert read("true").stdout.split() == ["True", "None"]
+    assert read("off").stdout.split() == ["False", "None"]
+    assert read("psycopg").stdout.split() == ["psycopg", "True"]
+    refused = read("maybe")
+    assert refused.returncode != 0
+    assert "DATABASE_PREPARED_STATEMENTS must be true, false or psycopg" in refused.stderr

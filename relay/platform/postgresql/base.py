@@ -17,7 +17,9 @@ And a cursor whose statements are prepared (`prepared_cursor`), for the statemen
 statement once per connection, not on every call (the session behind a JWT with the user's
 quotas: 0.5 ms of planning for 0.2 ms of execution). Django binds every other statement on
 the client, and nothing else is prepared. `DATABASE_PREPARED_STATEMENTS=false` turns it off
-(a pooler that does not keep a session's prepared statements; docs/operations.md).
+(a pooler that does not keep a session's prepared statements; docs/operations.md), and
+`DATABASE_PREPARED_STATEMENTS=psycopg` leaves it to psycopg, which then binds every statement
+on the server and prepares each on its DATABASE_PREPARE_THRESHOLD-th run (relay/settings).
 """
 
 from __future__ import annotations
@@ -62,8 +64,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def prepared_cursor(self):
         """A cursor (wrapped as Django wraps its own, so counted and logged as they are) whose
         statements are prepared on the connection; a plain cursor with
-        DATABASE_PREPARED_STATEMENTS off."""
-        if not getattr(settings, "DATABASE_PREPARED_STATEMENTS", False):
+        DATABASE_PREPARED_STATEMENTS off, or `psycopg` (psycopg prepares every statement
+        itself on its DATABASE_PREPARE_THRESHOLD-th run)."""
+        if getattr(settings, "DATABASE_PREPARED_STATEMENTS", False) is not True:
             return self.cursor()
         self._prepare_next = True
         try:
