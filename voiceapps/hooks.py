@@ -5,7 +5,9 @@ The request is core.signedhttp's, as webhooks are sent: signed with the call's o
 secret (Standard Webhooks headers), to an address checked against the SSRF guard. The answer:
 - 204, an empty body or `[]`: go on with the script (`script` None);
 - JSON (a list of verbs) or TwiML (`application/xml`, `text/xml`): the script that replaces
-  the rest of the call's, checked as any script is (voiceapps.verbs);
+  the rest of the call's, checked as any script is (voiceapps.verbs). TwiML's relative URLs
+  are resolved against the URL requested (voiceapps.twiml): no HTTP redirect is followed, so
+  that is the document's URL. A JSON script's URLs are absolute;
 - anything else is a failure, with its reason: an error status, no answer within
   VOICE_HOOK_TIMEOUT seconds (the whole request, not each read), an answer over 64 KiB, an
   invalid script, or no webhook secret to sign with. The call goes on with its script.
@@ -83,7 +85,7 @@ def hook_request(*, url: str, payload: dict, user_id) -> HookAnswer:
         answer = request.result(timeout=timeout)
     except FutureTimeout:
         return HookAnswer(failure=f"no answer within {timeout:g} s")
-    return answer_read(answer)
+    return answer_read(answer, base_url=url)
 
 
 class FetchFailed(Exception):
@@ -112,8 +114,8 @@ def play_fetch(url: str) -> bytes:
     return answer.body
 
 
-def answer_read(answer: Answer) -> HookAnswer:
-    """A hook's HTTP answer as a HookAnswer."""
+def answer_read(answer: Answer, *, base_url: str) -> HookAnswer:
+    """A hook's HTTP answer, to a request to `base_url`, as a HookAnswer."""
     if answer.status is None:
         return HookAnswer(failure=answer.error or "no answer")
     if not 200 <= answer.status < 300:
@@ -125,7 +127,7 @@ def answer_read(answer: Answer) -> HookAnswer:
     kind = answer.content_type.split(";")[0].strip().lower()
     try:
         if kind in XML_TYPES:
-            script = twiml_to_script(answer.body)
+            script = twiml_to_script(answer.body, base_url=base_url)
         else:
             script = parsing.loads(answer.body, what="answer")
             if script == []:

@@ -5,10 +5,19 @@ The subset translated is the verbs Relay has: Say, Play, Gather (with Say or Pla
 Record, Dial (a number as text, or Number elements), Pause, Hangup and Redirect. Anything
 else is refused as an invalid script, as is XML that is not well-formed. Parsed with
 defusedxml: no entity expansion, no external entities, no DTD retrieval.
+
+Every URL a document names (a Gather's, Record's or Dial's `action`, a Play's or a
+Redirect's body) may be relative, as in Twilio's own examples (`<Gather action="/next">`): it
+is resolved against the URL the document was requested at, by RFC 3986 (urljoin), so the
+script holds absolute URLs only and is checked as any script is (voiceapps.verbs: http or
+https with a host, a public address, at most 2,000 characters). What cannot be resolved is
+left as written, for that check to refuse.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from urllib.parse import urljoin
 from xml.etree.ElementTree import Element
 
 from defusedxml import DefusedXmlException
@@ -19,6 +28,27 @@ TRUE = {"true", "1", "yes"}
 
 class TwimlInvalid(ValueError):
     """Not TwiML this translation reads; the message says where."""
+
+
+Resolve = Callable[[str | None], str | None]  # a URL as written -> as the script holds it
+
+
+def url_resolver(base_url: str) -> Resolve:
+    """How the URLs of the document requested at `base_url` are read: each resolved against
+    it (RFC 3986: "/next", "next", "../x", "?a=b", "//host/x"), an absolute one kept. An
+    absent or empty one stays so (refused as a blank URL is, not taken for the document's
+    own: a Redirect to itself would loop), and so does one urljoin cannot read (a broken
+    IPv6 host): the script's check names it. Without a base, a URL is kept as written."""
+
+    def resolve(value: str | None) -> str | None:
+        if value is None or not value.strip() or not base_url:
+            return value
+        try:
+            return urljoin(base_url, value.strip())
+        except ValueError:
+            return value
+
+    return resolve
 
 
 def _int(element: Element, attribute: str) -> int | str | None:
@@ -42,65 +72,68 @@ def _say(element: Element) -> dict:
     )
 
 
-def _play(element: Element) -> dict:
-    return _some(url=(element.text or "").strip(), loop=_int(element, "loop"))
+def _play(element: Element, url: Resolve) -> dict:
+    return _some(url=url((element.text or "").strip()), loop=_int(element, "loop"))
 
 
 def _some(**fields) -> dict:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def _gather(element: Element) -> dict:
+def _gather(element: Element, url: Resolve) -> dict:
     body = _some(
         numDigits=_int(element, "numDigits"),
         finishOnKey=element.get("finishOnKey"),
         timeout=_int(element, "timeout"),
-        actionHook=element.get("action"),
+        actionHook=url(element.get("action")),
     )
     for child in element:
         if child.tag == "Say":
             body["say"] = _say(child)
         elif child.tag == "Play":
-            body["play"] = _play(child)
+            body["play"] = _play(child, url)
         elif child.tag != "Pause":  # Twilio allows a Pause inside; Relay's prompt has none
             raise TwimlInvalid(f"<Gather> cannot hold <{child.tag}>.")
     return body
 
 
-def _record(element: Element) -> dict:
+def _record(element: Element, url: Resolve) -> dict:
     beep = element.get("playBeep")
     return _some(
         maxSeconds=_int(element, "maxLength"),
         finishOnKey=element.get("finishOnKey"),
         beep=None if beep is None else beep.lower() in TRUE,
-        actionHook=element.get("action"),
+        actionHook=url(element.get("action")),
     )
 
 
-def _dial(element: Element) -> dict:
+def _dial(element: Element, url: Resolve) -> dict:
     targets = [(child.text or "").strip() for child in element if child.tag == "Number"]
     if (element.text or "").strip():
         targets.insert(0, element.text.strip())
     return _some(
-        targets=targets, timeout=_int(element, "timeout"), actionHook=element.get("action")
+        targets=targets, timeout=_int(element, "timeout"), actionHook=url(element.get("action"))
     )
 
 
-VERBS = {
-    "Say": ("say", _say),
+# Each TwiML verb: Relay's verb, and its body from the element and the document's resolver.
+VERBS: dict[str, tuple[str, Callable[[Element, Resolve], dict]]] = {
+    "Say": ("say", lambda e, url: _say(e)),
     "Play": ("play", _play),
     "Gather": ("gather", _gather),
     "Record": ("record", _record),
     "Dial": ("dial", _dial),
-    "Pause": ("pause", lambda e: _some(seconds=_int(e, "length"))),
-    "Hangup": ("hangup", lambda e: {}),
-    "Redirect": ("redirect", lambda e: {"url": (e.text or "").strip()}),
+    "Pause": ("pause", lambda e, url: _some(seconds=_int(e, "length"))),
+    "Hangup": ("hangup", lambda e, url: {}),
+    "Redirect": ("redirect", lambda e, url: {"url": url((e.text or "").strip())}),
 }
 
 
-def twiml_to_script(text: bytes | str) -> list[dict]:
-    """The verbs of a TwiML document (`<Response>...</Response>`), not yet validated: the
-    caller checks them as any script (voiceapps.verbs.script_check)."""
+def twiml_to_script(text: bytes | str, *, base_url: str = "") -> list[dict]:
+    """The verbs of a TwiML document (`<Response>...</Response>`) requested at `base_url`,
+    its URLs resolved against it (url_resolver), not yet validated: the caller checks them as
+    any script (voiceapps.verbs.script_check)."""
+    url = url_resolver(base_url)
     try:
         root = fromstring(text)
     except (ParseError, DefusedXmlException, ValueError) as exc:
@@ -112,5 +145,5 @@ def twiml_to_script(text: bytes | str) -> list[dict]:
         if element.tag not in VERBS:
             raise TwimlInvalid(f"<{element.tag}> is not a verb Relay runs.")
         name, translate = VERBS[element.tag]
-        script.append({name: translate(element)})
+        script.append({name: translate(element, url)})
     return script

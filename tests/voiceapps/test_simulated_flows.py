@@ -165,6 +165,63 @@ def test_a_hook_may_answer_twiml(user, voice_app, webhook_secret, settings):
     ]
 
 
+def test_twiml_relative_urls_resolve_against_the_document_they_came_in(
+    user, voice_app, webhook_secret, settings
+):
+    """Twilio's form (issue 56): each relative URL against its own document's URL, the next
+    one against the new document's."""
+    settings.SIMULATED_DIGITS = "1,2"
+    xml = "text/xml"
+    entry = voice_app.answer(
+        "/ivr/entry",
+        Reply(body="<Response><Gather numDigits='1' action='/next'/></Response>", content_type=xml),
+    )
+    voice_app.answer(
+        "/next",
+        Reply(body="<Response><Redirect>menu/next2</Redirect></Response>", content_type=xml),
+    )
+    voice_app.answer(
+        "/menu/next2",
+        Reply(
+            body="<Response><Gather numDigits='1' action='?step=3'/></Response>", content_type=xml
+        ),
+    )
+
+    call = run(user, [{"redirect": {"url": entry}}])
+
+    assert [path for path, _, _ in voice_app.requests if path != "/events"] == [
+        "/ivr/entry",
+        "/next",  # not /ivr/next: "/next" is from the root
+        "/menu/next2",  # against /next's URL, not /ivr/entry's
+        "/menu/next2?step=3",
+    ]
+    assert voice_app.bodies("/next")[0]["result"] == {"digits": "1", "reason": "numDigits"}
+    assert voice_app.bodies("/menu/next2")[0]["verb"] == "redirect"
+    assert voice_app.bodies("/menu/next2?step=3")[0]["result"]["digits"] == "2"
+    assert [r["event"] for r in reports(call)] == ["gathered", "gathered"]
+
+
+def test_a_twiml_relative_url_that_resolves_to_a_bad_one_fails_the_hook_only(
+    user, voice_app, webhook_secret, settings
+):
+    settings.SIMULATED_DIGITS = "1,2"
+    bad = "<Response><Redirect>javascript:alert(1)</Redirect></Response>"
+    hook = voice_app.answer("/ivr/entry", Reply(body=bad, content_type="application/xml"))
+
+    call = run(
+        user, [{"gather": {"numDigits": 1, "actionHook": hook}}, {"gather": {"numDigits": 1}}]
+    )
+
+    first, failed, second = reports(call)
+    assert failed == {
+        "event": "hook_failed",
+        "verb": "gather",
+        "detail": "answered an invalid script: script.0.redirect.url: "
+        "Must be an http or https URL with a host.",
+    }
+    assert second["result"]["digits"] == "2" and call.status == "completed"  # went on
+
+
 @pytest.mark.parametrize(
     ("reply", "failure"),
     [
