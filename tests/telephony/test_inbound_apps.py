@@ -107,6 +107,39 @@ def test_a_url_gives_each_call_its_script(relay, tmp_path, number, app):
     assert first["callId"] == record.sip_call_id
 
 
+def test_a_twilio_app_with_relative_urls_moves_as_it_is(relay, tmp_path, number, app):
+    """Twilio's own form (issue 56): the gather's action and the redirect are relative, each
+    resolved against the URL of the document it came in."""
+    xml = "text/xml; charset=utf-8"
+    gather = "<Gather numDigits='1' timeout='5' action='/next'><Say>Press a key.</Say></Gather>"
+    entry = app.answer("/ivr/entry", Reply(body=f"<Response>{gather}</Response>", content_type=xml))
+    app.answer(
+        "/next", Reply(body="<Response><Redirect>next2</Redirect></Response>", content_type=xml)
+    )
+    app.answer("/next2", Reply(body="<Response><Hangup/></Response>", content_type=xml))
+    voice_app_set(number=number, url=entry)
+
+    caller = caller_pressing(relay, tmp_path, number, "7")
+
+    assert caller.finish(60) == 0, caller  # Relay hung up: /next2's <Hangup/> was run
+    # "/next" from the root, not /ivr/next; "next2" against /next's URL, not /ivr/next2.
+    assert [path for path, _, _ in app.requests if path != "/events"] == [
+        "/ivr/entry",
+        "/next",
+        "/next2",
+    ]
+    (gathered,) = app.bodies("/next")
+    assert (gathered["verb"], gathered["result"]) == (
+        "gather",
+        {"digits": "7", "reason": "numDigits"},
+    )
+    (redirected,) = app.bodies("/next2")
+    assert (redirected["verb"], redirected["result"]) == ("redirect", {})
+    assert redirected["call"] == gathered["call"] == app.bodies("/ivr/entry")[0]["call"]
+    (record,) = wait_for_records(number, 1)
+    assert (record.status, record.answered_by) == ("answered", "app")
+
+
 def test_an_application_that_fails_leaves_the_call_to_voicemail(relay, tmp_path, number, app):
     entry = app.answer("/down", Reply(status=502))
     voice_app_set(number=number, url=entry)
