@@ -194,17 +194,9 @@ def _json_or_none(body: bytes) -> Any:
     return json.loads(body) if body else None
 
 
-def http(
-    method: str,
-    url: str,
-    body: dict | None = None,
-    token: str | None = None,
-    *,
-    timeout=15,
-    headers: dict | None = None,
-) -> tuple[int, Any]:
-    """`http_exchange` without the headers: (status, JSON body)."""
-    status, payload, _ = http_exchange(method, url, body, token, timeout=timeout, headers=headers)
+def http(method: str, url: str, *args, **kwargs) -> tuple[int, Any]:
+    """`http_exchange` (the same arguments) without the headers: (status, JSON body)."""
+    status, payload, _ = http_exchange(method, url, *args, **kwargs)
     return status, payload
 
 

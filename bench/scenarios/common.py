@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import procs, wrk
+from bench import fixtures, procs, sip, wrk
 from bench.profiles import Profile
 from bench.report import Row
 from harness.live import manage
@@ -79,3 +79,11 @@ def embedded_var_dir(b: Bench, name: str) -> dict:
     if done.returncode != 0:
         raise RuntimeError(f"migrate on the embedded default failed: {done.stderr[-2000:]}")
     return env
+
+
+def sip_start(b: Bench, name: str) -> Path:
+    """A SIP scenario's clean slate: no queued call left, no task worker to race the agents
+    for the calls, and the directory of scenario `name` under the bench's var dir."""
+    fixtures.calls_reset()
+    sip.check_no_worker()
+    return Path(b.env["RELAY_VAR_DIR"]) / name

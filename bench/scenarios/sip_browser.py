@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench import fixtures, forward, sip
 from bench.report import Row
-from bench.scenarios.common import Bench
+from bench.scenarios.common import Bench, sip_start
 from bench.stats import percentile
 from calls.models import Call
 from calls.states import TERMINAL_STATES
@@ -32,9 +32,7 @@ LOAD = Path(__file__).resolve().parent.parent / "browser_load.py"
 
 def sip_browser_50(b: Bench) -> None:
     p = b.profile
-    fixtures.calls_reset()
-    sip.check_no_worker()
-    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_browser_50"
+    workdir = sip_start(b, "sip_browser_50")
     n, talk = p.browser_calls, p.browser_talk_seconds
     base = _sip_bridges(b, workdir / "sip-to-sip", n, talk)
     browser = _browser_calls(b, workdir / "browser", n, talk)

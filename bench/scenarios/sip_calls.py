@@ -9,11 +9,10 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
-from bench import fixtures, sip, sipp_log
+from bench import sip, sipp_log
 from bench.report import Row
-from bench.scenarios.common import Bench, relay_urls
+from bench.scenarios.common import Bench, relay_urls, sip_start
 from bench.stats import percentile
 from bench.wsload import ClientGroup
 from harness.sip import Sipp, free_udp_port
@@ -38,9 +37,7 @@ class LoadRun:
 def sip_50_calls(b: Bench) -> None:
     p = b.profile
     # ws_call_acks and ws_status_push leave queued calls behind: the agents would dial them
-    fixtures.calls_reset()
-    sip.check_no_worker()
-    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_50_calls"
+    workdir = sip_start(b, "sip_50_calls")
     prefix = f"sip_50_calls-{int(time.time())}"
     trunk = free_udp_port()
     total = WARM_UP_PER_AGENT * p.sip_50_agents + p.sip_50_calls + 2 * p.sip_50_latency_calls

@@ -18,7 +18,7 @@ from django.utils import timezone
 from bench import fixtures, sip
 from bench.procs import tree_cpu_seconds
 from bench.report import Row
-from bench.scenarios.common import Bench
+from bench.scenarios.common import Bench, sip_start
 from calls.models import Call
 from harness.kamailio import Edge, edge_files
 from harness.live import wait_until
@@ -130,10 +130,8 @@ def peak_up(number, since: datetime) -> int:
 def _start(b: Bench, name: str, *, capacity: int):
     """A clean slate for scenario `name`: no queued call, no worker, the number afresh, the
     site up. (number, site)."""
-    fixtures.calls_reset()
-    sip.check_no_worker()
-    number = fixtures.voicemail_number()
-    return number, EdgeSite(b, Path(b.env["RELAY_VAR_DIR"]) / name, capacity=capacity)
+    workdir = sip_start(b, name)
+    return fixtures.voicemail_number(), EdgeSite(b, workdir, capacity=capacity)
 
 
 def sip_edge_400(b: Bench) -> None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 from bench import fixtures, forward, sip
 from bench.report import Row
-from bench.scenarios.common import Bench
+from bench.scenarios.common import Bench, sip_start
 from bench.scenarios.sip_legs import Leg, legs_note, sip_leg
 from bench.stats import percentile
 
@@ -21,9 +20,7 @@ def sip_forward_cpu(b: Bench) -> None:
     same talk, for the bridged callers say the very message the outbound calls play, and
     hang up when it ends; legs alternated (outbound, bridged, bridged, outbound, ...)."""
     p = b.profile
-    fixtures.calls_reset()
-    sip.check_no_worker()
-    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_forward_cpu"
+    workdir = sip_start(b, "sip_forward_cpu")
     stamp = int(time.time())
     n = p.forward_cost_calls
     number = fixtures.forwarding_number()
@@ -79,9 +76,7 @@ def sip_forward_100(b: Bench) -> None:
     number forwarding to one target, SIPp again), all bridged and up together; bench/
     rtpmeter.py is both ends' media and times each packet's pass through the agent."""
     p = b.profile
-    fixtures.calls_reset()
-    sip.check_no_worker()
-    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_forward_100"
+    workdir = sip_start(b, "sip_forward_100")
     n = p.forward_many_bridges
     talk = p.forward_many_talk_seconds
     number = fixtures.forwarding_number()

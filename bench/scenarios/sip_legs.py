@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import fixtures, sip, sipp_log
+from bench import sip, sipp_log
 from bench.report import Row
-from bench.scenarios.common import Bench, relay_urls
+from bench.scenarios.common import Bench, relay_urls, sip_start
 from bench.stats import percentile
 from bench.wsload import ClientGroup
 
@@ -136,9 +136,7 @@ def sip_tls_srtp_cpu(b: Bench) -> None:
     UDP straight to SIPp: the same calls, the same message, in the same run, alternated
     (UDP, TLS, TLS, UDP, ...) so that the machine's drift hits both alike."""
     p = b.profile
-    fixtures.calls_reset()
-    sip.check_no_worker()
-    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_tls_srtp_cpu"
+    workdir = sip_start(b, "sip_tls_srtp_cpu")
     stamp = int(time.time())
     legs: dict[bool, list[Leg]] = {False: [], True: []}
     for r in range(p.sip_cost_rounds):
@@ -184,9 +182,7 @@ def sip_200_calls(b: Bench) -> None:
     media is the RTP meter, for issue 29's steady audio (each call's length against its message, the
     agent's send jitter), beside the same meter on a call alone: the baseline."""
     p = b.profile
-    fixtures.calls_reset()
-    sip.check_no_worker()
-    workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_200_calls"
+    workdir = sip_start(b, "sip_200_calls")
     stamp = int(time.time())
     n = p.sip_many_calls
     alone = sip_leg(b, workdir / "udp-alone", f"many-{stamp}-alone-", secure=False,
