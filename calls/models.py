@@ -42,6 +42,23 @@ class AnsweredBy(models.TextChoices):
     BROWSER = "browser", "Browser"
 
 
+class MachineDetection(models.TextChoices):
+    """What an outbound call asked of the machine detector (telephony.machine_detection):
+    report who answered, or also leave its message on a machine after the beep."""
+
+    DETECT = "detect", "Detect"
+    LEAVE_MESSAGE = "leave_message", "Leave the message after the beep"
+
+
+class AnsweredAs(models.TextChoices):
+    """What the machine detector heard answer an outbound call (`answeredBy` on the wire)."""
+
+    HUMAN = "human", "A person"
+    MACHINE = "machine", "An answering machine"
+    FAX = "fax", "A fax"
+    UNKNOWN = "unknown", "No telling"
+
+
 class TranscriptStatus(models.TextChoices):
     """Where a recording's transcript stands (history.tasks): null on one without a message."""
 
@@ -115,6 +132,14 @@ class Call(models.Model):
     # answered); null on an outbound call and on one still up.
     outcome = models.CharField(max_length=8, choices=Outcome.choices, null=True, blank=True)  # noqa: DJ001 - null: not ended
     answered_by = models.CharField(max_length=9, choices=AnsweredBy.choices, null=True, blank=True)  # noqa: DJ001 - null: nobody
+    # An outbound call's machine detection (issue 56): null when not asked for; what it heard
+    # answer, null until it has decided (or when not asked for).
+    machine_detection = models.CharField(  # noqa: DJ001 - null: not asked for
+        max_length=13, choices=MachineDetection.choices, null=True, blank=True
+    )
+    answered_as = models.CharField(  # noqa: DJ001 - null: not decided
+        max_length=7, choices=AnsweredAs.choices, null=True, blank=True
+    )
     # SIP's Call-ID of the call's INVITE (a made-up one from the simulated provider).
     sip_call_id = models.CharField(max_length=255, blank=True, default="")
     # When the next step is due at the latest; a non-terminal call past it (plus grace) has
@@ -146,6 +171,16 @@ class Call(models.Model):
             ),
             models.CheckConstraint(
                 condition=models.Q(status__in=CallState.values), name="call_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(machine_detection__isnull=True)
+                | models.Q(machine_detection__in=MachineDetection.values),
+                name="call_machine_detection_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(answered_as__isnull=True)
+                | models.Q(answered_as__in=AnsweredAs.values),
+                name="call_answered_as_valid",
             ),
             models.CheckConstraint(
                 condition=models.Q(direction__in=Direction.values), name="call_direction_valid"

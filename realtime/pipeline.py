@@ -99,6 +99,30 @@ def calls_reported(*, call: Call, reports: list[dict], now=None) -> None:
         _push_reports(call, call_status_event(call), reports, seqs or [])
 
 
+# What machine detection heard (telephony.machine_detection's reasons), in words.
+HEARD = {
+    "beep": "a beep",
+    "greeting": "a greeting longer than a person's answer",
+    "short_answer": "a short answer, then silence",
+    "cng": "a fax's calling tone",
+    "ced": "a fax's answer tone",
+    "timeout": "nothing it could tell apart in 4 s",
+    "no_audio": "too little audio in 4 s",
+}
+
+
+def call_answered_as(*, call: Call, answered_by: str, heard: str, now=None) -> None:
+    """What machine detection decided answered the call (human, machine, fax, unknown): kept
+    on the call (its `answeredBy` from now on, in every frame, GET /api/calls and webhooks),
+    and reported as a `detected` event at the call's state, pushed as its own `call_status`
+    frame, in one transaction."""
+    with transaction.atomic():
+        Call.objects.filter(pk=call.pk).update(answered_as=answered_by)
+        call.answered_as = answered_by
+        report = {"event": "detected", "answeredBy": answered_by, "detail": HEARD.get(heard, heard)}
+        calls_reported(call=call, reports=[report], now=now)
+
+
 def push_statuses(calls: list[Call], *, into: list, owned=None) -> None:
     """push_status for the calls of one write at once, each call's push collected into its
     own list of `into` (core.events.collected_into; None: pushed as usual), with what the

@@ -2,6 +2,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from calls.models import AnsweredAs, MachineDetection
 from calls.states import CallState
 from core import parsing
 from core.fields import (
@@ -70,6 +71,13 @@ class CallSubmitInput(serializers.Serializer):
     statusCallback = PublicUrlField(  # noqa: N815
         required=False,
         help_text="where this call's call_status events are POSTed, signed; a public address",
+    )
+    machineDetection = serializers.ChoiceField(  # noqa: N815
+        choices=MachineDetection.values,
+        required=False,
+        allow_null=True,  # null means none, as leaving it out does
+        help_text="`detect`: report who answered (`answeredBy`); `leave_message`: also say "
+        "the message on a machine after its beep, and hang up on a fax (docs/telephony.md)",
     )
 
     def get_fields(self):
@@ -157,6 +165,12 @@ class CallStatusOutput(serializers.Serializer):
     ts = MillisecondsField(source="updated_at")
     duration = serializers.IntegerField(allow_null=True)
     reason = serializers.CharField(source="failure_reason")
+    answeredBy = serializers.ChoiceField(  # noqa: N815
+        source="answered_as",
+        choices=AnsweredAs.values,
+        allow_null=True,
+        help_text="who answered, once machine detection has decided",
+    )
 
     def to_representation(self, instance):
         frame = super().to_representation(instance)
@@ -164,6 +178,8 @@ class CallStatusOutput(serializers.Serializer):
             del frame["duration"]
         if not frame["reason"]:
             del frame["reason"]
+        if frame["answeredBy"] is None:
+            del frame["answeredBy"]
         return frame
 
 
@@ -203,10 +219,18 @@ class CallOutput(serializers.Serializer):
     createdAt = MillisecondsField(source="created_at")  # noqa: N815
     updatedAt = MillisecondsField(source="updated_at")  # noqa: N815
     endedAt = MillisecondsField(source="ended_at", allow_null=True)  # noqa: N815
+    machineDetection = serializers.CharField(  # noqa: N815
+        source="machine_detection", allow_null=True, help_text="as asked for; null: none"
+    )
+    answeredBy = serializers.CharField(  # noqa: N815
+        source="answered_as",
+        allow_null=True,
+        help_text="human, machine, fax or unknown, once machine detection has decided",
+    )
 
     def get_fields(self):
         # "from" is a Python keyword, so it cannot be declared as a class attribute; it
-        # follows endedAt, before any field a subclass adds.
+        # follows endedAt, before the fields added since and any field a subclass adds.
         fields = {}
         for name, field in super().get_fields().items():
             fields[name] = field

@@ -284,6 +284,7 @@ def _new_call(user: User, one: _Checked, now) -> Call:
         script=values.get("script"),
         language=values.get("language") or settings.TTS_DEFAULT_LANGUAGE,
         status_callback=values.get("statusCallback", ""),
+        machine_detection=values.get("machineDetection"),
         rtc_offer=values.get("rtc_offer", ""),
         number_id=one.number_pk,
         caller_id=one.caller_id,

@@ -33,6 +33,8 @@ CALL_EXAMPLE = {
     "updatedAt": 1795320001500,
     "endedAt": 1795320001500,
     "from": "+442079460042",
+    "machineDetection": None,
+    "answeredBy": None,
 }
 
 

@@ -95,6 +95,8 @@ def test_the_call_list_is_newest_first_paged_and_filtered(client_jwt):
         "createdAt",
         "updatedAt",
         "endedAt",
+        "machineDetection",
+        "answeredBy",
     }
 
 
