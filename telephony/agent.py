@@ -316,8 +316,9 @@ class TelephonyAgent:
                 report=self._reporter(live),
                 store=self._keeper(live),
                 dialing=self._dialing(live),
+                detected=self._detected(live),
             )
-        return MessageRun(record, speech=self.speech)
+        return MessageRun(record, speech=self.speech, detected=self._detected(live))
 
     async def _run_call(self, live: LiveCall) -> None:
         """Place `live` and see it to its last step, whatever its kind: made ready, dialled,
@@ -377,6 +378,28 @@ class TelephonyAgent:
                 logger.warning("call %s: what its script reported was not written", live.record.pk)
 
         return report
+
+    def _detected(self, live: LiveCall):
+        """What machine detection decided (telephony.detection), written in the database
+        thread as the call's `answeredBy` and a `detected` event; a write that fails is
+        logged, and the call goes on."""
+
+        async def detected(decision) -> None:
+            logger.info(
+                "call %s: answered by %s (%s, %.2f s)",
+                live.record.pk,
+                decision.answered_by,
+                decision.reason,
+                decision.at,
+            )
+            try:
+                await _in_db_thread(pipeline.call_answered_as)(
+                    call=live.record, answered_by=decision.answered_by, heard=decision.reason
+                )
+            except DatabaseError:
+                logger.warning("call %s: who answered was not written", live.record.pk)
+
+        return detected
 
     def _dialing(self, live: LiveCall) -> Dialing:
         """What a scripted call's `dial` needs: its legs are rows of the call, From its own

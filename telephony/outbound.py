@@ -26,7 +26,9 @@ from calls.states import CallState
 from core import events
 from core.webrtc import OfferRefused
 from realtime.providers import Step
+from telephony.detection import LEAVE_MESSAGE, Detected, DetectingTalk
 from telephony.dial import Dialing
+from telephony.machine_detection import DECIDE_SECONDS, SPEAK_CAP_SECONDS
 from telephony.scripted import Report, ScriptedTalk, Store
 from telephony.sip.uac import OutboundCall
 from telephony.speech import Speech, SpeechError
@@ -68,11 +70,13 @@ class OutboundRun:
 
 class MessageRun(OutboundRun):
     """A call that plays its message once: the talk it plans is the message's length, and a
-    second to spare."""
+    second to spare. With machine detection (telephony.detection), its talk listens as it
+    speaks, and plans for the wait: the decision's DECIDE_SECONDS at least, and with
+    `leave_message` a greeting up to SPEAK_CAP_SECONDS before the message."""
 
-    def __init__(self, record: Call, *, speech: Speech) -> None:
+    def __init__(self, record: Call, *, speech: Speech, detected: Detected) -> None:
         super().__init__(record)
-        self.speech = speech
+        self.speech, self.detected = speech, detected
 
     async def ready(self) -> Step | None:
         record = self.record
@@ -82,10 +86,26 @@ class MessageRun(OutboundRun):
             )
         except SpeechError:
             return Step(status=CallState.FAILED, reason="speech synthesis failed")
+        if record.machine_detection:
+            self.talk = DetectingTalk(
+                mode=record.machine_detection,
+                detected=self.detected,
+                label=f"call {record.pk}",
+                audio=self.audio,
+            )
         return None
 
     def planned(self) -> float | None:
-        return _seconds_of(self.audio) + 1
+        seconds = _seconds_of(self.audio)
+        if self.record.machine_detection == LEAVE_MESSAGE:
+            return seconds + SPEAK_CAP_SECONDS + 1
+        if self.record.machine_detection:
+            return max(seconds, DECIDE_SECONDS) + 1
+        return seconds + 1
+
+    @property
+    def ended_by(self) -> str:
+        return self.talk.ended_by if self.talk is not None else ""
 
 
 class ScriptedRun(OutboundRun):
@@ -94,19 +114,36 @@ class ScriptedRun(OutboundRun):
     reason it ends with."""
 
     def __init__(
-        self, record: Call, *, speech: Speech, report: Report, store: Store, dialing: Dialing
+        self,
+        record: Call,
+        *,
+        speech: Speech,
+        report: Report,
+        store: Store,
+        dialing: Dialing,
+        detected: Detected,
     ) -> None:
         super().__init__(record)
         self.speech, self.report, self.store, self.dialing = speech, report, store, dialing
+        self.detected = detected
 
     async def ready(self) -> Step | None:
+        record = self.record
         self.talk = ScriptedTalk.of_call(
-            self.record,
+            record,
             speech=self.speech,
             report=self.report,
             store=self.store,
             dialing=self.dialing,
         )
+        if record.machine_detection:  # the script starts once who answered is known
+            self.talk = DetectingTalk(
+                mode=record.machine_detection,
+                detected=self.detected,
+                label=f"call {record.pk}",
+                then=self.talk,
+                identity=self.talk.program.identity,
+            )
         return None
 
     @property

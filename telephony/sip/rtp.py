@@ -166,6 +166,9 @@ class RtpStream(asyncio.DatagramProtocol):
         # DTMF (RFC 4733): each key press is handed once to `on_dtmf`.
         self.dtmf_payload_type: int | None = None
         self.on_dtmf: Callable[[str], None] | None = None
+        # Machine detection (telephony.detection): each packet's audio and payload type as it
+        # arrives, while someone listens.
+        self.on_audio: Callable[[bytes, int], None] | None = None
         self._dtmf_active: tuple[int, int] | None = None  # (timestamp, event) of a press
         self._dtmf_ended: tuple[int, int] | None = None
         # SRTP (RFC 3711), once keys are agreed (`secure`): libsrtp protects what leaves and
@@ -245,6 +248,8 @@ class RtpStream(asyncio.DatagramProtocol):
                 self.last_sound = asyncio.get_running_loop().time()
             if self.recording is not None and payload_type == self.payload_type:
                 self.recording += payload
+            if self.on_audio is not None:
+                self.on_audio(payload, payload_type)
 
     def _telephone_event(self, timestamp: int, payload: bytes) -> None:
         """One RFC 4733 packet: a press is reported on its first packet. Its end packet is
