@@ -369,6 +369,16 @@ class CallForm(ConsoleForm):
         help_text="The voice the message is spoken in.",
     )
     from_number = choice("From", help_text="The number the call comes from.")
+    machineDetection = choice(  # noqa: N815 - the API's name
+        "Answering machines",
+        [
+            ("", "Say the message at once, whoever answers"),
+            ("detect", "Say it at once, and tell me who answered"),
+            ("leave_message", "On an answering machine, say it after the beep"),
+        ],
+        help_text="Relay listens to the answer for up to 4 seconds: a person, an answering "
+        "machine, or a fax (which is hung up on when the message is left after the beep).",
+    )
     # A bad callId is the form's own doing, not the person's: shown above the form.
     api_names = {"from": "from_number", "callId": NON_FIELD_ERRORS}
     code_fields = {ErrorCode.DESTINATION_NOT_ALLOWED: "to"}
@@ -390,6 +400,8 @@ class CallForm(ConsoleForm):
         data = self.values("callId", "to", "message", "language")
         if self.cleaned_data.get("from_number"):
             data["from"] = self.cleaned_data["from_number"]
+        if self.cleaned_data.get("machineDetection"):
+            data["machineDetection"] = self.cleaned_data["machineDetection"]
         return data
 
 

@@ -187,6 +187,7 @@ def _outbound_ended(user_id, event: dict) -> None:
         status=event["status"],
         duration=event.get("duration"),
         reason=event.get("reason", ""),
+        answered_by=event.get("answeredBy", ""),
     )
     about = _about(event)
     ack = (

@@ -124,12 +124,21 @@ def command_run(*, room: MatrixRoom, event_id: str, body: str) -> None:
             )
 
 
+MACHINE_DETECTION_OPTION = "--machine-detection="
+
+
 def _place_call(room: MatrixRoom, event_id: str, rest: str) -> None:
-    """`!call <to> <message>`: through the same service as the WebSocket (its validation,
-    rate limit, dialing policy, quotas and idempotency: the event id is the callId), acked in
-    the thread in the call's own transaction."""
+    """`!call [--machine-detection=<mode>] <to> <message>`: through the same service as the
+    WebSocket (its validation, rate limit, dialing policy, quotas and idempotency: the event id
+    is the callId), acked in the thread in the call's own transaction. The mode is checked
+    there too: a wrong one is refused naming machineDetection."""
+    data = {"callId": event_id}
+    word, after = _split(rest)
+    if word.startswith(MACHINE_DETECTION_OPTION):
+        data["machineDetection"] = word.removeprefix(MACHINE_DETECTION_OPTION)
+        rest = after
     to, message = _split(rest)
-    data = {"callId": event_id, "to": to, "message": message}
+    data |= {"to": to, "message": message}
 
     def ack(call: Call) -> None:
         services.reply_enqueue(

@@ -12,6 +12,8 @@ from html import escape
 HELP = (
     "Commands:\n"
     "!call <number> <message>: ring the number (E.164, like +442079460123) and say the message\n"
+    "!call --machine-detection=leave_message <number> <message>: on an answering machine, say "
+    "it after the beep (or =detect: only tell who answered)\n"
     "!calls: your last 5 calls\n"
     "!help: this text"
 )
@@ -100,9 +102,23 @@ def transcript(event: dict) -> Text:
     )
 
 
-def outbound_call(*, to: str, status: str, duration=None, reason: str = "") -> Text:
-    """An outbound call that ended: its target, its final status, its duration or reason."""
+# Who answered, as machine detection told it (the call's `answeredBy`).
+ANSWERED_BY_WORDS = {
+    "human": "a person",
+    "machine": "an answering machine",
+    "fax": "a fax",
+    "unknown": "no telling who",
+}
+
+
+def outbound_call(
+    *, to: str, status: str, duration=None, reason: str = "", answered_by: str = ""
+) -> Text:
+    """An outbound call that ended: its target, its final status, who answered it (when
+    machine detection was asked for), its duration or reason."""
     words = OUTBOUND_WORDS.get(status, status)
+    if answered_by in ANSWERED_BY_WORDS:
+        words = f"{words}, answered by {ANSWERED_BY_WORDS[answered_by]}"
     detail = ""
     if status == "completed" and duration is not None:
         detail = f", {_seconds(duration)}"

@@ -51,6 +51,22 @@ def test_placing_a_call_stores_it_and_lists_it(browser_client, user):
     assert f'action="/calls/{call_id}/cancel"' in page
 
 
+@pytest.mark.parametrize("mode", ["detect", "leave_message"])
+def test_a_call_placed_from_the_form_may_ask_for_machine_detection(browser_client, user, mode):
+    page = browser_client.get("/calls").content.decode()
+    assert f'<option value="{mode}">' in page
+
+    response = place(browser_client, callId="form-amd", machineDetection=mode)
+
+    assert response.status_code == 302
+    assert Call.objects.get(owner=user).machine_detection == mode
+
+
+def test_a_call_placed_without_machine_detection_asks_for_none(browser_client, user):
+    assert place(browser_client, callId="form-plain", machineDetection="").status_code == 302
+    assert Call.objects.get(owner=user).machine_detection is None
+
+
 def test_the_same_form_posted_twice_places_one_call(browser_client, user):
     call_id = call_id_of(browser_client.get("/calls").content.decode())
 
@@ -75,6 +91,7 @@ def test_the_same_form_posted_twice_places_one_call(browser_client, user):
         ({"language": "klingon"}, "language", "Not a language Relay speaks"),
         ({"language": ""}, "language", "This field may not be blank."),
         ({"from_number": "+442079460999"}, "from_number", "Not one of your numbers."),
+        ({"machineDetection": "sometimes"}, "machineDetection", "is not a valid choice."),
         # destination_not_allowed: the dialing policy's sentence, by the number
         ({"to": "+19005550123"}, "to", "this service dials only numbers in GB"),
     ],

@@ -279,6 +279,25 @@ def test_call_from_the_chat_places_the_call_and_answers_in_its_thread(
     assert len(bot_messages(member, room_id, bot_account.user_id)) == 2
 
 
+def test_call_from_the_chat_may_ask_for_machine_detection_and_a_bad_mode_is_refused(
+    user, joined, bot, bot_account
+):
+    member, room_id = joined
+    placed = member.send_text(room_id, f"!call --machine-detection=leave_message {TARGET} Hi")
+    bad = member.send_text(room_id, f"!call --machine-detection=maybe {TARGET} Hi")
+    settle(bot)
+
+    call = Call.objects.get(owner=user)
+    assert (call.call_id, call.to, call.message, call.machine_detection) == (
+        placed,
+        TARGET,
+        "Hi",
+        "leave_message",
+    )
+    (refusal,) = in_thread(bot_messages(member, room_id, bot_account.user_id), bad)
+    assert refusal.startswith("Not placed: machineDetection:"), refusal
+
+
 def test_a_restart_of_the_bot_neither_replays_nor_skips_commands(user, joined, bot, bot_account):
     member, room_id = joined
     first = member.send_text(room_id, f"!call {TARGET} First")
