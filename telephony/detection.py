@@ -110,7 +110,14 @@ class DetectingTalk:
                 if player is not None:
                     player.cancel()  # said over the greeting: said again after it
                 speak_reason = await self._greeting_end(answered)
-                logger.info("%s: a machine's greeting ended (%s)", self.label, speak_reason)
+                logger.info(
+                    "%s: a machine's greeting ended (%s) %.2f s into its audio, %.2f s after the "
+                    "answer",
+                    self.label,
+                    speak_reason,
+                    self.detector.speak_at or 0.0,
+                    time.monotonic() - answered,
+                )
             if self.then is not None:
                 if self.identity is not None:
                     self.identity["answeredBy"] = decision.answered_by

@@ -101,7 +101,9 @@ class MachineDetector:
         self._tone_start = -1
         self._tone_frames = 0
         self._tone_hz = 0.0
-        self._beep_end: int | None = None  # the frame after the last beep heard
+        # The frame after the one in which the last beep heard ended: a message starts once
+        # it has been heard, so that no part of the beep is still to come.
+        self._beep_end: int | None = None
         self._cng_ended = False
         self._ced = False
         self._speech_before_tone = False
@@ -170,7 +172,7 @@ class MachineDetector:
             and self._tone_frames >= BEEP_MIN_FRAMES
             and seconds <= BEEP_MAX_SECONDS
         ):
-            self._beep_end = index
+            self._beep_end = index + 1
 
     # --- the decision -----------------------------------------------------------------------
     def _decide(self) -> Decision | None:
@@ -226,17 +228,13 @@ class MachineDetector:
     # --- after `machine`: when to speak -----------------------------------------------------
     def _after_decision(self) -> None:
         self._energies = self._tonal = []  # no longer needed
-        decision = self.decision
-        if decision.answered_by != MACHINE:
-            return
-        if decision.reason == "beep":
-            self._speak(self._beep_end, "beep")
 
     def _listen(self, index: int, energy: float, tonal: bool) -> None:
         if self.decision.answered_by != MACHINE or self.speak_at is not None:
             return
         if self._beep_end is not None:
-            self._speak(self._beep_end, "beep")
+            if index >= self._beep_end:
+                self._speak(self._beep_end, "beep")
             return
         if energy > max(MIN_ENERGY, self._floor * VOICE_RATIO) and not tonal:
             self._last_speech = index

@@ -66,6 +66,7 @@ async def test_the_call_frame_takes_it_and_refuses_a_bad_one_as_post_does(commun
     ws, _ = await communicator(token=login.token)
     await ws.send_json_to({"type": "call", **BODY, "machineDetection": "leave_message"})
     assert (await ws.receive_json_from(timeout=5))["type"] == "call_ack"
+    assert (await ws.receive_json_from(timeout=5))["status"] == "queued"
 
     bad = {**BODY, "callId": "m2", "machineDetection": "later"}
     await ws.send_json_to({"type": "call", **bad})
