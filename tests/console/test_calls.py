@@ -67,6 +67,16 @@ def test_a_call_placed_without_machine_detection_asks_for_none(browser_client, u
     assert Call.objects.get(owner=user).machine_detection is None
 
 
+def test_a_call_that_asked_who_answered_says_so_on_the_list(browser_client, user):
+    CallFactory(owner=user, machine_detection="detect", answered_as="machine", status="completed")
+    CallFactory(owner=user, status="completed")
+
+    page = browser_client.get("/calls").content.decode()
+
+    assert page.count("Answered by:") == 1
+    assert "Answered by: An answering machine" in page
+
+
 def test_the_same_form_posted_twice_places_one_call(browser_client, user):
     call_id = call_id_of(browser_client.get("/calls").content.decode())
 
