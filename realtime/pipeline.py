@@ -179,6 +179,10 @@ def call_transition(*, call: Call, step: Step, expected_status: str) -> bool:
             fields["talk_limit"] = quotas.talk_grant(
                 user=owner, call_pk=call.pk, planned=step.talk, now=now
             )
+        # Who answered, when the provider tells it with the step (the simulation's callee):
+        # on the reports' frames and the move's.
+        if answered_as := step.extra.get("answered_as"):
+            fields["answered_as"] = call.answered_as = answered_as
         # What the script's verbs reported on the way (a provider that runs the whole script
         # at once, the simulation), at the state they happened in, before the one they led to.
         reports = step.extra.get("reports", [])

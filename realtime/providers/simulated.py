@@ -10,6 +10,9 @@ minute (at least 1 second). SIMULATED_STEP_SECONDS is the pause between steps an
 SIMULATED_TALK_SCALE the fraction of the spoken duration that in_progress really lasts;
 both are 0 in tests.
 
+A call that asked for `machineDetection` is answered by a person (`answeredBy: human`, its
+`detected` event reported as the call completes, its script's hooks told so).
+
 A call with a script runs it when it completes, all at once (`run_script`), with a
 deterministic callee: at each gather it presses the next group of SIMULATED_DIGITS (the last
 again once they run out). Its hooks and redirects are requested for real. Each verb lasts:
@@ -20,6 +23,7 @@ maxSeconds; dial the target's ending as for a call (0-6 answered, and talks 1 s)
 
 import math
 import uuid
+from dataclasses import replace
 
 from django.conf import settings
 
@@ -66,19 +70,38 @@ class SimulatedProvider:
                 talk=duration,
             )
         if call.status == CallState.IN_PROGRESS and call.script is not None:
-            return run_script(call)
+            return _detected(call, run_script(call))
         if call.status == CallState.IN_PROGRESS:
             if quota_cut(call, call.duration):
-                return Step(
-                    status=CallState.COMPLETED,
-                    duration=call.talk_limit,
-                    reason=QUOTA_REASON,
+                return _detected(
+                    call,
+                    Step(status=CallState.COMPLETED, duration=call.talk_limit, reason=QUOTA_REASON),
                 )
-            return Step(status=CallState.COMPLETED, duration=call.duration)
+            return _detected(call, Step(status=CallState.COMPLETED, duration=call.duration))
         return None
 
     def hang_up(self, call) -> None:
         """Nothing was placed, so there is nothing to hang up."""
+
+
+SIMULATED_ANSWER = "human"  # the simulated callee is a person
+DETECTED = {"event": "detected", "answeredBy": SIMULATED_ANSWER, "detail": "the simulated callee"}
+
+
+def _detected(call, step: Step) -> Step:
+    """`step` (the call's last), with who answered it when the call asked for
+    machineDetection: reported first, at in_progress, as the agent reports it."""
+    if not call.machine_detection:
+        return step
+    reports = [DETECTED, *step.extra.get("reports", [])]
+    return replace(step, extra={**step.extra, "reports": reports, "answered_as": SIMULATED_ANSWER})
+
+
+def _identity(call) -> dict:
+    identity = call_identity(call)
+    if call.machine_detection:
+        identity |= {"answeredBy": SIMULATED_ANSWER, "AnsweredBy": SIMULATED_ANSWER}
+    return identity
 
 
 def run_script(call) -> Step:
@@ -86,7 +109,7 @@ def run_script(call) -> Step:
     what its verbs reported (`extra["reports"]`, recorded by the pipeline)."""
     program = Program(
         script=call.script,
-        identity=call_identity(call),
+        identity=_identity(call),
         call_hook=lambda url, payload: hook_request(
             url=url, payload=payload, user_id=call.owner_id
         ),

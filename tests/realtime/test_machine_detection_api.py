@@ -51,6 +51,21 @@ def test_without_machine_detection_a_call_is_as_before(client_jwt, extra):
 
 
 @pytest.mark.django_db
+def test_the_simulated_callee_is_a_person_and_says_so(client_jwt):
+    body = {**BODY, "machineDetection": "leave_message"}
+    assert client_jwt.post("/api/calls", body, format="json").status_code == 202
+    drain_tasks()
+
+    detail = client_jwt.get("/api/calls/m1").json()
+    assert (detail["status"], detail["answeredBy"]) == ("completed", "human")
+    assert [(e["status"], e.get("event")) for e in detail["timeline"]][-2:] == [
+        ("in_progress", "detected"),
+        ("completed", None),
+    ]
+    assert detail["timeline"][-2]["answeredBy"] == "human"
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("value", ["yes", "", "DETECT", 1, ["detect"], {"mode": "detect"}, True])
 def test_any_other_value_is_refused_naming_the_field(client_jwt, value):
     response = client_jwt.post("/api/calls", {**BODY, "machineDetection": value}, format="json")

@@ -147,6 +147,21 @@ def test_redirect_runs_the_script_its_url_answers(user, voice_app, webhook_secre
     ]
 
 
+def test_a_script_that_asked_who_answered_tells_its_hooks(user, voice_app, webhook_secret):
+    who = voice_app.answer("/who", Reply(body=[{"say": {"text": "Hello."}}]))
+
+    call = run(user, [{"redirect": {"url": who}}], machineDetection="detect")
+
+    [asked] = voice_app.bodies("/who")
+    assert (asked["answeredBy"], asked["AnsweredBy"]) == ("human", "human")
+    assert reports(call)[0] == {
+        "event": "detected",
+        "answeredBy": "human",
+        "detail": "the simulated callee",
+    }
+    assert call.answered_as == "human"
+
+
 def test_a_hook_may_answer_twiml(user, voice_app, webhook_secret, settings):
     settings.SIMULATED_DIGITS = "1,42#"
     twiml = (
