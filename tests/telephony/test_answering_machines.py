@@ -258,3 +258,26 @@ def test_a_script_starts_once_it_is_known_who_answered_and_its_hooks_say_who(
     assert (asked["callId"], asked["verb"]) == ("amd-script", "redirect")
     assert recorder.packets and recorder.packets[0][0] > started  # the script, after it
     assert (call.status, call.answered_as) == ("completed", "human")
+
+
+def test_a_far_end_that_sends_no_audio_is_unknown_after_four_seconds(
+    agent, tmp_path, user, message_seconds
+):
+    recorder = Recorder()
+    far_end = Sipp(
+        tmp_path / "sipp", "answer_media_at", port=agent.trunk_port, audio_port=recorder.port
+    )
+    try:
+        call = submit(user, "amd-mute", message=MESSAGE, machineDetection="leave_message")
+        wait_until(lambda: status_of(call) in TERMINAL_STATES, deadline=60, what="the call's end")
+        assert far_end.finish() == 0, far_end
+    finally:
+        far_end.stop()
+        recorder.close()
+
+    assert (call.status, call.answered_as, call.failure_reason) == ("completed", "unknown", "")
+    detected = CallEvent.objects.get(call=call, kind="detected")
+    assert detected.detail == "too little audio in 4 s"
+    [message] = recorder.bursts()  # said at once, whole, and not again
+    assert len(message) * 0.02 >= message_seconds - 0.05
+    assert 4.0 <= call.duration <= message_seconds + 2
