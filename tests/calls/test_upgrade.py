@@ -72,8 +72,10 @@ CALL_TABLES = (
     "history_callrecord",
 )
 # What the ledger may add to a call object and to its frames (issue 54: `call`, Relay's id for
-# the call, and `seq`, the order of its events); every other key must stay as it was.
-LEDGER_KEYS = frozenset({"call", "seq"})
+# the call, and `seq`, the order of its events), and what later releases added beside them
+# (issue 56: `machineDetection`, asked for, and `answeredBy`, found, null on every call the
+# release placed); every other key must stay as it was.
+LEDGER_KEYS = frozenset({"call", "seq", "machineDetection", "answeredBy"})
 
 
 @cache
