@@ -1,6 +1,8 @@
 """Speech and audio for the live tests and the bench, made and measured by espeak-ng and sox:
 a voicemail message as a real call leaves one (`spoken_message`), the WAV files baresip speaks
-(`speech_wav`, `silence_wav`) and how loud and long what it heard was (`sox_level`).
+(`speech_wav`, `silence_wav`), how loud and long what it heard was (`sox_level`), and how far
+a transcript is from what was said (`ACCURACY_SENTENCES`, `words`, `word_errors`: the
+transcription accuracy test's and the transcribe_rtf bench's).
 
 A spoken message is espeak-ng's words in the US English voice (the transcription model's),
 rendered to 8 kHz G.711 A-law as the agent renders speech (telephony.speech), stored as the
@@ -22,9 +24,49 @@ from telephony.speech import Speech, missing_tools
 
 A_LAW = 8
 VOICE = "en-us"
-# The sentence of the accuracy test's ten that the engine hears best (docs/telephony.md:
-# WER 0.21).
+# The sentence of the accuracy test's ten that pocketsphinx hears best (docs/telephony.md:
+# WER 0.21; Whisper hears it whole).
 SENTENCE = "Good morning this is a reminder that your package will be delivered on Friday"
+# Ten voicemail-like sentences: tests/history/test_transcription_accuracy.py and the bench's
+# transcribe_rtf measure a transcript's word error rate on them (docs/telephony.md).
+ACCURACY_SENTENCES = [
+    "Hi this is Sarah calling about the meeting on Tuesday please call me back",
+    "Hello it's David from the dentist your appointment is tomorrow at ten in the morning",
+    SENTENCE,
+    "Hey it's Mom just checking that you got home safely give me a call when you can",
+    "This is the garage your car is ready and you can pick it up any time after three",
+    "Hi John I am running late for dinner so please start without me",
+    "Please call the bank as soon as possible about your account",
+    "I wanted to thank you for the lovely flowers they arrived this morning",
+    "The train was cancelled so I will be home around seven tonight",
+    "Could you send me the address of the hotel before the weekend",
+]
+# Whisper writes numbers as digits ("at 10 in the morning") and American spellings; the
+# sentences spell them as words, the British way. A word error rate compares words, not
+# spellings (Whisper's paper scores through a normaliser for the same reason), so both sides
+# are put in one spelling first. Only what the ten sentences need.
+SPELLING = {"3": "three", "7": "seven", "10": "ten", "canceled": "cancelled", "mum": "mom"}
+
+
+def words(text: str) -> list[str]:
+    """`text`'s words, lower-case, without punctuation (apostrophes kept), in one spelling."""
+    return [SPELLING.get(w, w) for w in re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()]
+
+
+def word_errors(reference: list[str], heard: list[str]) -> int:
+    """Substitutions, deletions and insertions: the word-level Levenshtein distance."""
+    row = list(range(len(heard) + 1))
+    for i, said in enumerate(reference, 1):
+        diagonal, row[0] = row[0], i
+        for j, word in enumerate(heard, 1):
+            diagonal, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diagonal + (said != word))
+    return row[-1]
+
+
+def word_error_rate(pairs: list[tuple[str, str]]) -> float:
+    """Word errors over words said, for (said, heard) pairs."""
+    errors = sum(word_errors(words(said), words(heard)) for said, heard in pairs)
+    return errors / sum(len(words(said)) for said, _ in pairs)
 
 
 def spoken_alaw(sentence: str = SENTENCE) -> bytes:

@@ -50,7 +50,7 @@ STORAGES["recordings"]["OPTIONS"] = {  # noqa: F405
 }
 
 # Voicemail is transcribed only where a test is about transcripts (it sets TRANSCRIBE_ENGINE,
-# in-process or in a live server's environment): otherwise pocketsphinx would decode every
+# in-process or in a live server's environment): otherwise Whisper would decode every
 # message the suite leaves (fifty at once in one test), in the live servers' workers too,
 # taking the CPU of every test beside them. The README's tests run `make run` as printed,
 # transcription on.

@@ -270,7 +270,7 @@ def test_the_link_opens_the_history_entry_for_its_owner_only(mailbox, number, ow
 
 # --- transcripts in the mail ----------------------------------------------------------------
 def test_with_transcription_on_the_mail_waits_for_the_transcript(mailbox, number, settings):
-    settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    settings.TRANSCRIBE_ENGINE = "whisper"
     require_speech()
     record = voicemail_on(number, data=spoken_message()[0])
     assert record.transcript_status == "pending"
@@ -286,7 +286,7 @@ def test_with_transcription_on_the_mail_waits_for_the_transcript(mailbox, number
 
 
 def test_a_transcript_with_no_words_says_so(mailbox, number, settings):
-    settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    settings.TRANSCRIBE_ENGINE = "whisper"
     record = voicemail_on(number)  # a steady hum: nothing to hear
 
     received = mailbox.only("owner@example.com")
@@ -297,7 +297,7 @@ def test_a_transcript_with_no_words_says_so(mailbox, number, settings):
 
 
 def test_a_transcript_that_fails_lets_the_mail_go_without_it(mailbox, number, settings):
-    settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    settings.TRANSCRIBE_ENGINE = "whisper"
     record = voicemail_on(number, data=b"this is not a WAV file at all" * 100)
 
     received = mailbox.only("owner@example.com")

@@ -1,15 +1,20 @@
 """A voicemail's transcript (history.tasks): pending with the record, made by the worker's
 `transcribe` queue, stored and announced as `call_record.transcribed` to sockets, the webhook
 and Matrix; `off` and too long; a failure; deletion; at most TRANSCRIBE_CONCURRENCY at once
-across workers; a worker that died mid-way, taken up again by the sweep; never logged.
+across workers; a worker that died mid-way, taken up again by the sweep; never logged; a
+silent or cut-off message; a model that is not the one Relay ships, refused; an operator's
+own model directory (TRANSCRIBE_MODEL_DIR).
 
-The engine is the real one (pocketsphinx), on espeak-ng speech where words matter."""
+The engine is the real one (Whisper, the default), on espeak-ng speech where words matter."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import wave
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -17,12 +22,18 @@ from django.utils import timezone
 
 from calls.models import Recording
 from harness.speech import spoken_message
-from history import tasks
+from history import tasks, transcription
 from history.models import TranscriptionSlot
 from history.services import call_record_recording_delete, record_inbound_call
+from history.transcription import (
+    WHISPER_MODEL_FILES,
+    WhisperEngine,
+    bundled_model_dir,
+    register_engine,
+)
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory, voicemail_on
-from tests.history.speech import CONTENT_WORDS, require_speech
+from tests.history.speech import CONTENT_WORDS, heard_words, require_speech
 from tests.records import records_count, refreshed
 from webhooks.models import WebhookDelivery
 from webhooks.services import webhook_set
@@ -34,7 +45,7 @@ CALLER = "+447700900123"
 
 @pytest.fixture(autouse=True)
 def _engine_on(settings):
-    settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    settings.TRANSCRIBE_ENGINE = "whisper"
     settings.TRANSCRIBE_CONCURRENCY = 1
 
 
@@ -64,8 +75,10 @@ def test_a_message_is_pending_then_transcribed_by_the_worker(number, client_jwt,
     assert entry["id"] == str(record.pk)
     assert entry["transcript_status"] == "done"
     assert 0 <= entry["transcript_confidence"] <= 1
-    heard = set(entry["transcript"].split())
-    assert len(heard & CONTENT_WORDS) >= 3, entry["transcript"]  # most of them
+    heard = heard_words(entry["transcript"])
+    assert len(heard & CONTENT_WORDS) >= 4, entry["transcript"]  # most of them
+    # As Whisper writes it: a capital to start, a full stop to end.
+    assert entry["transcript"][0].isupper() and entry["transcript"][-1] == ".", entry
 
 
 async def test_the_transcript_is_its_own_event_on_the_socket(number, communicator, login, spoken):
@@ -244,7 +257,120 @@ def test_the_transcript_is_never_logged(number, caplog, spoken):
     record = refreshed(record)
     assert record.transcript
     logged = caplog.text.lower()
-    assert record.transcript not in logged
+    assert record.transcript.lower() not in logged
     # Every longer word of it (a short one, "to", is in the worker's own lines).
-    for word in {word for word in record.transcript.split() if len(word) >= 4}:
+    for word in {word for word in heard_words(record.transcript) if len(word) >= 4}:
         assert word not in logged, word
+
+
+def test_a_silent_message_is_done_with_no_words(number):
+    """Three seconds of digital silence (a caller who said nothing): `done`, no words, no
+    confidence in them, and no word invented."""
+    silence = voicemail_on(number, data=wav_of_silence(3.0), seconds=3.0)
+
+    assert tasks.transcription_run(record_id=silence.pk) == "done"
+    record = refreshed(silence)
+    assert (record.transcript, record.transcript_confidence) == ("", 0.0)
+
+
+def test_a_message_cut_off_mid_file_is_transcribed_as_far_as_it_goes(number, spoken):
+    """A WAV whose data stops before its header says (the file cut short): `done`, with the
+    words up to the cut."""
+    wav = spoken[0]
+    record = voicemail_on(number, data=wav[: 44 + (len(wav) - 44) // 2], seconds=spoken[1])
+
+    assert tasks.transcription_run(record_id=record.pk) == "done"
+    heard = heard_words(refreshed(record).transcript)
+    assert "morning" in heard and "friday" not in heard, heard
+
+
+def wav_of_silence(seconds: float) -> bytes:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"\0\0" * int(8000 * seconds))
+    return buffer.getvalue()
+
+
+def model_copy(to, *, model_bin: bytes | None = None):
+    """A model directory at `to`: the bundled model's files linked, model.bin replaced by
+    `model_bin` when given."""
+    to.mkdir()
+    for name in (*WHISPER_MODEL_FILES, "vocabulary.txt"):
+        (to / name).symlink_to(bundled_model_dir() / name)
+    if model_bin is not None:
+        (to / "model.bin").unlink()
+        (to / "model.bin").write_bytes(model_bin)
+    return to
+
+
+@pytest.fixture
+def engines(monkeypatch):
+    """The engines' registry as it was after the test (a test registers one of its own)."""
+    monkeypatch.setattr(transcription, "ENGINES", dict(transcription.ENGINES))
+    monkeypatch.setattr(transcription, "_made", {})
+
+
+def test_a_model_file_that_is_not_the_one_shipped_is_refused_and_the_message_fails(
+    number, engines, tmp_path, caplog
+):
+    """A model.bin whose sha256 is not the shipped one's (here the real file with one byte
+    more): refused at load with one clear error line, the message `failed`, never a
+    transcript by a wrong model. The refusal holds for the process: the next message fails
+    too, without hashing the file again (put right meanwhile, it is still refused)."""
+    good = (bundled_model_dir() / "model.bin").read_bytes()
+    tampered = model_copy(tmp_path / "model", model_bin=good + b"\0")
+    register_engine(
+        "whisper",
+        partial(WhisperEngine, tampered, sha256=transcription.WHISPER_MODEL_SHA256),
+    )
+    first = voicemail_on(number, seconds=1.0)
+
+    with caplog.at_level(logging.INFO):
+        assert tasks.transcription_run(record_id=first.pk) == "failed"
+
+    refusals = [r for r in caplog.records if "Whisper model refused" in r.getMessage()]
+    assert len(refusals) == 1 and refusals[0].levelno == logging.ERROR, caplog.text
+    assert transcription.WHISPER_MODEL_SHA256 in refusals[0].getMessage()
+    assert "not transcribed: ModelRefused" in caplog.text
+    record = refreshed(first)
+    assert (record.transcript_status, record.transcript) == ("failed", "")
+
+    (tampered / "model.bin").unlink()
+    (tampered / "model.bin").symlink_to(bundled_model_dir() / "model.bin")
+    caplog.clear()
+    second = voicemail_on(number, seconds=1.0)
+    with caplog.at_level(logging.INFO):
+        assert tasks.transcription_run(record_id=second.pk) == "failed"
+    assert "Whisper model refused" not in caplog.text  # said once, at the load
+
+
+def test_a_model_directory_without_its_tokenizer_is_refused_not_fetched(tmp_path, caplog):
+    """faster-whisper fetches a missing tokenizer.json from the Hugging Face hub: Relay
+    refuses the directory first, naming the file."""
+    directory = model_copy(tmp_path / "model")
+    (directory / "tokenizer.json").unlink()
+    engine = WhisperEngine(directory)
+
+    with caplog.at_level(logging.INFO), pytest.raises(transcription.ModelRefused):
+        engine.load()
+    assert "has no tokenizer.json" in caplog.text
+
+
+def test_an_operators_own_model_directory_is_used_unchecked_and_says_so(
+    number, settings, tmp_path, caplog, spoken
+):
+    """TRANSCRIBE_MODEL_DIR: a CTranslate2 model directory of the operator's (here the
+    bundled model's files, linked): used with its sha256 not checked, and a log line that
+    says so."""
+    settings.TRANSCRIBE_MODEL_DIR = str(model_copy(tmp_path / "own-model"))
+    record = voicemail_on(number, data=spoken[0], seconds=spoken[1])
+
+    with caplog.at_level(logging.INFO):
+        assert tasks.transcription_run(record_id=record.pk) == "done"
+
+    assert "TRANSCRIBE_MODEL_DIR" in caplog.text and "sha256 is not checked" in caplog.text
+    assert tasks.transcription_engine().model_dir == tmp_path / "own-model"
+    assert len(heard_words(refreshed(record).transcript) & CONTENT_WORDS) >= 4

@@ -192,7 +192,7 @@ def test_an_alias_is_escaped_in_the_html(user, joined, bot, bot_account):
 def test_a_voicemails_transcript_follows_its_call_as_a_notice_marked_a_draft(
     user, joined, bot, bot_account, settings
 ):
-    settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    settings.TRANSCRIBE_ENGINE = "whisper"
     member, room_id = joined
     number = NumberFactory(owner=user, alias="Office")
     require_speech()
@@ -223,7 +223,7 @@ def test_a_voicemails_transcript_follows_its_call_as_a_notice_marked_a_draft(
 def test_a_transcript_whose_message_was_deleted_before_it_left_is_dropped(
     user, joined, bot, bot_account, settings
 ):
-    settings.TRANSCRIBE_ENGINE = "pocketsphinx"
+    settings.TRANSCRIBE_ENGINE = "whisper"
     member, room_id = joined
     number = NumberFactory(owner=user, alias="Office")
     require_speech()

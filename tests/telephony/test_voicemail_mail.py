@@ -1,5 +1,5 @@
 """Voicemail in the inbox, end to end: SIPp calls a number through Relay's agent and leaves
-a message spoken by espeak-ng; runrelay's worker transcribes it (pocketsphinx) and mails it
+a message spoken by espeak-ng; runrelay's worker transcribes it (Whisper) and mails it
 through a real SMTP server (aiosmtpd, STARTTLS and a login). The test reads that mail:
 its headers and parts, the WAV attached (played by sox), the transcript's words, and the
 link, opened in Chromium, landing on the call's page. A caller who hangs up while it rings
@@ -22,7 +22,7 @@ from telephony.speech import Speech
 from tests.browser import NEEDS_CHROMIUM
 from tests.console.pages import log_in
 from tests.factories import NumberFactory, UserFactory
-from tests.history.speech import CONTENT_WORDS
+from tests.history.speech import CONTENT_WORDS, heard_words
 from tests.records import records_count, refreshed
 from tests.smtp import transport_settings
 from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records
@@ -47,7 +47,7 @@ def relay(tmp_path_factory, django_db_setup, smtp_server):
         EMAIL_URL=smtp_server.url,
         EMAIL_CA_FILE=smtp_server.ca_file,
         EMAIL_FROM="Relay <relay@relay.test>",
-        TRANSCRIBE_ENGINE="pocketsphinx",
+        TRANSCRIBE_ENGINE="whisper",
     )
     process = RelayProcess(workdir, log=workdir / "relay.log", **env)
     process.workdir = workdir
@@ -125,7 +125,7 @@ def test_a_spoken_message_arrives_by_mail_with_its_audio_transcript_and_link(
     assert re.fullmatch(r"<[^@>]+@relay\.test>", message["Message-ID"])
     assert message.get_content_type() == "multipart/mixed"
     text, html = received.text, received.html
-    heard = set(record.transcript.split())
+    heard = heard_words(record.transcript)
     assert len(heard & CONTENT_WORDS) >= 3, record.transcript
     assert f'"{record.transcript}"' in text
     assert "Automatic transcript, may be inaccurate" in text
