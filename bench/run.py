@@ -366,19 +366,22 @@ METHOD_NOTES = """\
   agent 0 is sent SIGTERM (it drains), started again once it has exited, and (once the
   edge's probe can have found it, an interval and a timeout later, and has taken it back
   if it had taken it out) agent 1 the same; the calls run on until SIPp has placed them all.
-- **transcribe_rtf** (issue 44): the voicemail transcript's cost, in the harness process on
-  one core (pocketsphinx holds the GIL while it decodes). The engine's model is loaded
-  first (its own row, wall time, with its CPU in the note), one unmeasured message warms it
-  up, then messages of espeak-ng speech as a call's voicemail is stored (sox to 8 kHz
-  A-law, then `recording_save`'s WAV), 4 to 9 s each, are transcribed one after the other;
-  the figure is the CPU they took (`time.process_time`, this process's own, whatever else
-  the machine runs) over the seconds of speech they hold.
+- **transcribe_rtf** (issues 44 and 56): the voicemail transcript's cost and accuracy. Each
+  engine (Whisper, the default, then pocketsphinx, the fallback) runs in a spawned child
+  process of its own, as the worker runs it. In it the model is loaded first (its own row,
+  wall time, with its CPU in the note), one unmeasured message warms it up, then messages of
+  espeak-ng speech as a call's voicemail is stored (sox to 8 kHz A-law, then
+  `recording_save`'s WAV), 4 to 9 s each, are transcribed one after the other; the figure is
+  the CPU they took (`time.process_time`, the child's own, whatever else the machine runs)
+  over the seconds of speech they hold. Then the accuracy test's ten sentences (two at smoke
+  scale), the same audio for both engines, give each one's word error rate, and the child's
+  peak RSS (`ru_maxrss`) is reported.
 - **voicemail_mail** (issue 44): how soon a voicemail's mail leaves. A `relay_worker` (as
   production runs it, polling its queue every 0.2 s) mails through an SMTP server in the
   harness (aiosmtpd on loopback); the harness stores an espeak-ng message and records its
   call (`record_inbound_call`, as the agent does), one message at a time, and times each from
   the record's commit to its mail's arrival. Once with `TRANSCRIBE_ENGINE=off` (the mail is
-  queued with the record), once with pocketsphinx (the mail waits for the transcript, made
+  queued with the record), once with Whisper (the mail waits for the transcript, made
   in the worker's child process; the note gives the transcription's own time, from the
   worker's log). The first message of each worker warms it up and is not counted.
 """

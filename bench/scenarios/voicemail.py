@@ -5,7 +5,7 @@ this process (aiosmtpd on loopback, no TLS); messages spoken by espeak-ng over G
 stored and recorded here (history.services.record_inbound_call, as the agent does), one
 after the other, and each is timed from its record's commit to the SMTP server's receipt of
 its mail. Twice: with transcription off (the mail is queued with the record; target 2 s),
-then with pocketsphinx (the mail waits for the transcript, whose time the worker logs and
+then with Whisper (the mail waits for the transcript, whose time the worker logs and
 the row reports). The first message of each worker warms it (its connections, and the
 model's load) and is not counted.
 """
@@ -64,7 +64,7 @@ def voicemail_mail(b: Bench) -> None:
     try:
         number = fixtures.mailed_number()
         audio, seconds = spoken_message()
-        for engine in ("off", "pocketsphinx"):
+        for engine in ("off", "whisper"):
             _measure(b, inbox, number, audio, seconds, engine)
     finally:
         inbox.controller.stop()
