@@ -167,3 +167,13 @@ def test_every_reader_records_the_name_it_read(given):
 )
 def test_a_wrong_number_rate_or_level_stops_start_up_with_one_line(name, value):
     live.assert_refused_at_start_up(settings_env.manage("check", **{name: value}), name)
+
+
+def test_a_whisper_model_directory_for_another_engine_stops_start_up():
+    """TRANSCRIBE_MODEL_DIR is a Whisper model: beside another engine it would do nothing,
+    silently (issue 56)."""
+    result = settings_env.manage(
+        "check", TRANSCRIBE_ENGINE="pocketsphinx", TRANSCRIBE_MODEL_DIR="/srv/models/base.en"
+    )
+    live.assert_refused_at_start_up(result, "TRANSCRIBE_MODEL_DIR")
+    assert "TRANSCRIBE_ENGINE=whisper" in result.stderr
