@@ -14,11 +14,15 @@ from __future__ import annotations
 import io
 import os
 import random
+import socket
 import subprocess
+import sys
+import threading
 import wave
 from array import array
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from harness.speech import ACCURACY_SENTENCES, word_errors, words
@@ -215,6 +219,49 @@ def test_a_long_message_is_heard_to_its_end(whisper, phone_audio):
     # Nothing left out: as many words as were said, give or take, up to the very last.
     assert len(words(heard.text)) >= 0.9 * len(words(said)), heard.text
     assert "weekend" in words(heard.text)[-3:], heard.text
+
+
+def test_the_model_loads_and_transcribes_without_asking_the_hub(tmp_path, phone_audio):
+    """A fresh process loads the bundled model and transcribes with the Hugging Face hub's
+    address pointed at a listener on loopback and the hub's offline switch turned off: the
+    listener is never called."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    called, done = [], threading.Event()
+
+    def listen():
+        while not done.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            called.append(connection.recv(200))
+            connection.close()
+
+    thread = threading.Thread(target=listen, daemon=True)
+    thread.start()
+    (tmp_path / "message.wav").write_bytes(phone_audio[2])
+    hub = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    code = (
+        "import sys; from history.transcription import WhisperEngine; "
+        "print(WhisperEngine().transcribe(open(sys.argv[1], 'rb').read()).text)"
+    )
+    try:
+        result = subprocess.run(  # noqa: S603 - our own code
+            [sys.executable, "-c", code, str(tmp_path / "message.wav")],
+            cwd=settings.BASE_DIR,
+            env={**os.environ, "HF_ENDPOINT": hub, "HF_HUB_OFFLINE": "0"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        done.set()
+        thread.join(timeout=5)
+        listener.close()
+    assert result.returncode == 0, result.stderr
+    assert "delivered" in words(result.stdout), result.stdout
+    assert called == []
 
 
 def test_what_is_not_a_wav_file_is_a_transcription_error(engine):
