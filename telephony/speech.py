@@ -96,7 +96,22 @@ class Speech:
             made = {}
             for pt, law in LAWS.items():
                 audio = self._run(
-                    ["sox", "-t", "wav", "-", "-r", "8000", "-c", "1", "-e", law, "-t", "raw", "-"]
+                    [
+                        "sox",
+                        "-R",
+                        "-t",
+                        "wav",
+                        "-",
+                        "-r",
+                        "8000",
+                        "-c",
+                        "1",
+                        "-e",
+                        law,
+                        "-t",
+                        "raw",
+                        "-",
+                    ]
                     + ["trim", "0", str(max_seconds + 1)],
                     stdin=wav,
                 )
@@ -129,7 +144,20 @@ class Speech:
             for pt, law in LAWS.items():
                 raw = Path(work) / f"speech.{pt}"
                 self._run(
-                    ["sox", str(wav), "-r", "8000", "-c", "1", "-e", law, "-t", "raw", str(raw)]
+                    [
+                        "sox",
+                        "-R",
+                        str(wav),
+                        "-r",
+                        "8000",
+                        "-c",
+                        "1",
+                        "-e",
+                        law,
+                        "-t",
+                        "raw",
+                        str(raw),
+                    ]
                 )
                 os.replace(raw, paths[pt])  # atomic: another agent never reads half a file
 
@@ -138,7 +166,7 @@ class Speech:
         if "tone" not in self.memory:
             self.memory["tone"] = {
                 pt: self._run(
-                    ["sox", "-n", "-r", "8000", "-c", "1", "-e", law, "-t", "raw", "-"]
+                    ["sox", "-R", "-n", "-r", "8000", "-c", "1", "-e", law, "-t", "raw", "-"]
                     + ["synth", "0.4", "sine", "1000", "vol", "0.5"]
                 )
                 for pt, law in LAWS.items()
@@ -148,7 +176,7 @@ class Speech:
     def telephone_audio(self, wav: bytes, payload_type: int) -> bytes:
         """A WAV file (a voicemail message) as G.711 at 8 kHz mono, to play into a call."""
         return self._run(
-            ["sox", "-t", "wav", "-", "-r", "8000", "-c", "1"]
+            ["sox", "-R", "-t", "wav", "-", "-r", "8000", "-c", "1"]
             + ["-e", LAWS[payload_type], "-t", "raw", "-"],
             stdin=wav,
         )
