@@ -114,10 +114,15 @@ def reported(name: str, result: dict) -> Event:
 
 def gather_result(digits: str, *, body: dict, timed_out: bool) -> dict:
     """gather's result for the keys pressed: what ended it (the finishing key, which is not
-    part of the digits; enough digits; or the timeout)."""
+    part of the digits; enough digits; or the timeout). A speech gather's holds `speech` and
+    `confidence` too, none here: keys won, or nothing was said."""
     finish = body.get("finishOnKey", "")
     if finish and digits.endswith(finish):
-        return {"digits": digits[: -len(finish)], "reason": "finishOnKey"}
-    if not timed_out and body.get("numDigits") and len(digits) >= body["numDigits"]:
-        return {"digits": digits[: body["numDigits"]], "reason": "numDigits"}
-    return {"digits": digits, "reason": "timeout"}
+        result = {"digits": digits[: -len(finish)], "reason": "finishOnKey"}
+    elif not timed_out and body.get("numDigits") and len(digits) >= body["numDigits"]:
+        result = {"digits": digits[: body["numDigits"]], "reason": "numDigits"}
+    else:
+        result = {"digits": digits, "reason": "timeout"}
+    if "speech" in body.get("input", ()):
+        result.update(speech="", confidence=0.0)
+    return result

@@ -1,7 +1,8 @@
 """TwiML, the XML of Twilio's voice apps, as Relay's verbs: a hook may answer it
 (`application/xml` or `text/xml`), so a Twilio app moves to Relay by changing its URL.
 
-The subset translated is the verbs Relay has: Say, Play, Gather (with Say or Play inside),
+The subset translated is the verbs Relay has: Say, Play, Gather (with Say or Play inside;
+its `input`, `hints`, `speechTimeout` and `language` for speech),
 Record, Dial (a number as text, or Number elements), Pause, Hangup and Redirect. Anything
 else is refused as an invalid script, as is XML that is not well-formed. Parsed with
 defusedxml: no entity expansion, no external entities, no DTD retrieval.
@@ -22,6 +23,8 @@ from xml.etree.ElementTree import Element
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
+
+from voiceapps.languages import LANGUAGES
 
 TRUE = {"true", "1", "yes"}
 
@@ -86,6 +89,10 @@ def _gather(element: Element, url: Resolve) -> dict:
         finishOnKey=element.get("finishOnKey"),
         timeout=_int(element, "timeout"),
         actionHook=url(element.get("action")),
+        input=_words(element.get("input")),
+        hints=_hints(element.get("hints")),
+        speechTimeout=_speech_timeout(element.get("speechTimeout")),
+        language=_speech_language(element.get("language")),
     )
     for child in element:
         if child.tag == "Say":
@@ -95,6 +102,36 @@ def _gather(element: Element, url: Resolve) -> dict:
         elif child.tag != "Pause":  # Twilio allows a Pause inside; Relay's prompt has none
             raise TwimlInvalid(f"<Gather> cannot hold <{child.tag}>.")
     return body
+
+
+def _words(value: str | None) -> list[str] | None:
+    """`input="speech dtmf"` (Twilio separates by spaces) as ["speech", "dtmf"]."""
+    return None if value is None else value.split()
+
+
+def _speech_language(value: str | None) -> str | None:
+    """Twilio's `en-US` as Relay's `en-us`, and a region Relay has no voice for (`en-AU`)
+    as its language (`en`)."""
+    if not value:
+        return None
+    value = value.lower()
+    return value if value in LANGUAGES else value.split("-")[0]
+
+
+def _hints(value: str | None) -> list[str] | None:
+    """Twilio's comma-separated `hints` as the list Relay's gather takes."""
+    if value is None:
+        return None
+    return [hint.strip() for hint in value.split(",") if hint.strip()]
+
+
+def _speech_timeout(value: str | None) -> int | str | None:
+    if value is None or value.strip() == "auto":
+        return None if value is None else "auto"
+    try:
+        return int(value)
+    except ValueError:
+        return value  # left for the script's validation to name
 
 
 def _record(element: Element, url: Resolve) -> dict:

@@ -167,6 +167,88 @@ class BranchesField(serializers.Field):
         return value
 
 
+INPUTS = ("dtmf", "speech")
+HINTS_MAX = 50  # words or phrases to prefer, each at most HINT_MAX characters
+HINT_MAX = 100
+SPEECH_TIMEOUT_MAX = 10  # seconds of silence that end an utterance
+# "auto": the silence that ends an utterance when none is named (docs/decisions.md).
+SPEECH_TIMEOUT_AUTO = 1.0
+
+
+class InputField(serializers.ListField):
+    """What a gather hears: ["dtmf"], ["speech"] or both, each once."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            child=serializers.ChoiceField(choices=list(INPUTS)),
+            min_length=1,
+            max_length=len(INPUTS),
+            **kwargs,
+        )
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if len(set(value)) != len(value):
+            raise serializers.ValidationError("Must name each input once.")
+        return [name for name in INPUTS if name in value]
+
+
+class HintsField(serializers.ListField):
+    """Words or phrases the recogniser should prefer: a list of 1-100 character strings, at
+    most 50 (TwiML's comma-separated `hints` becomes this list)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            child=BoundedTextField(max_length=HINT_MAX, rule=parsing.text_problem),
+            max_length=HINTS_MAX,
+            **kwargs,
+        )
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": 1, "maximum": SPEECH_TIMEOUT_MAX},
+            {"type": "string", "enum": ["auto"]},
+        ]
+    }
+)
+class SpeechTimeoutField(serializers.Field):
+    """Seconds of silence that end an utterance, 1-10, or "auto" (SPEECH_TIMEOUT_AUTO)."""
+
+    default_error_messages = {
+        "invalid": f'Must be a whole number of seconds from 1 to {SPEECH_TIMEOUT_MAX}, or "auto".'
+    }
+
+    def to_internal_value(self, data):
+        if data == "auto":
+            return data
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        if not 1 <= data <= SPEECH_TIMEOUT_MAX:
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class SpeechLanguageField(LanguageField):
+    """The language a speech gather hears: one of Relay's languages (LanguageField), and
+    English, the only one the transcription engines hear."""
+
+    default_error_messages = {
+        **LanguageField.default_error_messages,
+        "english": "Relay's speech recognition hears English only; use en, en-us or en-gb.",
+    }
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if value != "en" and not value.startswith("en-"):
+            self.fail("english")
+        return value
+
+
 class GatherVerb(Verb):
     numDigits = serializers.IntegerField(min_value=1, max_value=32, required=False)  # noqa: N815
     finishOnKey = KeyField(default="#")  # noqa: N815
@@ -175,6 +257,25 @@ class GatherVerb(Verb):
     play = PlayVerb(required=False, help_text="the prompt, interrupted by the first key")
     actionHook = HookUrlField(required=False)  # noqa: N815
     branches = BranchesField(required=False)
+    input = InputField(default=["dtmf"], help_text='["dtmf"], ["speech"] or both')
+    hints = HintsField(required=False, help_text="speech: words or phrases to prefer")
+    speechTimeout = SpeechTimeoutField(  # noqa: N815
+        required=False, help_text='speech: seconds of silence that end it, or "auto" (1 s)'
+    )
+    language = SpeechLanguageField(required=False, help_text="speech: the language heard (en)")
+
+    def validate(self, attrs):
+        if "speech" in attrs["input"]:
+            attrs.setdefault("hints", [])
+            attrs.setdefault("speechTimeout", "auto")
+            attrs.setdefault("language", "en")
+        else:
+            named = sorted(key for key in ("hints", "speechTimeout", "language") if key in attrs)
+            if named:
+                raise serializers.ValidationError(
+                    {key: ['Only for a gather whose input holds "speech".'] for key in named}
+                )
+        return attrs
 
 
 VERB_SERIALIZERS = {

@@ -34,6 +34,7 @@ def test_a_script_answers_the_numbers_calls_until_removed(client_jwt, number):
         "finishOnKey": "#",
         "timeout": 5,
         "say": {"text": "Press 1 for opening hours.", "loop": 1},
+        "input": ["dtmf"],
     }
     assert client_jwt.get(voice(number)).json() == body
 

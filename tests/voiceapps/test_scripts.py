@@ -48,6 +48,7 @@ def test_a_script_is_stored_with_every_default_filled_in(client_jwt):
                 "finishOnKey": "#",
                 "timeout": 5,
                 "say": {"text": "Press 1 to confirm, 2 to cancel.", "loop": 1},
+                "input": ["dtmf"],
                 "branches": {
                     "1": [{"say": {"text": "Confirmed.", "loop": 1}}],
                     "default": [{"hangup": {}}],
