@@ -28,12 +28,15 @@ from django.conf import settings
 
 from realtime.providers import call_identity
 from telephony.dial import Dial, Dialing, DialResult
+from telephony.listening import transcribe
 from telephony.recording import Recording, recording_save
 from telephony.sip.race import race, won
+from telephony.sip.rtp import LINEAR
 from telephony.speech import Speech, SpeechError
+from telephony.vad import VoiceDetector
 from voiceapps.hooks import FetchFailed, hook_request, play_fetch
 from voiceapps.program import LimitReached, Program, gather_result, reported
-from voiceapps.verbs import PLAY_MAX_SECONDS
+from voiceapps.verbs import PLAY_MAX_SECONDS, SPEECH_TIMEOUT_AUTO
 
 logger = logging.getLogger(__name__)
 
@@ -272,7 +275,10 @@ class ScriptedTalk:
         return audio.get(call.stream.payload_type, b"")
 
     async def _gather(self, call, body: dict) -> dict:
-        """Play the prompt until the first key, then take keys until one of gather's ends."""
+        """Play the prompt until the first key, then take keys until one of gather's ends;
+        a speech gather listens first (`_listen`), and a key pressed stops it."""
+        keys = "dtmf" in body.get("input", ["dtmf"])
+        speech = "speech" in body.get("input", ["dtmf"])
         digits = ""
         prompt = b""
         if "say" in body:
@@ -281,16 +287,77 @@ class ScriptedTalk:
             prompt, loop = await self._clip(call, body["play"]), body["play"]["loop"]
         if prompt:
             for _ in range(loop):
+                if not keys:
+                    await call.stream.play(prompt)
+                    continue
                 _player, key = await race(call.stream.play(prompt), self.keys.get())
                 if won(key):
                     digits += key.result()
                     break
+        if speech and not digits:
+            heard, pressed = await self._listen(call, body, keys=keys)
+            if not pressed:
+                return heard
+            digits = pressed
         while not _gather_done(digits, body):
             try:
                 digits += await asyncio.wait_for(self.keys.get(), body["timeout"])
             except TimeoutError:
                 return gather_result(digits, body=body, timed_out=True)
         return gather_result(digits, body=body, timed_out=False)
+
+    async def _listen(self, call, body: dict, *, keys: bool) -> tuple[dict | None, str]:
+        """Listen for an utterance: (the gather's result, "") when it ended by its silence,
+        its length or the gather's timeout with no voice; (None, the key) when a key was
+        pressed first (when the gather takes keys: digits win)."""
+        stream = call.stream
+        loop = asyncio.get_running_loop()
+        detector = VoiceDetector(
+            silence=_speech_timeout(body["speechTimeout"]), max_seconds=UTTERANCE_MAX_SECONDS
+        )
+        started = loop.time()
+        # No voice by the gather's timeout ends it; nor may a caller whose packets stop keep
+        # it listening past the longest utterance.
+        latest = started + body["timeout"] + UTTERANCE_MAX_SECONDS
+        table = LINEAR.get(stream.payload_type)
+        stream.record()
+        try:
+            while True:
+                try:
+                    if keys:
+                        return None, await asyncio.wait_for(self.keys.get(), LISTEN_POLL)
+                    await asyncio.sleep(LISTEN_POLL)
+                except TimeoutError:
+                    pass
+                audio = bytes(stream.recording)
+                stream.recording.clear()
+                if table is not None and detector.feed(b"".join(map(table.__getitem__, audio))):
+                    break
+                now = loop.time()
+                if not detector.started and now - started >= body["timeout"]:
+                    break
+                if now >= latest:
+                    break
+        finally:
+            stream.recording = None
+        if not detector.started:  # ends as a key gather with no key
+            return gather_result("", body=body, timed_out=True), ""
+        heard = await transcribe(
+            detector.utterance(),
+            engine=settings.TRANSCRIBE_ENGINE,
+            hints=body.get("hints", []),
+            label=self.label,
+        )
+        result = {"digits": "", "reason": "speech", "speech": heard.text}
+        return {**result, "confidence": heard.confidence}, ""
+
+
+LISTEN_POLL = 0.1  # seconds between two looks at what a speech gather heard
+UTTERANCE_MAX_SECONDS = 30.0
+
+
+def _speech_timeout(value) -> float:
+    return SPEECH_TIMEOUT_AUTO if value == "auto" else float(value)
 
 
 def _gather_done(digits: str, body: dict) -> bool:

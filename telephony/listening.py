@@ -1,0 +1,88 @@
+"""A speech gather's listening: the caller's audio through the voice detector
+(telephony.vad) until the utterance ends, then its words from the transcription engine
+(history.transcription, TRANSCRIBE_ENGINE, the voicemail's).
+
+The engine runs in a child process of the agent (one, started on the first utterance:
+spawn, not fork, since the agent has threads), never on the event loop nor in its thread:
+pocketsphinx holds the GIL for as long as it decodes. Each transcription is bounded by
+TRANSCRIBE_TIMEOUT seconds; a failure, a timeout or the engine "off" is no speech
+("", confidence 0), and the call goes on. The words never reach a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import threading
+import wave
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+import django
+
+from history.transcription import ENGINES, Transcript, engine_for
+
+logger = logging.getLogger(__name__)
+
+TRANSCRIBE_TIMEOUT = 10.0  # seconds for an utterance of at most 30 s
+NOTHING = Transcript(text="", confidence=0.0)
+
+_pool: ProcessPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _the_pool() -> ProcessPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=get_context("spawn"), initializer=django.setup
+            )
+        return _pool
+
+
+def _pool_drop(pool: ProcessPoolExecutor) -> None:
+    """Give up a pool whose child failed or hangs: the next utterance gets a new one."""
+    global _pool
+    with _pool_lock:
+        if _pool is pool:
+            _pool = None
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def wav_of(pcm: bytes) -> bytes:
+    """8 kHz 16-bit mono PCM as a WAV file."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(pcm)
+    return buffer.getvalue()
+
+
+def _transcribe_in_child(name: str, wav: bytes, hints: str | None) -> Transcript:
+    return engine_for(name).transcribe(wav, hints=hints)
+
+
+async def transcribe(pcm: bytes, *, engine: str, hints: list[str], label: str) -> Transcript:
+    """The words of `pcm` (an utterance) by `engine`; NOTHING when there are none or the
+    engine failed, is off or took longer than TRANSCRIBE_TIMEOUT."""
+    if not pcm or ENGINES.get(engine) is None:
+        return NOTHING
+    pool = _the_pool()
+    loop = asyncio.get_running_loop()
+    try:
+        future = loop.run_in_executor(
+            pool, _transcribe_in_child, engine, wav_of(pcm), ", ".join(hints) or None
+        )
+        return await asyncio.wait_for(future, TRANSCRIBE_TIMEOUT)
+    except TimeoutError:
+        logger.warning("%s: speech not transcribed within %g s", label, TRANSCRIBE_TIMEOUT)
+        _pool_drop(pool)
+    except Exception as exc:  # the engine's failure is this utterance's, not the call's
+        logger.warning("%s: speech not transcribed: %s", label, type(exc).__name__)
+        if isinstance(exc, RuntimeError):  # a broken pool (its child died)
+            _pool_drop(pool)
+    return NOTHING
