@@ -175,6 +175,8 @@ class _Callee:
     def _gather(self, body: dict) -> tuple[float, dict]:
         keys = self.keys[min(self.gathers, len(self.keys) - 1)]
         self.gathers += 1
+        if "dtmf" not in body.get("input", ["dtmf"]):
+            keys = ""  # a speech-only gather hears no keys, and the callee says nothing
         prompt = 0
         if "say" in body:
             prompt = spoken_seconds(body["say"]["text"]) * body["say"]["loop"]

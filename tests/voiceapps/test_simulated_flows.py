@@ -91,8 +91,27 @@ def test_an_appointment_reminder_reads_back_the_digit_through_its_hook(
         ("12*", {"finishOnKey": "*"}, {"digits": "12", "reason": "finishOnKey"}),
         ("", {"numDigits": 1}, {"digits": "", "reason": "timeout"}),
         ("12", {"numDigits": 4}, {"digits": "12", "reason": "timeout"}),
+        (
+            "4",
+            {"numDigits": 1, "input": ["dtmf", "speech"]},
+            {"digits": "4", "reason": "numDigits", "speech": "", "confidence": 0.0},
+        ),
+        (
+            "4",
+            {"numDigits": 1, "input": ["speech"]},
+            {"digits": "", "reason": "timeout", "speech": "", "confidence": 0.0},
+        ),
     ],
-    ids=["numDigits", "numDigits-of-more", "finishOnKey", "other-finishOnKey", "none", "short"],
+    ids=[
+        "numDigits",
+        "numDigits-of-more",
+        "finishOnKey",
+        "other-finishOnKey",
+        "none",
+        "short",
+        "speech-and-keys",
+        "speech-only",
+    ],
 )
 def test_gather_ends_by_numdigits_finishonkey_or_timeout(user, settings, keys, body, result):
     settings.SIMULATED_DIGITS = keys
