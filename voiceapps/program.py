@@ -95,7 +95,10 @@ class Program:
         self.hooks += 1
         if self.hooks > settings.VOICE_MAX_HOOKS:
             raise LimitReached("hooks", settings.VOICE_MAX_HOOKS)
-        answer = self.call_hook(url, {**self.identity, "verb": verb, "result": result})
+        body = {**self.identity, "verb": verb, "result": result}
+        if "speech" in result:  # and in Twilio's names, for an app that came from Twilio
+            body.update(SpeechResult=result["speech"], Confidence=result["confidence"])
+        answer = self.call_hook(url, body)
         if answer.failure:
             return [{"event": "hook_failed", "verb": verb, "detail": answer.failure}]
         if answer.script is not None:

@@ -121,6 +121,21 @@ def test_gather_ends_by_numdigits_finishonkey_or_timeout(user, settings, keys, b
     assert reports(call) == [{"event": "gathered", "verb": "gather", "result": result}]
 
 
+def test_a_speech_gathers_hook_gets_its_result_and_twilios_names_for_it(
+    user, voice_app, webhook_secret, settings
+):
+    settings.SIMULATED_DIGITS = ""  # the simulated callee says nothing and presses nothing
+    hook = voice_app.answer("/heard", Reply(body=[{"hangup": {}}]))
+
+    run(user, [{"gather": {"input": ["speech"], "timeout": 1, "actionHook": hook}}])
+
+    (path, headers, body), *_ = [r for r in voice_app.requests if r[0] == "/heard"]
+    payload = Webhook(webhook_secret).verify(body, headers)
+    assert payload["result"] == {"digits": "", "reason": "timeout", "speech": "", "confidence": 0.0}
+    assert (payload["SpeechResult"], payload["Confidence"]) == ("", 0.0)
+    # A key gather's hook has neither (the reminder above: its body exactly).
+
+
 def test_a_menu_routes_by_digit_with_no_web_server(user, settings):
     settings.SIMULATED_DIGITS = "2,9"
     menu = {
