@@ -115,7 +115,7 @@ def catalogue() -> list[Answer]:
 
 
 def _sox(*arguments: str) -> None:
-    subprocess.run([tool("sox"), *arguments], check=True, timeout=60, capture_output=True)  # noqa: S603
+    subprocess.run([tool("sox"), "-R", *arguments], check=True, timeout=60, capture_output=True)  # noqa: S603
 
 
 def _make(answer: Answer, path: Path) -> float | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from bench.scenarios.common import Bench
 from bench.scenarios.http import embedded_me, http_bare_asgi, http_history, http_me
 from bench.scenarios.http_logins import http_logins
+from bench.scenarios.machine_detection import machine_detection
 from bench.scenarios.round_trips import round_trips
 from bench.scenarios.sip_browser import sip_browser_50
 from bench.scenarios.sip_calls import sip_50_calls
@@ -46,4 +47,5 @@ SCENARIOS = [("http_bare_asgi", http_bare_asgi), ("http_me", http_me),
              ("sip_forward_100", sip_forward_100), ("sip_browser_50", sip_browser_50),
              ("sip_scripted_100", sip_scripted_100), ("sip_edge_400", sip_edge_400),
              ("sip_edge_rolling", sip_edge_rolling),
-             ("transcribe_rtf", transcribe_rtf), ("voicemail_mail", voicemail_mail)]  # fmt: skip
+             ("transcribe_rtf", transcribe_rtf), ("machine_detection", machine_detection),
+             ("voicemail_mail", voicemail_mail)]  # fmt: skip
