@@ -2,11 +2,14 @@
 (telephony.vad) until the utterance ends, then its words from the transcription engine
 (history.transcription, TRANSCRIBE_ENGINE, the voicemail's).
 
-The engine runs in a child process of the agent (one, started on the first utterance:
-spawn, not fork, since the agent has threads), never on the event loop nor in its thread:
-pocketsphinx holds the GIL for as long as it decodes. Each transcription is bounded by
-TRANSCRIBE_TIMEOUT seconds; a failure, a timeout or the engine "off" is no speech
-("", confidence 0), and the call goes on. The words never reach a log.
+The engine runs in a child process of the agent (one, started when the first speech gather
+begins: spawn, not fork, since the agent has threads), never on the event loop nor in its
+thread: an engine holds the GIL for as long as it decodes. `warm` starts the child and loads
+the model as a gather begins, while its prompt plays and the caller speaks, so the first
+utterance does not pay for them. Each transcription is bounded by TRANSCRIBE_TIMEOUT
+seconds; a failure, a timeout or the engine "off" is no speech ("", confidence 0), and the
+call goes on. The engine is history.tasks.transcription_engine's, the voicemail's
+(TRANSCRIBE_MODEL_DIR included). The words never reach a log.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from multiprocessing import get_context
 
 import django
 
-from history.transcription import ENGINES, Transcript, engine_for
+from history.tasks import transcription_engine
+from history.transcription import ENGINES, Transcript
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +67,27 @@ def wav_of(pcm: bytes) -> bytes:
 
 
 def _transcribe_in_child(name: str, wav: bytes, hints: str | None) -> Transcript:
-    return engine_for(name).transcribe(wav, hints=hints)
+    return transcription_engine(name).transcribe(wav, hints=hints)
+
+
+def _load_in_child(name: str) -> None:
+    engine = transcription_engine(name)
+    if hasattr(engine, "load"):
+        engine.load()
+
+
+def warm(engine: str) -> None:
+    """Start the child and load `engine`'s model in it now, without waiting (a speech gather
+    begins): the utterance's transcription queues behind it in the child. A failure here
+    is the transcription's to meet and report."""
+    if ENGINES.get(engine) is None:
+        return
+    _the_pool().submit(_load_in_child, engine).add_done_callback(_loaded)
+
+
+def _loaded(future) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.warning("speech engine not loaded: %s", type(future.exception()).__name__)
 
 
 async def transcribe(pcm: bytes, *, engine: str, hints: list[str], label: str) -> Transcript:

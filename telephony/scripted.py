@@ -28,7 +28,7 @@ from django.conf import settings
 
 from realtime.providers import call_identity
 from telephony.dial import Dial, Dialing, DialResult
-from telephony.listening import transcribe
+from telephony.listening import transcribe, warm
 from telephony.recording import Recording, recording_save
 from telephony.sip.race import race, won
 from telephony.sip.rtp import LINEAR
@@ -281,6 +281,8 @@ class ScriptedTalk:
         speech = "speech" in body.get("input", ["dtmf"])
         digits = ""
         prompt = b""
+        if speech:
+            warm(settings.TRANSCRIBE_ENGINE)  # the model loads while the prompt plays
         if "say" in body:
             prompt, loop = await self._speech(call, body["say"]), body["say"]["loop"]
         elif "play" in body:

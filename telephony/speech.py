@@ -96,23 +96,7 @@ class Speech:
             made = {}
             for pt, law in LAWS.items():
                 audio = self._run(
-                    [
-                        "sox",
-                        "-R",
-                        "-t",
-                        "wav",
-                        "-",
-                        "-r",
-                        "8000",
-                        "-c",
-                        "1",
-                        "-e",
-                        law,
-                        "-t",
-                        "raw",
-                        "-",
-                    ]
-                    + ["trim", "0", str(max_seconds + 1)],
+                    sox(["-t", "wav", "-"], law, "-") + ["trim", "0", str(max_seconds + 1)],
                     stdin=wav,
                 )
                 if len(audio) > max_seconds * 8000:
@@ -143,22 +127,7 @@ class Speech:
             self._run([ENGINE, "-v", voice, "--stdin", "-w", str(wav)], stdin=text)
             for pt, law in LAWS.items():
                 raw = Path(work) / f"speech.{pt}"
-                self._run(
-                    [
-                        "sox",
-                        "-R",
-                        str(wav),
-                        "-r",
-                        "8000",
-                        "-c",
-                        "1",
-                        "-e",
-                        law,
-                        "-t",
-                        "raw",
-                        str(raw),
-                    ]
-                )
+                self._run(sox([str(wav)], law, str(raw)))
                 os.replace(raw, paths[pt])  # atomic: another agent never reads half a file
 
     def tone(self) -> dict[int, bytes]:
@@ -166,8 +135,7 @@ class Speech:
         if "tone" not in self.memory:
             self.memory["tone"] = {
                 pt: self._run(
-                    ["sox", "-R", "-n", "-r", "8000", "-c", "1", "-e", law, "-t", "raw", "-"]
-                    + ["synth", "0.4", "sine", "1000", "vol", "0.5"]
+                    sox(["-n"], law, "-") + ["synth", "0.4", "sine", "1000", "vol", "0.5"]
                 )
                 for pt, law in LAWS.items()
             }
@@ -176,8 +144,7 @@ class Speech:
     def telephone_audio(self, wav: bytes, payload_type: int) -> bytes:
         """A WAV file (a voicemail message) as G.711 at 8 kHz mono, to play into a call."""
         return self._run(
-            ["sox", "-R", "-t", "wav", "-", "-r", "8000", "-c", "1"]
-            + ["-e", LAWS[payload_type], "-t", "raw", "-"],
+            sox(["-t", "wav", "-"], LAWS[payload_type], "-"),
             stdin=wav,
         )
 
@@ -197,6 +164,13 @@ class Speech:
             logger.warning("speech synthesis failed: %s", type(exc).__name__)
             raise SpeechError(f"{argv[0]} failed") from exc
         return done.stdout
+
+
+def sox(source: list[str], law: str, target: str) -> list[str]:
+    """sox's command line from `source` (a file, or `-t wav -` for stdin, or `-n` for none) to
+    raw G.711 `law` at 8 kHz mono in `target` (a file, or `-` for stdout). Repeatable (-R):
+    sox seeds its dither, so one text is the same audio every time it is rendered."""
+    return ["sox", "-R", *source, "-r", "8000", "-c", "1", "-e", law, "-t", "raw", target]
 
 
 def _messages(cache_dir: Path) -> dict[str, tuple[int, float]]:
