@@ -44,7 +44,17 @@ def matrix_id_problem(value: str) -> str | None:
     }
 )
 class PasswordField(StrictCharField):
-    pass
+    """A new password: at most PASSWORD_MAX_LENGTH characters, its spaces kept."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False, **kwargs)
+
+
+class TypedPasswordField(TextField):
+    """The account's password, typed again: as a new one's bounds, and no more checked."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False, **kwargs)
 
 
 class MatrixStatusField(serializers.ChoiceField):
@@ -96,7 +106,7 @@ class OtpField(StrictCharField):
 # --- input ---------------------------------------------------------------------------------
 class CredentialsInput(serializers.Serializer):
     email = TextField(max_length=254, trim_whitespace=True)
-    password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    password = TypedPasswordField()
     otp = OtpField(
         required=False,
         help_text="Only for an account with a second factor: the 6-digit code of its "
@@ -118,17 +128,13 @@ class EmailAddressField(serializers.EmailField):
 
 class RegisterInput(CredentialsInput):
     email = EmailAddressField()
-    password = PasswordField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    password = PasswordField()
     otp = None  # a new account has no second factor
 
 
 class PasswordChangeInput(serializers.Serializer):
-    currentPassword = TextField(  # noqa: N815
-        max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False
-    )
-    newPassword = PasswordField(  # noqa: N815
-        max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False
-    )
+    currentPassword = TypedPasswordField()  # noqa: N815
+    newPassword = PasswordField()  # noqa: N815
     rotateApiKey = StrictBooleanField(  # noqa: N815
         required=False,
         default=False,
@@ -142,17 +148,11 @@ class PasswordResetInput(serializers.Serializer):
 
 class PasswordResetConfirmInput(serializers.Serializer):
     token = TextField(max_length=200, help_text="The token of the mailed link, as it stands.")
-    newPassword = PasswordField(  # noqa: N815
-        max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False
-    )
+    newPassword = PasswordField()  # noqa: N815
 
 
 class AccountDeleteInput(serializers.Serializer):
-    password = TextField(
-        max_length=settings.PASSWORD_MAX_LENGTH,
-        trim_whitespace=False,
-        help_text="your password, typed again",
-    )
+    password = TypedPasswordField(help_text="your password, typed again")
     otp = TextField(
         max_length=64,
         required=False,
@@ -170,7 +170,7 @@ class LoginCodeInput(serializers.Serializer):
 class PasswordConfirmInput(serializers.Serializer):
     # The account's password, asked again before a step that a session alone must not take
     # (turning a second factor on, the console's "Reveal" of the API key).
-    password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    password = TypedPasswordField()
 
 
 class TwoFactorConfirmInput(serializers.Serializer):
@@ -178,7 +178,7 @@ class TwoFactorConfirmInput(serializers.Serializer):
 
 
 class TwoFactorDisableInput(serializers.Serializer):
-    password = TextField(max_length=settings.PASSWORD_MAX_LENGTH, trim_whitespace=False)
+    password = TypedPasswordField()
     code = OtpField()
 
 
@@ -218,9 +218,7 @@ class VerifyEmailInput(serializers.Serializer):
 
 class EmailChangeInput(serializers.Serializer):
     email = serializers.EmailField(max_length=254, help_text="The new address.")
-    password = TextField(
-        max_length=settings.PASSWORD_MAX_LENGTH,
-        trim_whitespace=False,
+    password = TypedPasswordField(
         help_text="Your current password.",
     )
 

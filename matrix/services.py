@@ -143,16 +143,17 @@ def _notice_write(user_id, event: dict) -> None:
 
 
 def _inbound_recorded(user_id, event: dict) -> None:
+    _inbound_notice(user_id, event, key=f"inbound:{event['id']}", text=texts.inbound_call)
+
+
+def _inbound_notice(user_id, event: dict, *, key: str, text) -> None:
+    """A notice about a call to the user's numbers (`text(event)`), queued for their room
+    when they have one joined and take such notices (matrix_inbound)."""
     room = selectors.room_joined(user_id=user_id)
     if room is None or not User.objects.filter(pk=user_id, matrix_inbound=True).exists():
         return
-    text = texts.inbound_call(event)
     message_enqueue(
-        room=room,
-        kind=MessageKind.INBOUND,
-        key=f"inbound:{event['id']}",
-        text=text,
-        about=_about(event),
+        room=room, kind=MessageKind.INBOUND, key=key, text=text(event), about=_about(event)
     )
 
 
@@ -165,17 +166,7 @@ def _transcribed(user_id, event: dict) -> None:
     """A voicemail's transcript, when there is one, after its call's notice."""
     if event.get("transcript_status") != "done" or not event.get("transcript"):
         return
-    room = selectors.room_joined(user_id=user_id)
-    if room is None or not User.objects.filter(pk=user_id, matrix_inbound=True).exists():
-        return
-    text = texts.transcript(event)
-    message_enqueue(
-        room=room,
-        kind=MessageKind.INBOUND,
-        key=f"{TRANSCRIPT_KEY}{event['id']}",
-        text=text,
-        about=_about(event),
-    )
+    _inbound_notice(user_id, event, key=f"{TRANSCRIPT_KEY}{event['id']}", text=texts.transcript)
 
 
 def _outbound_ended(user_id, event: dict) -> None:
