@@ -1,13 +1,17 @@
 """The shapes every console page shares: a form page, and a refusal shown on its form."""
 
+import functools
 from collections.abc import Callable
 
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods
 
 from console.forms import ConsoleForm
+from console.signin import signed_in
 from core.errors import ApplicationError
+from virtual_numbers import selectors as numbers
 
 
 def refused(request, template: str, form: ConsoleForm, error: ApplicationError, **context):
@@ -54,3 +58,20 @@ def next_page(request, default: str) -> str:
     ):
         return wanted
     return default
+
+
+def number_page(methods: list[str]):
+    """A page of one of the signed-in user's numbers: the view is called with the number
+    (numbers.number_access: another user's, or none, is a 404) instead of its id, for the
+    HTTP `methods` only."""
+
+    def decorate(view):
+        @signed_in
+        @require_http_methods(methods)
+        @functools.wraps(view)
+        def page(request, number_id):
+            return view(request, numbers.number_access(user=request.user, number_id=number_id))
+
+        return page
+
+    return decorate

@@ -6,7 +6,6 @@ the service NumberViewSet calls, so the console holds no rule of its own."""
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
 
 from console.forms import (
     CALLER_ID_CHOICES,
@@ -14,8 +13,7 @@ from console.forms import (
     ForwardingForm,
     GreetingForm,
 )
-from console.signin import signed_in
-from console.views.common import form_page, posted
+from console.views.common import form_page, number_page, posted
 from core.errors import ApplicationError, NotFound
 from core.fields import validated
 from virtual_numbers import selectors as numbers
@@ -35,12 +33,10 @@ def _blocklist_context(number) -> dict:
     return {"number": number, "blocked": numbers.blocklist_of(number=number)}
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def blocklist(request, number_id):
+@number_page(["GET", "POST"])
+def blocklist(request, number):
     """The callers the number blocks, and a form to block one more. A caller blocked already
     is a notice, as the API answers it with 200."""
-    number = numbers.number_access(user=request.user, number_id=number_id)
     form = BlockedCallerForm(posted(request))
 
     def block():
@@ -55,12 +51,10 @@ def blocklist(request, number_id):
     return form_page(request, "console/blocklist.html", form, block, **_blocklist_context(number))
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def blocked_remove(request, number_id):
+@number_page(["GET", "POST"])
+def blocked_remove(request, number):
     """Unblock the caller a row's button names. A caller the number does not block (the
     API's 404) is a notice on the blocklist: the number is yours. A GET goes to the list."""
-    number = numbers.number_access(user=request.user, number_id=number_id)
     if request.method == "GET":
         return redirect("console:blocklist", number.pk)
     try:
@@ -90,12 +84,10 @@ def _forwarding_initial(current: numbers_services.Forwarding) -> dict:
     }
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def forwarding(request, number_id):
+@number_page(["GET", "POST"])
+def forwarding(request, number):
     """Where the number forwards its calls: ForwardingInput and number_forwarding_set, as
     NumberViewSet.forwarding_set does (every target checked before anything is stored)."""
-    number = numbers.number_access(user=request.user, number_id=number_id)
     current = numbers_services.Forwarding.of(number)
     form = ForwardingForm(posted(request), initial=_forwarding_initial(current))
 
@@ -119,23 +111,19 @@ def forwarding(request, number_id):
     )
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def forwarding_clear(request, number_id):
+@number_page(["GET", "POST"])
+def forwarding_clear(request, number):
     """Stop forwarding (number_forwarding_clear); the forwarding page, which shows what is
     set, is this button's confirmation. A GET goes to that page."""
-    number = numbers.number_access(user=request.user, number_id=number_id)
     if request.method == "POST":
         numbers_services.number_forwarding_clear(number=number)
         messages.success(request, f"Calls to {number.number} go to voicemail again.")
     return redirect("console:forwarding", number.pk)
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def greeting(request, number_id):
+@number_page(["GET", "POST"])
+def greeting(request, number):
     """What voicemail says to the number's callers (GreetingInput, number_greeting_set)."""
-    number = numbers.number_access(user=request.user, number_id=number_id)
     form = GreetingForm(posted(request), initial={"greeting": number.greeting})
 
     def save():
@@ -157,24 +145,20 @@ def greeting(request, number_id):
     )
 
 
-@signed_in
-@require_GET
-def greeting_recording(request, number_id):
+@number_page(["GET"])
+def greeting_recording(request, number):
     """The recorded greeting as WAV to its owner, through the session: the API's checks
     (number_access; none recorded, or its file gone: 404), never cached, never a public URL."""
-    number = numbers.number_access(user=request.user, number_id=number_id)
     response = greeting_download(request, number)
     response["Cache-Control"] = "private, no-store"
     return response
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def greeting_recording_remove(request, number_id):
+@number_page(["GET", "POST"])
+def greeting_recording_remove(request, number):
     """Remove the recorded greeting (number_greeting_recording_remove): callers hear the
     spoken one again. The greeting page, which plays what it removes, is this button's
     confirmation; a GET goes to it, and so does a greeting removed already (a notice)."""
-    number = numbers.number_access(user=request.user, number_id=number_id)
     if request.method == "POST":
         try:
             numbers_services.number_greeting_recording_remove(number=number)

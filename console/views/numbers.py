@@ -10,7 +10,7 @@ from captcha import services as captcha
 from captcha.models import CaptchaChallenge
 from console.forms import AliasForm, NumberCreateForm, PinChangeForm
 from console.signin import signed_in
-from console.views.common import form_page, posted
+from console.views.common import form_page, number_page, posted
 from core.clientip import client_ip
 from core.errors import ApplicationError
 from core.fields import validated
@@ -89,10 +89,8 @@ def number_create(request):
     return response
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def number_alias(request, number_id):
-    number = numbers.number_access(user=request.user, number_id=number_id)
+@number_page(["GET", "POST"])
+def number_alias(request, number):
     form = AliasForm(posted(request), initial={"alias": number.alias})
 
     def save():
@@ -104,10 +102,8 @@ def number_alias(request, number_id):
     return form_page(request, "console/number_alias.html", form, save, number=number)
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def number_pin(request, number_id):
-    number = numbers.number_access(user=request.user, number_id=number_id)
+@number_page(["GET", "POST"])
+def number_pin(request, number):
     form = PinChangeForm(posted(request))
 
     def change():
@@ -121,10 +117,8 @@ def number_pin(request, number_id):
     return form_page(request, "console/number_pin.html", form, change, number=number)
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def number_delete(request, number_id):
-    number = numbers.number_access(user=request.user, number_id=number_id)
+@number_page(["GET", "POST"])
+def number_delete(request, number):
     if request.method == "POST":
         numbers_services.number_delete(number=number)
         messages.success(request, f"{number.number} is given back, with its history.")
