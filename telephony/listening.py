@@ -15,10 +15,8 @@ call goes on. The engine is history.tasks.transcription_engine's, the voicemail'
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import threading
-import wave
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
@@ -26,6 +24,7 @@ import django
 
 from history.tasks import transcription_engine
 from history.transcription import ENGINES, Transcript
+from telephony.sip.rtp import wav_from_pcm
 
 logger = logging.getLogger(__name__)
 
@@ -53,17 +52,6 @@ def _pool_drop(pool: ProcessPoolExecutor) -> None:
         if _pool is pool:
             _pool = None
     pool.shutdown(wait=False, cancel_futures=True)
-
-
-def wav_of(pcm: bytes) -> bytes:
-    """8 kHz 16-bit mono PCM as a WAV file."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(pcm)
-    return buffer.getvalue()
 
 
 def _transcribe_in_child(name: str, wav: bytes, hints: str | None) -> Transcript:
@@ -99,7 +87,7 @@ async def transcribe(pcm: bytes, *, engine: str, hints: list[str], label: str) -
     loop = asyncio.get_running_loop()
     try:
         future = loop.run_in_executor(
-            pool, _transcribe_in_child, engine, wav_of(pcm), ", ".join(hints) or None
+            pool, _transcribe_in_child, engine, wav_from_pcm(pcm), ", ".join(hints) or None
         )
         return await asyncio.wait_for(future, TRANSCRIBE_TIMEOUT)
     except TimeoutError:

@@ -104,13 +104,17 @@ DTMF_KEYS = "0123456789*#ABCD"
 def wav_from_g711(audio: bytes, payload_type: int) -> bytes:
     """G.711 audio (`payload_type` 0 or 8) as a 16-bit PCM WAV file at 8 kHz, mono: what
     every player plays."""
-    table = LINEAR[payload_type]
+    return wav_from_pcm(b"".join(map(LINEAR[payload_type].__getitem__, audio)))
+
+
+def wav_from_pcm(pcm: bytes) -> bytes:
+    """8 kHz 16-bit mono PCM (as LINEAR decodes G.711) as a WAV file."""
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
         out.setframerate(8000)
-        out.writeframes(b"".join(map(table.__getitem__, audio)))
+        out.writeframes(pcm)
     return buffer.getvalue()
 
 
