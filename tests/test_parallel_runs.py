@@ -166,3 +166,21 @@ def test_every_module_a_pass_leaves_out_is_there():
         for prefix in prefixes:
             path = live.ROOT / prefix
             assert path.exists() or list(path.parent.glob(path.name + "*.py")), prefix
+
+
+def test_no_module_that_only_the_embedded_pass_runs_is_left_out_of_it():
+    """A module that skips itself on PostgreSQL (it reads no database) runs in the embedded
+    pass or nowhere: naming it among the live modules the embedded pass leaves out would
+    leave it out of CI altogether, as tests/history/test_transcription_accuracy.py once was."""
+    skipping_on_postgresql = sorted(
+        str(path.relative_to(live.ROOT))
+        for path in (live.ROOT / "tests").rglob("test_*.py")
+        if 'connection.vendor != "sqlite"' in path.read_text()
+    )
+    assert "tests/history/test_transcription_accuracy.py" in skipping_on_postgresql
+    left_out = [
+        module
+        for module in skipping_on_postgresql
+        if module.startswith(scheduling.PASS_LEAVES_OUT["embedded"])
+    ]
+    assert left_out == []
