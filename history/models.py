@@ -32,7 +32,7 @@ class TranscriptionSlot(models.Model):
     a slot whose worker died is free again once its lease has passed."""
 
     slot = models.PositiveSmallIntegerField(primary_key=True)
-    record = models.UUIDField(null=True, blank=True, help_text="the call whose message it is")
+    record = models.UUIDField(null=True, blank=True, help_text="the recording being transcribed")
     lease_until = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:

@@ -145,8 +145,9 @@ def inbound_call_ended(
 def _recorded(call: Call, *, number: Number, recording: str, seconds) -> Record:
     """What follows an inbound call's end, in its transaction: its voicemail kept (a
     Recording, to be transcribed), the mail it calls for, `call_record` pushed after commit."""
+    kept = None
     if recording:
-        Recording.objects.create(
+        kept = Recording.objects.create(
             call=call,
             kind=RecordingKind.VOICEMAIL,
             name=recording,
@@ -156,8 +157,8 @@ def _recorded(call: Call, *, number: Number, recording: str, seconds) -> Record:
     # Read back as every read of the history reads it (history.records): the phone that took
     # it is its answered leg's, the voicemail the one just kept.
     record = record_by_id(call.pk)
-    if record.transcript_status == TranscriptStatus.PENDING:
-        schedule_transcription(record.pk)
+    if kept is not None and kept.transcript_status == TranscriptStatus.PENDING:
+        schedule_transcription(kept.pk)
     owner = User.objects.get(pk=number.owner_id)
     call_mail_queue(record=record, owner=owner)
     events.send_to_user_on_commit(user_id=number.owner_id, event=call_record_event(record=record))

@@ -1,14 +1,16 @@
-"""The history's side of the worker: a voicemail message transcribed (history.transcription),
-its transcript stored on its recording (calls.Recording) and announced
-(`call_record.transcribed`), then its mail.
+"""The history's side of the worker: a call's recording transcribed (history.transcription),
+a voicemail or what a `record` verb kept, its transcript stored on the recording
+(calls.Recording) and announced: a voicemail's as `call_record.transcribed` with its mail
+(here), a `record` verb's as its call's `transcribed` event (realtime.pipeline), each by the
+function TRANSCRIPT_ANNOUNCED names for its kind.
 
 A transcription runs on the `transcribe` queue, which relay_worker serves from threads of its
 own (TRANSCRIBE_CONCURRENCY of them), never from the thread that dispatches calls, and never
 in a telephony agent. Across every worker at most TRANSCRIBE_CONCURRENCY run at once: each
 holds one of that many TranscriptionSlot rows, taken with a conditional UPDATE under a lease.
-The message is held under a lease too; a worker that dies mid-way leaves it to expire, and the
-sweep (a periodic pass of the worker) queues the message again, TRANSCRIBE_ATTEMPTS times in
-all before it is `failed`. Neither the transcript nor anything heard is ever logged.
+The recording is held under a lease too; a worker that dies mid-way leaves it to expire, and
+the sweep (a periodic pass of the worker) queues it again, TRANSCRIBE_ATTEMPTS times in all
+before it is `failed`. Neither the transcript nor anything heard is ever logged.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django_tasks import task
 
 from calls.models import Call, Recording, RecordingKind
@@ -47,17 +50,26 @@ NOTHING = Transcript(text="", confidence=0.0)
 
 
 @task(queue_name=QUEUE)
+def transcribe_recording(recording_id: str) -> None:
+    """`recording_id`: the calls.Recording to transcribe, a voicemail or a `record` verb's."""
+    transcription_run(recording_id=recording_id)
+
+
+@task(queue_name=QUEUE)
 def transcribe_message(record_id: str) -> None:
-    """`record_id`: the call whose voicemail it is (the record's id)."""
-    transcription_run(record_id=record_id)
+    """The voicemail of the call `record_id`: what a Relay before record-verb transcripts
+    queued, still found in an upgraded queue (new ones are transcribe_recording's)."""
+    recording = Recording.objects.filter(call_id=record_id, kind=RecordingKind.VOICEMAIL)
+    for recording_id in recording.values_list("id", flat=True):
+        transcription_run(recording_id=recording_id)
 
 
-def schedule_transcription(record_id, *, after: timedelta | None = None) -> None:
-    """Queue the transcription of the record's message, in the caller's transaction."""
-    due = transcribe_message
+def schedule_transcription(recording_id, *, after: timedelta | None = None) -> None:
+    """Queue the transcription of the recording, in the caller's transaction."""
+    due = transcribe_recording
     if after is not None:
         due = due.using(run_after=timezone.now() + after)
-    taskqueue.enqueue(due, record_id=str(record_id))
+    taskqueue.enqueue(due, recording_id=str(recording_id))
 
 
 def transcript_status_for(*, recording: str, seconds: float | None) -> str | None:
@@ -88,8 +100,8 @@ def _lease() -> timedelta:
 
 
 # --- the slots -----------------------------------------------------------------------------
-def _slot_take(record_id) -> int | None:
-    """One of the TRANSCRIBE_CONCURRENCY slots for `record_id`, or None when all are held.
+def _slot_take(recording_id) -> int | None:
+    """One of the TRANSCRIBE_CONCURRENCY slots for `recording_id`, or None when all are held.
     The slots' rows are made the first time they are missing (a new or raised setting)."""
     count = settings.TRANSCRIBE_CONCURRENCY
     for _ in range(2):
@@ -97,7 +109,7 @@ def _slot_take(record_id) -> int | None:
         for slot in range(count):
             taken = TranscriptionSlot.objects.filter(
                 Q(lease_until__isnull=True) | Q(lease_until__lt=now), slot=slot
-            ).update(record=record_id, lease_until=now + _lease())
+            ).update(record=recording_id, lease_until=now + _lease())
             if taken:
                 return slot
         if TranscriptionSlot.objects.filter(slot__lt=count).count() == count:
@@ -108,8 +120,8 @@ def _slot_take(record_id) -> int | None:
     return None
 
 
-def _slot_give_back(slot: int, record_id) -> None:
-    TranscriptionSlot.objects.filter(slot=slot, record=record_id).update(
+def _slot_give_back(slot: int, recording_id) -> None:
+    TranscriptionSlot.objects.filter(slot=slot, record=recording_id).update(
         record=None, lease_until=None
     )
 
@@ -160,30 +172,30 @@ def _transcribe_in_child(name: str, audio: bytes) -> Transcript:
 
 
 # --- one transcription ---------------------------------------------------------------------
-def transcription_run(*, record_id) -> str | None:
-    """Transcribe the record's message if it is still pending and no other worker holds it;
-    store the outcome. Returns the status stored, or None when nothing was done."""
-    slot = _slot_take(record_id)
+def transcription_run(*, recording_id) -> str | None:
+    """Transcribe the recording if it is still pending and no other worker holds it; store
+    the outcome. Returns the status stored, or None when nothing was done."""
+    slot = _slot_take(recording_id)
     if slot is None:
         with transaction.atomic():
-            if _message(record_id).filter(transcript_status=TranscriptStatus.PENDING).exists():
-                schedule_transcription(record_id, after=SLOT_BUSY_RETRY)
+            if _recording(recording_id).filter(transcript_status=TranscriptStatus.PENDING).exists():
+                schedule_transcription(recording_id, after=SLOT_BUSY_RETRY)
         return None
     try:
-        return _transcribe_held(record_id)
+        return _transcribe_held(recording_id)
     finally:
-        _slot_give_back(slot, record_id)
+        _slot_give_back(slot, recording_id)
 
 
-def _message(record_id):
-    """The voicemail of the record's call, as a queryset (one row at most)."""
-    return Recording.objects.filter(call_id=record_id, kind=RecordingKind.VOICEMAIL)
+def _recording(recording_id):
+    """The recording, as a queryset (one row at most)."""
+    return Recording.objects.filter(pk=recording_id)
 
 
-def _transcribe_held(record_id) -> str | None:
+def _transcribe_held(recording_id) -> str | None:
     now = timezone.now()
     claimed = (
-        _message(record_id)
+        _recording(recording_id)
         .filter(
             Q(transcribe_lease_until__isnull=True) | Q(transcribe_lease_until__lt=now),
             transcript_status=TranscriptStatus.PENDING,
@@ -195,36 +207,40 @@ def _transcribe_held(record_id) -> str | None:
     )
     if not claimed:
         return None  # done, deleted, or held by another worker
-    message = _message(record_id).get()
+    recording = _recording(recording_id).get()
     started = time.monotonic()
     try:
-        with recordings_storage().open(message.name, "rb") as file:
+        with recordings_storage().open(recording.name, "rb") as file:
             audio = file.read()
     except FileNotFoundError:
-        return None  # the message was deleted meanwhile: so was its transcript
+        return None  # the recording was deleted meanwhile: so was its transcript
     result, status = NOTHING, TranscriptStatus.OFF  # the engine was turned off meanwhile
     if transcription_engine() is not None:
         try:
             result, status = _run_engine(settings.TRANSCRIBE_ENGINE, audio), TranscriptStatus.DONE
-        except Exception as exc:  # a failure of the engine is the message's, not the worker's
-            logger.warning("record %s not transcribed: %s", record_id, type(exc).__name__)
+        except Exception as exc:  # a failure of the engine is the recording's, not the worker's
+            logger.warning("recording %s not transcribed: %s", recording_id, type(exc).__name__)
             result, status = NOTHING, TranscriptStatus.FAILED
-    settled = _settle(record_id, status=status, result=result, recording=message.name)
+    settled = _settle(recording, status=status, result=result)
     if settled:
         logger.info(
-            "record %s transcribed (%s) in %.2f s", record_id, status, time.monotonic() - started
+            "recording %s transcribed (%s) in %.2f s",
+            recording_id,
+            status,
+            time.monotonic() - started,
         )
     return status if settled else None
 
 
-def _settle(record_id, *, status: str, result: Transcript, recording: str) -> bool:
-    """Store the outcome if the message is still the one transcribed and still pending; push
-    `call_record.transcribed` and queue the voicemail's mail in the same transaction."""
+def _settle(recording: Recording, *, status: str, result: Transcript) -> bool:
+    """Store the outcome if the recording is still the one transcribed and still pending,
+    and have it announced, in one transaction: by TRANSCRIPT_ANNOUNCED's function for the
+    recording's kind (a voicemail's record here, a `record` verb's call in realtime)."""
     done = status == TranscriptStatus.DONE
     with transaction.atomic():
         settled = (
-            _message(record_id)
-            .filter(transcript_status=TranscriptStatus.PENDING, name=recording)
+            _recording(recording.pk)
+            .filter(transcript_status=TranscriptStatus.PENDING, name=recording.name)
             .update(
                 transcript=result.text if done else "",
                 transcript_confidence=result.confidence if done else None,
@@ -232,41 +248,48 @@ def _settle(record_id, *, status: str, result: Transcript, recording: str) -> bo
                 transcribe_lease_until=None,
             )
         )
-        record = record_by_id(record_id) if settled else None
-        if record is None:
+        if not settled:
             return False
-        # The transcript is the call's next event, numbered after its end.
-        call = Call.objects.only("id", "status").get(pk=record_id)
-        seqs = call_reports_add(
-            call=call, reports=[Report(kind="transcribed", detail=status)], at=timezone.now()
-        )
-        record.seq = seqs[-1] if seqs else record.seq
-        events.send_to_user_on_commit(
-            user_id=record.owner_id, event=record_frame(TRANSCRIBED, record)
-        )
-        notifications.voicemail_mail_queue(record=record)
+        recording.refresh_from_db()
+        import_string(settings.TRANSCRIPT_ANNOUNCED[recording.kind])(recording=recording)
     return True
+
+
+def voicemail_transcribed(*, recording: Recording) -> None:
+    """A voicemail's transcript, stored: the call's next event, `call_record.transcribed`
+    pushed and the voicemail's mail queued, in the caller's transaction."""
+    record = record_by_id(recording.call_id)
+    if record is None:
+        return
+    # The transcript is the call's next event, numbered after its end.
+    call = Call.objects.only("id", "status").get(pk=recording.call_id)
+    seqs = call_reports_add(
+        call=call,
+        reports=[Report(kind="transcribed", detail=recording.transcript_status)],
+        at=timezone.now(),
+    )
+    record.seq = seqs[-1] if seqs else record.seq
+    events.send_to_user_on_commit(user_id=record.owner_id, event=record_frame(TRANSCRIBED, record))
+    notifications.voicemail_mail_queue(record=record)
 
 
 # --- the sweep -----------------------------------------------------------------------------
 def transcriptions_sweep() -> int:
-    """Queue again the messages whose worker died mid-way (their lease has passed), or mark
-    them failed (and mail them) after TRANSCRIBE_ATTEMPTS starts; return how many."""
+    """Queue again the recordings whose worker died mid-way (their lease has passed), or mark
+    them failed (and announce them) after TRANSCRIBE_ATTEMPTS starts; return how many."""
     now = timezone.now()
     stale = list(
         Recording.objects.filter(
             transcript_status=TranscriptStatus.PENDING, transcribe_lease_until__lt=now
-        ).values_list("call_id", "transcribe_attempts", "name")[:100]
+        )[:100]
     )
-    for record_id, attempts, recording in stale:
+    for recording in stale:
         with transaction.atomic():
-            held = _message(record_id).filter(
+            held = _recording(recording.pk).filter(
                 transcript_status=TranscriptStatus.PENDING, transcribe_lease_until__lt=now
             )
-            if attempts >= TRANSCRIBE_ATTEMPTS:
-                _settle(
-                    record_id, status=TranscriptStatus.FAILED, result=NOTHING, recording=recording
-                )
+            if recording.transcribe_attempts >= TRANSCRIBE_ATTEMPTS:
+                _settle(recording, status=TranscriptStatus.FAILED, result=NOTHING)
             elif held.update(transcribe_lease_until=None):
-                schedule_transcription(record_id)
+                schedule_transcription(recording.pk)
     return len(stale)

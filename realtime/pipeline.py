@@ -24,7 +24,7 @@ from django.utils import timezone
 from accounts import quotas
 from accounts.models import User
 from calls import services as ledger
-from calls.models import Call
+from calls.models import Call, Recording, TranscriptStatus
 from calls.states import TERMINAL_STATES, CallState
 from core import events, metrics
 from core.fields import represent
@@ -121,6 +121,25 @@ def call_answered_as(*, call: Call, answered_by: str, heard: str, now=None) -> N
         call.answered_as = answered_by
         report = {"event": "detected", "answeredBy": answered_by, "detail": HEARD.get(heard, heard)}
         calls_reported(call=call, reports=[report], now=now)
+
+
+def recording_transcribed(*, recording: Recording) -> None:
+    """A `record` verb's recording, transcribed (history.tasks, by TRANSCRIPT_ANNOUNCED): a
+    `transcribed` event of its call, pushed as a `call_status` frame of its own number (to
+    sockets, webhooks and the statusCallback), in the caller's transaction. The words go to
+    the call's owner only, never to a log."""
+    call = Call.objects.filter(pk=recording.call_id).first()
+    if call is None:
+        return
+    done = recording.transcript_status == TranscriptStatus.DONE
+    result = {
+        "recordingId": str(recording.pk),
+        "transcriptStatus": recording.transcript_status,
+        "transcript": recording.transcript if done else "",
+        "transcriptConfidence": recording.transcript_confidence if done else None,
+    }
+    report = {"event": "transcribed", "verb": "record", "result": result}
+    calls_reported(call=call, reports=[report])
 
 
 def push_statuses(calls: list[Call], *, into: list, owned=None) -> None:

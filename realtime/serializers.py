@@ -2,7 +2,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from calls.models import AnsweredAs, MachineDetection
+from calls.models import AnsweredAs, MachineDetection, TranscriptStatus
 from calls.states import CallState
 from core import parsing
 from core.fields import (
@@ -243,6 +243,16 @@ class CallRecordingOutput(serializers.Serializer):
     id = serializers.UUIDField(help_text="GET /api/calls/:callId/recordings/:id downloads it")
     duration = serializers.FloatField(source="seconds", help_text="seconds")
     createdAt = MillisecondsField(source="created_at")  # noqa: N815
+    transcript = serializers.CharField(help_text="what was said, once transcribed; else empty")
+    transcriptConfidence = serializers.FloatField(  # noqa: N815
+        source="transcript_confidence", allow_null=True, help_text="0 to 1, once transcribed"
+    )
+    transcriptStatus = serializers.ChoiceField(  # noqa: N815
+        source="transcript_status",
+        choices=TranscriptStatus.values,
+        allow_null=True,
+        help_text="pending, done, failed or off (the engine off, or past TRANSCRIBE_MAX_SECONDS)",
+    )
 
 
 class CallDetailOutput(CallOutput):

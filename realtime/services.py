@@ -21,7 +21,7 @@ from accounts.models import DialRefusal, User
 from accounts.services import refusals_record
 from accounts.verification import EmailUnverified, email_verified_check
 from calls import services as ledger
-from calls.models import Call, CallCounter, Direction, Recording
+from calls.models import Call, CallCounter, Direction, Recording, TranscriptStatus
 from calls.states import ACTIVE_STATES, CallState
 from core import dialing, events, ratelimit, taskqueue
 from core.counters import Drift, counters_recount
@@ -29,6 +29,7 @@ from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.fields import validated
 from core.phone import e164_valid
 from core.recordings import recordings_delete_on_commit
+from history.tasks import schedule_transcription, transcript_status_for
 from realtime import pipeline, selectors, tasks
 from realtime.providers import Step, get_provider
 from realtime.serializers import BrowserCallInput, CallSubmitInput
@@ -347,13 +348,18 @@ def calls_erase(*, user: User) -> None:
 # --- the telephony agent's calls -----------------------------------------------------------
 def call_recording_add(*, call: Call, recording_id, name: str, seconds: float) -> None:
     """What a `record` verb of the call's script recorded: the file `name`, saved already in
-    the recordings storage. A call gone meanwhile (its owner deleted their account) keeps
-    nothing: the file is deleted too."""
+    the recordings storage, to be transcribed as voicemail is (history.tasks). A call gone
+    meanwhile (its owner deleted their account) keeps nothing: the file is deleted too."""
     with transaction.atomic():
         if not Call.objects.filter(pk=call.pk).exists():
             recordings_delete_on_commit([name])
             return
-        Recording.objects.create(id=recording_id, call=call, name=name, seconds=seconds)
+        status = transcript_status_for(recording=name, seconds=seconds)
+        Recording.objects.create(
+            id=recording_id, call=call, name=name, seconds=seconds, transcript_status=status
+        )
+        if status == TranscriptStatus.PENDING:
+            schedule_transcription(recording_id)
 
 
 def calls_claim(*, limit: int, sip_call_id: Callable[[], str]) -> list[Call]:

@@ -3,6 +3,7 @@ filters in the history's words (`status`, `caller_num`) as well as the ledger's.
 
 from __future__ import annotations
 
+from calls.models import Recording, RecordingKind
 from history.records import Record, history_calls, records
 
 WORDS = {
@@ -37,3 +38,9 @@ def records_count(**filters) -> int:
 def refreshed(record: Record) -> Record:
     """The record read again (a Record is a read, with nothing to refresh in place)."""
     return record_get(pk=record.pk)
+
+
+def voicemail_id(record: Record):
+    """The id of the record's voicemail recording (calls.Recording), which the worker's
+    transcription (history.tasks.transcription_run) takes."""
+    return Recording.objects.get(call_id=record.pk, kind=RecordingKind.VOICEMAIL).pk

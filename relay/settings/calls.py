@@ -33,3 +33,10 @@ WORKER_PERIODIC_PASSES = [
     "mail.services.mails_sweep",
     "history.tasks.transcriptions_sweep",
 ]
+# Who announces a recording's transcript once the worker has stored it (history.tasks), by
+# the recording's kind: named here, as the passes above are, because a `record` verb's call
+# is realtime's to push and realtime imports history, never the other way round.
+TRANSCRIPT_ANNOUNCED = {
+    "voicemail": "history.tasks.voicemail_transcribed",
+    "record": "realtime.pipeline.recording_transcribed",
+}

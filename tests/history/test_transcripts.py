@@ -34,7 +34,7 @@ from history.transcription import (
 from tests.conftest import drain_tasks
 from tests.factories import NumberFactory, voicemail_on
 from tests.history.speech import CONTENT_WORDS, heard_words, require_speech
-from tests.records import records_count, refreshed
+from tests.records import records_count, refreshed, voicemail_id
 from webhooks.models import WebhookDelivery
 from webhooks.services import webhook_set
 
@@ -113,7 +113,7 @@ def test_a_webhook_that_takes_records_gets_the_transcript_after_its_record(
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
     webhook_set(user=user, url="https://hooks.example.com/relay", events=["call_record"])
     record = voicemail_on(number, data=spoken[0], seconds=spoken[1])
-    tasks.transcription_run(record_id=record.pk)
+    tasks.transcription_run(recording_id=voicemail_id(record))
 
     rows = list(WebhookDelivery.objects.filter(user_id=user.pk).order_by("id"))
     assert [row.event_type for row in rows] == ["call_record", "call_record.transcribed"]
@@ -129,7 +129,7 @@ def test_with_the_engine_off_the_message_is_off_and_nothing_is_queued(number, se
 
     assert record.transcript_status == "off"
     assert not records_count(transcript_status="pending") > 0
-    assert tasks.transcription_run(record_id=record.pk) is None
+    assert tasks.transcription_run(recording_id=voicemail_id(record)) is None
     record = refreshed(record)
     assert (record.transcript_status, record.transcript) == ("off", "")
 
@@ -154,7 +154,7 @@ def test_audio_the_engine_cannot_read_fails_alone(number, caplog):
     record = voicemail_on(number, data=b"RIFF but not a wave file" * 50)
 
     with caplog.at_level(logging.INFO):
-        assert tasks.transcription_run(record_id=record.pk) == "failed"
+        assert tasks.transcription_run(recording_id=voicemail_id(record)) == "failed"
 
     record = refreshed(record)
     assert (record.transcript_status, record.transcript, record.transcript_confidence) == (
@@ -204,7 +204,7 @@ def test_at_most_the_concurrency_run_at_once_across_workers(number, settings):
         [TranscriptionSlot(slot=slot, record=None, lease_until=held_until) for slot in (0, 1)]
     )
 
-    assert tasks.transcription_run(record_id=record.pk) is None
+    assert tasks.transcription_run(recording_id=voicemail_id(record)) is None
     message = Recording.objects.get(call_id=record.pk)
     assert (message.transcript_status, message.transcribe_attempts) == ("pending", 0)
     from django_tasks_db.models import DBTaskResult
@@ -214,7 +214,7 @@ def test_at_most_the_concurrency_run_at_once_across_workers(number, settings):
     assert any(task.run_after > timezone.now() for task in again)
 
     TranscriptionSlot.objects.filter(slot=1).update(lease_until=None)
-    assert tasks.transcription_run(record_id=record.pk) == "done"
+    assert tasks.transcription_run(recording_id=voicemail_id(record)) == "done"
     assert TranscriptionSlot.objects.get(slot=1).lease_until is None  # given back
     assert TranscriptionSlot.objects.get(slot=0).lease_until == held_until
 
@@ -226,7 +226,8 @@ def test_a_worker_that_died_mid_way_is_replaced_by_the_sweep(number, clock):
         transcribe_lease_until=timezone.now() + timedelta(minutes=1), transcribe_attempts=1
     )
     assert tasks.transcriptions_sweep() == 0  # still held
-    assert tasks.transcription_run(record_id=record.pk) is None  # held by the dead worker
+    # held by the dead worker
+    assert tasks.transcription_run(recording_id=voicemail_id(record)) is None
 
     clock.advance(minutes=2)
     assert tasks.transcriptions_sweep() == 1
@@ -268,7 +269,7 @@ def test_a_silent_message_is_done_with_no_words(number):
     confidence in them, and no word invented."""
     silence = voicemail_on(number, data=wav_of_silence(3.0), seconds=3.0)
 
-    assert tasks.transcription_run(record_id=silence.pk) == "done"
+    assert tasks.transcription_run(recording_id=voicemail_id(silence)) == "done"
     record = refreshed(silence)
     assert (record.transcript, record.transcript_confidence) == ("", 0.0)
 
@@ -279,7 +280,7 @@ def test_a_message_cut_off_mid_file_is_transcribed_as_far_as_it_goes(number, spo
     wav = spoken[0]
     record = voicemail_on(number, data=wav[: 44 + (len(wav) - 44) // 2], seconds=spoken[1])
 
-    assert tasks.transcription_run(record_id=record.pk) == "done"
+    assert tasks.transcription_run(recording_id=voicemail_id(record)) == "done"
     heard = heard_words(refreshed(record).transcript)
     assert "morning" in heard and "friday" not in heard, heard
 
@@ -329,7 +330,7 @@ def test_a_model_file_that_is_not_the_one_shipped_is_refused_and_the_message_fai
     first = voicemail_on(number, seconds=1.0)
 
     with caplog.at_level(logging.INFO):
-        assert tasks.transcription_run(record_id=first.pk) == "failed"
+        assert tasks.transcription_run(recording_id=voicemail_id(first)) == "failed"
 
     refusals = [r for r in caplog.records if "Whisper model refused" in r.getMessage()]
     assert len(refusals) == 1 and refusals[0].levelno == logging.ERROR, caplog.text
@@ -343,7 +344,7 @@ def test_a_model_file_that_is_not_the_one_shipped_is_refused_and_the_message_fai
     caplog.clear()
     second = voicemail_on(number, seconds=1.0)
     with caplog.at_level(logging.INFO):
-        assert tasks.transcription_run(record_id=second.pk) == "failed"
+        assert tasks.transcription_run(recording_id=voicemail_id(second)) == "failed"
     assert "Whisper model refused" not in caplog.text  # said once, at the load
 
 
@@ -369,7 +370,7 @@ def test_an_operators_own_model_directory_is_used_unchecked_and_says_so(
     record = voicemail_on(number, data=spoken[0], seconds=spoken[1])
 
     with caplog.at_level(logging.INFO):
-        assert tasks.transcription_run(record_id=record.pk) == "done"
+        assert tasks.transcription_run(recording_id=voicemail_id(record)) == "done"
 
     assert "TRANSCRIBE_MODEL_DIR" in caplog.text and "sha256 is not checked" in caplog.text
     assert tasks.transcription_engine().model_dir == tmp_path / "own-model"

@@ -33,7 +33,7 @@ from tests.conftest import drain_tasks
 from tests.dialing import REFUSED
 from tests.factories import NumberFactory, voicemail_on
 from tests.history.speech import require_speech
-from tests.records import refreshed
+from tests.records import refreshed, voicemail_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -232,7 +232,7 @@ def test_a_transcript_whose_message_was_deleted_before_it_left_is_dropped(
     require_speech()
     audio, seconds = spoken_message()
     record = voicemail_on(number, caller=CALLER, data=audio, seconds=seconds)
-    transcription_run(record_id=record.pk)  # the notice is queued, not yet sent
+    transcription_run(recording_id=voicemail_id(record))  # the notice is queued, not yet sent
     call_record_recording_delete(record=record)
     settle(bot)
 

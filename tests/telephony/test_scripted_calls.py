@@ -394,3 +394,7 @@ def test_record_keeps_what_the_callee_said_for_its_owner_alone(
         assert abs(audio.getnframes() / audio.getframerate() - seconds) <= 0.05
     assert outsider.get(path).status_code == 404
     assert client_jwt.get(f"/api/calls/{call.call_id}/recordings/not-an-id").status_code == 404
+    # Listed with its call, its transcript's status beside it: `off`, the suite's engine
+    # (tests/settings.py; tests/realtime/test_recording_transcripts.py transcribes one).
+    (listed,) = client_jwt.get(f"/api/calls/{call.call_id}").json()["recordings"]
+    assert (listed["id"], listed["transcriptStatus"]) == (recording_id, "off")
