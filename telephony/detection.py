@@ -34,7 +34,7 @@ from telephony.machine_detection import (
     Decision,
     MachineDetector,
 )
-from telephony.sip.rtp import LINEAR
+from telephony.sip.rtp import pcm_from_g711
 from voiceapps.answered_by import twilio_answered_by
 
 logger = logging.getLogger(__name__)
@@ -79,11 +79,11 @@ class DetectingTalk:
 
     def _heard(self, payload: bytes, payload_type: int) -> None:
         """One RTP packet's audio (telephony.sip.rtp's `on_audio`), fed to the detector."""
-        table = LINEAR.get(payload_type)
-        if table is None:
+        pcm = pcm_from_g711(payload, payload_type)
+        if pcm is None:
             return
         detector = self.detector
-        decision = detector.feed(b"".join(map(table.__getitem__, payload)))
+        decision = detector.feed(pcm)
         if decision is not None and not self.decision.done():
             self.decision.set_result(decision)
         if detector.speak_at is not None and not self.speak.done():

@@ -31,7 +31,7 @@ from telephony.dial import Dial, Dialing, DialResult
 from telephony.listening import transcribe, warm
 from telephony.recording import Recording, recording_save
 from telephony.sip.race import race, won
-from telephony.sip.rtp import LINEAR
+from telephony.sip.rtp import pcm_from_g711
 from telephony.speech import Speech, SpeechError
 from telephony.vad import VoiceDetector
 from voiceapps.hooks import FetchFailed, hook_request, play_fetch
@@ -321,7 +321,6 @@ class ScriptedTalk:
         # No voice by the gather's timeout ends it; nor may a caller whose packets stop keep
         # it listening past the longest utterance.
         latest = started + body["timeout"] + UTTERANCE_MAX_SECONDS
-        table = LINEAR.get(stream.payload_type)
         stream.record()
         try:
             while True:
@@ -333,7 +332,8 @@ class ScriptedTalk:
                     pass
                 audio = bytes(stream.recording)
                 stream.recording.clear()
-                if table is not None and detector.feed(b"".join(map(table.__getitem__, audio))):
+                pcm = pcm_from_g711(audio, stream.payload_type)
+                if pcm is not None and detector.feed(pcm):
                     break
                 now = loop.time()
                 if not detector.started and now - started >= body["timeout"]:

@@ -168,18 +168,22 @@ class InboundDesk:
         when it gave no script (its URL failed, or answered nothing): then forwarding and
         voicemail take the call."""
         session = AppSession(
-            ua=self.ua,
-            db=self.db,
-            speech=self.speech,
-            places=self.places,
-            call=call,
-            number=number,
-            ledger=ledger,
-            app=app,
-            caller=caller,
-            record=lambda status, **fields: self._record(ledger, status, **fields),
+            **self._handing(call, number, ledger), places=self.places, app=app, caller=caller
         )
         return await session.run()
+
+    def _handing(self, call: InboundDialog, number, ledger) -> dict:
+        """What the desk hands whatever takes the call on (an app session, a forwarder): its
+        agent's parts, the call and its number, and how the call's end is recorded."""
+        return {
+            "ua": self.ua,
+            "db": self.db,
+            "speech": self.speech,
+            "call": call,
+            "number": number,
+            "ledger": ledger,
+            "record": lambda status, **fields: self._record(ledger, status, **fields),
+        }
 
     async def _record(self, ledger, status: str, **kwargs) -> None:
         record = await self.db(services.inbound_call_record)(call=ledger, status=status, **kwargs)
@@ -228,16 +232,7 @@ class InboundDesk:
             held[0] -= 1
             self.legs -= 1
 
-        forwarder = Forwarder(
-            ua=self.ua,
-            db=self.db,
-            speech=self.speech,
-            call=call,
-            number=number,
-            ledger=ledger,
-            record=lambda status, **fields: self._record(ledger, status, **fields),
-            leg_done=leg_done,
-        )
+        forwarder = Forwarder(**self._handing(call, number, ledger), leg_done=leg_done)
         try:
             return await forwarder.run()
         finally:

@@ -101,10 +101,17 @@ LOUD = 2  # mean loudness of a packet above silence: about -42 dBFS
 DTMF_KEYS = "0123456789*#ABCD"
 
 
+def pcm_from_g711(audio: bytes, payload_type: int) -> bytes | None:
+    """G.711 audio (`payload_type` 0 or 8) as 16-bit PCM at 8 kHz, mono (little-endian);
+    None for any other payload type."""
+    table = LINEAR.get(payload_type)
+    return None if table is None else b"".join(map(table.__getitem__, audio))
+
+
 def wav_from_g711(audio: bytes, payload_type: int) -> bytes:
     """G.711 audio (`payload_type` 0 or 8) as a 16-bit PCM WAV file at 8 kHz, mono: what
     every player plays."""
-    return wav_from_pcm(b"".join(map(LINEAR[payload_type].__getitem__, audio)))
+    return wav_from_pcm(pcm_from_g711(audio, payload_type))
 
 
 def wav_from_pcm(pcm: bytes) -> bytes:
