@@ -271,4 +271,15 @@ METHOD_NOTES = """\
   queued with the record), once with Whisper (the mail waits for the transcript, made
   in the worker's child process; the note gives the transcription's own time, from the
   worker's log). The first message of each worker warms it up and is not counted.
+- **sip_speech_gather** (issue 56): speech gathers on one agent (20 at once in the full run),
+  each a script of one `gather` with `input: ["speech"]` and a speechTimeout of 1 s, its
+  actionHook a plain HTTP server in the harness that notes each request's arrival (wall
+  clock) by `callId`. SIPp answers, waits a random 0-8 s (the callers stop talking at
+  different moments, as on real lines; all 20 gathers are open at once), plays a 3 s
+  espeak-ng sentence in A-law followed by silence, and writes the SIP Call-ID with the wall
+  clock when the sentence's last packet has left. The figure: hook arrival less that moment,
+  matched through the Call-ID the agent stored with each call, less the speechTimeout (the
+  1 s of silence the app asks for to end an utterance, the least a gather takes: what is
+  judged is what Relay adds once the utterance is over), p95; the note has the whole delay
+  too. A warm-up call first loads the model into the agent's transcribing child.
 """

@@ -62,6 +62,7 @@ class Profile:
     rolling_calls: int  # sip_edge_rolling: calls placed while both agents restart
     rolling_per_minute: int  # their steady rate
     transcribe_messages: int  # transcribe_rtf: voicemails of 4-9 s transcribed one by one
+    speech_gathers: int  # sip_speech_gather: speech gathers at once on one agent
 
 
 FULL = Profile(
@@ -122,6 +123,7 @@ FULL = Profile(
     rolling_calls=100,
     rolling_per_minute=50,
     transcribe_messages=12,
+    speech_gathers=20,
 )
 
 SMOKE = Profile(
@@ -180,4 +182,5 @@ SMOKE = Profile(
     rolling_calls=4,
     rolling_per_minute=60,
     transcribe_messages=2,
+    speech_gathers=2,
 )

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+import wave
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,3 +139,37 @@ def silence_wav(path: Path, seconds: float) -> Path:
         timeout=60,
     )  # fmt: skip
     return path
+
+
+def tone_wav(path: Path, seconds: float, hz: float) -> Path:
+    """A steady sine of `hz` (a voicemail's beep, a fax's tone), 8 kHz mono 16-bit."""
+    subprocess.run(  # noqa: S603
+        [
+            tool("sox"), "-n", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
+            str(path), "synth", str(seconds), "sine", str(hz), "vol", "0.4",
+        ],
+        check=True,
+        timeout=60,
+    )  # fmt: skip
+    return path
+
+
+def voiced_spans(path: Path, *, quiet: int = 328, gap: float = 0.3) -> list[tuple[float, float]]:
+    """The (start, end) seconds of each stretch of sound in a 16-bit mono WAV: 20 ms frames
+    whose peak reaches `quiet` (-40 dBFS), those less than `gap` apart joined."""
+    with wave.open(str(path)) as audio:
+        rate, frames = audio.getframerate(), audio.readframes(audio.getnframes())
+    samples = array("h", frames)
+    step = rate // 50
+    loud = [
+        n / 50
+        for n in range(len(samples) // step)
+        if max(map(abs, samples[n * step : (n + 1) * step])) >= quiet
+    ]
+    spans: list[tuple[float, float]] = []
+    for start in loud:
+        if spans and start - spans[-1][1] < gap:
+            spans[-1] = (spans[-1][0], start + 0.02)
+        else:
+            spans.append((start, start + 0.02))
+    return spans

@@ -23,7 +23,7 @@ from calls.states import TERMINAL_STATES
 from harness.live import AgentProcess, tool, wait_until
 from harness.ports import udp_port_taken
 from harness.sip import Sipp, free_udp_port, pcap_from_alaw
-from harness.speech import silence_wav, sox_level, speech_wav
+from harness.speech import silence_wav, sox_level, speech_wav, tone_wav
 from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
 from tests.telephony.conftest import sip_env, status_of, submit
@@ -139,12 +139,6 @@ def answer_pcap(tmp_path: Path, parts: list[Path], *, beep_after: int | None = N
         start = sum(seconds_of(part) for part in parts[:beep_after])
         beep = (start, start + seconds_of(parts[beep_after]))
     return Answer(pcap_from_alaw(alaw.read_bytes(), tmp_path / "answer.pcap"), beep)
-
-
-def tone_wav(path: Path, seconds: float, hz: float) -> Path:
-    pcm = ["-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer"]
-    sox("-n", *pcm, str(path), "synth", str(seconds), "sine", str(hz), "vol", "0.4")
-    return path
 
 
 # How much earlier than the wall clock says SIPp's beep may end: SIPp's player runs a little

@@ -5,12 +5,14 @@ fixture)."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from calls.states import TERMINAL_STATES
 from harness.kamailio import CALLEE
-from harness.live import wait_until
-from harness.speech import silence_wav, sox_level
+from harness.live import tool, wait_until
+from harness.speech import silence_wav, sox_level, speech_wav, tone_wav, voiced_spans
 from telephony.speech import Speech
 from tests.telephony.conftest import status_of, submit
 from tests.telephony.interop.conftest import expected_sdp
@@ -100,3 +102,41 @@ def test_a_scripted_call_hears_the_callees_key_through_the_carrier_edge(
     # The key, pressed as the call was answered, cut the prompt short (by far more than the
     # moment baresip took to send it).
     assert spoken_seconds("Cancelled.", tmp_path) - 0.5 <= level.seconds <= whole - 2, level
+
+
+MACHINE_GREETING = (
+    "Hello, you have reached Sam. I cannot take your call. Leave a message after the tone."
+)
+
+
+@pytest.mark.parametrize("transport", ["tls"], indirect=True)  # its audio decrypted from SRTP
+def test_a_message_left_on_a_phones_voicemail_through_the_carrier_edge_ends_whole(
+    relay, kamailio, phones, user, tmp_path, transport
+):
+    """Machine detection (issue 56) on a real phone's audio: baresip answers through the
+    edge and sends a voicemail's greeting, a pause and a beep, then a quiet line; Relay,
+    asked to leave its message, speaks at once (as to a person), hears a machine, stops,
+    and says the message again whole once the beep is over: baresip hears the message once
+    cut, once whole."""
+    parts = [
+        speech_wav(tmp_path / "greeting.wav", MACHINE_GREETING, before=0.2),
+        silence_wav(tmp_path / "pause.wav", 0.4),
+        tone_wav(tmp_path / "beep.wav", 0.5, 1000),
+        silence_wav(tmp_path / "line.wav", 40),
+    ]
+    machine = tmp_path / "machine.wav"
+    subprocess.run([tool("sox"), *map(str, parts), str(machine)], check=True, timeout=60)  # noqa: S603
+    callee = phones("callee", number=CALLEE, source=machine, answer=True)
+    expected = spoken_seconds(MESSAGE, tmp_path)
+
+    call = submit(user, "interop-amd", MESSAGE, to=CALLEE, machineDetection="leave_message")
+    wait_until(lambda: status_of(call) in TERMINAL_STATES, deadline=90, what="the call to end")
+
+    assert (call.status, call.failure_reason) == ("completed", ""), relay
+    assert call.answered_as == "machine"
+    assert call.events.get(kind="detected").data == {"answeredBy": "machine"}
+    callee.wait_event("CALL_CLOSED", deadline=10)
+    # baresip writes each frame it decodes, and Relay sends nothing while it waits for the
+    # beep: the first, cut message and the whole one follow each other in its file.
+    heard = sum(end - start for start, end in voiced_spans(callee.heard()))
+    assert expected + 0.5 <= heard <= 2 * expected - 0.5, (heard, expected)
