@@ -82,6 +82,13 @@ quota_refusals = Counter(
     "concurrent_calls).",
     ["quota"],
 )
+speech_early_transcripts = Counter(
+    "relay_speech_early_transcripts",
+    "Speech gathers' transcriptions begun while the caller was quiet, before the utterance "
+    "ended: used (the utterance ended there) or dropped (the caller spoke again, or the "
+    "gather ended otherwise).",
+    ["outcome"],
+)
 users_flagged = Counter(
     "relay_users_flagged",
     "Users flagged for fraud review: FRAUD_FLAG_REFUSALS_PER_HOUR refusals within an hour.",

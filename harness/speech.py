@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.live import tool
-from telephony.sip.rtp import wav_from_g711
+from telephony.sip.rtp import pcm_from_g711, wav_from_g711
 from telephony.speech import Speech, missing_tools
+from telephony.vad import FRAME, VOICE_RMS, frame_features
 
 A_LAW = 8
 VOICE = "en-us"
@@ -77,6 +78,19 @@ def spoken_alaw(sentence: str = SENTENCE) -> bytes:
         raise RuntimeError(f"needs {', '.join(missing)} (Debian: apt-get install espeak-ng sox)")
     with tempfile.TemporaryDirectory() as cache:
         return Speech(Path(cache)).render(sentence, VOICE)[A_LAW]
+
+
+def voiced(alaw: bytes) -> bytes:
+    """A-law speech without the quiet before its first word and after its last (espeak-ng
+    leaves a few tenths of a second at each end), as Relay's voice detector tells voice:
+    20 ms frames loud enough to be voice (telephony.vad)."""
+    pcm = array("h", pcm_from_g711(alaw, A_LAW))
+    loud = [
+        n
+        for n in range(len(pcm) // FRAME)
+        if frame_features(pcm[n * FRAME : (n + 1) * FRAME])[0] >= VOICE_RMS
+    ]
+    return alaw[loud[0] * FRAME : (loud[-1] + 1) * FRAME] if loud else alaw
 
 
 def spoken_message(sentence: str = SENTENCE) -> tuple[bytes, float]:

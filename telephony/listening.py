@@ -2,9 +2,10 @@
 (telephony.vad) until the utterance ends, then its words from the transcription engine
 (history.transcription, TRANSCRIBE_ENGINE, the voicemail's).
 
-The engine runs in a child process of the agent (one, started when the first speech gather
-begins: spawn, not fork, since the agent has threads), never on the event loop nor in its
-thread: an engine holds the GIL for as long as it decodes. `warm` starts the child and loads
+The engine runs in child processes of the agent (up to SPEECH_GATHER_PROCESSES, the first
+started when the first speech gather begins, another when utterances end together: spawn,
+not fork, since the agent has threads), never on the event loop nor in its thread: an engine
+holds the GIL for as long as it decodes. `warm` starts the child and loads
 the model as a gather begins, while its prompt plays and the caller speaks, so the first
 utterance does not pay for them. Each transcription is bounded by TRANSCRIBE_TIMEOUT
 seconds; a failure, a timeout or the engine "off" is no speech ("", confidence 0), and the
@@ -21,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 import django
+from django.conf import settings
 
 from history.tasks import transcription_engine
 from history.transcription import ENGINES, Transcript
@@ -40,7 +42,9 @@ def _the_pool() -> ProcessPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=get_context("spawn"), initializer=django.setup
+                max_workers=settings.SPEECH_GATHER_PROCESSES,
+                mp_context=get_context("spawn"),
+                initializer=django.setup,
             )
         return _pool
 

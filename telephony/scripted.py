@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 
 from django.conf import settings
 
+from core import metrics
 from realtime.providers import call_identity
 from telephony.dial import Dial, Dialing, DialResult
 from telephony.listening import transcribe, warm
@@ -33,7 +34,7 @@ from telephony.recording import Recording, recording_save
 from telephony.sip.race import race, won
 from telephony.sip.rtp import pcm_from_g711
 from telephony.speech import Speech, SpeechError
-from telephony.vad import VoiceDetector
+from telephony.vad import FRAME_SECONDS, POST_ROLL, VoiceDetector
 from voiceapps.hooks import FetchFailed, hook_request, play_fetch
 from voiceapps.program import LimitReached, Program, gather_result, reported
 from voiceapps.verbs import PLAY_MAX_SECONDS, SPEECH_TIMEOUT_AUTO
@@ -311,7 +312,14 @@ class ScriptedTalk:
     async def _listen(self, call, body: dict, *, keys: bool) -> tuple[dict | None, str]:
         """Listen for an utterance: (the gather's result, "") when it ended by its silence,
         its length or the gather's timeout with no voice; (None, the key) when a key was
-        pressed first (when the gather takes keys: digits win)."""
+        pressed first (when the gather takes keys: digits win).
+
+        Its transcription starts early, once the caller has been quiet for half the
+        speechTimeout (at least POST_ROLL: the utterance's audio is then whole unless they
+        speak again), while the rest runs out: the words are mostly ready when the utterance
+        ends. Voice coming back
+        drops that transcription (`relay_speech_early_transcripts{outcome="dropped"}`) and
+        the next quiet starts another."""
         stream = call.stream
         loop = asyncio.get_running_loop()
         detector = VoiceDetector(
@@ -321,6 +329,11 @@ class ScriptedTalk:
         # No voice by the gather's timeout ends it; nor may a caller whose packets stop keep
         # it listening past the longest utterance.
         latest = started + body["timeout"] + UTTERANCE_MAX_SECONDS
+        early: asyncio.Future | None = None
+        early_voice = None  # the utterance's last voice frame when `early` began
+        # Half the speechTimeout: a pause for breath or at a comma (a few tenths of a second)
+        # starts no transcription, and one started then is over about when the utterance is.
+        early_after = max(POST_ROLL, detector.silence_frames * FRAME_SECONDS / 2)
         stream.record()
         try:
             while True:
@@ -335,6 +348,11 @@ class ScriptedTalk:
                 pcm = pcm_from_g711(audio, stream.payload_type)
                 if pcm is not None and detector.feed(pcm):
                     break
+                if early is not None and detector.last_voice != early_voice:
+                    early = _dropped(early)  # the caller spoke again
+                if early is None and detector.quiet_seconds >= early_after:
+                    early_voice = detector.last_voice
+                    early = asyncio.ensure_future(self._words(detector.utterance(), body))
                 now = loop.time()
                 if not detector.started and now - started >= body["timeout"]:
                     break
@@ -342,16 +360,32 @@ class ScriptedTalk:
                     break
         finally:
             stream.recording = None
+            if early is not None and (not detector.ended or detector.last_voice != early_voice):
+                early = _dropped(early)
         if not detector.started:  # ends as a key gather with no key
             return gather_result("", body=body, timed_out=True), ""
-        heard = await transcribe(
-            detector.utterance(),
+        if early is not None:
+            metrics.speech_early_transcripts.labels("used").inc()
+            heard = await early
+        else:
+            heard = await self._words(detector.utterance(), body)
+        result = {"digits": "", "reason": "speech", "speech": heard.text}
+        return {**result, "confidence": heard.confidence}, ""
+
+    async def _words(self, utterance: bytes, body: dict):
+        return await transcribe(
+            utterance,
             engine=settings.TRANSCRIBE_ENGINE,
             hints=body.get("hints", []),
             label=self.label,
         )
-        result = {"digits": "", "reason": "speech", "speech": heard.text}
-        return {**result, "confidence": heard.confidence}, ""
+
+
+def _dropped(early: asyncio.Future) -> None:
+    """Drop an early transcription whose utterance went on (or whose gather ended without
+    it): its place in the child freed if it has not begun."""
+    early.cancel()
+    metrics.speech_early_transcripts.labels("dropped").inc()
 
 
 LISTEN_POLL = 0.1  # seconds between two looks at what a speech gather heard

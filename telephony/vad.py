@@ -61,6 +61,14 @@ class VoiceDetector:
     def started(self) -> bool:
         return self.start is not None
 
+    @property
+    def quiet_seconds(self) -> float:
+        """How long the utterance has been quiet since its last voice frame (0 before it
+        started): from POST_ROLL on, `utterance()` stays what it is unless voice comes back."""
+        if self.last_voice is None or self.start is None:
+            return 0.0
+        return (self.frames - 1 - self.last_voice) * FRAME_SECONDS
+
     def feed(self, pcm: bytes) -> bool:
         """Take more audio; whether the utterance has ended."""
         if self.ended:

@@ -6,8 +6,9 @@ SPEECH_TIMEOUT) with an actionHook on a plain HTTP server on loopback in this pr
 answers `[]` (the call ends) and keeps the wall clock of each request's arrival by its
 `callId`. The far end is SIPp: it answers every call, waits a random 0 to SPREAD_MS (so the
 callers do not all stop talking in the same 100 ms, as they would not on a real line), then
-plays a 3 s sentence (espeak-ng, A-law, as a phone sends it) followed by silence, and, when
-the sentence's last packet has gone, writes the call's SIP Call-ID and the wall clock to a
+plays a 3 s sentence (espeak-ng, A-law, as a phone sends it, cut where Relay's voice
+detector hears its first and last voice) followed by silence, and, when its last packet has
+gone, writes the call's SIP Call-ID and the wall clock to a
 file. The delay is the hook's arrival less that moment, matched through the Call-ID the
 agent stored with the call: it holds the speechTimeout of silence that ends the utterance,
 the detector's poll, the transcription in the agent's child process and the hook's request.
@@ -19,7 +20,6 @@ import json
 import math
 import threading
 import time
-from array import array
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -30,15 +30,13 @@ from bench.stats import percentile
 from bench.wsload import ClientGroup
 from calls.models import Call
 from harness.sip import Sipp, pcap_from_alaw
-from harness.speech import spoken_alaw
-from telephony.sip.rtp import pcm_from_g711
+from harness.speech import spoken_alaw, voiced
 
 SENTENCE = "I would like to change my delivery to Friday morning, please"  # 3 s, voiced
 SPEECH_TIMEOUT = 1  # seconds of silence that end the utterance: "auto", the least there is
 SILENCE_S = 3.0  # after the sentence, as a line carries on
 SPREAD_MS = 8000
 TARGET_MS = 1500.0
-QUIET = 328  # -40 dBFS: below it a sample is no speech
 
 
 class Hook:
@@ -78,7 +76,7 @@ def _speaking(workdir: Path, spread_ms: int) -> tuple[str, Path, float]:
     """SIPp's actions after the answer (a random wait, the sentence with silence after it,
     then the moment its last packet left, written to a file), that file, and the sentence's
     seconds."""
-    alaw = _voiced(spoken_alaw(SENTENCE))
+    alaw = voiced(spoken_alaw(SENTENCE))
     seconds = len(alaw) / 8000
     pcap = pcap_from_alaw(alaw + b"\xd5" * int(SILENCE_S * 8000), workdir / "sentence.pcap")
     spoken = workdir / "spoken.log"
@@ -90,14 +88,6 @@ def _speaking(workdir: Path, spread_ms: int) -> tuple[str, Path, float]:
         "</action></nop>\n"
     )
     return actions, spoken, seconds
-
-
-def _voiced(alaw: bytes) -> bytes:
-    """`alaw` without the quiet espeak-ng leaves after the last word: the sentence ends
-    where its speech does, not where its render does."""
-    pcm = array("h", pcm_from_g711(alaw, 8))
-    loud = [n for n, sample in enumerate(pcm) if abs(sample) >= QUIET]
-    return alaw[: loud[-1] + 1] if loud else alaw
 
 
 def _script(hook: str) -> list[dict]:

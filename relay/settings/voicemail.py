@@ -39,6 +39,10 @@ must(
 )
 TRANSCRIBE_CONCURRENCY = whole_number("TRANSCRIBE_CONCURRENCY", 1, maximum=64)
 TRANSCRIBE_MAX_SECONDS = seconds("TRANSCRIBE_MAX_SECONDS", 180.0, above=True)
+# Each telephony agent's child processes that transcribe its speech gathers' utterances
+# (telephony.listening), started as gathers need them: a second one when two utterances end
+# together (each child holds the model, about 350 MB).
+SPEECH_GATHER_PROCESSES = whole_number("SPEECH_GATHER_PROCESSES", 2, maximum=16)
 # A voicemail mail (history.notifications) attaches the WAV up to this size, else links it.
 VOICEMAIL_EMAIL_MAX_MB = number("VOICEMAIL_EMAIL_MAX_MB", 5.0, maximum=100.0, what="megabytes")
 

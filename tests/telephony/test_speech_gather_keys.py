@@ -1,7 +1,9 @@
-"""Keys during a speech gather (issue 56): the agent's ScriptedTalk on a real RtpStream on
-loopback, its far end a UDP socket sending A-law speech and RFC 4733 key presses. With keys
-in `input` the first key stops listening (digits win, as in Twilio); with speech alone a key
-is not listened for. No transcription is reached (TRANSCRIBE_ENGINE is off in the tests)."""
+"""A speech gather's listening (issue 56): the agent's ScriptedTalk on a real RtpStream on
+loopback, its far end a UDP socket sending A-law speech, silence and RFC 4733 key presses.
+With keys in `input` the first key stops listening (digits win, as in Twilio); with speech
+alone a key is not listened for (no transcription is reached: TRANSCRIBE_ENGINE is off in
+the suite). With Whisper on, the transcription starts while the caller is quiet, before the
+speechTimeout ends the utterance, and is dropped when the caller speaks again."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ import struct
 from types import SimpleNamespace
 
 import pytest
+from prometheus_client import REGISTRY
 
-from harness.speech import spoken_alaw
+from harness.speech import spoken_alaw, voiced, words
 from telephony.scripted import ScriptedTalk
 from telephony.sip.rtp import RtpStream
 from telephony.speech import Speech, missing_tools
@@ -41,8 +44,12 @@ class FarEnd:
     async def speak(self, alaw: bytes) -> None:
         """`alaw` in 20 ms packets, paced as a phone sends them."""
         for offset in range(0, len(alaw), 160):
-            self._send(8, offset, alaw[offset : offset + 160])
+            self._send(8, self.sequence * 160, alaw[offset : offset + 160])
             await asyncio.sleep(0.02)
+
+    async def quiet(self, seconds: float) -> None:
+        """A quiet line for `seconds`: A-law silence, paced."""
+        await self.speak(b"\xd5" * round(seconds * 8000))
 
     def press(self, key: int, timestamp: int) -> None:
         """One key press: a start and three end packets (RFC 4733)."""
@@ -114,3 +121,53 @@ async def test_a_speech_only_gather_does_not_listen_for_keys(tmp_path):
 
     assert result == {"digits": "", "reason": "timeout", "speech": "", "confidence": 0.0}
     assert took >= 1  # its timeout ended it, not the key
+
+
+def early(outcome: str) -> float:
+    return (
+        REGISTRY.get_sample_value("relay_speech_early_transcripts_total", {"outcome": outcome})
+        or 0.0
+    )
+
+
+@pytest.fixture
+def whisper(settings):
+    settings.TRANSCRIBE_ENGINE = "whisper"
+
+
+SPEECH_GATHER = {"input": ["speech"], "timeout": 10, "speechTimeout": "auto", "hints": []}
+
+
+@pytest.mark.usefixtures("whisper")
+async def test_the_words_are_transcribed_while_the_caller_is_quiet_and_used(tmp_path):
+    used, dropped = early("used"), early("dropped")
+
+    async def caller(far: FarEnd) -> None:
+        await far.speak(spoken_alaw("Good morning, I am calling about my delivery"))
+        await far.quiet(2)
+
+    result, _ = await gathered(tmp_path, SPEECH_GATHER | {"language": "en"}, caller)
+
+    assert result["reason"] == "speech"
+    assert {"morning", "delivery"} <= set(words(result["speech"]))
+    assert (early("used") - used, early("dropped") - dropped) == (1, 0)
+
+
+@pytest.mark.usefixtures("whisper")
+async def test_a_caller_who_pauses_and_goes_on_is_heard_whole(tmp_path):
+    """Seven tenths of a second of quiet mid-sentence (more than the half second that starts a
+    transcription, less than the second that ends the utterance): the early words are
+    dropped, and the result holds what came after the pause too."""
+    used, dropped = early("used"), early("dropped")
+
+    async def caller(far: FarEnd) -> None:
+        await far.speak(voiced(spoken_alaw("Good morning")))
+        await far.quiet(0.7)
+        await far.speak(voiced(spoken_alaw("I am calling about my delivery")))
+        await far.quiet(2)
+
+    result, _ = await gathered(tmp_path, SPEECH_GATHER | {"language": "en"}, caller)
+
+    assert {"morning", "delivery"} <= set(words(result["speech"]))
+    assert early("used") - used == 1
+    assert early("dropped") - dropped >= 1
