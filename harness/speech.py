@@ -23,7 +23,7 @@ from pathlib import Path
 from harness.live import tool
 from telephony.sip.rtp import pcm_from_g711, wav_from_g711
 from telephony.speech import Speech, missing_tools
-from telephony.vad import FRAME, VOICE_RMS, frame_features
+from telephony.vad import FRAME, MAX_ZCR, VOICE_RMS, frame_features
 
 A_LAW = 8
 VOICE = "en-us"
@@ -81,15 +81,12 @@ def spoken_alaw(sentence: str = SENTENCE) -> bytes:
 
 
 def voiced(alaw: bytes) -> bytes:
-    """A-law speech without the quiet before its first word and after its last (espeak-ng
-    leaves a few tenths of a second at each end), as Relay's voice detector tells voice:
-    20 ms frames loud enough to be voice (telephony.vad)."""
+    """A-law speech from its first voice frame to its last, as Relay's voice detector tells
+    voice (telephony.vad: loud, and not hiss): without the quiet espeak-ng leaves at each end,
+    and without a last unvoiced sound, which the detector does not count as voice either."""
     pcm = array("h", pcm_from_g711(alaw, A_LAW))
-    loud = [
-        n
-        for n in range(len(pcm) // FRAME)
-        if frame_features(pcm[n * FRAME : (n + 1) * FRAME])[0] >= VOICE_RMS
-    ]
+    features = [frame_features(pcm[n * FRAME : (n + 1) * FRAME]) for n in range(len(pcm) // FRAME)]
+    loud = [n for n, (rms, zcr) in enumerate(features) if rms >= VOICE_RMS and zcr <= MAX_ZCR]
     return alaw[loud[0] * FRAME : (loud[-1] + 1) * FRAME] if loud else alaw
 
 

@@ -5,10 +5,13 @@ family's module so that no family imports another's."""
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from bench import fixtures, procs, sip, wrk
@@ -87,3 +90,44 @@ def sip_start(b: Bench, name: str) -> Path:
     fixtures.calls_reset()
     sip.check_no_worker()
     return Path(b.env["RELAY_VAR_DIR"]) / name
+
+
+class VoiceApp:
+    """A voice application on loopback in the harness's process (sip_scripted_100,
+    sip_speech_gather): answers every hook at once with `answer` (a script, as JSON), and
+    keeps, per request, when it arrived (time.time()), its body, and how long the answer took
+    it (request read to response written, ms)."""
+
+    def __init__(self, answer: list, path: str = "/hook") -> None:
+        body = json.dumps(answer).encode()
+        requests = self.requests = []  # (arrived, body as JSON, ms)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                arrived, started = time.time(), time.perf_counter()
+                got = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                requests.append((arrived, json.loads(got), (time.perf_counter() - started) * 1000))
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def times(self) -> list[float]:
+        """How long each answer took, ms."""
+        return [ms for _, _, ms in self.requests]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

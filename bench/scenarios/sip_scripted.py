@@ -8,57 +8,20 @@ so that the machine's drift hits both alike."""
 
 from __future__ import annotations
 
-import json
 import math
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from bench import fixtures, sip
 from bench.report import Row
-from bench.scenarios.common import Bench, relay_urls
+from bench.scenarios.common import Bench, VoiceApp, relay_urls
 from bench.stats import percentile
 from bench.wsload import ClientGroup
 
 PROMPT = "Your appointment is tomorrow at nine. Press 1 to confirm."
 THANKS = "Thank you. Goodbye."
 SLACK_MS = 50  # the target: key to next audio, beyond the hook's own time
-
-
-class Hook:
-    """The voice application: answers every hook at once with a `say` of THANKS, and keeps
-    how long each answer took it (request read to response written, ms)."""
-
-    def __init__(self) -> None:
-        answer = json.dumps([{"say": {"text": THANKS}}]).encode()
-        times = self.times = []
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                started = time.perf_counter()
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-                times.append((time.perf_counter() - started) * 1000)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/confirm"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @dataclass
@@ -83,7 +46,7 @@ def _script(hook: str) -> list[dict]:
 
 
 def _leg(b: Bench, workdir: Path, prefix: str, *, scripted: bool, calls: int,
-         hook: Hook) -> ScriptLeg:  # fmt: skip
+         hook: VoiceApp) -> ScriptLeg:  # fmt: skip
     """One agent with room for every call, a warm-up call (the speech rendered), then `calls`
     calls at once, scripted or with the one message, until all have ended."""
     far_end = sip.FarEnd(workdir, secure=False, calls=1 + calls, timeout=300, metered=True,
@@ -140,7 +103,7 @@ def sip_scripted_100(b: Bench) -> None:
     # Hooks are signed with the user's webhook secret: the user of the bench's socket has one
     # while this runs (for an event its calls never send).
     user = fixtures.user(fixtures.WS_EMAIL.format(0))
-    hook = Hook()
+    hook = VoiceApp([{"say": {"text": THANKS}}], "/confirm")
     with override_settings(WEBHOOK_ALLOW_PRIVATE=True):
         webhook_set(user=user, url=hook.url, events=["incoming_call"])
     workdir = Path(b.env["RELAY_VAR_DIR"]) / "sip_scripted_100"

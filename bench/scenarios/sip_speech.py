@@ -16,16 +16,13 @@ A warm-up call first, so that the model's load is not in the figures."""
 
 from __future__ import annotations
 
-import json
 import math
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from bench import fixtures, sip
 from bench.report import Row
-from bench.scenarios.common import Bench, relay_urls
+from bench.scenarios.common import Bench, VoiceApp, relay_urls
 from bench.stats import percentile
 from bench.wsload import ClientGroup
 from calls.models import Call
@@ -37,39 +34,6 @@ SPEECH_TIMEOUT = 1  # seconds of silence that end the utterance: "auto", the lea
 SILENCE_S = 3.0  # after the sentence, as a line carries on
 SPREAD_MS = 8000
 TARGET_MS = 1500.0
-
-
-class Hook:
-    """The voice application: answers every hook with `[]` and keeps when each arrived
-    (time.time()) and what it heard, by the call's `callId`."""
-
-    def __init__(self) -> None:
-        arrivals = self.arrivals = {}
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                arrived = time.time()
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                arrivals[body.get("callId")] = (arrived, body.get("result") or {})
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"[]")
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/heard"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def _speaking(workdir: Path, spread_ms: int) -> tuple[str, Path, float]:
@@ -109,7 +73,7 @@ def sip_speech_gather(b: Bench) -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     prefix = f"speech-{int(time.time())}-"
     user = fixtures.user(fixtures.WS_EMAIL.format(0))  # hooks are signed with its secret
-    hook = Hook()
+    hook = VoiceApp([], "/heard")
     with override_settings(WEBHOOK_ALLOW_PRIVATE=True):
         webhook_set(user=user, url=hook.url, events=["incoming_call"])
     actions, spoken, sentence_s = _speaking(workdir, SPREAD_MS if calls > 1 else 0)
@@ -152,8 +116,9 @@ def sip_speech_gather(b: Bench) -> None:
     rows = Call.objects.filter(call_id__startswith=f"{prefix}load-").values_list(
         "call_id", "sip_call_id"
     )
+    arrivals = {body.get("callId"): (at, body.get("result") or {}) for at, body, _ in hook.requests}
     for call_id, sip_call_id in rows:
-        arrival = hook.arrivals.get(call_id)
+        arrival = arrivals.get(call_id)
         if arrival is None or sip_call_id not in ended:
             continue
         delays.append((arrival[0] - ended[sip_call_id]) * 1000)
