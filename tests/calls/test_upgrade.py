@@ -74,8 +74,19 @@ CALL_TABLES = (
 # What the ledger may add to a call object and to its frames (issue 54: `call`, Relay's id for
 # the call, and `seq`, the order of its events), and what later releases added beside them
 # (issue 56: `machineDetection`, asked for, and `answeredBy`, found, null on every call the
-# release placed); every other key must stay as it was.
-LEDGER_KEYS = frozenset({"call", "seq", "machineDetection", "answeredBy"})
+# release placed; a script's recording's transcript, null or empty on the release's, whose
+# recordings were never transcribed); every other key must stay as it was.
+LEDGER_KEYS = frozenset(
+    {
+        "call",
+        "seq",
+        "machineDetection",
+        "answeredBy",
+        "transcript",
+        "transcriptConfidence",
+        "transcriptStatus",
+    }
+)
 
 
 @cache
