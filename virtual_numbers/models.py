@@ -1,8 +1,11 @@
 import uuid
+from datetime import date
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from virtual_numbers.hours import Hours, Window
 
 
 class InventoryNumber(models.Model):
@@ -130,3 +133,39 @@ class BlockedCaller(models.Model):
 
     def __str__(self) -> str:
         return f"{self.caller_num} blocked on {self.number_id}"
+
+
+class OpeningHours(models.Model):
+    """When a number takes calls (PUT /api/numbers/:id/hours); a number without a row is
+    always open. Read through virtual_numbers.hours.Hours (`hours()`), whose `open_at` the API
+    and the inbound desk share. The windows and dates are JSON, as the API takes them: they are
+    only ever read and written whole, with the number (docs/decisions.md, issue 57)."""
+
+    number = models.OneToOneField(
+        Number, on_delete=models.CASCADE, primary_key=True, related_name="opening_hours"
+    )
+    time_zone = models.CharField(max_length=64)  # an IANA key zoneinfo knows
+    # [{"days": ["mon", ...], "start": "09:00", "end": "17:30"}, ...]; empty: open all day
+    weekly = models.JSONField(default=list, blank=True)
+    closed_dates = models.JSONField(default=list, blank=True)  # ["2026-12-25", ...], sorted
+    do_not_disturb = models.BooleanField(default=False)
+    # What a caller hears while the number is closed, spoken; empty: the usual greeting.
+    closed_greeting = models.CharField(max_length=500, blank=True, default="")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "opening hours"
+
+    def __str__(self) -> str:
+        return f"opening hours of {self.number_id}"
+
+    def hours(self) -> Hours:
+        return Hours(
+            time_zone=self.time_zone,
+            weekly=tuple(
+                Window(days=tuple(w["days"]), start=w["start"], end=w["end"]) for w in self.weekly
+            ),
+            closed_dates=frozenset(date.fromisoformat(d) for d in self.closed_dates),
+            do_not_disturb=self.do_not_disturb,
+            closed_greeting=self.closed_greeting,
+        )

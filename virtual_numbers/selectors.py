@@ -2,7 +2,8 @@
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import JSONArray
@@ -13,7 +14,8 @@ from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
 from core.recordings import recording_opener
-from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
+from virtual_numbers.hours import Hours, open_at
+from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, OpeningHours
 from virtual_numbers.serializers import (
     BlockedCallerOutput,
     ForwardingOutput,
@@ -34,6 +36,13 @@ def number_access(*, user: User, number_id: str | uuid.UUID, lock: bool = False)
     if found is None:
         raise NotFound()
     return found
+
+
+def number_manage_access(*, user: User, number_id: str | uuid.UUID) -> Number:
+    """The number `number_id` whose call-handling settings (its opening hours) `user` may
+    change: today only the owner's (number_access: NotFound for anyone else); the one place a
+    manager role will be let in."""
+    return number_access(user=user, number_id=number_id)
 
 
 def numbers_of(*, user: User) -> list[Number]:
@@ -90,6 +99,47 @@ class Greeting:
             recording_url=None,
             recording_seconds=None,
         )
+
+
+@dataclass(frozen=True)
+class HoursSettings:
+    """A number's opening hours as GET /api/numbers/:id/hours answers them; `time_zone` None:
+    none are set, and the number is always open."""
+
+    time_zone: str | None
+    open_now: bool
+    weekly: list = field(default_factory=list)
+    closed_dates: list = field(default_factory=list)
+    do_not_disturb: bool = False
+    closed_greeting: str = ""
+
+    @classmethod
+    def of(cls, row: OpeningHours | None, *, at: datetime) -> "HoursSettings":
+        if row is None:
+            return cls(time_zone=None, open_now=True)
+        return cls(
+            time_zone=row.time_zone,
+            open_now=open_at(row.hours(), at),
+            weekly=row.weekly,
+            closed_dates=row.closed_dates,
+            do_not_disturb=row.do_not_disturb,
+            closed_greeting=row.closed_greeting,
+        )
+
+
+def hours_of(*, number: Number) -> OpeningHours | None:
+    """The number's opening hours, or None when none are set (always open)."""
+    return OpeningHours.objects.filter(number=number).first()
+
+
+def number_closed(*, number: Number, at: datetime) -> Hours | None:
+    """The number's hours when they say it is closed at the instant `at` (its calls then go
+    straight to voicemail: telephony.inbound.routing), else None: open, or no hours set."""
+    row = hours_of(number=number)
+    if row is None:
+        return None
+    hours = row.hours()
+    return None if open_at(hours, at) else hours
 
 
 def blocklist_of(*, number: Number) -> list[BlockedCaller]:

@@ -1,3 +1,6 @@
+import re
+from datetime import date
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -13,6 +16,17 @@ from core.fields import (
     StrictIntegerField,
 )
 from core.webrtc import BROWSER
+from virtual_numbers.hours import (
+    CLOSED_DATES_MAX,
+    DAYS,
+    TIME_ZONE_MAX_LENGTH,
+    WINDOWS_MAX,
+    Window,
+    minutes,
+    overlaps,
+    time_problem,
+    time_zones,
+)
 from virtual_numbers.models import (
     FORWARD_RING_SECONDS,
     FORWARD_RING_SECONDS_DEFAULT,
@@ -141,4 +155,173 @@ class ForwardingOutput(serializers.Serializer):
     screening = serializers.BooleanField()
     callerId = serializers.ChoiceField(  # noqa: N815
         source="caller_id", choices=ForwardCallerId.choices
+    )
+
+
+# --- opening hours (issue 57) ---------------------------------------------------------------
+@extend_schema_field({"type": "string", "pattern": r"^([01][0-9]|2[0-3]):[0-5][0-9]$"})
+class StartTimeField(StrictCharField):
+    """The start of a window: "HH:MM", 00:00 to 23:59."""
+
+    end = False
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=5, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        problem = time_problem(value, end=self.end)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+
+@extend_schema_field({"type": "string", "pattern": r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"})
+class EndTimeField(StartTimeField):
+    """The end of a window: "HH:MM", up to 24:00 (the end of the day)."""
+
+    end = True
+
+
+class DayField(serializers.ChoiceField):
+    default_error_messages = {"invalid_choice": f"Must be one of {', '.join(DAYS)}."}
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=DAYS, **kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input="")
+        return super().to_internal_value(data)
+
+
+class WindowInput(serializers.Serializer):
+    days = serializers.ListField(
+        child=DayField(),
+        min_length=1,
+        max_length=len(DAYS),
+        error_messages={
+            "min_length": "Name at least one day.",
+            "max_length": "Name each day at most once.",
+        },
+        help_text="Days of the week: mon, tue, wed, thu, fri, sat, sun.",
+    )
+    start = StartTimeField(help_text='Opens at, local time: "HH:MM", 00:00 to 23:59.')
+    end = EndTimeField(
+        help_text='Closes at, local time: "HH:MM" after `start`, up to 24:00 (midnight at the '
+        "day's end). A night is two windows, one each side of midnight."
+    )
+
+    def validate_days(self, days: list[str]) -> list[str]:
+        if len(set(days)) != len(days):
+            raise serializers.ValidationError("Name each day at most once.")
+        return days
+
+    def validate(self, attrs: dict) -> dict:
+        if minutes(attrs["end"]) <= minutes(attrs["start"]):
+            raise serializers.ValidationError({"end": ["Must be after start."]})
+        return attrs
+
+
+@extend_schema_field({"type": "string", "maxLength": TIME_ZONE_MAX_LENGTH})
+class TimeZoneField(StrictCharField):
+    """An IANA time zone, like Europe/London, as zoneinfo knows it."""
+
+    default_error_messages = {
+        "zone": "Must be an IANA time zone, like Europe/London or America/New_York."
+    }
+
+    def __init__(self, **kwargs):
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if len(value) > TIME_ZONE_MAX_LENGTH or value not in time_zones():
+            self.fail("zone")
+        return value
+
+
+@extend_schema_field({"type": "string", "format": "date"})
+class ClosedDateField(StrictCharField):
+    """A calendar date, "YYYY-MM-DD"."""
+
+    default_error_messages = {"date": 'Must be a date "YYYY-MM-DD", like 2026-12-25.'}
+
+    def __init__(self, **kwargs):
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        # fromisoformat alone takes "20261225" and other ISO forms too: one form only.
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+            self.fail("date")
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            self.fail("date")
+        return value
+
+
+class HoursInput(serializers.Serializer):
+    timeZone = TimeZoneField(  # noqa: N815
+        help_text="The IANA time zone the times and dates are in, like Europe/London."
+    )
+    weekly = serializers.ListField(
+        child=WindowInput(),
+        default=list,
+        max_length=WINDOWS_MAX,
+        error_messages={"max_length": f"Give at most {WINDOWS_MAX} windows."},
+        help_text=f"Up to {WINDOWS_MAX} windows when the number takes calls; none: every day, "
+        "all day (but the closed dates). Windows on the same day may not overlap.",
+    )
+    closedDates = serializers.ListField(  # noqa: N815
+        child=ClosedDateField(),
+        default=list,
+        max_length=CLOSED_DATES_MAX,
+        error_messages={"max_length": f"Give at most {CLOSED_DATES_MAX} dates."},
+        help_text=f"Up to {CLOSED_DATES_MAX} dates, local, when the number is closed all day.",
+    )
+    doNotDisturb = StrictBooleanField(  # noqa: N815
+        default=False,
+        help_text="true: closed, whatever the hours, until it is turned off.",
+    )
+    closedGreeting = GreetingField(  # noqa: N815
+        default="",
+        help_text="What callers hear while the number is closed, spoken, up to 500 characters; "
+        "empty: the number's usual greeting.",
+    )
+
+    def validate_weekly(self, weekly: list[dict]) -> list[dict]:
+        windows = [Window(days=tuple(w["days"]), start=w["start"], end=w["end"]) for w in weekly]
+        problems = overlaps(windows)
+        if problems:
+            raise serializers.ValidationError(
+                {str(index): [why] for index, why in problems.items()}
+            )
+        return weekly
+
+    def validate_closedDates(self, dates: list[str]) -> list[str]:  # noqa: N802
+        if len(set(dates)) != len(dates):
+            raise serializers.ValidationError("Name each date at most once.")
+        return sorted(dates)
+
+
+class WindowOutput(serializers.Serializer):
+    days = serializers.ListField(child=serializers.CharField())
+    start = serializers.CharField()
+    end = serializers.CharField()
+
+
+class HoursOutput(serializers.Serializer):
+    timeZone = serializers.CharField(  # noqa: N815
+        source="time_zone", allow_null=True, help_text="null: no hours are set (always open)."
+    )
+    weekly = WindowOutput(many=True)
+    closedDates = serializers.ListField(  # noqa: N815
+        source="closed_dates", child=serializers.CharField()
+    )
+    doNotDisturb = serializers.BooleanField(source="do_not_disturb")  # noqa: N815
+    closedGreeting = serializers.CharField(source="closed_greeting")  # noqa: N815
+    openNow = serializers.BooleanField(  # noqa: N815
+        source="open_now", help_text="Whether the number takes calls at this moment."
     )

@@ -1,5 +1,5 @@
 """Every write on numbers: inventory, creation behind the CAPTCHA, alias, PIN, greetings,
-forwarding, deletion."""
+forwarding, opening hours, deletion."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from virtual_numbers.models import (
     ForwardCallerId,
     InventoryNumber,
     Number,
+    OpeningHours,
     PinFailure,
 )
 
@@ -507,3 +508,32 @@ def numbers_erase(*, user: User) -> None:
     Inside the deletion's transaction."""
     for number in Number.objects.select_for_update().filter(owner=user).order_by("pk"):
         _delete_with_recordings(number)
+
+
+# --- opening hours -------------------------------------------------------------------------
+def number_hours_set(*, number: Number, data: dict) -> OpeningHours:
+    """Set when the number takes calls, replacing what was set: `data` as HoursInput
+    validated it (the API's names; the windows checked for overlaps, the dates for
+    duplicates). Rate limited per owner like forwarding (RATE_LIMIT_FORWARDING_PER_USER).
+    NotFound when the number is gone."""
+    ratelimit.hit("hours:user", str(number.owner_id), settings.RATE_LIMIT_FORWARDING_PER_USER)
+    fields = {
+        "time_zone": data["timeZone"],
+        "weekly": [
+            {"days": list(w["days"]), "start": w["start"], "end": w["end"]} for w in data["weekly"]
+        ],
+        "closed_dates": list(data["closedDates"]),
+        "do_not_disturb": data["doNotDisturb"],
+        "closed_greeting": data["closedGreeting"],
+        "updated_at": timezone.now(),
+    }
+    with transaction.atomic():
+        locked = _locked(number)
+        hours, _ = OpeningHours.objects.update_or_create(number=locked, defaults=fields)
+    return hours
+
+
+def number_hours_clear(*, number: Number) -> None:
+    """Remove the number's hours: it is always open again (do-not-disturb off too). Nothing
+    to remove is no error."""
+    OpeningHours.objects.filter(number=number).delete()

@@ -1,3 +1,4 @@
+from django.utils import timezone
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -17,6 +18,8 @@ from virtual_numbers.serializers import (
     ForwardingOutput,
     GreetingInput,
     GreetingOutput,
+    HoursInput,
+    HoursOutput,
     NumberCreateInput,
     NumberListOutput,
     NumberOutput,
@@ -50,6 +53,20 @@ FORWARDING_DESCRIPTION = (
     "rings the targets (docs/telephony.md, Forwarding); the simulated provider stores and "
     "checks the settings but never forwards."
 )
+HOURS_EXAMPLE = {
+    "timeZone": "Europe/London",
+    "weekly": [{"days": ["mon", "tue", "wed", "thu", "fri"], "start": "09:00", "end": "17:30"}],
+    "closedDates": ["2026-12-25"],
+    "doNotDisturb": False,
+    "closedGreeting": "The shop is closed. Leave a message and we will call you back.",
+}
+HOURS_DESCRIPTION = (
+    "When the number takes calls. Outside its hours, on its closed dates and while "
+    "`doNotDisturb` is on, its calls go straight to voicemail (with `closedGreeting` if set) "
+    "without ringing anyone: no forwarding, no browser, no voice application "
+    "(docs/telephony.md, Opening hours). Times are local to `timeZone`, across "
+    "daylight-saving changes. No hours set: always open."
+)
 
 
 class NumberViewSet(ResourceViewSet):
@@ -64,6 +81,7 @@ class NumberViewSet(ResourceViewSet):
         "blocked_add": BlockedCallerInput,
         "blocked_remove": BlockedCallerInput,
         "forwarding_set": ForwardingInput,
+        "hours_set": HoursInput,
     }
 
     def number(self):
@@ -308,4 +326,54 @@ class NumberViewSet(ResourceViewSet):
     @forwarding.mapping.delete
     def forwarding_clear(self, request, number_id):
         services.number_forwarding_clear(number=self.number())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def managed_number(self):
+        """The number named in the path, if the caller may change how it takes calls
+        (selectors.number_manage_access); 404 otherwise."""
+        return selectors.number_manage_access(
+            user=self.request.user, number_id=self.kwargs["number_id"]
+        )
+
+    @operation(
+        "numbers_hours_get",
+        summary="Read a number's opening hours",
+        description=HOURS_DESCRIPTION + " `timeZone` is null while none are set; `openNow` "
+        "says whether the number takes calls at this moment.",
+        responses={200: (HoursOutput, {**HOURS_EXAMPLE, "openNow": True})},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @action(detail=True, methods=["get"])
+    def hours(self, request, number_id):
+        row = selectors.hours_of(number=self.managed_number())
+        return self.answer(HoursOutput, selectors.HoursSettings.of(row, at=timezone.now()))
+
+    @operation(
+        "numbers_hours_set",
+        summary="Set a number's opening hours and do-not-disturb",
+        description=HOURS_DESCRIPTION + " Replaces what was set; fields left out take their "
+        "defaults. 400 `invalid_request`, nothing stored, for windows that overlap on a day, "
+        "end at or before they start, an unknown time zone or day, a time that is not HH:MM, "
+        "a date given twice or not YYYY-MM-DD, more than 50 windows or 366 dates. Rate "
+        "limited per user (`RATE_LIMIT_FORWARDING_PER_USER`, counted apart from forwarding).",
+        request=(HoursInput, HOURS_EXAMPLE),
+        responses={200: (HoursOutput, {**HOURS_EXAMPLE, "openNow": False})},
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.RATE_LIMITED],
+    )
+    @hours.mapping.put
+    def hours_set(self, request, number_id):
+        number = self.managed_number()  # 404 before 400
+        row = services.number_hours_set(number=number, data=self.validated())
+        return self.answer(HoursOutput, selectors.HoursSettings.of(row, at=timezone.now()))
+
+    @operation(
+        "numbers_hours_clear",
+        summary="Remove a number's opening hours",
+        description="The number takes calls at all times again, and do-not-disturb is off.",
+        responses={204: (None, None)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @hours.mapping.delete
+    def hours_clear(self, request, number_id):
+        services.number_hours_clear(number=self.managed_number())
         return Response(status=status.HTTP_204_NO_CONTENT)

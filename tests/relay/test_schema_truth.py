@@ -35,6 +35,7 @@ RATE_LIMITED = {
     "calls_submit": {"rate_limited", "quota_exceeded"},
     "numbers_pin_change": {"pin_locked"},
     "numbers_forwarding_set": {"rate_limited"},
+    "numbers_hours_set": {"rate_limited"},
     "user_matrix_set": {"rate_limited"},
     "user_delete": {"rate_limited"},
     "user_export": {"rate_limited"},

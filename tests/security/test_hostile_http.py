@@ -66,6 +66,17 @@ ENDPOINTS = {
         "/api/numbers/{number}/blocked",
         {"caller_num": '"+447700900123"'},
     ),
+    "numbers hours": (
+        "put",
+        "/api/numbers/{number}/hours",
+        {
+            "timeZone": '"Europe/London"',
+            "weekly": '[{"days": ["mon", "fri"], "start": "09:00", "end": "17:30"}]',
+            "closedDates": '["2026-12-25"]',
+            "doNotDisturb": "false",
+            "closedGreeting": '"Closed."',
+        },
+    ),
     "captcha verify": (
         "post",
         "/api/captcha/verify",
@@ -87,7 +98,13 @@ ENDPOINTS = {
 @pytest.fixture
 def open_limits(settings):
     """Rate limits out of the way, so that examples reach the validation behind them."""
-    for name in ("AUTH_PER_IP", "AUTH_PER_EMAIL", "CAPTCHA_VERIFY_PER_IP", "CALLS_PER_USER"):
+    for name in (
+        "AUTH_PER_IP",
+        "AUTH_PER_EMAIL",
+        "CAPTCHA_VERIFY_PER_IP",
+        "CALLS_PER_USER",
+        "FORWARDING_PER_USER",
+    ):
         setattr(settings, f"RATE_LIMIT_{name}", "1000000/m")
 
 
@@ -142,6 +159,7 @@ ID_ROUTES = [
     ("post", "/api/calls/{}/cancel"),
     ("delete", "/api/numbers/{}"),
     ("get", "/api/numbers/{}/blocked"),
+    ("get", "/api/numbers/{}/hours"),
     ("delete", "/api/user/sessions/{}"),
 ]
 
