@@ -8,6 +8,11 @@
 - a caller on the number's blocklist: 603 and a `blocked` record (duration 0);
 - a Call-ID seen before (a re-sent INVITE): 482, nothing recorded again;
 - an agent at SIP_MAX_CONCURRENT_CALLS: 486 and a `missed` record;
+- a number closed now by its opening hours (outside its weekly windows, on a closed date, or
+  with do-not-disturb on; virtual_numbers.hours.open_at): 180 Ringing and voicemail answers
+  at once, with the closed greeting if one is set; nobody is rung (no forwarding leg, no
+  browser, no `incoming_call`) and no voice application is asked (docs/decisions.md,
+  issue 57);
 - a number with a voice application (voiceapps): 180 Ringing, its script (a URL's asked for
   first, VOICE_HOOK_TIMEOUT at most), then the call answered and the script run on it
   (`answered`, by `app`; telephony.inbound.app_session); an application that fails to give
@@ -33,6 +38,7 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
+from django.utils import timezone
 
 from core.recordings import recordings_storage
 from history.models import ANONYMOUS_CALLER, CallStatus
@@ -45,6 +51,7 @@ from telephony.inbound.voicemail import Voicemail
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech
 from virtual_numbers import selectors as number_selectors
+from virtual_numbers.hours import Hours
 from voiceapps.selectors import voice_app_of
 
 logger = logging.getLogger(__name__)
@@ -143,8 +150,12 @@ class InboundDesk:
             number=number, caller_num=caller
         )
         ringing = not blocked and self.room() > 0 and not self.stopping
+        closed = await self._closed(number) if ringing else None
         ledger = await self.db(services.inbound_call_open)(
-            sip_call_id=call.sip_call_id, number=number, caller_num=caller, ringing=ringing
+            sip_call_id=call.sip_call_id,
+            number=number,
+            caller_num=caller,
+            ringing=ringing and closed is None,
         )
         if ledger is None:
             await call.refuse(482, "Loop Detected")
@@ -158,10 +169,24 @@ class InboundDesk:
             await self._record(ledger, CallStatus.MISSED)
             return
         self.live[call.sip_call_id] = (call, ledger)
+        if closed is not None:
+            await self._answer_closed(call, number, ledger, closed)
+            return
         app = await self.db(voice_app_of)(number=number)
         if app is not None and await self._answer_by_app(call, number, ledger, app, caller):
             return
         await self._ring_then_answer(call, number, ledger)
+
+    async def _closed(self, number) -> Hours | None:
+        """The number's hours when they have it closed at this instant, else None."""
+        return await self.db(number_selectors.number_closed)(number=number, at=timezone.now())
+
+    async def _answer_closed(self, call: InboundDialog, number, ledger, hours: Hours) -> None:
+        """A closed number's call: voicemail answers at once, with the closed greeting if one
+        is set; nobody is rung and no voice application asked (module docstring)."""
+        logger.info("inbound call %s: closed now, voicemail answers", call.sip_call_id)
+        await call.ringing()
+        await self._voicemail(call, number, ledger, greeting=hours.closed_greeting)
 
     async def _answer_by_app(self, call: InboundDialog, number, ledger, app, caller: str) -> bool:
         """Answer with the number's voice application (telephony.inbound.app_session); False
@@ -204,6 +229,11 @@ class InboundDesk:
                 await asyncio.wait_for(call.ended.wait(), settings.INBOUND_RING_SECONDS)
         if call.ended.is_set() and not call.canceled.is_set():
             await call.refuse(480, "Temporarily Unavailable")  # the agent is stopping
+        await self._voicemail(call, number, ledger)
+
+    async def _voicemail(self, call: InboundDialog, number, ledger, *, greeting: str = "") -> None:
+        """Voicemail answers the call (with `greeting` spoken in place of the number's usual
+        one, if given), unless it is over already: then it is `missed`."""
         if call.final_status:  # canceled, or turned away
             await self._record(ledger, CallStatus.MISSED)
             return
@@ -213,7 +243,7 @@ class InboundDesk:
             return
         # Voicemail listens for keys from the answer on, before anything is awaited: a caller
         # who presses `*` at once, while the answer is being written, is heard.
-        voicemail = Voicemail(call, self.speech, self.db, number)
+        voicemail = Voicemail(call, self.speech, self.db, number, greeting=greeting)
         answered = time.monotonic()
         await self.db(services.inbound_call_answered)(call=ledger)
         recording = await voicemail.run()

@@ -1,7 +1,7 @@
-"""What an answered call to a number hears: the greeting (the one the owner recorded by phone,
-else the text spoken), a beep, and the caller's message recorded until they hang up,
-VOICEMAIL_MAX_SECONDS or VOICEMAIL_SILENCE_SECONDS of silence; or, after `*` during the
-greeting, the mailbox (telephony.inbound.mailbox)."""
+"""What an answered call to a number hears: the greeting (a closed number's closed greeting,
+else the one the owner recorded by phone, else the text spoken), a beep, and the caller's
+message recorded until they hang up, VOICEMAIL_MAX_SECONDS or VOICEMAIL_SILENCE_SECONDS of
+silence; or, after `*` during the greeting, the mailbox (telephony.inbound.mailbox)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,13 @@ class Voicemail:
     """What an answered call hears: the greeting, then either the beep and the recording,
     or (after `*`) the mailbox."""
 
-    def __init__(self, call: InboundDialog, speech: Speech, db: Callable, number) -> None:
+    def __init__(
+        self, call: InboundDialog, speech: Speech, db: Callable, number, *, greeting: str = ""
+    ) -> None:
         self.line = Line(call, speech)
         self.call, self.speech, self.db, self.number = call, speech, db, number
+        # Spoken in place of the number's greeting (a closed number's closed greeting).
+        self.greeting = greeting
         self.stream = call.stream
 
     async def run(self) -> dict:
@@ -48,8 +52,11 @@ class Voicemail:
         return await self._record()
 
     async def _greeting(self) -> bytes:
-        """The recorded greeting, or when there is none (or its file cannot be played) the
-        text greeting spoken, or the default."""
+        """The greeting given for this call (a closed number's) spoken; else the recorded
+        greeting, or when there is none (or its file cannot be played) the text greeting
+        spoken, or the default."""
+        if self.greeting:
+            return await self.line.speech(self.greeting)
         if self.number.greeting_recording:
             recorded = await self.line.stored(self.number.greeting_recording)
             if recorded:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -17,6 +19,7 @@ from harness.sip import SIPP_SHARE, Sipp, free_udp_port, pcap_packets_within, pr
 from history.models import AnsweredBy, CallStatus
 from tests.factories import NumberFactory
 from tests.telephony.conftest import CALLER, bridge_log, call_in, sip_env, wait_for_records
+from virtual_numbers.models import OpeningHours
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -198,6 +201,41 @@ def test_a_busy_target_sends_the_call_to_voicemail_at_once(relay, tmp_path, user
     assert caller.finish() == 0, caller
     assert time.monotonic() - started < 20  # not the 30 s of ringing
     assert_voicemail_took_it(number)
+
+
+def test_a_closed_number_goes_straight_to_voicemail_and_rings_no_target(relay, tmp_path, user):
+    # Issue 57: closed on the day before, of and after today in its zone, so that the agent's
+    # clock finds it closed whenever the test runs; voicemail answers without the 30 s ring.
+    number = forwarding(user, TARGET, ring_seconds=30)
+    today = datetime.now(ZoneInfo("Europe/London")).date()
+    OpeningHours.objects.create(
+        number=number,
+        time_zone="Europe/London",
+        weekly=[
+            {
+                "days": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"],
+                "start": "00:00",
+                "end": "24:00",
+            }
+        ],
+        closed_dates=[str(today + timedelta(days=days)) for days in (-1, 0, 1)],
+        closed_greeting="Closed.",
+    )
+    targets = phones(relay, tmp_path)  # would answer, were it rung
+    started = time.monotonic()
+    caller = voicemail_caller(relay, tmp_path, number)
+
+    assert caller.finish() == 0, caller
+    assert time.monotonic() - started < 20
+    assert_voicemail_took_it(number)
+    targets.stop()
+    assert targets.received("INVITE") == []
+    [record] = wait_for_records(number, 1)
+    assert legs_of(record) == []
+    assert re.search(
+        rf"inbound call {re.escape(record.sip_call_id)}: closed now, voicemail answers",
+        relay.log_path.read_text(),
+    )
 
 
 def test_of_two_targets_the_one_that_answers_is_bridged_and_the_other_cancelled(
