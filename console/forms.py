@@ -15,6 +15,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 
 from core.errors import ApplicationError, ErrorCode
 from history.models import CallStatus
+from virtual_numbers.hours import CLOSED_DATES_MAX, DAYS, WINDOWS_MAX
 from virtual_numbers.models import FORWARD_RING_SECONDS, FORWARD_TARGETS_MAX, ForwardCallerId
 from voiceapps.languages import LANGUAGES
 from webhooks.models import EVENT_TYPES
@@ -317,6 +318,110 @@ class GreetingForm(ConsoleForm):
         widget=forms.Textarea,
         rows=5,
     )
+
+
+class HoursForm(ConsoleForm):
+    """A number's opening hours as people type them: one window a line ("mon-fri
+    09:00-17:30"), one closed date a line. The lines become HoursInput's lists as typed; the
+    serializer judges them, and its errors come back named by line."""
+
+    timeZone = text(  # noqa: N815 - the API's name, so its errors land here
+        "Time zone",
+        help_text="The IANA time zone the hours and dates are in, like Europe/London or "
+        "America/New_York.",
+        autocomplete="off",
+        spellcheck="false",
+    )
+    weekly = text(
+        "Opening hours",
+        help_text="One line for each time the number takes calls: the days, then the hours, "
+        "like mon-fri 09:00-17:30 or sat 10:00-13:00. Days are mon, tue, wed, thu, fri, sat, "
+        "sun; a window ends after it starts, 24:00 at the latest (a night is two lines). "
+        "Empty: open every day, all day, but the closed dates.",
+        widget=forms.Textarea,
+        rows=4,
+        autocomplete="off",
+        spellcheck="false",
+    )
+    closedDates = text(  # noqa: N815
+        "Closed dates",
+        help_text="One date a line, like 2026-12-25: closed all day.",
+        widget=forms.Textarea,
+        rows=3,
+        autocomplete="off",
+    )
+    closedGreeting = text(  # noqa: N815
+        "Closed greeting",
+        help_text="What callers hear while the number is closed, read out by the phone "
+        "system: up to 500 characters. Empty: your usual greeting.",
+        widget=forms.Textarea,
+        rows=3,
+    )
+    doNotDisturb = forms.BooleanField(  # noqa: N815
+        label="Do not disturb: every call goes to voicemail until you turn this off",
+        required=False,
+    )
+
+    def lines(self, name: str, most: int) -> list[str]:
+        """The field's lines, blank ones left out; one more than the API takes at most, so
+        that too many is its refusal without reading a flood of lines."""
+        typed = self.cleaned_data.get(name) or ""
+        found = [line.strip() for line in typed.splitlines()]
+        return [line for line in found if line][: most + 1]
+
+    def hours_values(self) -> dict:
+        """The form as HoursInput takes it."""
+        return {
+            "timeZone": (self.cleaned_data.get("timeZone") or "").strip(),
+            "weekly": [window_of(line) for line in self.lines("weekly", WINDOWS_MAX)],
+            "closedDates": self.lines("closedDates", CLOSED_DATES_MAX),
+            "doNotDisturb": bool(self.cleaned_data.get("doNotDisturb")),
+            "closedGreeting": self.cleaned_data.get("closedGreeting") or "",
+        }
+
+    def place(self, error: ApplicationError) -> None:
+        """An error of a window or a date (`weekly.N...`, `closedDates.N`) names its line."""
+        typed = {}
+        if hasattr(self, "cleaned_data"):
+            typed = {
+                "weekly": self.lines("weekly", WINDOWS_MAX),
+                "closedDates": self.lines("closedDates", CLOSED_DATES_MAX),
+            }
+        fields = {}
+        for name, messages in (error.fields or {}).items():
+            head, _, rest = name.partition(".")
+            index = rest.split(".")[0]
+            if head in typed and index.isdecimal() and int(index) < len(typed[head]):
+                line = typed[head][int(index)]
+                messages = [f"Line {int(index) + 1} ({shown(line)}): {m}" for m in messages]
+            fields[name] = messages
+        if fields:
+            error = copy.copy(error)
+            error.fields = fields
+        super().place(error)
+
+
+def window_of(line: str) -> dict:
+    """A typed window line as HoursInput's window: the days (a range like mon-fri spelled
+    out), then `start-end` as the last word; what does not fit is passed on as typed, for the
+    serializer to refuse by name."""
+    words = line.replace(",", " ").split()
+    start = end = ""
+    if words and ":" in words[-1]:
+        start, _, end = words.pop().partition("-")
+    days: list[str] = []
+    for word in words:
+        first, dash, last = word.lower().partition("-")
+        if dash and first in DAYS and last in DAYS and DAYS.index(first) <= DAYS.index(last):
+            days.extend(DAYS[DAYS.index(first) : DAYS.index(last) + 1])
+        else:
+            days.append(word.lower())
+    return {"days": days, "start": start, "end": end}
+
+
+def window_line(window: dict) -> str:
+    """A stored window as the form shows it: "mon tue 09:00-17:30"."""
+    return f"{' '.join(window['days'])} {window['start']}-{window['end']}"
 
 
 # History

@@ -25,7 +25,7 @@ urlpatterns = [
     path("numbers/<str:number_id>/alias", numbers.number_alias, name="number_alias"),
     path("numbers/<str:number_id>/pin", numbers.number_pin, name="number_pin"),
     path("numbers/<str:number_id>/delete", numbers.number_delete, name="number_delete"),
-    # Blocklist, forwarding and greeting
+    # Blocklist, forwarding, greeting and opening hours
     path("numbers/<str:number_id>/blocked", number_settings.blocklist, name="blocklist"),
     path(
         "numbers/<str:number_id>/blocked/remove",
@@ -49,6 +49,8 @@ urlpatterns = [
         number_settings.greeting_recording_remove,
         name="greeting_recording_remove",
     ),
+    path("numbers/<str:number_id>/hours", number_settings.hours, name="hours"),
+    path("numbers/<str:number_id>/hours/clear", number_settings.hours_clear, name="hours_clear"),
     # History
     path("history", history.history_list, name="history"),
     path("history/<str:record_id>", history.history_record, name="history_record"),

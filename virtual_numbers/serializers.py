@@ -3,6 +3,7 @@ from datetime import date
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from core.fields import (
     AliasField,
@@ -166,7 +167,12 @@ class StartTimeField(StrictCharField):
     end = False
 
     def __init__(self, **kwargs):
-        super().__init__(max_length=5, trim_whitespace=False, **kwargs)
+        # blank and long strings get the one message of time_problem
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def run_validation(self, data=empty):
+        # Field's, not CharField's: CharField answers a blank string before to_internal_value.
+        return serializers.Field.run_validation(self, data)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
@@ -233,6 +239,10 @@ class TimeZoneField(StrictCharField):
 
     def __init__(self, **kwargs):
         super().__init__(trim_whitespace=False, **kwargs)
+
+    def run_validation(self, data=empty):
+        # Field's, not CharField's: CharField answers a blank string before to_internal_value.
+        return serializers.Field.run_validation(self, data)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)

@@ -60,17 +60,17 @@ def next_page(request, default: str) -> str:
     return default
 
 
-def number_page(methods: list[str]):
+def number_page(methods: list[str], access=numbers.number_access):
     """A page of one of the signed-in user's numbers: the view is called with the number
-    (numbers.number_access: another user's, or none, is a 404) instead of its id, for the
-    HTTP `methods` only."""
+    (`access`, numbers.number_access unless the page says otherwise: another user's, or none,
+    is a 404) instead of its id, for the HTTP `methods` only."""
 
     def decorate(view):
         @signed_in
         @require_http_methods(methods)
         @functools.wraps(view)
         def page(request, number_id):
-            return view(request, numbers.number_access(user=request.user, number_id=number_id))
+            return view(request, access(user=request.user, number_id=number_id))
 
         return page
 

@@ -1,17 +1,21 @@
-"""A number's settings: the callers it blocks, where it forwards its calls, and its voicemail
-greeting (the text, and the one recorded by phone, played and removed here). Each form goes
-through the API's input serializer (BlockedCallerInput, ForwardingInput, GreetingInput) and
-the service NumberViewSet calls, so the console holds no rule of its own."""
+"""A number's settings: the callers it blocks, where it forwards its calls, its voicemail
+greeting (the text, and the one recorded by phone, played and removed here), and its opening
+hours and do-not-disturb. Each form goes through the API's input serializer
+(BlockedCallerInput, ForwardingInput, GreetingInput, HoursInput) and the service
+NumberViewSet calls, so the console holds no rule of its own."""
 
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils import timezone
 
 from console.forms import (
     CALLER_ID_CHOICES,
     BlockedCallerForm,
     ForwardingForm,
     GreetingForm,
+    HoursForm,
+    window_line,
 )
 from console.views.common import form_page, number_page, posted
 from core.errors import ApplicationError, NotFound
@@ -19,7 +23,12 @@ from core.fields import validated
 from virtual_numbers import selectors as numbers
 from virtual_numbers import services as numbers_services
 from virtual_numbers.responses import greeting_download
-from virtual_numbers.serializers import BlockedCallerInput, ForwardingInput, GreetingInput
+from virtual_numbers.serializers import (
+    BlockedCallerInput,
+    ForwardingInput,
+    GreetingInput,
+    HoursInput,
+)
 
 
 def _sentence(error: ApplicationError) -> str:
@@ -167,3 +176,42 @@ def greeting_recording_remove(request, number):
         else:
             messages.success(request, f"Callers to {number.number} hear the spoken greeting again.")
     return redirect("console:greeting", number.pk)
+
+
+def _hours_initial(current: numbers.HoursSettings) -> dict:
+    return {
+        "timeZone": current.time_zone or settings.TIME_ZONE,
+        "weekly": "\n".join(window_line(window) for window in current.weekly),
+        "closedDates": "\n".join(current.closed_dates),
+        "closedGreeting": current.closed_greeting,
+        "doNotDisturb": current.do_not_disturb,
+    }
+
+
+@number_page(["GET", "POST"], access=numbers.number_manage_access)
+def hours(request, number):
+    """When the number takes calls: HoursInput and number_hours_set, as
+    NumberViewSet.hours_set does; the page says whether it is open now (open_at)."""
+    current = numbers.HoursSettings.of(numbers.hours_of(number=number), at=timezone.now())
+    form = HoursForm(posted(request), initial=_hours_initial(current))
+
+    def save():
+        data = validated(HoursInput, form.hours_values())
+        numbers_services.number_hours_set(number=number, data=data)
+        if data["doNotDisturb"]:
+            messages.success(request, f"Do not disturb is on: {number.number} takes no calls.")
+        else:
+            messages.success(request, f"The opening hours of {number.number} are saved.")
+        return redirect("console:hours", number.pk)
+
+    return form_page(request, "console/hours.html", form, save, number=number, current=current)
+
+
+@number_page(["GET", "POST"], access=numbers.number_manage_access)
+def hours_clear(request, number):
+    """Remove the hours (number_hours_clear): always open again. The hours page, which shows
+    what is set, is this button's confirmation; a GET goes to it."""
+    if request.method == "POST":
+        numbers_services.number_hours_clear(number=number)
+        messages.success(request, f"{number.number} takes calls at all times again.")
+    return redirect("console:hours", number.pk)

@@ -1,14 +1,14 @@
-"""A number's blocklist, forwarding and greeting pages in a real browser (Playwright driving
-Debian's Chromium), worked as a person would, without JavaScript of ours: each page, and each
-refused form, scanned with axe-core (no serious or critical violation) and shot at desktop and
-phone width (tests/browser.py's Inspector)."""
+"""A number's blocklist, forwarding, greeting and opening hours pages in a real browser
+(Playwright driving Debian's Chromium), worked as a person would, without JavaScript of ours:
+each page, and each refused form, scanned with axe-core (no serious or critical violation)
+and shot at desktop and phone width (tests/browser.py's Inspector)."""
 
 import pytest
 
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
-from virtual_numbers.models import BlockedCaller, Number
+from virtual_numbers.models import BlockedCaller, Number, OpeningHours
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
 
@@ -93,6 +93,28 @@ def test_setting_a_greeting(signed_in, inspector, number):
     submit(page, "Save the greeting")
     assert "hear your greeting" in page.inner_text("[role=status]")
     assert Number.objects.get(pk=number.pk).greeting == "You have reached the shop."
+    assert inspector.violations == []
+
+
+def test_setting_opening_hours_and_do_not_disturb(signed_in, inspector, number):
+    page = signed_in
+    page.click(f"a:has-text('Opening hours of {number.number}')")
+    assert "No opening hours" in page.inner_text("main")
+    inspector.look(page, "hours-none")
+
+    page.fill("#id_timeZone", "Europe/London")
+    page.fill("#id_weekly", "mon-fri 09:00-17:30\nfri 17:00-18:00")
+    submit(page, "Save the opening hours")
+    assert "Overlaps window 0" in page.inner_text("#id_weekly_errors")
+    inspector.look(page, "hours-refused")
+
+    page.fill("#id_weekly", "mon-fri 09:00-17:30")
+    page.check("#id_doNotDisturb")
+    submit(page, "Save the opening hours")
+    assert "Do not disturb is on" in page.inner_text("[role=status]")
+    hours = OpeningHours.objects.get(number=number)
+    assert (hours.do_not_disturb, len(hours.weekly)) == (True, 1)
+    inspector.look(page, "hours")
     assert inspector.violations == []
 
 
