@@ -1,9 +1,10 @@
 from django.contrib import admin, messages
 from django.db.models import Count, Exists, OuterRef
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from core.admin_links import OwnerLinkMixin, change_link, changelist_link
-from virtual_numbers import services
+from virtual_numbers import selectors, services
 from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
 
 TOP_CALLERS = 10
@@ -33,6 +34,7 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
         "inventory",
         "created_at",
         "forwarding",
+        "hours_shown",
         "history",
         "top_callers",
     )
@@ -50,6 +52,29 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
         return (
             f"To {', '.join(obj.forward_targets)}, ringing {obj.forward_ring_seconds} s"
             f"{screening}, showing {obj.get_forward_caller_id_display()}."
+        )
+
+    @admin.display(description="opening hours")
+    def hours_shown(self, obj):
+        # Set by the owner (PUT /api/numbers/:id/hours): shown, never changed, here.
+        row = selectors.hours_of(number=obj)
+        if row is None:
+            return "None: always open."
+        current = selectors.HoursSettings.of(row, at=timezone.now())
+        windows = format_html_join(
+            "",
+            "<li>{} {}-{}</li>",
+            ((" ".join(w["days"]), w["start"], w["end"]) for w in row.weekly),
+        )
+        return format_html(
+            "<p>{} Times in {}; {} now.</p><ul>{}</ul>"
+            "<p>Closed dates: {}.</p><p>Closed greeting: {}</p>",
+            "Do not disturb is on." if row.do_not_disturb else "",
+            row.time_zone,
+            "open" if current.open_now else "closed",
+            windows or format_html("<li>{}</li>", "every day, all day"),
+            ", ".join(row.closed_dates) or "none",
+            row.closed_greeting or "(the usual greeting)",
         )
 
     @admin.action(description="Turn forwarding off for the selected numbers")

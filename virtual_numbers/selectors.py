@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import JSONArray
+from django.utils import timezone
 
 from accounts.models import User
 from core import dialing
@@ -19,6 +20,7 @@ from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, Openi
 from virtual_numbers.serializers import (
     BlockedCallerOutput,
     ForwardingOutput,
+    HoursOutput,
     NumberOutput,
 )
 from virtual_numbers.services import Forwarding
@@ -197,8 +199,9 @@ def greeting_file_name(number_id) -> str:
 
 def numbers_export(*, user: User) -> dict:
     """The user's numbers for their export (core.userdata): each as the API answers it, with
-    its greeting, its forwarding and its blocklist, oldest first; `greeting_file` names the
-    recorded greeting in the archive (numbers_greeting_files), null when there is none."""
+    its greeting, its forwarding, its opening hours and its blocklist, oldest first;
+    `greeting_file` names the recorded greeting in the archive (numbers_greeting_files), null
+    when there is none."""
 
     def each():
         held = Number.objects.filter(owner=user).prefetch_related("blocked_callers")
@@ -209,6 +212,9 @@ def numbers_export(*, user: User) -> dict:
                     greeting_file_name(number.pk) if number.greeting_recording else None
                 ),
                 "forwarding": represent(ForwardingOutput, Forwarding.of(number)),
+                "hours": represent(
+                    HoursOutput, HoursSettings.of(hours_of(number=number), at=timezone.now())
+                ),
                 "blocked": [
                     represent(BlockedCallerOutput, entry)
                     for entry in sorted(number.blocked_callers.all(), key=lambda e: e.created_at)

@@ -1,5 +1,5 @@
 from tests.factories import InventoryNumberFactory, NumberFactory
-from virtual_numbers.models import InventoryNumber, Number
+from virtual_numbers.models import InventoryNumber, Number, OpeningHours
 
 
 def test_numbers_are_searchable_by_number_alias_and_owner(staff_client):
@@ -68,3 +68,25 @@ def test_the_number_page_shows_its_forwarding_and_staff_turn_it_off(staff_client
     assert (forwarding.forward_targets, forwarding.forward_ring_seconds) == ([], 20)
     off_page = staff_client.get(f"/admin/numbers/number/{forwarding.pk}/change/")
     assert b"Off: calls go to voicemail." in off_page.content
+
+
+def test_the_number_page_shows_its_opening_hours(staff_client):
+    shop = NumberFactory()
+    OpeningHours.objects.create(
+        number=shop,
+        time_zone="Europe/London",
+        weekly=[{"days": ["mon", "tue"], "start": "09:00", "end": "17:30"}],
+        closed_dates=["2026-12-25"],
+        do_not_disturb=True,
+        closed_greeting="Closed <for> Christmas.",
+    )
+    plain = NumberFactory()
+
+    page = staff_client.get(f"/admin/numbers/number/{shop.pk}/change/").content.decode()
+    plain_page = staff_client.get(f"/admin/numbers/number/{plain.pk}/change/").content.decode()
+
+    assert "Do not disturb is on. Times in Europe/London; closed now." in page
+    assert "<li>mon tue 09:00-17:30</li>" in page
+    assert "Closed dates: 2026-12-25." in page
+    assert "Closed greeting: Closed &lt;for&gt; Christmas." in page  # escaped
+    assert "None: always open." in plain_page

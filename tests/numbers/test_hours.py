@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from tests.factories import NumberFactory
 from virtual_numbers.models import OpeningHours
+from virtual_numbers.selectors import numbers_export
 
 pytestmark = pytest.mark.django_db
 
@@ -275,3 +276,11 @@ def test_the_hours_go_with_a_deleted_number(client_jwt, number):
 
 def test_the_api_key_works_too(client_key, number):
     assert put(client_key, number, SHOP).status_code == 200
+
+
+def test_the_owners_export_holds_the_hours(client_jwt, user, number):
+    put(client_jwt, number, SHOP)
+
+    [exported] = list(numbers_export(user=user)["numbers"])
+
+    assert {key: exported["hours"][key] for key in SHOP} == SHOP
