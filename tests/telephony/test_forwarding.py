@@ -12,11 +12,13 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.conf import settings
 
 from calls.models import Call, Leg
 from harness.live import RelayProcess, wait_until
 from harness.sip import SIPP_SHARE, Sipp, free_udp_port, pcap_packets_within, presses
 from history.models import AnsweredBy, CallStatus
+from telephony.speech import Speech
 from tests.factories import NumberFactory
 from tests.telephony.conftest import CALLER, bridge_log, call_in, sip_env, wait_for_records
 from virtual_numbers.models import OpeningHours
@@ -219,7 +221,7 @@ def test_a_closed_number_goes_straight_to_voicemail_and_rings_no_target(relay, t
             }
         ],
         closed_dates=[str(today + timedelta(days=days)) for days in (-1, 0, 1)],
-        closed_greeting="Closed.",
+        closed_greeting="We are closed for the test.",
     )
     targets = phones(relay, tmp_path)  # would answer, were it rung
     started = time.monotonic()
@@ -236,6 +238,11 @@ def test_a_closed_number_goes_straight_to_voicemail_and_rings_no_target(relay, t
         rf"inbound call {re.escape(record.sip_call_id)}: closed now, voicemail answers",
         relay.log_path.read_text(),
     )
+    # The closed greeting was spoken: the agent's speech cache holds it.
+    spoken = Speech(relay.workdir / "tts").key(
+        "We are closed for the test.", settings.TTS_DEFAULT_LANGUAGE
+    )
+    assert (relay.workdir / "tts" / f"{spoken}.8").exists()
 
 
 def test_of_two_targets_the_one_that_answers_is_bridged_and_the_other_cancelled(

@@ -15,6 +15,7 @@ from harness.sip import MESSAGE_SECONDS, Sipp, free_udp_port, presses
 from tests.factories import BlockedCallerFactory, NumberFactory
 from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records
 from tests.voiceapps.conftest import Reply
+from virtual_numbers.models import OpeningHours
 from voiceapps.services import voice_app_set
 from voiceapps.verbs import script_check
 from webhooks.services import webhook_set
@@ -152,6 +153,25 @@ def test_an_application_that_fails_leaves_the_call_to_voicemail(relay, tmp_path,
     (record,) = wait_for_records(number, 1)
     assert (record.status, record.answered_by) == ("answered", "voicemail")
     assert len(app.bodies("/down")) == 1
+
+
+def test_a_closed_number_goes_to_voicemail_without_asking_its_application(
+    relay, tmp_path, number, app
+):
+    # Issue 57: do not disturb closes the number; its application is never asked (no hook
+    # fetched), and the owner's webhook hears of no incoming_call, since nothing rings.
+    entry = app.answer("/entry", Reply(body=[{"say": {"text": "Hello."}}]))
+    voice_app_set(number=number, url=entry)
+    OpeningHours.objects.create(number=number, time_zone="UTC", do_not_disturb=True)
+
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=5000, message_ms=1000
+    )
+
+    assert caller.finish(60) == 0, caller
+    (record,) = wait_for_records(number, 1)
+    assert (record.status, record.answered_by) == ("answered", "voicemail")
+    assert app.requests == []  # neither /entry nor an incoming_call to /events, seconds later
 
 
 def test_the_blocklist_comes_before_the_application(relay, tmp_path, number, app):
