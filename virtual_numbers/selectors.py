@@ -1,7 +1,9 @@
 """Reads of numbers: the caller's own (a 404 for anything else), the blocklist, inventory."""
 
 import json
+import logging
 import uuid
+import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -24,6 +26,8 @@ from virtual_numbers.serializers import (
     NumberOutput,
 )
 from virtual_numbers.services import Forwarding
+
+logger = logging.getLogger(__name__)
 
 
 def number_access(*, user: User, number_id: str | uuid.UUID, lock: bool = False) -> Number:
@@ -121,12 +125,23 @@ class HoursSettings:
             return cls(time_zone=None, open_now=True)
         return cls(
             time_zone=row.time_zone,
-            open_now=open_at(row.hours(), at),
+            open_now=hours_open(row.hours(), at=at),
             weekly=row.weekly,
             closed_dates=row.closed_dates,
             do_not_disturb=row.do_not_disturb,
             closed_greeting=row.closed_greeting,
         )
+
+
+def hours_open(hours: Hours, *, at: datetime) -> bool:
+    """open_at, except that a stored zone this machine's zoneinfo no longer knows (a tzdata
+    that dropped it) counts as open, logged: a number is never shut, nor its calls failed,
+    by the time zone database."""
+    try:
+        return open_at(hours, at)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        logger.warning("opening hours in an unknown time zone are taken as open")
+        return True
 
 
 def hours_of(*, number: Number) -> OpeningHours | None:
@@ -141,7 +156,7 @@ def number_closed(*, number: Number, at: datetime) -> Hours | None:
     if row is None:
         return None
     hours = row.hours()
-    return None if open_at(hours, at) else hours
+    return None if hours_open(hours, at=at) else hours
 
 
 def blocklist_of(*, number: Number) -> list[BlockedCaller]:

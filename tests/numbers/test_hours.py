@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from tests.factories import NumberFactory
 from virtual_numbers.models import OpeningHours
-from virtual_numbers.selectors import numbers_export
+from virtual_numbers.selectors import number_closed, numbers_export
 
 pytestmark = pytest.mark.django_db
 
@@ -284,3 +284,15 @@ def test_the_owners_export_holds_the_hours(client_jwt, user, number):
     [exported] = list(numbers_export(user=user)["numbers"])
 
     assert {key: exported["hours"][key] for key in SHOP} == SHOP
+
+
+def test_a_stored_zone_zoneinfo_no_longer_knows_is_taken_as_open(client_jwt, number):
+    OpeningHours.objects.create(
+        number=number, time_zone="Gone/Zone", weekly=[WINDOW], closed_dates=["2026-12-25"]
+    )
+
+    response = client_jwt.get(url(number))
+
+    assert response.status_code == 200
+    assert response.json()["openNow"] is True
+    assert number_closed(number=number, at=timezone.now()) is None
