@@ -160,3 +160,15 @@ def test_a_signed_out_browser_is_sent_to_log_in(number, path):
 
     assert response.status_code == 302
     assert response.url == f"/login?next=/numbers/{number.pk}/{path}"
+
+
+def test_saving_too_often_is_refused_with_retry_after(browser_client, number, settings):
+    settings.RATE_LIMIT_FORWARDING_PER_USER = "1/h"
+    assert browser_client.post(page_of(number), SET).status_code == 302
+
+    response = browser_client.post(page_of(number), SET | {"doNotDisturb": "on"})
+
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) >= 1
+    assert 'role="alert"' in response.content.decode()
+    assert hours_of(number).do_not_disturb is False
