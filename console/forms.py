@@ -184,6 +184,11 @@ class VerifyEmailForm(ConsoleForm):
     """The confirm button of a mailed verification link: the token is in the page's path."""
 
 
+class InvitationAcceptForm(ConsoleForm):
+    """The accept button of a mailed invitation to share a number: the token is in the
+    page's path."""
+
+
 class EmailChangeForm(ConsoleForm):
     email = text("New e-mail address", type="email", autocomplete="email")
     password = secret("Your current password", autocomplete="current-password")

@@ -19,6 +19,7 @@ urlpatterns = [
         name="password_reset_confirm",
     ),
     path("verify-email/<str:token>", auth.verify_email, name="verify_email"),
+    path("invitations/<str:token>", numbers.invitation, name="invitation"),
     # Numbers
     path("numbers", numbers.number_list, name="numbers"),
     path("numbers/new", numbers.number_create, name="number_create"),

@@ -61,6 +61,22 @@ class ErrorCode(StrEnum):
         "The e-mail verification link is unknown, used, expired, or outdated by a change of "
         "address.",
     )
+    MEMBER_EXISTS = (
+        "member_exists",
+        400,
+        "The address is already a member of the number, or invited to it.",
+    )
+    MEMBER_IS_OWNER = ("member_is_owner", 400, "The number's owner cannot be its member.")
+    MEMBERS_FULL = (
+        "members_full",
+        400,
+        "The number already has as many members and invitations as it may (20).",
+    )
+    INVITATION_INVALID = (
+        "invitation_invalid",
+        400,
+        "The invitation link is unknown, used, expired or revoked.",
+    )
     NOT_AUTHENTICATED = ("not_authenticated", 401, "No credentials were sent.")
     AUTHENTICATION_FAILED = (
         "authentication_failed",
@@ -82,6 +98,11 @@ class ErrorCode(StrEnum):
     PIN_MISMATCH = ("pin_mismatch", 403, "The current PIN is wrong.")
     PASSWORD_MISMATCH = ("password_mismatch", 403, "The current password is wrong.")
     PERMISSION_DENIED = ("permission_denied", 403, "Not allowed.")
+    INVITATION_EMAIL_MISMATCH = (
+        "invitation_email_mismatch",
+        403,
+        "The invitation was sent to another address than the signed-in account's.",
+    )
     REGISTRATION_CLOSED = (
         "registration_closed",
         403,

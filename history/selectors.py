@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from functools import partial
 
-from django.db.models import CharField, DateTimeField, QuerySet, Sum, UUIDField
+from django.db.models import CharField, DateTimeField, Q, QuerySet, Sum, UUIDField
 
 from accounts.models import User
 from calls.models import OutcomeCounter, Recording, RecordingKind, TranscriptStatus
@@ -15,6 +15,7 @@ from core.recordings import recording_opener
 from history.records import Record, history_calls, record_of, record_rows, records
 from history.serializers import CallRecordOutput
 from virtual_numbers.models import Number
+from virtual_numbers.selectors import number_reachable, numbers_shared_with
 
 
 def history_page(
@@ -32,25 +33,34 @@ def history_page(
     Served by the ledger's (owner, direction[, outcome], created_at, id) indexes: a range scan
     in order, never a sort over the user's calls. `total` is the filter's whole total, summed
     from at most 15 counter rows, not counted. `number_id` must be one of the user's numbers
-    (else NotFound).
+    (else NotFound), or one shared with them (issue 57): then the page is the number's
+    records, read under its owner as the owner reads them. Without `number_id`, only the
+    user's own numbers' records (docs/decisions.md, issue 57).
     """
-    if number_id is not None and not Number.objects.filter(pk=number_id, owner=user).exists():
-        raise NotFound()
+    owner = user.pk
+    if number_id is not None:
+        owner = (
+            Number.objects.filter(number_reachable(user=user), pk=number_id)
+            .values_list("owner_id", flat=True)
+            .first()
+        )
+        if owner is None:
+            raise NotFound()
     filters = {
         name: value
         for name, value in (("status", status), ("number_id", number_id))
         if value is not None
     }
-    summed = _TOTAL.first(owner=user.pk, **filters)
+    summed = _TOTAL.first(owner=owner, **filters)
     total = summed["total"] if summed else 0
     page, next_cursor = [], None
     if offset == 0 and total:  # the first page, or a cursor's: one compiled statement
         at = {} if before is None else {"before_at": before.created_at, "before_id": before.id}
-        rows = _page(limit).rows(owner=user.pk, **filters, **at)
+        rows = _page(limit).rows(owner=owner, **filters, **at)
         page = [record_of(row) for row in rows[:limit]]
         next_cursor = Cursor.after(page[-1]).encode() if len(rows) > limit else None
     elif offset < total:  # past the end there is nothing to read, however large the offset
-        calls, _counters = history_querysets(user=user, status=status, number_id=number_id)
+        calls, _counters = history_querysets(user=owner, status=status, number_id=number_id)
         page, next_cursor = page_rows(
             calls,
             limit=limit,
@@ -115,13 +125,15 @@ _TOTAL = CompiledQuery(_total_query, owner=UUIDField(), status=CharField(), numb
 
 
 def call_record_access(*, user: User, record_id) -> Record:
-    """The user's call record `record_id`; NotFound for an id that is malformed, unknown or
-    another user's (never saying which)."""
+    """The call record `record_id` of one of the user's numbers, or of a number shared with
+    them (an active member: issue 57); NotFound for an id that is malformed, unknown or of
+    anyone else's number (never saying which), a removed member's included."""
     try:
         pk = uuid.UUID(str(record_id))
     except ValueError as exc:
         raise NotFound() from exc
-    found = records(history_calls().filter(pk=pk, owner=user))
+    reachable = Q(owner=user) | Q(number_id__in=numbers_shared_with(user))
+    found = records(history_calls().filter(reachable, pk=pk))
     if not found:
         raise NotFound()
     return found[0]

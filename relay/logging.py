@@ -21,7 +21,7 @@ _PATTERNS = [
     re.compile(r"(?i)((?:token|password|pin|currentPin|newPin|apiKey|api_key)=)[^&\s\"']+"),
     # A mailed link's token in the path of the console page it opens, wherever a line shows
     # it (Django's own "Bad Request: <path>"); the access line has it as [token] already.
-    re.compile(r"(/(?:verify-email|password-reset)/)(?!\[token\])[^\s\"'?#]+"),
+    re.compile(r"(/(?:verify-email|password-reset|invitations)/)(?!\[token\])[^\s\"'?#]+"),
 ]
 _MASK = "[redacted]"
 

@@ -108,6 +108,7 @@ NO_STORE_ROUTES = frozenset(
         "console:register",
         "console:password_reset_confirm",
         "console:verify_email",
+        "console:invitation",
         "console:account",
         "console:api_key_regenerate",
         "console:api_key_reveal",

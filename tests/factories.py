@@ -84,6 +84,21 @@ class NumberFactory(factory.django.DjangoModelFactory):
     pin_hash = factory.LazyFunction(lambda: make_password("1234"))
 
 
+class NumberMemberFactory(factory.django.DjangoModelFactory):
+    """A member of a shared number who accepted their invitation (issue 57); the API's
+    invitation and acceptance are tested in tests/numbers/test_members.py."""
+
+    class Meta:
+        model = "numbers.NumberMember"
+
+    number = factory.SubFactory(NumberFactory)
+    user = factory.SubFactory(UserFactory)
+    email = factory.LazyAttribute(lambda o: o.user.email)
+    role = "member"
+    status = "active"
+    joined_at = factory.LazyFunction(timezone.now)
+
+
 class CallRecordFactory:
     """A call record: an ended inbound call of the ledger, written whole as a tool writes it
     (calls.services.inbound_call_written: counted, no mail, no push), with its voicemail when

@@ -5,7 +5,7 @@ from django.utils.html import format_html, format_html_join
 
 from core.admin_links import OwnerLinkMixin, change_link, changelist_link
 from virtual_numbers import selectors, services
-from virtual_numbers.models import BlockedCaller, InventoryNumber, Number
+from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, NumberMember
 
 TOP_CALLERS = 10
 
@@ -17,6 +17,34 @@ class BlockedCallerInline(admin.TabularInline):
     fields = ("caller_num", "created_at")
     readonly_fields = fields
     can_delete = True  # deleting a row unblocks that caller
+
+
+class NumberMemberInline(admin.TabularInline):
+    """Whom the number is shared with (issue 57): members and invitations, read only; never
+    an invitation's token hash. Staff may delete a row (remove a member, withdraw an
+    invitation), as the owner can."""
+
+    model = NumberMember
+    fk_name = "number"
+    extra = 0
+    max_num = 0
+    fields = (
+        "email",
+        "role",
+        "status",
+        "user",
+        "invited_by",
+        "created_at",
+        "expires_at",
+        "joined_at",
+    )
+    readonly_fields = fields
+    can_delete = True
+    verbose_name = "member or invitation"
+    verbose_name_plural = "members and invitations"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("user", "invited_by")
 
 
 @admin.register(Number)
@@ -40,7 +68,7 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
     )
     readonly_fields = tuple(name for name in fields if name != "alias")  # alias: editable
     ordering = ("-created_at",)
-    inlines = [BlockedCallerInline]
+    inlines = [NumberMemberInline, BlockedCallerInline]
     actions = ["release", "forwarding_off"]
 
     @admin.display(description="forwarding")

@@ -169,3 +169,89 @@ class OpeningHours(models.Model):
             do_not_disturb=self.do_not_disturb,
             closed_greeting=self.closed_greeting,
         )
+
+
+class MemberRole(models.TextChoices):
+    """What a member of a shared number may do (issue 57): a `member` sees its history and
+    voicemail; a `manager` also manages its members."""
+
+    MEMBER = "member", "member"
+    MANAGER = "manager", "manager"
+
+
+class MemberStatus(models.TextChoices):
+    INVITED = "invited", "invited"
+    ACTIVE = "active", "active"
+
+
+MEMBERS_MAX_PER_NUMBER = 20  # invited and active together
+INVITATION_DAYS = 7
+
+
+class NumberMember(models.Model):
+    """A person a number is shared with: invited by e-mail (`status` invited, no `user`, a
+    token whose SHA-256 is `token_hash`, dead after `expires_at`), then a member once the
+    account of that address accepts (`status` active, `user` set, the token forgotten). One
+    row from invitation to membership, so the 20 per number count both alike and one
+    constraint keeps an address from being invited twice (docs/decisions.md, issue 57)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    number = models.ForeignKey(Number, on_delete=models.CASCADE, related_name="members")
+    email = models.EmailField(max_length=254)  # lower case, as accounts store addresses
+    role = models.CharField(max_length=8, choices=MemberRole.choices)
+    status = models.CharField(max_length=8, choices=MemberStatus.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="memberships",
+    )
+    # Whoever sent the invitation; their account's deletion withdraws it while it is pending
+    # and leaves an accepted membership in place (virtual_numbers.services.numbers_erase).
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="invitations_sent",
+    )
+    token_hash = models.CharField(max_length=64, blank=True, default="")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    joined_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["number", "email"], name="member_one_per_address"),
+            models.UniqueConstraint(
+                fields=["number", "user"],
+                condition=models.Q(user__isnull=False),
+                name="member_one_per_user",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(role__in=MemberRole.values), name="member_role_valid"
+            ),
+            # invited: a token and its end, no account yet; active: an account, no token
+            models.CheckConstraint(
+                condition=(
+                    models.Q(status=MemberStatus.INVITED, user__isnull=True)
+                    & ~models.Q(token_hash="")
+                    & models.Q(expires_at__isnull=False)
+                )
+                | models.Q(
+                    status=MemberStatus.ACTIVE,
+                    user__isnull=False,
+                    token_hash="",
+                    joined_at__isnull=False,
+                ),
+                name="member_status_consistent",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["user", "status"], name="member_numbers_of_user"),
+            models.Index(fields=["invited_by"], name="member_invited_by"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.role}, {self.status}) on {self.number_id}"

@@ -1,4 +1,5 @@
-"""Reads of numbers: the caller's own (a 404 for anything else), the blocklist, inventory."""
+"""Reads of numbers: the caller's own (a 404 for anything else), the blocklist, inventory, and
+the people a number is shared with."""
 
 import json
 import logging
@@ -7,7 +8,7 @@ import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import JSONArray
 from django.utils import timezone
 
@@ -18,14 +19,22 @@ from core.errors import NotFound
 from core.fields import represent
 from core.recordings import recording_opener
 from virtual_numbers.hours import Hours, open_at
-from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, OpeningHours
+from virtual_numbers.models import (
+    BlockedCaller,
+    InventoryNumber,
+    MemberStatus,
+    Number,
+    NumberMember,
+    OpeningHours,
+)
 from virtual_numbers.serializers import (
     BlockedCallerOutput,
     ForwardingOutput,
     HoursOutput,
     NumberOutput,
+    SharedNumberOutput,
 )
-from virtual_numbers.services import Forwarding
+from virtual_numbers.services import Forwarding, NumberAccess
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +58,72 @@ def number_manage_access(*, user: User, number_id: str | uuid.UUID) -> Number:
     change: today only the owner's (number_access: NotFound for anyone else); the one place a
     manager role will be let in."""
     return number_access(user=user, number_id=number_id)
+
+
+def _parsed(value) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError as exc:
+        raise NotFound() from exc
+
+
+def numbers_shared_with(user) -> QuerySet:
+    """The ids of the numbers `user` is an active member of, as a subquery (`user` a User
+    or its pk, or an OuterRef): what history filters a member's reads with."""
+    return NumberMember.objects.filter(user=user, status=MemberStatus.ACTIVE).values("number_id")
+
+
+def number_reachable(*, user: User) -> Q:
+    """The condition on a number (as `number`) that `user` owns it or is its member."""
+    return Q(owner=user) | Q(pk__in=numbers_shared_with(user))
+
+
+def number_shared_access(*, user: User, number_id: str | uuid.UUID) -> NumberAccess:
+    """The number `number_id` as `user` reaches it, owner or active member, with their role;
+    NotFound for an id that is malformed, unknown, or of a number they neither own nor are a
+    member of (never saying which): a removed member's reads end at once. One query."""
+    role = NumberMember.objects.filter(
+        number=OuterRef("pk"), user=user, status=MemberStatus.ACTIVE
+    ).values("role")[:1]
+    found = (
+        Number.objects.filter(number_reachable(user=user), pk=_parsed(number_id))
+        .annotate(member_role=Subquery(role))
+        .first()
+    )
+    if found is None:
+        raise NotFound()
+    return NumberAccess(
+        number=found, role="owner" if found.owner_id == user.pk else found.member_role, user=user
+    )
+
+
+def members_of(*, number: Number) -> list[NumberMember]:
+    """The number's members and invitations still pending, oldest first (an invitation past
+    its days is left out: it can no longer be accepted)."""
+    pending = Q(status=MemberStatus.INVITED, expires_at__gt=timezone.now())
+    return list(
+        number.members.filter(Q(status=MemberStatus.ACTIVE) | pending).order_by("created_at", "pk")
+    )
+
+
+def member_access(*, access: NumberAccess, member_id: str | uuid.UUID) -> NumberMember:
+    """The member (or invitation) `member_id` of the number `access` reaches. The owner and
+    managers reach every one; a member only their own row (NotFound for any other, as for an
+    id of another number, malformed or unknown)."""
+    rows = NumberMember.objects.filter(number=access.number, pk=_parsed(member_id))
+    if not access.manages:
+        rows = rows.filter(user=access.user)
+    found = rows.first()
+    if found is None:
+        raise NotFound()
+    return found
+
+
+def shared_numbers_of(*, user: User) -> list[NumberMember]:
+    """The user's memberships of other people's numbers, each with its number, in the order
+    they joined."""
+    rows = NumberMember.objects.filter(user=user, status=MemberStatus.ACTIVE)
+    return list(rows.select_related("number").order_by("joined_at", "pk"))
 
 
 def numbers_of(*, user: User) -> list[Number]:
@@ -236,7 +311,13 @@ def numbers_export(*, user: User) -> dict:
                 ],
             }
 
-    return {"numbers": each()}
+    return {"numbers": each(), "memberships": memberships_export(user=user)}
+
+
+def memberships_export(*, user: User) -> list[dict]:
+    """The numbers shared with the user, for their export: as GET /api/numbers/shared lists
+    them."""
+    return [represent(SharedNumberOutput, row) for row in shared_numbers_of(user=user)]
 
 
 def numbers_greeting_files(*, user: User) -> list:

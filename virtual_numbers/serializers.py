@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from accounts.serializers import EmailAddressField
 from core.fields import (
     AliasField,
     CallerNumberField,
@@ -33,6 +34,8 @@ from virtual_numbers.models import (
     FORWARD_RING_SECONDS_DEFAULT,
     FORWARD_TARGETS_MAX,
     ForwardCallerId,
+    MemberRole,
+    MemberStatus,
 )
 
 
@@ -335,3 +338,58 @@ class HoursOutput(serializers.Serializer):
     openNow = serializers.BooleanField(  # noqa: N815
         source="open_now", help_text="Whether the number takes calls at this moment."
     )
+
+
+ROLE_HELP = (
+    "`member`: sees the number's history and hears and deletes its voicemail; `manager`: "
+    "also invites, changes and removes its members."
+)
+
+
+class MemberInviteInput(serializers.Serializer):
+    email = EmailAddressField(help_text="Where the invitation is mailed; compared lower-cased.")
+    role = serializers.ChoiceField(choices=MemberRole.choices, help_text=ROLE_HELP)
+
+
+class MemberRoleInput(serializers.Serializer):
+    role = serializers.ChoiceField(choices=MemberRole.choices, help_text=ROLE_HELP)
+
+
+class MemberOutput(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The member's id (`:memberId`), an invitation's too.")
+    email = serializers.CharField(help_text="The address invited, lower-cased.")
+    role = serializers.ChoiceField(choices=MemberRole.choices)
+    status = serializers.ChoiceField(
+        choices=MemberStatus.choices,
+        help_text="`invited` until the invitation is accepted, then `active`.",
+    )
+    invitedAt = MillisecondsField(source="created_at")  # noqa: N815
+    expiresAt = MillisecondsField(  # noqa: N815
+        source="expires_at",
+        allow_null=True,
+        help_text="When the invitation's link dies; null once accepted.",
+    )
+    joinedAt = MillisecondsField(  # noqa: N815
+        source="joined_at", allow_null=True, help_text="When it was accepted; null until then."
+    )
+
+
+class MemberListOutput(serializers.Serializer):
+    members = MemberOutput(many=True)
+
+
+class SharedNumberOutput(serializers.Serializer):
+    """A number shared with the caller, from their membership: what a member sees of it."""
+
+    id = serializers.UUIDField(source="number.id", help_text="The number's id.")
+    number = serializers.CharField(source="number.number", help_text="E.164.")
+    alias = serializers.CharField(source="number.alias", help_text="The owner's name for it.")
+    role = serializers.ChoiceField(choices=MemberRole.choices)
+    memberId = serializers.UUIDField(  # noqa: N815
+        source="id", help_text="Your membership (DELETE /api/numbers/:id/members/:memberId leaves)."
+    )
+    joinedAt = MillisecondsField(source="joined_at")  # noqa: N815
+
+
+class SharedNumberListOutput(serializers.Serializer):
+    numbers = SharedNumberOutput(many=True)

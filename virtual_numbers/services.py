@@ -1,9 +1,14 @@
 """Every write on numbers: inventory, creation behind the CAPTCHA, alias, PIN, greetings,
-forwarding, opening hours, deletion."""
+forwarding, opening hours, deletion, and the people a number is shared with (members and
+invitations)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import logging
 import secrets
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -11,11 +16,13 @@ from datetime import timedelta
 import phonenumbers
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
-from django.db import transaction
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import DialRefusal, User
+from accounts.models import DialRefusal, User, UserManager
 from accounts.services import refusal_record
 from accounts.verification import email_verified_check
 from captcha.services import captcha_token_consume
@@ -26,16 +33,24 @@ from core.passwords import password_hashing_slot
 from core.phone import e164_problem, e164_valid
 from core.recordings import recordings_delete_on_commit
 from core.webrtc import BROWSER
+from mail.services import mail_queue
 from virtual_numbers.models import (
     FORWARD_RING_SECONDS_DEFAULT,
     GREETING_PREFIX,
+    INVITATION_DAYS,
+    MEMBERS_MAX_PER_NUMBER,
     BlockedCaller,
     ForwardCallerId,
     InventoryNumber,
+    MemberRole,
+    MemberStatus,
     Number,
+    NumberMember,
     OpeningHours,
     PinFailure,
 )
+
+logger = logging.getLogger(__name__)
 
 PIN_FAILURE_LIMIT = 5
 PIN_FAILURE_WINDOW = timedelta(minutes=15)
@@ -504,10 +519,13 @@ def blocked_caller_remove(*, number: Number, caller_num: str) -> None:
 def numbers_erase(*, user: User) -> None:
     """Account deletion (core.userdata): every number of `user` goes back to the inventory
     exactly as number_delete gives one back (locked first, its history and voicemail with
-    it), so a number leaving with its owner waits for whatever a deleted number waits for.
-    Inside the deletion's transaction."""
+    it), so a number leaving with its owner waits for whatever a deleted number waits for;
+    their memberships of others' numbers end, and the invitations they sent that are still
+    pending are withdrawn. Inside the deletion's transaction."""
     for number in Number.objects.select_for_update().filter(owner=user).order_by("pk"):
         _delete_with_recordings(number)
+    NumberMember.objects.filter(user=user).delete()
+    NumberMember.objects.filter(invited_by=user, status=MemberStatus.INVITED).delete()
 
 
 # --- opening hours -------------------------------------------------------------------------
@@ -537,3 +555,219 @@ def number_hours_clear(*, number: Number) -> None:
     """Remove the number's hours: it is always open again (do-not-disturb off too). Nothing
     to remove is no error."""
     OpeningHours.objects.filter(number=number).delete()
+
+
+# --- members and invitations (issue 57) ----------------------------------------------------
+INVITATION_PATH = "/invitations"  # the console's page; the console is served at the root
+
+
+class MemberExists(InvalidRequest):
+    code = ErrorCode.MEMBER_EXISTS
+    message = "This address is already a member of the number, or invited to it."
+
+
+class MemberIsOwner(InvalidRequest):
+    code = ErrorCode.MEMBER_IS_OWNER
+    message = "This is the number's owner: an owner cannot be a member of their own number."
+
+
+class InvitationInvalid(ApplicationError):
+    code = ErrorCode.INVITATION_INVALID
+    message = (
+        "This invitation is not valid: it was used, it expired (after "
+        f"{INVITATION_DAYS} days) or it was withdrawn. Ask for a new one."
+    )
+
+
+class InvitationEmailMismatch(ApplicationError):
+    code = ErrorCode.INVITATION_EMAIL_MISMATCH
+    message = (
+        "This invitation was sent to another address: sign in with the account of the "
+        "address it was sent to."
+    )
+
+
+class MemberRoleRefused(ApplicationError):
+    code = ErrorCode.PERMISSION_DENIED
+    message = "Only the number's owner and its managers may do this."
+
+    @classmethod
+    def unless(cls, allowed: bool) -> None:
+        if not allowed:
+            raise cls()
+
+
+@dataclass(frozen=True)
+class NumberAccess:
+    """A number as one user reaches it: its owner, a manager or a member
+    (selectors.number_shared_access)."""
+
+    number: Number
+    role: str  # "owner", or a MemberRole
+    user: User
+
+    @property
+    def manages(self) -> bool:
+        """Whether the user may manage the number's members: its owner or a manager."""
+        return self.role in ("owner", MemberRole.MANAGER)
+
+
+def invitation_token_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def invitation_token_split(token: str) -> tuple[uuid.UUID, str] | None:
+    """(row id, secret) of an invitation token, `<row id hex>.<secret>`; None if malformed."""
+    row_part, _, secret = token.partition(".")
+    try:
+        return uuid.UUID(hex=row_part), secret
+    except ValueError:
+        return None
+
+
+def invitation_pending(*, token: str, lock: bool = False) -> NumberMember | None:
+    """The invitation `token` opens now, its number loaded, or None: malformed, unknown,
+    used (an accepted invitation forgets its token), expired or withdrawn. The secret's hash
+    is compared in constant time; the row is found by the id the token begins with."""
+    split = invitation_token_split(token)
+    if split is None or not split[1]:
+        return None
+    row_id, secret = split
+    rows = NumberMember.objects.select_related("number", "invited_by")
+    if lock:
+        rows = rows.select_for_update(of=("self",))
+    row = rows.filter(pk=row_id, status=MemberStatus.INVITED).first()
+    if row is None or not hmac.compare_digest(invitation_token_hash(secret), row.token_hash):
+        return None
+    if row.expires_at <= timezone.now():
+        return None
+    return row
+
+
+def member_invite(*, access: NumberAccess, email: str, role: str, base_url: str) -> NumberMember:
+    """Invite `email` to `access.number` with `role` (MemberRole): a row `invited` and a mail
+    with a single-use link to the console's /invitations/<token>, valid INVITATION_DAYS, in
+    one transaction. The owner and managers may invite (MemberRoleRefused, 403, for a member).
+    Rate limited per inviting user (RATE_LIMIT_INVITATIONS_PER_USER). Under the number's row
+    lock, so the limit holds against parallel invitations: MemberIsOwner for the owner's
+    address, MemberExists for an address that is a member or invited (an invitation past
+    its days is dropped first and no longer counts), `members_full` past
+    MEMBERS_MAX_PER_NUMBER; nothing is stored or mailed then. `email` is checked and
+    lower-cased here too (InvalidRequest). The token is never logged nor stored: only its
+    SHA-256."""
+    MemberRoleRefused.unless(access.manages)
+    ratelimit.hit("invitations:user", str(access.user.pk), settings.RATE_LIMIT_INVITATIONS_PER_USER)
+    address = UserManager.normalize_email_address(email)
+    try:
+        validate_email(address)
+    except DjangoValidationError as exc:
+        raise InvalidRequest(exc.messages[0], fields={"email": exc.messages}) from exc
+    if role not in MemberRole.values:
+        raise InvalidRequest("Unknown role.", fields={"role": ["Unknown role."]})
+    secret = secrets.token_urlsafe(32)
+    now = timezone.now()
+    with transaction.atomic():
+        number = Number.objects.select_for_update().select_related("owner")
+        number = number.filter(pk=access.number.pk).first()
+        if number is None:
+            raise NotFound()
+        if number.owner.email == address:
+            raise MemberIsOwner(fields={"email": [MemberIsOwner.message]})
+        number.members.filter(status=MemberStatus.INVITED, expires_at__lte=now).delete()
+        taken = number.members.filter(Q(email=address) | Q(user__email=address)).exists()
+        if taken:
+            raise MemberExists(fields={"email": [MemberExists.message]})
+        if number.members.count() >= MEMBERS_MAX_PER_NUMBER:
+            raise InvalidRequest(
+                f"A number may have at most {MEMBERS_MAX_PER_NUMBER} members and "
+                "invitations together; remove one first.",
+                code=ErrorCode.MEMBERS_FULL,
+            )
+        member = NumberMember.objects.create(
+            number=number,
+            email=address,
+            role=role,
+            status=MemberStatus.INVITED,
+            invited_by=access.user,
+            token_hash=invitation_token_hash(secret),
+            expires_at=now + timedelta(days=INVITATION_DAYS),
+            created_at=now,
+        )
+        mail_queue(
+            to=address,
+            template="number_invitation",
+            context={
+                "to": address,
+                "inviter": access.user.email,
+                "number": number.number,
+                "alias": number.alias,
+                "role": role,
+                "invitation_url": f"{base_url}{INVITATION_PATH}/{member.pk.hex}.{secret}",
+                "valid_days": INVITATION_DAYS,
+            },
+        )
+    logger.info("user %s invited someone to number %s as %s", access.user.pk, number.pk, role)
+    return member
+
+
+def invitation_accept(*, user: User, token: str) -> NumberMember:
+    """`user` accepts the invitation `token`: the row becomes their membership (`active`),
+    and the token is forgotten, so the link works once. InvitationInvalid (400) for a token
+    that is not valid now (invitation_pending), even when two requests race with it: the row
+    is locked and read again. InvitationEmailMismatch (403) unless the account's address is
+    the invited one (compared lower-cased: accounts store addresses so); MemberIsOwner for
+    the number's owner; MemberExists when the account is a member already (by another
+    address it had). Nothing is joined on any refusal."""
+    with transaction.atomic():
+        row = invitation_pending(token=token, lock=True)
+        if row is None:
+            raise InvitationInvalid()
+        if UserManager.normalize_email_address(user.email) != row.email:
+            raise InvitationEmailMismatch()
+        if row.number.owner_id == user.pk:
+            raise MemberIsOwner()
+        now = timezone.now()
+        try:
+            with transaction.atomic():  # a savepoint: the constraint's refusal keeps the lock
+                NumberMember.objects.filter(pk=row.pk).update(
+                    status=MemberStatus.ACTIVE,
+                    user=user,
+                    token_hash="",
+                    expires_at=None,
+                    joined_at=now,
+                )
+        except IntegrityError as exc:
+            raise MemberExists() from exc
+    row.status, row.user, row.token_hash, row.expires_at, row.joined_at = (
+        MemberStatus.ACTIVE,
+        user,
+        "",
+        None,
+        now,
+    )
+    logger.info("user %s joined number %s as %s", user.pk, row.number_id, row.role)
+    return row
+
+
+def member_role_set(*, access: NumberAccess, member: NumberMember, role: str) -> NumberMember:
+    """Change a member's (or an invitation's) role; the owner and managers only
+    (MemberRoleRefused). NotFound when the row is gone."""
+    MemberRoleRefused.unless(access.manages)
+    if role not in MemberRole.values:
+        raise InvalidRequest("Unknown role.", fields={"role": ["Unknown role."]})
+    if not NumberMember.objects.filter(pk=member.pk).update(role=role):
+        raise NotFound()
+    member.role = role
+    return member
+
+
+def member_remove(*, access: NumberAccess, member: NumberMember) -> None:
+    """Remove a member, or withdraw an invitation (its link dies with the row): the owner and
+    managers may remove anyone; a member may remove themself (leave). MemberRoleRefused
+    otherwise; NotFound when the row is gone. The member's access ends with the commit: every
+    read of the number checks the membership again."""
+    if not access.manages and member.user_id != access.user.pk:
+        raise MemberRoleRefused()
+    deleted, _ = NumberMember.objects.filter(pk=member.pk).delete()
+    if not deleted:
+        raise NotFound()

@@ -1,4 +1,5 @@
 from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -7,6 +8,7 @@ from core.errors import ErrorCode
 from core.passwords import hashes_passwords
 from core.schema import operation, success_operation, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
+from mail.links import public_base_url
 from virtual_numbers import selectors, services
 from virtual_numbers.responses import greeting_download
 from virtual_numbers.serializers import (
@@ -20,10 +22,16 @@ from virtual_numbers.serializers import (
     GreetingOutput,
     HoursInput,
     HoursOutput,
+    MemberInviteInput,
+    MemberListOutput,
+    MemberOutput,
+    MemberRoleInput,
     NumberCreateInput,
     NumberListOutput,
     NumberOutput,
     PinChangeInput,
+    SharedNumberListOutput,
+    SharedNumberOutput,
 )
 
 NUMBER_EXAMPLE = {
@@ -67,6 +75,35 @@ HOURS_DESCRIPTION = (
     "(docs/telephony.md, Opening hours). Times are local to `timeZone`, across "
     "daylight-saving changes. No hours set: always open."
 )
+MEMBER_EXAMPLE = {
+    "id": "5b2c8d1e-7f3a-4e6b-9c0d-1a2b3c4d5e6f",
+    "email": "sam@example.com",
+    "role": "member",
+    "status": "invited",
+    "invitedAt": 1795320000000,
+    "expiresAt": 1795924800000,
+    "joinedAt": None,
+}
+SHARED_EXAMPLE = {
+    "id": "7c1d2e3f-4a5b-4c6d-9e8f-0a1b2c3d4e5f",
+    "number": "+442079460042",
+    "alias": "Office",
+    "role": "member",
+    "memberId": "5b2c8d1e-7f3a-4e6b-9c0d-1a2b3c4d5e6f",
+    "joinedAt": 1795330000000,
+}
+MEMBER_ID_PARAMETER = OpenApiParameter(
+    "member_id",
+    {"type": "string", "format": "uuid"},
+    OpenApiParameter.PATH,
+    description="the member's (or invitation's) `id`",
+)
+MEMBERS_DESCRIPTION = (
+    "A number is shared with up to 20 people (members and pending invitations together), "
+    "each `member` or `manager`. The owner and managers list, invite, change and remove "
+    "them; a member may only read and remove (leave) their own membership: 403 "
+    "`permission_denied` for the rest. 404 for a number neither yours nor shared with you."
+)
 
 
 class NumberViewSet(ResourceViewSet):
@@ -82,6 +119,8 @@ class NumberViewSet(ResourceViewSet):
         "blocked_remove": BlockedCallerInput,
         "forwarding_set": ForwardingInput,
         "hours_set": HoursInput,
+        "members_invite": MemberInviteInput,
+        "member_role_set": MemberRoleInput,
     }
 
     def number(self):
@@ -96,6 +135,121 @@ class NumberViewSet(ResourceViewSet):
     def list(self, request):
         numbers = selectors.numbers_of(user=request.user)
         return self.answer(NumberListOutput, {"numbers": numbers})
+
+    @operation(
+        "numbers_shared_list",
+        summary="List the numbers shared with you",
+        description="Other people's numbers you accepted an invitation to, with your `role` "
+        "and your membership's `memberId`; `GET /api/numbers` lists only your own.",
+        responses={200: (SharedNumberListOutput, {"numbers": [SHARED_EXAMPLE]})},
+    )
+    @action(detail=False, methods=["get"])
+    def shared(self, request):
+        rows = selectors.shared_numbers_of(user=request.user)
+        return self.answer(SharedNumberListOutput, {"numbers": rows})
+
+    def access(self):
+        """The number named in the path as the caller reaches it, owner or member; 404 for
+        anyone else."""
+        return selectors.number_shared_access(
+            user=self.request.user, number_id=self.kwargs["number_id"]
+        )
+
+    @operation(
+        "numbers_members_list",
+        summary="List a number's members and invitations",
+        description=MEMBERS_DESCRIPTION + " An invitation past its 7 days is left out.",
+        responses={200: (MemberListOutput, {"members": [MEMBER_EXAMPLE]})},
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
+    )
+    @action(detail=True, methods=["get"])
+    def members(self, request, number_id):
+        access = self.access()
+        services.MemberRoleRefused.unless(access.manages)
+        return self.answer(
+            MemberListOutput, {"members": selectors.members_of(number=access.number)}
+        )
+
+    @operation(
+        "numbers_members_invite",
+        summary="Invite someone to share a number",
+        description=MEMBERS_DESCRIPTION
+        + " Mails the address a link to `<PUBLIC_URL>/invitations/<token>`, single-use and "
+        "valid 7 days; the account of that address accepts it there or with `POST "
+        "/api/invitations/<token>/accept`. 400 `member_exists`, `member_is_owner` or "
+        "`members_full`, and nothing is stored or mailed. Rate limited per user "
+        "(`RATE_LIMIT_INVITATIONS_PER_USER`).",
+        request=(MemberInviteInput, {"email": "sam@example.com", "role": "member"}),
+        responses={201: (MemberOutput, MEMBER_EXAMPLE)},
+        errors=[
+            ErrorCode.MEMBER_EXISTS,
+            ErrorCode.MEMBER_IS_OWNER,
+            ErrorCode.MEMBERS_FULL,
+            ErrorCode.NOT_FOUND,
+            ErrorCode.PERMISSION_DENIED,
+            ErrorCode.RATE_LIMITED,
+        ],
+    )
+    @members.mapping.post
+    def members_invite(self, request, number_id):
+        access = self.access()  # 404 before 400
+        data = self.validated()
+        member = services.member_invite(
+            access=access,
+            email=data["email"],
+            role=data["role"],
+            base_url=public_base_url(request),
+        )
+        return self.answer(MemberOutput, member, status=status.HTTP_201_CREATED)
+
+    def member_row(self, member_id):
+        access = self.access()
+        return access, selectors.member_access(access=access, member_id=member_id)
+
+    @operation(
+        "numbers_member_get",
+        summary="Read a member or an invitation of a number",
+        description=MEMBERS_DESCRIPTION,
+        parameters=[MEMBER_ID_PARAMETER],
+        responses={200: (MemberOutput, MEMBER_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @action(detail=True, methods=["get"], url_path="members/<str:member_id>")
+    def member(self, request, number_id, member_id):
+        _access, member = self.member_row(member_id)
+        return self.answer(MemberOutput, member)
+
+    @operation(
+        "numbers_member_role_set",
+        summary="Change a member's role",
+        description=MEMBERS_DESCRIPTION + " An invitation's role may change before it is accepted.",
+        parameters=[MEMBER_ID_PARAMETER],
+        request=(MemberRoleInput, {"role": "manager"}),
+        responses={200: (MemberOutput, {**MEMBER_EXAMPLE, "role": "manager"})},
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
+    )
+    @member.mapping.put
+    def member_role_set(self, request, number_id, member_id):
+        access, member = self.member_row(member_id)  # 404 before 400
+        member = services.member_role_set(
+            access=access, member=member, role=self.validated()["role"]
+        )
+        return self.answer(MemberOutput, member)
+
+    @success_operation(
+        "numbers_member_remove",
+        summary="Remove a member, withdraw an invitation, or leave a number",
+        description=MEMBERS_DESCRIPTION
+        + " A withdrawn invitation's link stops working; a removed member sees nothing of the "
+        "number from then on.",
+        parameters=[MEMBER_ID_PARAMETER],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
+    )
+    @member.mapping.delete
+    def member_remove(self, request, number_id, member_id):
+        access, member = self.member_row(member_id)
+        services.member_remove(access=access, member=member)
+        return self.succeeded()
 
     @hashes_passwords
     @operation(
@@ -377,3 +531,31 @@ class NumberViewSet(ResourceViewSet):
     def hours_clear(self, request, number_id):
         services.number_hours_clear(number=self.managed_number())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class InvitationViewSet(ResourceViewSet):
+    # `/api/invitations/<token>`: an invitation to share a number, accepted by its addressee.
+
+    lookup_url_kwarg = "token"  # the access log writes a path argument so named as [token]
+    lookup_schema = {"type": "string", "minLength": 1, "maxLength": 200}
+
+    @operation(
+        "invitations_accept",
+        summary="Accept an invitation to share a number",
+        description="The token is the last part of the mailed link (`/invitations/<token>`). "
+        "The signed-in account's address must be the invited one (compared "
+        "case-insensitively): 403 `invitation_email_mismatch` otherwise. 400 "
+        "`invitation_invalid` for a link used, older than 7 days or withdrawn. Answers the "
+        "number as `GET /api/numbers/shared` lists it.",
+        responses={200: (SharedNumberOutput, SHARED_EXAMPLE)},
+        errors=[
+            ErrorCode.INVITATION_INVALID,
+            ErrorCode.INVITATION_EMAIL_MISMATCH,
+            ErrorCode.MEMBER_EXISTS,
+            ErrorCode.MEMBER_IS_OWNER,
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def accept(self, request, token):
+        member = services.invitation_accept(user=request.user, token=token)
+        return self.answer(SharedNumberOutput, member)

@@ -105,9 +105,10 @@ def login_code(request):
 @require_http_methods(["GET", "POST"])
 def register(request):
     """Register: sign-up must be open, the API's rate limits, then user_register (its
-    password rules and hashing cap), whose first LoginSession the browser is bound to."""
+    password rules and hashing cap), whose first LoginSession the browser is bound to; then
+    to its `next`, a page of this site (an invitation's, issue 57), else the numbers."""
     if request.method == "GET" and signin.current_session(request) is not None:
-        return redirect("console:numbers")
+        return redirect(next_page(request, reverse("console:numbers")))
     form = RegisterForm(posted(request))
 
     def create():
@@ -125,9 +126,10 @@ def register(request):
             f"Welcome to Relay. Your account is ready: confirm {result.user.email} by the link "
             "we mailed to it.",
         )
-        return redirect("console:numbers")
+        return redirect(next_page(request, reverse("console:numbers")))
 
-    return form_page(request, "console/register.html", form, create)
+    wanted = request.POST.get("next") or request.GET.get("next", "")  # kept through a refusal
+    return form_page(request, "console/register.html", form, create, next=wanted)
 
 
 @require_http_methods(["GET", "POST"])

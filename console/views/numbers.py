@@ -1,4 +1,5 @@
-"""Numbers: the list, taking one through the CAPTCHA, its alias, its PIN and giving it back."""
+"""Numbers: the list, taking one through the CAPTCHA, its alias, its PIN and giving it back;
+an invitation to share someone's number, accepted."""
 
 import uuid
 
@@ -8,7 +9,8 @@ from django.views.decorators.http import require_http_methods
 
 from captcha import services as captcha
 from captcha.models import CaptchaChallenge
-from console.forms import AliasForm, NumberCreateForm, PinChangeForm
+from console import signin
+from console.forms import AliasForm, InvitationAcceptForm, NumberCreateForm, PinChangeForm
 from console.signin import signed_in
 from console.views.common import form_page, number_page, posted
 from core.clientip import client_ip
@@ -22,8 +24,49 @@ from virtual_numbers.serializers import AliasInput, NumberCreateInput, PinChange
 @signed_in
 def number_list(request):
     return render(
-        request, "console/numbers.html", {"numbers": numbers.numbers_of(user=request.user)}
+        request,
+        "console/numbers.html",
+        {
+            "numbers": numbers.numbers_of(user=request.user),
+            "shared": numbers.shared_numbers_of(user=request.user),
+        },
     )
+
+
+@require_http_methods(["GET", "POST"])
+def invitation(request, token: str):
+    """A mailed invitation to share a number (issue 57): who invites, to which number, and a
+    button that accepts it (virtual_numbers.services.invitation_accept, as POST
+    /api/invitations/<token>/accept) for a signed-in person; links to log in or sign up that
+    come back here for anyone else. A link used, expired or withdrawn: a page that says so
+    (400). The token is the path's `token`, which the access log writes as [token]; the page
+    is never cached and sends no Referer elsewhere."""
+    pending = numbers_services.invitation_pending(token=token)
+    if pending is None:
+        response = render(request, "console/invitation_invalid.html", status=400)
+    else:
+        session = signin.current_session(request)
+        form = InvitationAcceptForm(posted(request) if session is not None else None)
+
+        def accept():
+            joined = numbers_services.invitation_accept(user=session.user, token=token)
+            messages.success(
+                request,
+                f"You are now a {joined.role} of {joined.number.number} ({joined.number.alias}).",
+            )
+            return redirect("console:numbers")
+
+        response = form_page(
+            request,
+            "console/invitation.html",
+            form,
+            accept,
+            invitation=pending,
+            signed_in_as=session.user.email if session is not None else None,
+            here=request.path,
+        )
+    response["Referrer-Policy"] = "same-origin"  # as the verification link's page, and why
+    return response
 
 
 def _challenge(request) -> tuple[CaptchaChallenge | None, ApplicationError | None]:

@@ -73,3 +73,7 @@ NUMBER_QUARANTINE_HOURS = whole_number(
 REQUIRE_EMAIL_VERIFICATION = boolean("REQUIRE_EMAIL_VERIFICATION", False)
 EMAIL_VERIFICATION_HOURS = whole_number("EMAIL_VERIFICATION_HOURS", 48, maximum=24 * 30)
 RATE_LIMIT_VERIFICATION_MAIL_PER_USER = rate("RATE_LIMIT_VERIFICATION_MAIL_PER_USER", "5/h")
+
+# --- Shared numbers (virtual_numbers, issue 57) ------------------------------------------
+# Invitations a user may send to share a number (each is a mail to someone else's address).
+RATE_LIMIT_INVITATIONS_PER_USER = rate("RATE_LIMIT_INVITATIONS_PER_USER", "20/h")

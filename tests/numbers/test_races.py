@@ -13,8 +13,8 @@ import pytest
 from accounts import services as accounts
 from captcha.models import CaptchaToken
 from harness.live import http
-from tests.factories import NumberFactory, UserFactory
-from virtual_numbers.models import InventoryNumber, Number
+from tests.factories import NumberFactory, NumberMemberFactory, UserFactory
+from virtual_numbers.models import InventoryNumber, Number, NumberMember
 from virtual_numbers.services import inventory_provision
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -116,3 +116,38 @@ def test_two_users_racing_for_the_last_free_number(live_server, captcha_token):
 
     assert sorted(codes) == [201, 503]
     assert Number.objects.count() == 1
+
+
+def test_parallel_invitations_at_nineteen_members_give_exactly_one(live_server, settings):
+    # issue 57: the 20 a number may have are counted under the number's row lock
+    settings.RATE_LIMIT_INVITATIONS_PER_USER = "100/h"
+    number = NumberFactory()
+    NumberMemberFactory.create_batch(19, number=number)
+    jwt = accounts.session_open(user=number.owner).token
+    url = f"{live_server.url}/api/numbers/{number.pk}/members"
+
+    codes = race(
+        [
+            lambda n=n: post_json(url, {"email": f"racer{n}@example.com", "role": "member"}, jwt)
+            for n in range(8)
+        ]
+    )
+
+    assert sorted(codes) == [201] + [400] * 7
+    assert NumberMember.objects.filter(number=number).count() == 20
+
+
+def test_parallel_invitations_of_one_address_give_exactly_one(live_server):
+    number = NumberFactory()
+    jwt = accounts.session_open(user=number.owner).token
+    url = f"{live_server.url}/api/numbers/{number.pk}/members"
+
+    codes = race(
+        [
+            lambda: post_json(url, {"email": "same@example.com", "role": "member"}, jwt)
+            for _ in range(6)
+        ]
+    )
+
+    assert sorted(codes) == [201] + [400] * 5
+    assert NumberMember.objects.filter(number=number).count() == 1

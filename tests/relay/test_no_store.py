@@ -18,6 +18,7 @@ from accounts.credentials import reset_token_make
 from accounts.verification import verification_token_make
 from calls.models import Recording
 from core.recordings import recordings_storage
+from mail.models import OutboundMail
 from relay.middleware import NO_STORE_ROUTES
 from tests.conftest import Clock
 from tests.console.conftest import sign_in
@@ -61,6 +62,17 @@ def factor_on(visitor: Visitor) -> str:
     secret, _ = two_factor_on(visitor.user)
     visitor.clock.advance(seconds=30)
     return secret
+
+
+def invitation_link(visitor: Visitor) -> str:
+    """The path of an invitation to share someone's number, mailed to the visitor."""
+    number = NumberFactory()
+    access = number_services.NumberAccess(number=number, role="owner", user=number.owner)
+    number_services.member_invite(
+        access=access, email=visitor.user.email, role="member", base_url=""
+    )
+    mail = OutboundMail.objects.get(to=visitor.user.email, template="number_invitation")
+    return next(word for word in mail.text_body.split() if word.startswith("/invitations/"))
 
 
 def greeting_recorded(visitor: Visitor):
@@ -167,6 +179,7 @@ VISITS = {
     "console:verify_email": lambda v: v.anonymous_browser.get(
         f"/verify-email/{verification_token_make(user=v.user)}"
     ),
+    "console:invitation": lambda v: v.browser.get(invitation_link(v)),
     "console:account": lambda v: v.browser.get("/account"),
     "console:api_key_regenerate": lambda v: v.browser.post("/account/api-key"),
     "console:api_key_reveal": lambda v: v.browser.post(

@@ -22,7 +22,7 @@ from core.schema import RETRY_AFTER_CODES
 from core.viewsets import ResourceViewSet, Router
 
 # Path ids that are not UUIDs: a call's id is the client's own string.
-NON_UUID_PATH_IDS = {"call_id"}
+NON_UUID_PATH_IDS = {"call_id", "token"}  # an invitation's token (issue 57)
 # The operations that answer 429, and with which codes: rate limits and the PIN lock.
 RATE_LIMITED = {
     "auth_register": {"rate_limited"},
@@ -36,6 +36,7 @@ RATE_LIMITED = {
     "numbers_pin_change": {"pin_locked"},
     "numbers_forwarding_set": {"rate_limited"},
     "numbers_hours_set": {"rate_limited"},
+    "numbers_members_invite": {"rate_limited"},
     "user_matrix_set": {"rate_limited"},
     "user_delete": {"rate_limited"},
     "user_export": {"rate_limited"},

@@ -67,6 +67,7 @@ JSON_ENDPOINTS = [
     ("put", "/api/numbers/{number}/pin"),
     ("post", "/api/numbers/{number}/blocked"),
     ("delete", "/api/numbers/{number}/blocked"),
+    ("post", "/api/numbers/{number}/members"),
     ("post", "/api/calls"),
 ]
 

@@ -77,6 +77,11 @@ ENDPOINTS = {
             "closedGreeting": '"Closed."',
         },
     ),
+    "members invite": (
+        "post",
+        "/api/numbers/{number}/members",
+        {"email": '"__UNIQUE__@example.com"', "role": '"member"'},
+    ),
     "captcha verify": (
         "post",
         "/api/captcha/verify",
@@ -104,6 +109,7 @@ def open_limits(settings):
         "CAPTCHA_VERIFY_PER_IP",
         "CALLS_PER_USER",
         "FORWARDING_PER_USER",
+        "INVITATIONS_PER_USER",
     ):
         setattr(settings, f"RATE_LIMIT_{name}", "1000000/m")
 
@@ -160,7 +166,9 @@ ID_ROUTES = [
     ("delete", "/api/numbers/{}"),
     ("get", "/api/numbers/{}/blocked"),
     ("get", "/api/numbers/{}/hours"),
+    ("get", "/api/numbers/{}/members"),
     ("delete", "/api/user/sessions/{}"),
+    ("post", "/api/invitations/{}/accept"),
 ]
 
 

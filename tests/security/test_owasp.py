@@ -43,6 +43,8 @@ def test_every_id_route_answers_404_for_another_users_id_and_changes_nothing(cli
         ("get", f"/api/numbers/{n.pk}/blocked", None),
         ("post", f"/api/numbers/{n.pk}/blocked", {"caller_num": "+447700900777"}),
         ("delete", f"/api/numbers/{n.pk}/blocked", {"caller_num": "+447700900666"}),
+        ("get", f"/api/numbers/{n.pk}/members", None),
+        ("post", f"/api/numbers/{n.pk}/members", {"email": "x@example.com", "role": "member"}),
         ("get", f"/api/calls/{c.call_id}", None),
         ("post", f"/api/calls/{c.call_id}/cancel", None),
         ("delete", f"/api/user/sessions/{s.pk}", None),
