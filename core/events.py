@@ -172,6 +172,15 @@ def send_to_users_on_commit(deliveries: list[tuple], *, owned: Owned | None = No
             send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
 
 
+def send_to_sockets_on_commit(*, user_ids, event: dict) -> None:
+    """Deliver `event` to every socket of each of these users once the caller commits, and to
+    nothing else: no outbox writer sees it, so it reaches no webhook or Matrix room. The
+    members of a shared number (issue 57) get its calls on their sockets this way; their
+    webhooks and Matrix rooms are theirs to turn on, which they cannot yet."""
+    for user_id in user_ids:
+        send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
+
+
 def session_ended_on_commit(*, session_id: UUID | str) -> None:
     """Close every socket opened with a JWT of this session once the caller commits."""
     send_on_commit(session_group(session_id), {"type": "relay.session_ended"})

@@ -39,6 +39,7 @@ from history import notifications
 from history.models import TranscriptionSlot, TranscriptStatus
 from history.records import record_by_id, record_frame
 from history.transcription import Engine, Transcript, engine_for
+from virtual_numbers.selectors import number_member_ids
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +270,11 @@ def voicemail_transcribed(*, recording: Recording) -> None:
         at=timezone.now(),
     )
     record.seq = seqs[-1] if seqs else record.seq
-    events.send_to_user_on_commit(user_id=record.owner_id, event=record_frame(TRANSCRIBED, record))
+    event = record_frame(TRANSCRIBED, record)
+    events.send_to_user_on_commit(user_id=record.owner_id, event=event)
+    events.send_to_sockets_on_commit(
+        user_ids=number_member_ids(number_id=record.number_id), event=event
+    )
     notifications.voicemail_mail_queue(record=record)
 
 

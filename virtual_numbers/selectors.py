@@ -97,6 +97,12 @@ def number_shared_access(*, user: User, number_id: str | uuid.UUID) -> NumberAcc
     )
 
 
+def number_member_ids(*, number_id) -> list:
+    """The user ids of the number's active members: whose sockets hear of its calls."""
+    rows = NumberMember.objects.filter(number_id=number_id, status=MemberStatus.ACTIVE)
+    return list(rows.values_list("user_id", flat=True))
+
+
 def members_of(*, number: Number) -> list[NumberMember]:
     """The number's members and invitations still pending, oldest first (an invitation past
     its days is left out: it can no longer be accepted)."""
