@@ -671,6 +671,11 @@ def member_invite(*, access: NumberAccess, email: str, role: str, base_url: str)
         number = number.filter(pk=access.number.pk).first()
         if number is None:
             raise NotFound()
+        if number.owner_id != access.user.pk:  # a manager still, under the lock
+            still = number.members.filter(
+                user=access.user, status=MemberStatus.ACTIVE, role=MemberRole.MANAGER
+            )
+            MemberRoleRefused.unless(still.exists())
         if number.owner.email == address:
             raise MemberIsOwner(fields={"email": [MemberIsOwner.message]})
         number.members.filter(status=MemberStatus.INVITED, expires_at__lte=now).delete()

@@ -7,6 +7,7 @@ import zipfile
 
 import pytest
 
+from core.errors import ApplicationError
 from tests.factories import DEFAULT_PASSWORD, NumberFactory, NumberMemberFactory, UserFactory
 from virtual_numbers import services
 from virtual_numbers.models import NumberMember
@@ -70,3 +71,17 @@ def test_staff_see_a_numbers_members_and_invitations(staff_client):
     assert "Members and invitations" in text
     assert member.email in text and "pending@example.com" in text
     assert pending.token_hash not in text
+
+
+@pytest.mark.django_db
+def test_a_manager_demoted_since_their_access_was_read_cannot_invite():
+    number = NumberFactory()
+    manager = NumberMemberFactory(number=number, role="manager")
+    stale = services.NumberAccess(number=number, role="manager", user=manager.user)
+    NumberMember.objects.filter(pk=manager.pk).update(role="member")
+
+    with pytest.raises(ApplicationError) as refused:
+        services.member_invite(access=stale, email="x@example.com", role="member", base_url="")
+
+    assert refused.value.code == "permission_denied"
+    assert NumberMember.objects.count() == 1
