@@ -715,6 +715,16 @@ def member_invite(*, access: NumberAccess, email: str, role: str, base_url: str)
     return member
 
 
+def invitations_purge(*, now=None) -> int:
+    """Delete the invitations past their days (purge_expired): no link of theirs works any
+    more, and the address they name need not be kept. Returns how many."""
+    expired = NumberMember.objects.filter(
+        status=MemberStatus.INVITED, expires_at__lte=now or timezone.now()
+    )
+    deleted, _ = expired.delete()
+    return deleted
+
+
 def invitation_accept(*, user: User, token: str) -> NumberMember:
     """`user` accepts the invitation `token`: the row becomes their membership (`active`),
     and the token is forgotten, so the link works once. InvitationInvalid (400) for a token

@@ -6,6 +6,7 @@ import json
 import zipfile
 
 import pytest
+from django.core.management import call_command
 
 from core.errors import ApplicationError
 from tests.factories import DEFAULT_PASSWORD, NumberFactory, NumberMemberFactory, UserFactory
@@ -85,3 +86,19 @@ def test_a_manager_demoted_since_their_access_was_read_cannot_invite():
 
     assert refused.value.code == "permission_denied"
     assert NumberMember.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_purge_expired_deletes_invitations_past_their_days_only(clock):
+    number = NumberFactory()
+    old = invited(number, "old@example.com")
+    member = NumberMemberFactory(number=number)
+    clock.advance(days=6)
+    recent = invited(number, "recent@example.com")
+    clock.advance(days=1, seconds=1)
+
+    out = io.StringIO()
+    call_command("purge_expired", stdout=out)
+
+    assert set(NumberMember.objects.values_list("pk", flat=True)) == {member.pk, recent.pk}
+    assert old.pk and "1 expired invitation(s)" in out.getvalue()
