@@ -189,6 +189,22 @@ class InvitationAcceptForm(ConsoleForm):
     page's path."""
 
 
+class MemberInviteForm(ConsoleForm):
+    email = text("Their e-mail address", type="email", autocomplete="off")
+    role = choice(
+        "Role",
+        [
+            ("member", "Member: sees the calls and voicemail"),
+            ("manager", "Manager: also its members"),
+        ],
+    )
+    code_fields = {
+        ErrorCode.MEMBER_EXISTS: "email",
+        ErrorCode.MEMBER_IS_OWNER: "email",
+        ErrorCode.MEMBERS_FULL: "email",
+    }
+
+
 class EmailChangeForm(ConsoleForm):
     email = text("New e-mail address", type="email", autocomplete="email")
     password = secret("Your current password", autocomplete="current-password")

@@ -26,6 +26,12 @@ urlpatterns = [
     path("numbers/<str:number_id>/alias", numbers.number_alias, name="number_alias"),
     path("numbers/<str:number_id>/pin", numbers.number_pin, name="number_pin"),
     path("numbers/<str:number_id>/delete", numbers.number_delete, name="number_delete"),
+    path("numbers/<str:number_id>/members", numbers.members, name="members"),
+    path(
+        "numbers/<str:number_id>/members/<str:member_id>/remove",
+        numbers.member_remove,
+        name="member_remove",
+    ),
     # Blocklist, forwarding, greeting and opening hours
     path("numbers/<str:number_id>/blocked", number_settings.blocklist, name="blocklist"),
     path(

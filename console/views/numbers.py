@@ -10,15 +10,27 @@ from django.views.decorators.http import require_http_methods
 from captcha import services as captcha
 from captcha.models import CaptchaChallenge
 from console import signin
-from console.forms import AliasForm, InvitationAcceptForm, NumberCreateForm, PinChangeForm
+from console.forms import (
+    AliasForm,
+    InvitationAcceptForm,
+    MemberInviteForm,
+    NumberCreateForm,
+    PinChangeForm,
+)
 from console.signin import signed_in
 from console.views.common import form_page, number_page, posted
 from core.clientip import client_ip
-from core.errors import ApplicationError
+from core.errors import ApplicationError, NotFound
 from core.fields import validated
+from mail.links import public_base_url
 from virtual_numbers import selectors as numbers
 from virtual_numbers import services as numbers_services
-from virtual_numbers.serializers import AliasInput, NumberCreateInput, PinChangeInput
+from virtual_numbers.serializers import (
+    AliasInput,
+    MemberInviteInput,
+    NumberCreateInput,
+    PinChangeInput,
+)
 
 
 @signed_in
@@ -31,6 +43,46 @@ def number_list(request):
             "shared": numbers.shared_numbers_of(user=request.user),
         },
     )
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def members(request, number_id):
+    """Whom a number is shared with, and a form to invite one more: for its owner and its
+    managers (anyone else: the 404 page), through GET /api/numbers/:id/members' selector and
+    POST's serializer and service (the rate limit, the 20, the codes on the form)."""
+    access = numbers.number_shared_access(user=request.user, number_id=number_id)
+    if not access.manages:
+        raise NotFound()
+    form = MemberInviteForm(posted(request))
+
+    def invite():
+        values = validated(MemberInviteInput, form.values("email", "role"))
+        member = numbers_services.member_invite(
+            access=access, **values, base_url=public_base_url(request)
+        )
+        messages.success(request, f"An invitation is mailed to {member.email}.")
+        return redirect("console:members", access.number.pk)
+
+    listed = numbers.members_of(number=access.number)
+    return form_page(
+        request, "console/members.html", form, invite, number=access.number, members=listed
+    )
+
+
+@signed_in
+@require_http_methods(["POST"])
+def member_remove(request, number_id, member_id):
+    """A row's Remove (or Withdraw) button on the members page, or a member's Leave button on
+    the numbers page: DELETE /api/numbers/:id/members/:memberId's service and its rules."""
+    access = numbers.number_shared_access(user=request.user, number_id=number_id)
+    member = numbers.member_access(access=access, member_id=member_id)
+    numbers_services.member_remove(access=access, member=member)
+    if member.user_id == request.user.pk:
+        messages.success(request, f"You left {access.number.number}.")
+        return redirect("console:numbers")
+    messages.success(request, f"{member.email} is removed from {access.number.number}.")
+    return redirect("console:members", access.number.pk)
 
 
 @require_http_methods(["GET", "POST"])
