@@ -64,4 +64,6 @@ class HistoryParameters(PageParameters):
 
 
 class HistoryListParameters(HistoryParameters):
-    number_id = serializers.UUIDField(required=False, help_text="one of your numbers")
+    number_id = serializers.UUIDField(
+        required=False, help_text="one of your numbers, or one shared with you"
+    )

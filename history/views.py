@@ -47,8 +47,9 @@ class HistoryViewSet(ResourceViewSet):
     @operation(
         "history_list",
         summary="List the call history of your numbers",
-        description="Newest first. 400 for a bad filter, `limit`, `offset` or `before`; "
-        "404 when `number_id` is not one of your numbers.",
+        description="Newest first. Without `number_id`, your own numbers' calls; with it, "
+        "that number's, yours or one shared with you (`GET /api/numbers/shared`). 400 for a "
+        "bad filter, `limit`, `offset` or `before`; 404 when `number_id` is neither.",
         parameters=[HistoryListParameters],
         responses={200: (HistoryOutput, HISTORY_EXAMPLE)},
         errors=[ErrorCode.INVALID_REQUEST, ErrorCode.NOT_FOUND],
@@ -67,8 +68,8 @@ class HistoryViewSet(ResourceViewSet):
     @wav_download_operation(
         "history_recording_get",
         summary="Download a call's voicemail message",
-        description="The message as WAV (16-bit PCM, 8 kHz, mono), to the number's owner; "
-        "404 for anyone else's record and for a record without a message.",
+        description="The message as WAV (16-bit PCM, 8 kHz, mono), to the number's owner and "
+        "members; 404 for anyone else's record and for a record without a message.",
     )
     @action(detail=True, methods=["get"], content_negotiation_class=JsonErrorsOnly)
     def recording(self, request, record_id):
