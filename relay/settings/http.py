@@ -4,7 +4,7 @@ them at, and the largest body the API reads."""
 import os
 
 from relay.settings.base import VAR_DIR
-from relay.settings.readers import boolean, text, url, whole_number
+from relay.settings.readers import boolean, seconds, text, url, whole_number
 
 # HTTP is served by gunicorn's threaded workers (relay/wsgi.py), WebSocket by Daphne
 # (relay/asgi.py).
@@ -27,6 +27,10 @@ def usable_cpus() -> int:
 HTTP_WORKERS = whole_number("HTTP_WORKERS", 2 * usable_cpus(), maximum=256)
 HTTP_THREADS = whole_number("HTTP_THREADS", 8, maximum=64)
 WS_PROCESSES = whole_number("WS_PROCESSES", 1, maximum=64)
+# runrelay's first purge_expired comes this long after its start, not with it: at start it
+# would be one more Django process starting beside the servers, and a Relay stopped within a
+# minute (a test's, an operator's check) has nothing to purge that could not wait.
+HOUSEKEEPING_DELAY_SECONDS = seconds("HOUSEKEEPING_DELAY_SECONDS", 60.0, maximum=600.0)
 # gunicorn's worker: Relay's gthread (relay/platform/gunicorn_worker.py: each request stamped with
 # its arrival, and threads of their own for requests that hash), written against gthread's internals
 # of gunicorn 27.0. Off: gunicorn's own gthread, every request in one pool, its wait counted from

@@ -44,6 +44,7 @@ def relay_server(tmp_path):
         SIMULATED_STEP_SECONDS="0.02",
         SIMULATED_TALK_SCALE="0",
         WORKER_POLL_INTERVAL=WORKER_POLL_INTERVAL,
+        HOUSEKEEPING_DELAY_SECONDS="0",  # its first purge at once: the reaping test sees it
     )
     env.pop("REDIS_URL", None)  # the embedded default: runrelay starts its own Redis
     subprocess.run(  # noqa: S603
@@ -111,8 +112,8 @@ def test_runrelay_serves_the_api_and_websocket_and_stops_everything(relay_server
 
 
 def test_runrelay_reaps_its_housekeeping_child(relay_server):
-    """The purge it starts at once and every 10 minutes is waited for as soon as it exits,
-    not left a zombie until the next cycle."""
+    """The purge it starts HOUSEKEEPING_DELAY_SECONDS after its start (0 here) and every 10
+    minutes is waited for as soon as it exits, not left a zombie until the next cycle."""
     proc, _base, _ws_port = relay_server
     runrelay = psutil.Process(proc.pid)
 
@@ -125,8 +126,8 @@ def test_runrelay_reaps_its_housekeeping_child(relay_server):
             if not cmdline(child) or "purge_expired" in cmdline(child)
         ]
 
-    # The first purge starts with runrelay, before it serves; once it has finished, nothing
-    # of it is left (it used to stay a zombie for the whole 10-minute cycle).
+    # The first purge starts with runrelay here, before it serves; once it has finished,
+    # nothing of it is left (it used to stay a zombie for the whole 10-minute cycle).
     wait_until(lambda: not purges(), deadline=DEADLINE, what="the purge child to be reaped")
     zombies = [c for c in runrelay.children() if c.status() == psutil.STATUS_ZOMBIE]
     assert zombies == []

@@ -351,7 +351,7 @@ class Command(BaseCommand):
 
     def _supervise(self) -> int:
         housekeeping: subprocess.Popen | None = None
-        next_housekeeping = time.monotonic()
+        next_housekeeping = time.monotonic() + settings.HOUSEKEEPING_DELAY_SECONDS
         while not self.stopping:
             for child in self.children:
                 if code := self._tend(child):
