@@ -87,6 +87,9 @@ LEDGER_KEYS = frozenset(
         "transcriptStatus",
     }
 )
+# What later releases added to the rest of the export (issue 57: the user's `memberships` of
+# numbers shared with them, and each number's opening `hours`: none on the release's).
+EXPORT_KEYS = frozenset({"memberships", "hours"})
 
 
 @cache
@@ -139,7 +142,7 @@ def answer_differences(read: dict, answer: dict) -> list[str]:
             may_add=LEDGER_KEYS,
             where=".account.calls",
         )
-        found += differences(account, new_account, where=".account")
+        found += differences(account, new_account, may_add=EXPORT_KEYS, where=".account")
         return found + differences(old["files"], new["files"], where=".files")
     kind = kinds[0]
     may_add = LEDGER_KEYS if kind == "json" and read["path"].startswith("/api/calls") else set()
