@@ -277,7 +277,8 @@ METHOD_NOTES = """\
   clock) by `callId`. SIPp answers, waits a random 0-8 s (the callers stop talking at
   different moments, as on real lines; all 20 gathers are open at once), plays a 3 s
   espeak-ng sentence in A-law followed by silence, and writes the SIP Call-ID with the wall
-  clock when the sentence's last packet has left. The figure: hook arrival less that moment,
+  clock when the sentence's last voice has left (the last voice frame Relay's own detector,
+  telephony.vad, finds in that audio). The figure: hook arrival less that moment,
   matched through the Call-ID the agent stored with each call, less the speechTimeout (the
   1 s of silence the app asks for to end an utterance, the least a gather takes: what is
   judged is what Relay adds once the utterance is over), p95; the note has the whole delay

@@ -28,6 +28,8 @@ from bench.wsload import ClientGroup
 from calls.models import Call
 from harness.sip import Sipp, pcap_from_alaw
 from harness.speech import spoken_alaw, voiced
+from telephony.sip.rtp import pcm_from_g711
+from telephony.vad import FRAME_SECONDS, VoiceDetector
 
 SENTENCE = "I would like to change my delivery to Friday morning, please"  # 3 s, voiced
 SPEECH_TIMEOUT = 1  # seconds of silence that end the utterance: "auto", the least there is
@@ -38,20 +40,23 @@ TARGET_MS = 1500.0
 
 def _speaking(workdir: Path, spread_ms: int) -> tuple[str, Path, float]:
     """SIPp's actions after the answer (a random wait, the sentence with silence after it,
-    then the moment its last packet left, written to a file), that file, and the sentence's
-    seconds."""
+    then the moment its last voice left, as the agent's own voice detector hears that audio,
+    written to a file), that file, and the sentence's seconds."""
     alaw = voiced(spoken_alaw(SENTENCE))
-    seconds = len(alaw) / 8000
-    pcap = pcap_from_alaw(alaw + b"\xd5" * int(SILENCE_S * 8000), workdir / "sentence.pcap")
+    played = alaw + b"\xd5" * int(SILENCE_S * 8000)
+    pcap = pcap_from_alaw(played, workdir / "sentence.pcap")
+    detector = VoiceDetector(silence=SPEECH_TIMEOUT)
+    detector.feed(pcm_from_g711(played, 8))
+    voice_ms = (detector.last_voice + 1) * FRAME_SECONDS * 1000
     spoken = workdir / "spoken.log"
     actions = (
         f'  <pause distribution="uniform" min="0" max="{spread_ms}"/>\n'
         f'  <nop><action><exec play_pcap_audio="{pcap}"/></action></nop>\n'
-        f'  <pause milliseconds="{round(seconds * 1000)}"/>\n'
+        f'  <pause milliseconds="{round(voice_ms)}"/>\n'
         f'  <nop><action><exec command="echo [call_id] $(date +%s.%N) >> {spoken}"/>'
         "</action></nop>\n"
     )
-    return actions, spoken, seconds
+    return actions, spoken, len(alaw) / 8000
 
 
 def _script(hook: str) -> list[dict]:
