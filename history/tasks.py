@@ -238,20 +238,22 @@ def _settle(recording: Recording, *, status: str, result: Transcript) -> bool:
     and have it announced, in one transaction: by TRANSCRIPT_ANNOUNCED's function for the
     recording's kind (a voicemail's record here, a `record` verb's call in realtime)."""
     done = status == TranscriptStatus.DONE
+    outcome = {
+        "transcript": result.text if done else "",
+        "transcript_confidence": result.confidence if done else None,
+        "transcript_status": status,
+        "transcribe_lease_until": None,
+    }
     with transaction.atomic():
         settled = (
             _recording(recording.pk)
             .filter(transcript_status=TranscriptStatus.PENDING, name=recording.name)
-            .update(
-                transcript=result.text if done else "",
-                transcript_confidence=result.confidence if done else None,
-                transcript_status=status,
-                transcribe_lease_until=None,
-            )
+            .update(**outcome)
         )
         if not settled:
             return False
-        recording.refresh_from_db()
+        for field, value in outcome.items():  # what the row now holds, without a read
+            setattr(recording, field, value)
         import_string(settings.TRANSCRIPT_ANNOUNCED[recording.kind])(recording=recording)
     return True
 
@@ -286,15 +288,17 @@ def transcriptions_sweep() -> int:
     stale = list(
         Recording.objects.filter(
             transcript_status=TranscriptStatus.PENDING, transcribe_lease_until__lt=now
-        )[:100]
+        ).values_list("pk", "transcribe_attempts")[:100]
     )
-    for recording in stale:
+    for pk, attempts in stale:
         with transaction.atomic():
-            held = _recording(recording.pk).filter(
+            held = _recording(pk).filter(
                 transcript_status=TranscriptStatus.PENDING, transcribe_lease_until__lt=now
             )
-            if recording.transcribe_attempts >= TRANSCRIBE_ATTEMPTS:
-                _settle(recording, status=TranscriptStatus.FAILED, result=NOTHING)
+            if attempts >= TRANSCRIBE_ATTEMPTS:
+                # the whole row only for the few given up on: their announcement reads it
+                if recording := held.first():
+                    _settle(recording, status=TranscriptStatus.FAILED, result=NOTHING)
             elif held.update(transcribe_lease_until=None):
-                schedule_transcription(recording.pk)
+                schedule_transcription(pk)
     return len(stale)
