@@ -80,6 +80,19 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class VerbatimCharField(StrictCharField):
+    """A string read as sent: not trimmed, and a blank one reaches to_internal_value, so a
+    field with its own format answers "" with its own sentence rather than DRF's "may not be
+    blank"."""
+
+    def __init__(self, **kwargs):
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def run_validation(self, data=empty):
+        # Field's, not CharField's: CharField answers a blank string before to_internal_value.
+        return serializers.Field.run_validation(self, data)
+
+
 class StrictIntegerField(serializers.IntegerField):
     default_error_messages = {"invalid": "Must be an integer."}
 

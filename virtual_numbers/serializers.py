@@ -3,7 +3,6 @@ from datetime import date
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.fields import empty
 
 from accounts.serializers import EmailAddressField
 from core.fields import (
@@ -16,6 +15,7 @@ from core.fields import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
+    VerbatimCharField,
 )
 from core.webrtc import BROWSER
 from virtual_numbers.hours import (
@@ -164,18 +164,11 @@ class ForwardingOutput(serializers.Serializer):
 
 # --- opening hours (issue 57) ---------------------------------------------------------------
 @extend_schema_field({"type": "string", "pattern": r"^([01][0-9]|2[0-3]):[0-5][0-9]$"})
-class StartTimeField(StrictCharField):
-    """The start of a window: "HH:MM", 00:00 to 23:59."""
+class StartTimeField(VerbatimCharField):
+    """The start of a window: "HH:MM", 00:00 to 23:59; a blank or long string gets
+    time_problem's one sentence."""
 
     end = False
-
-    def __init__(self, **kwargs):
-        # blank and long strings get the one message of time_problem
-        super().__init__(trim_whitespace=False, **kwargs)
-
-    def run_validation(self, data=empty):
-        # Field's, not CharField's: CharField answers a blank string before to_internal_value.
-        return serializers.Field.run_validation(self, data)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
@@ -233,19 +226,12 @@ class WindowInput(serializers.Serializer):
 
 
 @extend_schema_field({"type": "string", "maxLength": TIME_ZONE_MAX_LENGTH})
-class TimeZoneField(StrictCharField):
+class TimeZoneField(VerbatimCharField):
     """An IANA time zone, like Europe/London, as zoneinfo knows it."""
 
     default_error_messages = {
         "zone": "Must be an IANA time zone, like Europe/London or America/New_York."
     }
-
-    def __init__(self, **kwargs):
-        super().__init__(trim_whitespace=False, **kwargs)
-
-    def run_validation(self, data=empty):
-        # Field's, not CharField's: CharField answers a blank string before to_internal_value.
-        return serializers.Field.run_validation(self, data)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
@@ -255,13 +241,10 @@ class TimeZoneField(StrictCharField):
 
 
 @extend_schema_field({"type": "string", "format": "date"})
-class ClosedDateField(StrictCharField):
+class ClosedDateField(VerbatimCharField):
     """A calendar date, "YYYY-MM-DD"."""
 
     default_error_messages = {"date": 'Must be a date "YYYY-MM-DD", like 2026-12-25.'}
-
-    def __init__(self, **kwargs):
-        super().__init__(trim_whitespace=False, **kwargs)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
