@@ -349,7 +349,8 @@ class ScriptedTalk:
                 if pcm is not None and detector.feed(pcm):
                     break
                 if early is not None and detector.last_voice != early_voice:
-                    early = _dropped(early)  # the caller spoke again
+                    _drop(early)  # the caller spoke again
+                    early = None
                 if early is None and detector.quiet_seconds >= early_after:
                     early_voice = detector.last_voice
                     early = asyncio.ensure_future(self._words(detector.utterance(), body))
@@ -361,7 +362,8 @@ class ScriptedTalk:
         finally:
             stream.recording = None
             if early is not None and (not detector.ended or detector.last_voice != early_voice):
-                early = _dropped(early)
+                _drop(early)
+                early = None
         if not detector.started:  # ends as a key gather with no key
             return gather_result("", body=body, timed_out=True), ""
         if early is not None:
@@ -381,7 +383,7 @@ class ScriptedTalk:
         )
 
 
-def _dropped(early: asyncio.Future) -> None:
+def _drop(early: asyncio.Future) -> None:
     """Drop an early transcription whose utterance went on (or whose gather ended without
     it): its place in the child freed if it has not begun."""
     early.cancel()
