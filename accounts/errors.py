@@ -1,7 +1,11 @@
-"""The accounts' own refusals, for every module of the app that raises them, and the check
-of a password typed again that raises one."""
+"""The accounts' own refusals, for every module of the app that raises them, and the checks
+that raise them: a password typed again, an e-mail address given."""
 
-from core.errors import ApplicationError, ErrorCode
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+
+from accounts.models import UserManager
+from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.passwords import password_hashing_slot
 
 
@@ -25,3 +29,14 @@ def password_typed_again_check(*, user, password: str) -> None:
         matches = user.check_password(password)
     if not matches:
         raise PasswordMismatch()
+
+
+def email_address_checked(email: str) -> str:
+    """`email` as accounts store addresses (UserManager.normalize_email_address), or
+    InvalidRequest naming the field `email` when it is not an address."""
+    address = UserManager.normalize_email_address(email)
+    try:
+        validate_email(address)
+    except DjangoValidationError as exc:
+        raise InvalidRequest(exc.messages[0], fields={"email": exc.messages}) from exc
+    return address

@@ -15,7 +15,6 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
@@ -23,7 +22,7 @@ from django.utils.crypto import salted_hmac
 from rest_framework_simplejwt.tokens import AccessToken
 
 from accounts import apikeys, twofactor, verification
-from accounts.errors import EmailTaken, password_typed_again_check
+from accounts.errors import EmailTaken, email_address_checked, password_typed_again_check
 from accounts.models import FREE_PLAN, DialRefusal, FraudRecord, LoginSession, User, UserManager
 from accounts.serializers import matrix_id_problem
 from accounts.sessions import session_end as session_end  # re-exported: callers end sessions here
@@ -101,11 +100,7 @@ def user_create(
     Signing up (`base_url`: the console's origin, for the link) the address starts unverified
     and a link to verify it is mailed in the transaction that creates the user; made by staff
     (`base_url` None) it counts as verified: staff vouch for it."""
-    email = UserManager.normalize_email_address(email)
-    try:
-        validate_email(email)
-    except DjangoValidationError as exc:
-        raise InvalidRequest(exc.messages[0], fields={"email": exc.messages}) from exc
+    email = email_address_checked(email)
     if plan not in settings.PLANS:
         raise InvalidRequest(
             f"There is no plan {plan!r}.", fields={"plan": [f"One of {', '.join(settings.PLANS)}."]}

@@ -16,16 +16,14 @@ import logging
 
 from django.conf import settings
 from django.contrib.auth.tokens import PasswordResetTokenGenerator
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 from django.utils.http import base36_to_int
 
-from accounts.errors import EmailTaken, password_typed_again_check
+from accounts.errors import EmailTaken, email_address_checked, password_typed_again_check
 from accounts.linktokens import link_token_make, link_token_user
-from accounts.models import User, UserManager
+from accounts.models import User
 from core import ratelimit
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from mail.services import mail_queue
@@ -196,11 +194,7 @@ def user_email_change(*, user: User, email: str, password: str, base_url: str) -
     (email_verify); a later change replaces a pending one, whose link then dies. (The caller
     counts the attempt toward the login rate limit first.)"""
     password_typed_again_check(user=user, password=password)
-    new = UserManager.normalize_email_address(email)
-    try:
-        validate_email(new)
-    except DjangoValidationError as exc:
-        raise InvalidRequest(exc.messages[0], fields={"email": exc.messages}) from exc
+    new = email_address_checked(email)
     if new == user.email:
         raise InvalidRequest(
             "This is your address already.", fields={"email": ["This is your address already."]}

@@ -16,12 +16,11 @@ from datetime import timedelta
 import phonenumbers
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.errors import email_address_checked
 from accounts.models import DialRefusal, User, UserManager
 from accounts.services import refusal_record
 from accounts.verification import email_verified_check
@@ -657,11 +656,7 @@ def member_invite(*, access: NumberAccess, email: str, role: str, base_url: str)
     SHA-256."""
     MemberRoleRefused.unless(access.manages)
     ratelimit.hit("invitations:user", str(access.user.pk), settings.RATE_LIMIT_INVITATIONS_PER_USER)
-    address = UserManager.normalize_email_address(email)
-    try:
-        validate_email(address)
-    except DjangoValidationError as exc:
-        raise InvalidRequest(exc.messages[0], fields={"email": exc.messages}) from exc
+    address = email_address_checked(email)
     if role not in MemberRole.values:
         raise InvalidRequest("Unknown role.", fields={"role": ["Unknown role."]})
     secret = secrets.token_urlsafe(32)
