@@ -116,11 +116,16 @@ def test_a_caller_through_the_carrier_edge_leaves_a_message(
     assert kamailio.routed(record.sip_call_id, "BYE", sender=caller_num), kamailio.trace
 
 
-@CALLERS
+# The mailbox's keys over each transport once, from each side of the NAT at least once: where
+# the keys' RTP comes from is latched as a message's is, and the voicemail test above covers
+# every transport from both sides.
+PIN_CALLERS = {"udp": NAT_CALLER, "tcp": CALLER, "tls": NAT_CALLER}
+
+
 def test_the_pin_from_baresip_opens_the_mailbox_through_the_carrier_edge(
-    relay, kamailio, phones, mailbox, tmp_path, caller_num, transport
+    relay, kamailio, phones, mailbox, tmp_path, transport
 ):
-    number = mailbox
+    number, caller_num = mailbox, PIN_CALLERS[transport]
     message, seconds = stored_message(relay, number, tmp_path, STORED)
     prompts = seconds + sum(
         spoken(text, tmp_path)
