@@ -346,6 +346,10 @@ class HoursForm(ConsoleForm):
     09:00-17:30"), one closed date a line. The lines become HoursInput's lists as typed; the
     serializer judges them, and its errors come back named by line."""
 
+    doNotDisturb = forms.BooleanField(  # noqa: N815
+        label="Do not disturb: every call goes to voicemail until you turn this off",
+        required=False,
+    )
     timeZone = text(  # noqa: N815 - the API's name, so its errors land here
         "Time zone",
         help_text="The IANA time zone the hours and dates are in, like Europe/London or "
@@ -377,10 +381,6 @@ class HoursForm(ConsoleForm):
         "system: up to 500 characters. Empty: your usual greeting.",
         widget=forms.Textarea,
         rows=3,
-    )
-    doNotDisturb = forms.BooleanField(  # noqa: N815
-        label="Do not disturb: every call goes to voicemail until you turn this off",
-        required=False,
     )
 
     def lines(self, name: str, most: int) -> list[str]:
