@@ -220,6 +220,14 @@ class NumberMember(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     joined_at = models.DateTimeField(null=True, blank=True)
+    # What the member hears of the number's calls besides their sockets, each switched by the
+    # member alone (PUT /api/numbers/shared/:id) and off until they turn it on: their own
+    # webhook and Matrix room, and the mail of a missed call and of a voicemail. The owner's
+    # are their account's switches, as before (docs/decisions.md, issue 57).
+    notify_webhook = models.BooleanField(default=False, db_default=False)
+    notify_matrix = models.BooleanField(default=False, db_default=False)
+    missed_call_email = models.BooleanField(default=False, db_default=False)
+    voicemail_email = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [

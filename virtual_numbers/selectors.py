@@ -132,6 +132,18 @@ def shared_numbers_of(*, user: User) -> list[NumberMember]:
     return list(rows.select_related("number").order_by("joined_at", "pk"))
 
 
+def shared_number_of(*, user: User, number_id: str | uuid.UUID) -> NumberMember:
+    """The user's active membership of the number `number_id`, with its number; NotFound for
+    a number of their own, one they are not an active member of, malformed or unknown."""
+    rows = NumberMember.objects.filter(
+        number_id=_parsed(number_id), user=user, status=MemberStatus.ACTIVE
+    )
+    found = rows.select_related("number").first()
+    if found is None:
+        raise NotFound()
+    return found
+
+
 def numbers_of(*, user: User) -> list[Number]:
     """The user's numbers, oldest first."""
     return numbers_by_owner(owner_ids=[user.pk]).get(user.pk, [])

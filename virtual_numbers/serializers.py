@@ -372,6 +372,39 @@ class SharedNumberOutput(serializers.Serializer):
         source="id", help_text="Your membership (DELETE /api/numbers/:id/members/:memberId leaves)."
     )
     joinedAt = MillisecondsField(source="joined_at")  # noqa: N815
+    webhook = serializers.BooleanField(
+        source="notify_webhook", help_text="Your webhook gets the number's calls."
+    )
+    matrix = serializers.BooleanField(
+        source="notify_matrix", help_text="Your Matrix room gets notices of the number's calls."
+    )
+    missedCallEmail = serializers.BooleanField(  # noqa: N815
+        source="missed_call_email", help_text="A mail for each call the number missed."
+    )
+    voicemailEmail = serializers.BooleanField(  # noqa: N815
+        source="voicemail_email", help_text="A mail for each voicemail left on the number."
+    )
+
+
+class MembershipNotificationsInput(serializers.Serializer):
+    """What a member hears of a shared number's calls besides their sockets; any of the
+    switches, or none (a read)."""
+
+    webhook = StrictBooleanField(
+        required=False,
+        help_text="your webhook (PUT /api/user/webhook) gets the number's incoming_call, "
+        "call_record and call_record.transcribed, as its events choose",
+    )
+    matrix = StrictBooleanField(
+        required=False, help_text="your Matrix room gets a notice of each of its calls"
+    )
+    missedCallEmail = StrictBooleanField(  # noqa: N815
+        required=False,
+        help_text="a mail for a missed call (at most one per caller in 10 minutes)",
+    )
+    voicemailEmail = StrictBooleanField(  # noqa: N815
+        required=False, help_text="a mail for each voicemail left on it"
+    )
 
 
 class SharedNumberListOutput(serializers.Serializer):

@@ -771,6 +771,47 @@ def member_role_set(*, access: NumberAccess, member: NumberMember, role: str) ->
     return member
 
 
+def membership_notifications_set(
+    *,
+    user: User,
+    number_id,
+    webhook: bool | None = None,
+    matrix: bool | None = None,
+    missed_call_email: bool | None = None,
+    voicemail_email: bool | None = None,
+) -> NumberMember:
+    """Switch what the user hears of a number shared with them besides their sockets (None
+    leaves a switch as it is): their webhook, their Matrix room, the mail of a missed call and
+    of a voicemail. Their own active membership only: NotFound for a number they own, are not
+    an active member of, or that does not exist (never saying which). Nobody else's switches
+    can be changed, the owner's and managers' neither."""
+    try:
+        pk = uuid.UUID(str(number_id))
+    except ValueError as exc:
+        raise NotFound() from exc
+    switches = {
+        "notify_webhook": webhook,
+        "notify_matrix": matrix,
+        "missed_call_email": missed_call_email,
+        "voicemail_email": voicemail_email,
+    }
+    changed = {field: value for field, value in switches.items() if value is not None}
+    with transaction.atomic():
+        member = (
+            NumberMember.objects.select_for_update()
+            .select_related("number")
+            .filter(number_id=pk, user=user, status=MemberStatus.ACTIVE)
+            .first()
+        )
+        if member is None:
+            raise NotFound()
+        for field, value in changed.items():
+            setattr(member, field, value)
+        if changed:
+            member.save(update_fields=list(changed))
+    return member
+
+
 def member_remove(*, access: NumberAccess, member: NumberMember) -> None:
     """Remove a member, or withdraw an invitation (its link dies with the row): the owner and
     managers may remove anyone; a member may remove themself (leave). MemberRoleRefused

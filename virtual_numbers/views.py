@@ -26,6 +26,7 @@ from virtual_numbers.serializers import (
     MemberListOutput,
     MemberOutput,
     MemberRoleInput,
+    MembershipNotificationsInput,
     NumberCreateInput,
     NumberListOutput,
     NumberOutput,
@@ -91,7 +92,28 @@ SHARED_EXAMPLE = {
     "role": "member",
     "memberId": "5b2c8d1e-7f3a-4e6b-9c0d-1a2b3c4d5e6f",
     "joinedAt": 1795330000000,
+    "webhook": False,
+    "matrix": False,
+    "missedCallEmail": False,
+    "voicemailEmail": False,
 }
+SHARED_NUMBER_ID_PARAMETER = OpenApiParameter(
+    "number_id",
+    {"type": "string", "format": "uuid"},
+    OpenApiParameter.PATH,
+    description="the shared number's `id`",
+)
+SHARED_NOTIFICATIONS_DESCRIPTION = (
+    "Your sockets always get a shared number's `incoming_call`, `call_record` and "
+    "`call_record.transcribed`. Besides them, each off until you turn it on: your webhook "
+    "(`webhook`, signed as your webhook's other deliveries, for the events it takes), your "
+    "Matrix room (`matrix`), the mail of a missed call (`missedCallEmail`) and of a voicemail "
+    "(`voicemailEmail`; `attachAudio` of PUT /api/user/notifications says whether its WAV is "
+    "attached). Give any of the switches, or none (a read). They are yours alone: the owner "
+    "and managers neither see nor change them, and your account's switches "
+    "(PUT /api/user/notifications) stay those of your own numbers. 404 for a number of your "
+    "own, one not shared with you, or one you left."
+)
 MEMBER_ID_PARAMETER = OpenApiParameter(
     "member_id",
     {"type": "string", "format": "uuid"},
@@ -121,6 +143,7 @@ class NumberViewSet(ResourceViewSet):
         "hours_set": HoursInput,
         "members_invite": MemberInviteInput,
         "member_role_set": MemberRoleInput,
+        "shared_notifications_set": MembershipNotificationsInput,
     }
 
     def number(self):
@@ -147,6 +170,48 @@ class NumberViewSet(ResourceViewSet):
     def shared(self, request):
         rows = selectors.shared_numbers_of(user=request.user)
         return self.answer(SharedNumberListOutput, {"numbers": rows})
+
+    @operation(
+        "numbers_shared_get",
+        summary="Read a number shared with you, and what you hear of its calls",
+        description="Your membership of the number as `GET /api/numbers/shared` lists it. 404 "
+        "for a number of your own, one not shared with you, or one you left.",
+        parameters=[SHARED_NUMBER_ID_PARAMETER],
+        responses={200: (SharedNumberOutput, SHARED_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @action(detail=False, methods=["get"], url_path="shared/<str:number_id>")
+    def shared_number(self, request, number_id):
+        member = selectors.shared_number_of(user=request.user, number_id=number_id)
+        return self.answer(SharedNumberOutput, member)
+
+    @operation(
+        "numbers_shared_notifications_set",
+        summary="Choose what you hear of a shared number's calls",
+        description=SHARED_NOTIFICATIONS_DESCRIPTION,
+        parameters=[SHARED_NUMBER_ID_PARAMETER],
+        request=(MembershipNotificationsInput, {"webhook": True, "missedCallEmail": True}),
+        responses={
+            200: (
+                SharedNumberOutput,
+                {**SHARED_EXAMPLE, "webhook": True, "missedCallEmail": True},
+            )
+        },
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @shared_number.mapping.put
+    def shared_notifications_set(self, request, number_id):
+        selectors.shared_number_of(user=request.user, number_id=number_id)  # 404 before 400
+        values = self.validated()
+        member = services.membership_notifications_set(
+            user=request.user,
+            number_id=number_id,
+            webhook=values.get("webhook"),
+            matrix=values.get("matrix"),
+            missed_call_email=values.get("missedCallEmail"),
+            voicemail_email=values.get("voicemailEmail"),
+        )
+        return self.answer(SharedNumberOutput, member)
 
     def access(self):
         """The number named in the path as the caller reaches it, owner or member; 404 for

@@ -358,7 +358,13 @@ def test_the_shared_list_shows_no_pin_nor_settings(client_jwt, number):
 
     (shared,) = member_client.get("/api/numbers/shared").json()["numbers"]
 
-    assert set(shared) == {"id", "number", "alias", "role", "memberId", "joinedAt"}
+    # the number's own, and the member's own switches for it (their notifications)
+    assert set(shared) == {"id", "number", "alias", "role", "memberId", "joinedAt"} | {
+        "webhook",
+        "matrix",
+        "missedCallEmail",
+        "voicemailEmail",
+    }
 
 
 @pytest.mark.django_db

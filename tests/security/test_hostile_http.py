@@ -167,6 +167,8 @@ ID_ROUTES = [
     ("get", "/api/numbers/{}/blocked"),
     ("get", "/api/numbers/{}/hours"),
     ("get", "/api/numbers/{}/members"),
+    ("get", "/api/numbers/shared/{}"),
+    ("put", "/api/numbers/shared/{}"),
     ("delete", "/api/user/sessions/{}"),
     ("post", "/api/invitations/{}/accept"),
 ]

@@ -44,6 +44,8 @@ def test_every_id_route_answers_404_for_another_users_id_and_changes_nothing(cli
         ("post", f"/api/numbers/{n.pk}/blocked", {"caller_num": "+447700900777"}),
         ("delete", f"/api/numbers/{n.pk}/blocked", {"caller_num": "+447700900666"}),
         ("get", f"/api/numbers/{n.pk}/members", None),
+        ("get", f"/api/numbers/shared/{n.pk}", None),
+        ("put", f"/api/numbers/shared/{n.pk}", {"webhook": True}),
         ("post", f"/api/numbers/{n.pk}/members", {"email": "x@example.com", "role": "member"}),
         ("get", f"/api/calls/{c.call_id}", None),
         ("post", f"/api/calls/{c.call_id}/cancel", None),
