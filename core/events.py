@@ -120,15 +120,24 @@ async def send_collected_together(pushes: list[tuple[str, dict, str | None]]) ->
 # not read them again inside the transaction. A writer reads what `owned` does not hold.
 OutboxWriter = Callable[..., None]  # writer(*, events, rows, owned)
 _outbox_writers: list[OutboxWriter] = []
+# The channel each writer delivers on, by which a member of a shared number turns it on for
+# that number (virtual_numbers' NumberMember switches): the names outbox.register gives.
+WEBHOOKS = "webhooks"
+MATRIX = "matrix"
+_writer_channels: dict[OutboxWriter, str] = {}
 _owner_columns: dict[str, Callable[[], object]] = {}
 Owned = dict[str, dict]  # column name -> {user id (str): the column's value}
 
 
-def outbox_writer_register(writer: OutboxWriter) -> None:
+def outbox_writer_register(writer: OutboxWriter, *, channel: str | None = None) -> None:
     """Have `writer(events=[(user_id, event), ...], rows=[row or None, ...], owned={...})`
-    see every user event (once, however often an app registers it)."""
+    see every user event (once, however often an app registers it). With `channel` (WEBHOOKS,
+    MATRIX), it also sees the events of a shared number for the members who turned that
+    channel on, called with `shared=True` (send_to_members_on_commit)."""
     if writer not in _outbox_writers:
         _outbox_writers.append(writer)
+    if channel is not None:
+        _writer_channels[writer] = channel
 
 
 def outbox_owner_column_register(name: str, column: Callable[[], object]) -> None:
@@ -172,12 +181,27 @@ def send_to_users_on_commit(deliveries: list[tuple], *, owned: Owned | None = No
             send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
 
 
-def send_to_sockets_on_commit(*, user_ids, event: dict) -> None:
-    """Deliver `event` to every socket of each of these users once the caller commits, and to
-    nothing else: no outbox writer sees it, so it reaches no webhook or Matrix room. The
-    members of a shared number (issue 57) get its calls on their sockets this way; their
-    webhooks and Matrix rooms are theirs to turn on, which they cannot yet."""
-    for user_id in user_ids:
+def send_to_members_on_commit(*, members: list[tuple], event: dict, row=None) -> None:
+    """Deliver `event`, about a number shared with these users (issue 57), to every socket of
+    each once the caller commits; and hand it now, inside the caller's transaction, to the
+    outbox writer of each channel a member turned on for that number and to no other:
+    `members` is [(user id, the channel names they turned on: WEBHOOKS, MATRIX)]. A writer
+    registered without a channel (outbox_writer_register) never sees it. Writers are called
+    with `shared=True`, so that one can tell a member's delivery from an owner's (the Matrix
+    writer reads no account-wide switch for it: the member's switch for the number is it).
+    The caller reads `members` in the transaction that writes the state `event` reports, so
+    someone removed a moment before hears nothing."""
+    for writer in _outbox_writers:
+        channel = _writer_channels.get(writer)
+        chosen = [user_id for user_id, channels in members if channel and channel in channels]
+        if chosen:
+            writer(
+                events=[(user_id, event) for user_id in chosen],
+                rows=[row] * len(chosen),
+                owned={},
+                shared=True,
+            )
+    for user_id, _channels in members:
         send_on_commit(user_group(user_id), {"type": "relay.event", "event": event})
 
 

@@ -55,8 +55,10 @@ def outbox_indexes(
 def register(name: str, *, model: type[Model], writer: events.OutboxWriter) -> None:
     """Make `model` an outbox (called from its app's AppConfig.ready()): `writer` sees every
     user event in the transaction that caused it (core.events), and /metrics reports the
-    depth and age of its pending rows as `name`."""
-    events.outbox_writer_register(writer)
+    depth and age of its pending rows as `name`. `name` is also the channel a member of a
+    shared number turns on to have `writer` see that number's events
+    (events.send_to_members_on_commit)."""
+    events.outbox_writer_register(writer, channel=name)
     metrics.outbox_register(name, lambda: model.objects.filter(status=PENDING))
 
 

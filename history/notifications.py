@@ -1,4 +1,5 @@
-"""Mail about calls to a user's numbers (the owner's switches: PUT /api/user/notifications):
+"""Mail about calls to a user's numbers (the owner's switches: PUT /api/user/notifications;
+a member's of a shared number: PUT /api/numbers/shared/:id):
 a voicemail left, with its WAV attached or a link, and a missed call, at most one per caller
 and number in MISSED_CALL_QUIET.
 
@@ -11,6 +12,7 @@ caller, nor to an address that must be verified first and is not.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, timedelta
 
 from django.conf import settings
@@ -22,6 +24,7 @@ from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus, TranscriptS
 from history.records import Record
 from mail.links import public_url
 from mail.services import mail_queue, mail_topic_since, mail_withdraw
+from virtual_numbers.selectors import number_members_mailed
 
 MISSED_CALL_QUIET = timedelta(minutes=10)
 MB = 1024 * 1024
@@ -35,9 +38,9 @@ def _missed_topic(record: Record) -> str:
     return f"missed:{record.number_id}:{record.caller_num}"
 
 
-def _reachable(owner: User) -> bool:
-    """Whether mail may go to the owner's address at all."""
-    return bool(owner.email) and (owner.email_verified or not settings.REQUIRE_EMAIL_VERIFICATION)
+def _reachable(user: User) -> bool:
+    """Whether mail may go to the user's address at all."""
+    return bool(user.email) and (user.email_verified or not settings.REQUIRE_EMAIL_VERIFICATION)
 
 
 def _missed(record: Record) -> bool:
@@ -49,24 +52,60 @@ def _missed(record: Record) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Recipient:
+    """Someone told of a number's calls by mail, with their switches for that number: its
+    owner with their account's (PUT /api/user/notifications), or a member with theirs for
+    the number (PUT /api/numbers/shared/:id, issue 57)."""
+
+    user: User
+    voicemail: bool
+    missed_call: bool
+    member: bool
+
+    def missed_topic(self, record: Record) -> str:
+        """The throttle of their missed-call mail: a member's is their own, so that the
+        owner's mail (or another member's) does not silence theirs."""
+        topic = _missed_topic(record)
+        return f"{topic}:{self.user.pk}" if self.member else topic
+
+
+def recipients_of(record: Record, *, owner: User | None) -> list[Recipient]:
+    """Who may be mailed about the record's number: the owner, then its active members who
+    turned a mail on for it, each only while mail may reach their address. Read in the
+    transaction that reports the call: a member removed a moment before is not among them."""
+    mailed = []
+    if owner is not None:
+        mailed.append(Recipient(owner, owner.voicemail_email, owner.missed_call_email, False))
+    mailed += [
+        Recipient(row.user, row.voicemail_email, row.missed_call_email, True)
+        for row in number_members_mailed(number_id=record.number_id)
+    ]
+    return [recipient for recipient in mailed if _reachable(recipient.user)]
+
+
 def call_mail_queue(*, record: Record, owner: User) -> None:
     """The mail a newly written record calls for, in its transaction (record_inbound_call,
     which holds the number's row locked, so two calls at once cannot both pass the missed
-    call's throttle). A voicemail whose transcript is pending is mailed by the task that
-    settles it instead."""
-    if record.status == CallStatus.BLOCKED or not _reachable(owner):
+    call's throttle), to the owner and to each member who wants it (recipients_of). A
+    voicemail whose transcript is pending is mailed by the task that settles it instead."""
+    if record.status == CallStatus.BLOCKED:
         return
-    if record.recording:
-        if owner.voicemail_email and record.transcript_status != TranscriptStatus.PENDING:
-            _voicemail_mail(record, owner)
-        return
-    if not (owner.missed_call_email and _missed(record)):
-        return
-    topic = _missed_topic(record)
+    for recipient in recipients_of(record, owner=owner):
+        if record.recording:
+            if recipient.voicemail and record.transcript_status != TranscriptStatus.PENDING:
+                _voicemail_mail(record, recipient.user)
+            continue
+        if recipient.missed_call and _missed(record):
+            _missed_call_mail(record, recipient)
+
+
+def _missed_call_mail(record: Record, recipient: Recipient) -> None:
+    topic = recipient.missed_topic(record)
     if mail_topic_since(topic=topic, since=timezone.now() - MISSED_CALL_QUIET):
         return
     mail_queue(
-        to=owner.email,
+        to=recipient.user.email,
         template="missed_call",
         context={**_about(record), "quiet_minutes": int(MISSED_CALL_QUIET.total_seconds() // 60)},
         topic=topic,
@@ -75,12 +114,15 @@ def call_mail_queue(*, record: Record, owner: User) -> None:
 
 def voicemail_mail_queue(*, record: Record) -> None:
     """The voicemail's mail once its transcript is settled (done or failed), in the
-    transaction that settles it: when the owner wants it, and the message is still there."""
-    owner = User.objects.filter(pk=record.owner_id).first()
-    if owner is None or not record.recording or not _reachable(owner):
+    transaction that settles it: to the owner and each member who wants it, while the
+    message is still there. One topic for all of them, so that deleting the message
+    withdraws every copy not sent yet (voicemail_mail_withdraw)."""
+    if not record.recording or record.status == CallStatus.BLOCKED:
         return
-    if owner.voicemail_email and record.status != CallStatus.BLOCKED:
-        _voicemail_mail(record, owner)
+    owner = User.objects.filter(pk=record.owner_id).first()
+    for recipient in recipients_of(record, owner=owner):
+        if recipient.voicemail:
+            _voicemail_mail(record, recipient.user)
 
 
 def voicemail_mail_withdraw(*, record: Record) -> None:
@@ -88,14 +130,14 @@ def voicemail_mail_withdraw(*, record: Record) -> None:
     mail_withdraw(topic=voicemail_topic(record))
 
 
-def _voicemail_mail(record: Record, owner: User) -> None:
+def _voicemail_mail(record: Record, to: User) -> None:
     limit = settings.VOICEMAIL_EMAIL_MAX_MB * MB
     size = _size(record.recording)
-    attached = owner.attach_audio and size is not None and size <= limit
+    attached = to.attach_audio and size is not None and size <= limit
     name = _attachment_name(record)
     confidence = record.transcript_confidence
     mail_queue(
-        to=owner.email,
+        to=to.email,
         template="voicemail",
         context={
             **_about(record),
@@ -109,7 +151,7 @@ def _voicemail_mail(record: Record, owner: User) -> None:
             and not record.transcript,
             "attached": attached,
             "attachment_name": name,
-            "too_large": owner.attach_audio and size is not None and size > limit,
+            "too_large": to.attach_audio and size is not None and size > limit,
             "size_mb": f"{(size or 0) / MB:.1f}",
             "max_mb": f"{settings.VOICEMAIL_EMAIL_MAX_MB:g}",
         },

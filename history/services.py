@@ -32,7 +32,7 @@ from history.records import (
 )
 from history.tasks import schedule_transcription, transcript_status_for
 from virtual_numbers.models import Number
-from virtual_numbers.selectors import caller_blocked, number_member_ids
+from virtual_numbers.selectors import caller_blocked, number_members_heard
 
 DURATION_MAX_SECONDS = 7 * 24 * 3600
 WORDS = {"outcome": "status"}  # the ledger's names in the history's words
@@ -145,7 +145,8 @@ def inbound_call_ended(
 def _recorded(call: Call, *, number: Number, recording: str, seconds) -> Record:
     """What follows an inbound call's end, in its transaction: its voicemail kept (a
     Recording, to be transcribed), the mail it calls for, `call_record` pushed after commit
-    to the owner and to the sockets of the number's members (issue 57)."""
+    to the owner and to the number's members (their sockets, and their webhook and Matrix
+    room when they turned those on: issue 57)."""
     kept = None
     if recording:
         kept = Recording.objects.create(
@@ -164,7 +165,7 @@ def _recorded(call: Call, *, number: Number, recording: str, seconds) -> Record:
     call_mail_queue(record=record, owner=owner)
     event = call_record_event(record=record)
     events.send_to_user_on_commit(user_id=number.owner_id, event=event)
-    events.send_to_sockets_on_commit(user_ids=number_member_ids(number_id=number.pk), event=event)
+    events.send_to_members_on_commit(members=number_members_heard(number_id=number.pk), event=event)
     metrics.count_on_commit(metrics.inbound_calls, record.status)
     return record
 

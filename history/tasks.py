@@ -39,7 +39,7 @@ from history import notifications
 from history.models import TranscriptionSlot, TranscriptStatus
 from history.records import record_by_id, record_frame
 from history.transcription import Engine, Transcript, engine_for
-from virtual_numbers.selectors import number_member_ids
+from virtual_numbers.selectors import number_members_heard
 
 logger = logging.getLogger(__name__)
 
@@ -274,8 +274,8 @@ def voicemail_transcribed(*, recording: Recording) -> None:
     record.seq = seqs[-1] if seqs else record.seq
     event = record_frame(TRANSCRIBED, record)
     events.send_to_user_on_commit(user_id=record.owner_id, event=event)
-    events.send_to_sockets_on_commit(
-        user_ids=number_member_ids(number_id=record.number_id), event=event
+    events.send_to_members_on_commit(
+        members=number_members_heard(number_id=record.number_id), event=event
     )
     notifications.voicemail_mail_queue(record=record)
 

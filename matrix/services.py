@@ -30,6 +30,7 @@ from matrix.client import MatrixClient, MatrixError
 from matrix.models import MatrixMessage, MatrixRoom, MessageKind, MessageStatus, RoomStatus
 from matrix.tasks import (
     TRANSCRIPT_KEY,
+    member_key,
     message_enqueue,
     room_end,
     room_status_set,
@@ -112,18 +113,21 @@ def room_membership_set(*, room: MatrixRoom, membership: str) -> None:
 
 
 # --- the outbox ------------------------------------------------------------------------------
-def matrix_outbox_write(*, events: list[tuple], rows=None, owned=None) -> None:
+def matrix_outbox_write(*, events: list[tuple], rows=None, owned=None, shared=False) -> None:
     """core.events' outbox writer: one notice for each inbound call recorded on one of the
     user's numbers, or final state of one of their outbound calls, in the caller's
     transaction, when Matrix is on, their room is joined and their switch is on. A call
-    placed from the chat gets its final state in the command's thread instead."""
+    placed from the chat gets its final state in the command's thread instead. With
+    `shared`, the calls are of a number shared with the user, who turned Matrix on for it:
+    that switch is the one that counts, not their account's matrix_inbound (which is about
+    their own numbers)."""
     if not settings.MATRIX_ENABLED:
         return
     for user_id, event in events:
-        _notice_write(user_id, event)
+        _notice_write(user_id, event, shared=shared)
 
 
-def _notice_write(user_id, event: dict) -> None:
+def _notice_write(user_id, event: dict, *, shared: bool = False) -> None:
     kind = event.get("type")
     ended = kind == "call_status" and event.get("status") in TERMINAL_STATES
     if kind not in ("call_record", "call_record.transcribed") and not ended:
@@ -135,22 +139,29 @@ def _notice_write(user_id, event: dict) -> None:
             if ended:
                 _outbound_ended(user_id, event)
             elif kind == "call_record":
-                _inbound_recorded(user_id, event)
+                _inbound_recorded(user_id, event, shared=shared)
             else:
-                _transcribed(user_id, event)
+                _transcribed(user_id, event, shared=shared)
     except Exception:
         logger.exception("matrix: no notice queued for a %s of user %s", kind, user_id)
 
 
-def _inbound_recorded(user_id, event: dict) -> None:
-    _inbound_notice(user_id, event, key=f"inbound:{event['id']}", text=texts.inbound_call)
+def _inbound_recorded(user_id, event: dict, *, shared: bool) -> None:
+    _inbound_notice(
+        user_id, event, key=f"inbound:{event['id']}", text=texts.inbound_call, shared=shared
+    )
 
 
-def _inbound_notice(user_id, event: dict, *, key: str, text) -> None:
+def _inbound_notice(user_id, event: dict, *, key: str, text, shared: bool) -> None:
     """A notice about a call to the user's numbers (`text(event)`), queued for their room
-    when they have one joined and take such notices (matrix_inbound)."""
+    when they have one joined and take such notices (matrix_inbound; for a number shared
+    with them, their switch for it, which let the event reach this writer at all)."""
     room = selectors.room_joined(user_id=user_id)
-    if room is None or not User.objects.filter(pk=user_id, matrix_inbound=True).exists():
+    if room is None:
+        return
+    if shared:
+        key = member_key(key, user_id)
+    elif not User.objects.filter(pk=user_id, matrix_inbound=True).exists():
         return
     message_enqueue(
         room=room, kind=MessageKind.INBOUND, key=key, text=text(event), about=_about(event)
@@ -162,11 +173,17 @@ def _about(event: dict) -> dict | None:
     return {"call": event["call"], "seq": event["seq"]} if "call" in event else None
 
 
-def _transcribed(user_id, event: dict) -> None:
+def _transcribed(user_id, event: dict, *, shared: bool) -> None:
     """A voicemail's transcript, when there is one, after its call's notice."""
     if event.get("transcript_status") != "done" or not event.get("transcript"):
         return
-    _inbound_notice(user_id, event, key=f"{TRANSCRIPT_KEY}{event['id']}", text=texts.transcript)
+    _inbound_notice(
+        user_id,
+        event,
+        key=f"{TRANSCRIPT_KEY}{event['id']}",
+        text=texts.transcript,
+        shared=shared,
+    )
 
 
 def _outbound_ended(user_id, event: dict) -> None:

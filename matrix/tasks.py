@@ -83,6 +83,19 @@ def room_end(*, user: User, reason: str) -> None:
 
 
 TRANSCRIPT_KEY = "transcript:"  # + the record's id: a voicemail's transcript
+# + a member's user id, after a notice's key: the member's own copy of a shared number's
+# notice, in their room (keys are unique across rooms; the owner's key stays as it was).
+MEMBER_KEY_SEPARATOR = "/"
+
+
+def member_key(key: str, user_id) -> str:
+    """The key of a member's own copy of the notice the owner's room gets as `key`."""
+    return f"{key}{MEMBER_KEY_SEPARATOR}{user_id}"
+
+
+def transcript_record_id(key: str) -> str:
+    """The record's id in a transcript notice's key, the owner's or a member's."""
+    return key[len(TRANSCRIPT_KEY) :].partition(MEMBER_KEY_SEPARATOR)[0]
 
 
 def message_enqueue(
@@ -174,7 +187,7 @@ def message_attempt(*, message_id: int) -> MatrixMessage | None:
         _hold(row, until=now + TOKEN_RECHECK, error="the homeserver refuses the bot's token")
         return row
     room = row.room
-    if row.key.startswith(TRANSCRIPT_KEY) and not transcript_kept(row.key[len(TRANSCRIPT_KEY) :]):
+    if row.key.startswith(TRANSCRIPT_KEY) and not transcript_kept(transcript_record_id(row.key)):
         _finish(row, status=MessageStatus.DROPPED, error="the message was deleted")
         return row
     if not room.in_use or (row.kind != MessageKind.INVITE and room.status != RoomStatus.JOINED):

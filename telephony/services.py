@@ -23,7 +23,7 @@ from history.services import inbound_call_ended
 from realtime.pipeline import call_recovery_deadline, call_recovery_last_seen
 from telephony import speech
 from virtual_numbers.models import Number
-from virtual_numbers.selectors import number_member_ids, targets_dialable
+from virtual_numbers.selectors import number_members_heard, targets_dialable
 
 
 def incoming_call_event(*, call: Call, number: Number) -> dict:
@@ -42,10 +42,10 @@ def incoming_call_event(*, call: Call, number: Number) -> dict:
 
 def inbound_call_open(*, sip_call_id: str, number: Number, caller_num: str, ringing: bool):
     """The ledger's call of an inbound INVITE (calls.services.inbound_call_open); with
-    `ringing`, push `incoming_call` to the owner after commit, and to the sockets of the
-    number's members (issue 57). None when this Call-ID was seen
-    before (a re-sent INVITE): nothing is written, and the caller of this service must not
-    record it again."""
+    `ringing`, push `incoming_call` to the owner after commit, and to the number's members
+    (their sockets; their webhook and Matrix room when they turned those on: issue 57).
+    None when this Call-ID was seen before (a re-sent INVITE): nothing is written, and the
+    caller of this service must not record it again."""
     with transaction.atomic():
         call = ledger.inbound_call_open(
             sip_call_id=sip_call_id,
@@ -57,8 +57,8 @@ def inbound_call_open(*, sip_call_id: str, number: Number, caller_num: str, ring
         if call is not None and ringing:
             event = incoming_call_event(call=call, number=number)
             events.send_to_user_on_commit(user_id=number.owner_id, event=event)
-            events.send_to_sockets_on_commit(
-                user_ids=number_member_ids(number_id=number.pk), event=event
+            events.send_to_members_on_commit(
+                members=number_members_heard(number_id=number.pk), event=event
             )
     return call
 

@@ -13,7 +13,7 @@ from django.db.models.functions import JSONArray
 from django.utils import timezone
 
 from accounts.models import User
-from core import dialing
+from core import dialing, events
 from core.db import JSONList
 from core.errors import NotFound
 from core.fields import represent
@@ -97,10 +97,29 @@ def number_shared_access(*, user: User, number_id: str | uuid.UUID) -> NumberAcc
     )
 
 
-def number_member_ids(*, number_id) -> list:
-    """The user ids of the number's active members: whose sockets hear of its calls."""
+def number_members_heard(*, number_id) -> list[tuple]:
+    """The number's active members, each as (user id, the outbox channels they turned on for
+    it: core.events.WEBHOOKS, MATRIX), for core.events.send_to_members_on_commit: every
+    member's sockets hear of its calls, their webhook and Matrix room only when switched on.
+    One indexed query; read it in the transaction that reports the call, so that a member
+    removed a moment before is not among them."""
     rows = NumberMember.objects.filter(number_id=number_id, status=MemberStatus.ACTIVE)
-    return list(rows.values_list("user_id", flat=True))
+    heard = []
+    for user_id, webhook, matrix in rows.values_list("user_id", "notify_webhook", "notify_matrix"):
+        channels = {events.WEBHOOKS} if webhook else set()
+        if matrix:
+            channels.add(events.MATRIX)
+        heard.append((user_id, frozenset(channels)))
+    return heard
+
+
+def number_members_mailed(*, number_id) -> list[NumberMember]:
+    """The number's active members who turned on its missed-call or voicemail mail, with
+    their accounts (history.notifications mails them beside the owner)."""
+    rows = NumberMember.objects.filter(number_id=number_id, status=MemberStatus.ACTIVE).filter(
+        Q(missed_call_email=True) | Q(voicemail_email=True)
+    )
+    return list(rows.select_related("user").order_by("joined_at", "pk"))
 
 
 def members_of(*, number: Number) -> list[NumberMember]:

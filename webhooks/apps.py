@@ -17,7 +17,7 @@ class WebhooksConfig(AppConfig):
         )
         from webhooks.services import webhook_erase, webhook_outbox_write
 
-        outbox.register("webhooks", model=WebhookDelivery, writer=webhook_outbox_write)
+        outbox.register(events.WEBHOOKS, model=WebhookDelivery, writer=webhook_outbox_write)
         events.outbox_owner_column_register(OWNER_COLUMN, webhook_column)
         signing_secret_register(webhook_signing_secret)  # voice hooks are signed as webhooks
         userdata.register(

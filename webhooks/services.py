@@ -103,10 +103,16 @@ def webhook_delete(*, user: User) -> None:
 
 # --- the outbox ----------------------------------------------------------------------------
 def webhook_outbox_write(
-    *, events: list[tuple], rows: list | None = None, owned: dict | None = None
+    *,
+    events: list[tuple],
+    rows: list | None = None,
+    owned: dict | None = None,
+    shared: bool = False,
 ) -> None:
     """core.events' outbox writer: a delivery per URL that wants each event, in the caller's
-    transaction, each with its task. The user's webhook takes the event types it names;
+    transaction, each with its task. The user's webhook takes the event types it names, a
+    shared number's (`shared`: the user is its member and turned their webhook on for it)
+    as their own numbers';
     a call's statusCallback takes that call's call_status. Whatever the number of events,
     at most two reads: the users' webhooks (none when the sender read them with the users:
     `owned`, selectors.webhook_column), and the statusCallbacks of the calls whose row the

@@ -1,6 +1,7 @@
 """A shared number's calls on its members' sockets (issue 57): `incoming_call`, `call_record`
 and the voicemail's transcript reach every socket of each active member, and no one else;
-a member's webhook hears nothing of it (theirs to turn on, not yet possible)."""
+a member's webhook hears nothing of it until they turn it on (tests/numbers/
+test_member_delivery.py)."""
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -61,7 +62,7 @@ async def test_a_removed_member_hears_nothing_more(communicator, shared):
     assert await member_ws.receive_nothing(timeout=0.3)
 
 
-def test_a_members_webhook_gets_nothing_of_the_shared_number(shared, settings):
+def test_a_members_webhook_gets_nothing_of_the_shared_number_unless_turned_on(shared, settings):
     settings.WEBHOOK_ALLOW_PRIVATE = True
     number, member = shared
     for user in (number.owner, member):
