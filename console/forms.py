@@ -453,11 +453,19 @@ class HistoryFilterForm(ConsoleForm):
     status = choice("Status", STATUS_CHOICES)
     number_id = choice("Number")
 
-    def __init__(self, data=None, *, numbers=(), **kwargs):
+    def __init__(self, data=None, *, numbers=(), shared=(), **kwargs):
+        """`numbers`, the user's own; `shared`, the numbers shared with them (issue 57), in
+        a group of their own: without a number the page shows the user's own numbers'
+        calls only, as GET /api/history does."""
         super().__init__(data, **kwargs)
-        self.fields["number_id"].widget.choices = [("", "All numbers")] + [
-            (str(number.pk), number_label(number)) for number in numbers
-        ]
+        own = [(str(number.pk), number_label(number)) for number in numbers]
+        choices = [("", "All your numbers" if shared else "All numbers")]
+        if shared:
+            choices += [("Your numbers", own)] if own else []
+            choices += [("Shared with you", [(str(n.pk), number_label(n)) for n in shared])]
+        else:
+            choices += own
+        self.fields["number_id"].widget.choices = choices
 
 
 # Calls
@@ -557,6 +565,25 @@ class NotificationsForm(ConsoleForm):
 
     def values(self, *names: str) -> dict:
         return {name: bool(self.cleaned_data.get(name)) for name in names}
+
+
+class SharedNoticesForm(ConsoleForm):
+    """What a member hears of a shared number's calls besides their open console tabs
+    (MembershipNotificationsInput, issue 57)."""
+
+    webhook = forms.BooleanField(
+        label="Send its calls to my webhook (as my webhook's events choose)", required=False
+    )
+    matrix = forms.BooleanField(label="Tell me about its calls in my Matrix room", required=False)
+    missedCallEmail = forms.BooleanField(  # noqa: N815
+        label="Mail me its missed calls (at most one per caller in 10 minutes)", required=False
+    )
+    voicemailEmail = forms.BooleanField(  # noqa: N815
+        label="Mail me each voicemail left on it", required=False
+    )
+
+    def values(self) -> dict:
+        return {name: bool(self.cleaned_data.get(name)) for name in self.fields}
 
 
 class MailNoticesForm(ConsoleForm):

@@ -27,6 +27,7 @@ urlpatterns = [
     path("numbers/<str:number_id>/pin", numbers.number_pin, name="number_pin"),
     path("numbers/<str:number_id>/delete", numbers.number_delete, name="number_delete"),
     path("numbers/<str:number_id>/members", numbers.members, name="members"),
+    path("numbers/<str:number_id>/notices", numbers.shared_notices, name="shared_notices"),
     path(
         "numbers/<str:number_id>/members/<str:member_id>/remove",
         numbers.member_remove,

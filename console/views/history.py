@@ -16,7 +16,7 @@ from core.fields import validated
 from history import selectors, services
 from history.responses import recording_download
 from history.serializers import HistoryQuery
-from virtual_numbers.selectors import numbers_of
+from virtual_numbers.selectors import numbers_of, shared_numbers_of
 
 # The query string the page reads: the API's filters and cursor (its own page size).
 QUERY = ("status", "number_id", "before")
@@ -26,9 +26,11 @@ QUERY = ("status", "number_id", "before")
 @require_GET
 def history_list(request):
     """GET /api/history's query serializer and selector: a bad filter or cursor is the
-    form's 400, a number that is not the user's the 404 page (NotFound passes through)."""
+    form's 400, a number neither the user's nor shared with them the 404 page (NotFound
+    passes through). A shared number's calls are shown when it is chosen (issue 57)."""
     query = {name: request.GET[name] for name in QUERY if request.GET.get(name, "") != ""}
-    form = HistoryFilterForm(query, numbers=numbers_of(user=request.user))
+    shared = [membership.number for membership in shared_numbers_of(user=request.user)]
+    form = HistoryFilterForm(query, numbers=numbers_of(user=request.user), shared=shared)
     form.is_valid()  # its fields take any string: HistoryQuery judges them
     try:
         values = dict(validated(HistoryQuery, query))

@@ -16,6 +16,7 @@ from console.forms import (
     MemberInviteForm,
     NumberCreateForm,
     PinChangeForm,
+    SharedNoticesForm,
 )
 from console.signin import signed_in
 from console.views.common import form_page, number_page, posted
@@ -28,21 +29,34 @@ from virtual_numbers import services as numbers_services
 from virtual_numbers.serializers import (
     AliasInput,
     MemberInviteInput,
+    MembershipNotificationsInput,
     NumberCreateInput,
     PinChangeInput,
 )
+from webhooks.selectors import webhook_of
 
 
 @signed_in
 def number_list(request):
+    shared = numbers.shared_numbers_of(user=request.user)
+    for membership in shared:
+        membership.notices = _notices(membership)
     return render(
         request,
         "console/numbers.html",
-        {
-            "numbers": numbers.numbers_of(user=request.user),
-            "shared": numbers.shared_numbers_of(user=request.user),
-        },
+        {"numbers": numbers.numbers_of(user=request.user), "shared": shared},
     )
+
+
+def _notices(membership) -> list[str]:
+    """The member's switches for a shared number that are on, in words."""
+    switches = (
+        (membership.notify_webhook, "webhook"),
+        (membership.notify_matrix, "Matrix"),
+        (membership.missed_call_email, "missed-call mail"),
+        (membership.voicemail_email, "voicemail mail"),
+    )
+    return [words for on, words in switches if on]
 
 
 @signed_in
@@ -83,6 +97,44 @@ def member_remove(request, number_id, member_id):
         return redirect("console:numbers")
     messages.success(request, f"{member.email} is removed from {access.number.number}.")
     return redirect("console:members", access.number.pk)
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def shared_notices(request, number_id):
+    """What the signed-in member hears of a number shared with them besides their sockets:
+    PUT /api/numbers/shared/:id's serializer and service, on their own membership only
+    (a number of their own, or not shared with them: the 404 page)."""
+    membership = numbers.shared_number_of(user=request.user, number_id=number_id)
+    initial = {
+        "webhook": membership.notify_webhook,
+        "matrix": membership.notify_matrix,
+        "missedCallEmail": membership.missed_call_email,
+        "voicemailEmail": membership.voicemail_email,
+    }
+    form = SharedNoticesForm(posted(request), initial=initial)
+
+    def save():
+        values = validated(MembershipNotificationsInput, form.values())
+        numbers_services.membership_notifications_set(
+            user=request.user,
+            number_id=membership.number_id,
+            webhook=values["webhook"],
+            matrix=values["matrix"],
+            missed_call_email=values["missedCallEmail"],
+            voicemail_email=values["voicemailEmail"],
+        )
+        messages.success(request, f"Your notices of {membership.number.number} are saved.")
+        return redirect("console:shared_notices", membership.number_id)
+
+    return form_page(
+        request,
+        "console/shared_notices.html",
+        form,
+        save,
+        membership=membership,
+        webhook=webhook_of(user=request.user),
+    )
 
 
 @require_http_methods(["GET", "POST"])
