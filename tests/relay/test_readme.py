@@ -360,6 +360,47 @@ def test_the_telephony_walkthrough_leaves_a_message_the_api_plays(tmp_path):
     assert 6.5 <= float(seconds) <= 8  # SIPp's 7 s of speech
 
 
+def invitation_wait(log: Path) -> str:
+    """A shell command that waits (up to COMMAND_DEADLINE) for an invitation's mail in `make
+    run`'s log and prints its token, the link's last part: what a reader copies from there.
+    The worker sends the mail a moment after the invitation's request; a reader never sees
+    that moment, a script can."""
+    program = (
+        "import re, sys, time\n"
+        "path, seconds = sys.argv[1], int(sys.argv[2])\n"
+        "deadline = time.monotonic() + seconds\n"
+        "link = re.compile(r'/invitations/([0-9a-f]{32}\\.[A-Za-z0-9_-]+)')\n"
+        "while not (found := link.findall(open(path, errors='replace').read())):\n"
+        "    if time.monotonic() > deadline:\n"
+        "        sys.exit('no invitation was mailed')\n"
+        "    time.sleep(0.05)\n"
+        "print(found[-1])\n"
+    )
+    arguments = (program, str(log), str(COMMAND_DEADLINE))
+    return "python3 -c " + " ".join(map(shlex.quote, arguments))
+
+
+def test_the_sharing_walkthrough_runs_as_printed_against_make_run(make_run, tmp_path):
+    """The README's "Sharing a number": the owner's lines, the token read from the mail in
+    `make run`'s log as the text says, then the member's lines, in one shell."""
+    var_dir, base = make_run
+    port = base.rsplit(":", 1)[1]
+    heading = "## Sharing a number"
+    owner_lines = readme_block_after(heading)
+    member_lines = readme_block_after(heading, nth=1)
+    lines = [*owner_lines, f"INVITATION=$({invitation_wait(tmp_path / 'make-run.log')})"]
+    lines += [*member_lines]
+    script = "\n".join(line.replace("localhost:8000", f"127.0.0.1:{port}") for line in lines)
+
+    output = run_printed("set -e\n" + script, var_dir)
+
+    assert '"email":"sam@example.com","role":"member","status":"invited"' in output
+    assert output.count('"role":"member"') >= 3  # invited, accepted, listed
+    assert '"missedCallEmail":true' in output
+    total = re.findall(r'"total":(\d+)', output)
+    assert total and int(total[-1]) > 0, output[-500:]  # the demo number's calls, shared
+
+
 def test_the_quickstart_runs_as_printed_against_make_run(make_run):
     """docs/quickstart.md after `make run`: the curl lines, examples/quickstart.py and the
     JavaScript socket example, in one shell as a reader types them."""
