@@ -162,8 +162,10 @@ class NumberViewSet(ResourceViewSet):
     @operation(
         "numbers_shared_list",
         summary="List the numbers shared with you",
-        description="Other people's numbers you accepted an invitation to, with your `role` "
-        "and your membership's `memberId`; `GET /api/numbers` lists only your own.",
+        description="Other people's numbers you accepted an invitation to, with your `role`, "
+        "your membership's `memberId` and your notices of each (`webhook`, `matrix`, "
+        "`missedCallEmail`, `voicemailEmail`: `PUT /api/numbers/shared/:id`); "
+        "`GET /api/numbers` lists only your own.",
         responses={200: (SharedNumberListOutput, {"numbers": [SHARED_EXAMPLE]})},
     )
     @action(detail=False, methods=["get"])
