@@ -6,7 +6,7 @@ from django.db import connection, transaction
 from core import events
 from history.services import record_inbound_call
 from realtime.services import call_submit
-from tests.factories import NumberFactory
+from tests.factories import NumberFactory, NumberMemberFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -56,3 +56,43 @@ def test_an_event_rolled_back_leaves_no_trace_in_a_writer_that_writes_rows(seen)
     # The writer ran inside the transaction that was rolled back: rows it wrote went with it.
     assert seen == [(number.owner_id, "call_record", True, None)]
     assert not number.calls.exists()
+
+
+def test_a_shared_numbers_event_reaches_only_the_writers_its_members_turned_on(monkeypatch):
+    """A member's event goes to the writer of each channel they turned on for the number,
+    with `shared`, inside the call's transaction; a writer without a channel never sees it."""
+    heard = []
+
+    def channel_writer(name):
+        def writer(*, events, rows, owned, shared=False):
+            heard.extend((name, user_id, event["type"], shared) for user_id, event in events)
+
+        return writer
+
+    def plain(*, events, rows, owned):
+        heard.extend(("plain", user_id, event["type"], False) for user_id, event in events)
+
+    monkeypatch.setattr(events, "_outbox_writers", [])
+    monkeypatch.setattr(events, "_writer_channels", {})
+    events.outbox_writer_register(channel_writer("hooks"), channel=events.WEBHOOKS)
+    events.outbox_writer_register(channel_writer("rooms"), channel=events.MATRIX)
+    events.outbox_writer_register(plain)
+    number = NumberFactory()
+    webhook_only = NumberMemberFactory(number=number, notify_webhook=True).user_id
+    both = NumberMemberFactory(number=number, notify_webhook=True, notify_matrix=True).user_id
+    NumberMemberFactory(number=number)  # their sockets only
+
+    record_inbound_call(number=number, caller_num="+447700900123", status="missed", duration=0)
+
+    owner = number.owner_id
+    assert sorted(heard, key=str) == sorted(
+        [
+            ("hooks", owner, "call_record", False),
+            ("rooms", owner, "call_record", False),
+            ("plain", owner, "call_record", False),
+            ("hooks", webhook_only, "call_record", True),
+            ("hooks", both, "call_record", True),
+            ("rooms", both, "call_record", True),
+        ],
+        key=str,
+    )
