@@ -59,6 +59,16 @@ urlpatterns = [
     ),
     path("numbers/<str:number_id>/hours", number_settings.hours, name="hours"),
     path("numbers/<str:number_id>/hours/clear", number_settings.hours_clear, name="hours_clear"),
+    path(
+        "numbers/<str:number_id>/hours/closed-greeting",
+        number_settings.closed_greeting_recording,
+        name="closed_greeting_recording",
+    ),
+    path(
+        "numbers/<str:number_id>/hours/closed-greeting/remove",
+        number_settings.closed_greeting_recording_remove,
+        name="closed_greeting_recording_remove",
+    ),
     # History
     path("history", history.history_list, name="history"),
     path("history/<str:record_id>", history.history_record, name="history_record"),

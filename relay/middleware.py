@@ -98,10 +98,11 @@ NO_STORE_ROUTES = frozenset(
         "user-export",
         "webhook",
         "webhook-rotate-secret",
-        # Recordings: voicemail, a call's `record` verb, a greeting recorded by phone.
+        # Recordings: voicemail, a call's `record` verb, greetings recorded by phone.
         "history-recording",
         "call-recording",
         "number-greeting-recording",
+        "number-closed-greeting",
         # The console: sign-in, mailed links, the pages that show the key, a secret or codes.
         "console:login",
         "console:login_code",
@@ -119,6 +120,7 @@ NO_STORE_ROUTES = frozenset(
         "console:account_export",
         "console:recording",
         "console:greeting_recording",
+        "console:closed_greeting_recording",
         "console:socket_token",
     }
 )

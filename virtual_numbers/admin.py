@@ -96,13 +96,19 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
         )
         return format_html(
             "<p>{} Times in {}; {} now.</p><ul>{}</ul>"
-            "<p>Closed dates: {}.</p><p>Closed greeting: {}</p>",
+            "<p>Closed dates: {}.</p><p>Closed greeting: {}{}</p>",
             "Do not disturb is on." if row.do_not_disturb else "",
             row.time_zone,
             "open" if current.open_now else "closed",
             windows or format_html("<li>{}</li>", "every day, all day"),
             ", ".join(row.closed_dates) or "none",
             row.closed_greeting or "(the usual greeting)",
+            (
+                f" (a recording by phone, {row.closed_greeting_recording_seconds:.1f} s, is "
+                "played in its place)"
+                if row.closed_greeting_recording
+                else ""
+            ),
         )
 
     @admin.action(description="Turn forwarding off for the selected numbers")

@@ -56,7 +56,8 @@ class Hours:
     weekly: tuple[Window, ...] = ()
     closed_dates: frozenset[date] = field(default_factory=frozenset)
     do_not_disturb: bool = False
-    closed_greeting: str = ""
+    closed_greeting: str = ""  # spoken while closed; empty: the usual greeting
+    closed_greeting_recording: str = ""  # recorded, played in place of the spoken one
 
 
 def open_at(hours: Hours | None, when: datetime) -> bool:

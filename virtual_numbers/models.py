@@ -46,6 +46,17 @@ GREETING_PREFIX = "greetings/"
 GREETING_RECORDING_MAX_SECONDS = 60
 
 
+def recording_with_seconds(field: str, *, name: str) -> models.CheckConstraint:
+    """A recorded greeting's file name (`field`, empty: none) and its length (`field`_seconds)
+    come and go together."""
+    seconds = f"{field}_seconds"
+    return models.CheckConstraint(
+        condition=models.Q(**{field: "", f"{seconds}__isnull": True})
+        | (~models.Q(**{field: ""}) & models.Q(**{f"{seconds}__isnull": False})),
+        name=name,
+    )
+
+
 class Number(models.Model):
     """A virtual number held by a user: an inventory entry plus alias and a hashed PIN."""
 
@@ -89,14 +100,8 @@ class Number(models.Model):
                 condition=models.Q(forward_caller_id__in=ForwardCallerId.values),
                 name="number_forward_caller_id_valid",
             ),
-            # a recording and its length come and go together
-            models.CheckConstraint(
-                condition=models.Q(greeting_recording="", greeting_recording_seconds__isnull=True)
-                | (
-                    ~models.Q(greeting_recording="")
-                    & models.Q(greeting_recording_seconds__isnull=False)
-                ),
-                name="number_greeting_recording_with_seconds",
+            recording_with_seconds(
+                "greeting_recording", name="number_greeting_recording_with_seconds"
             ),
         ]
 
@@ -151,10 +156,21 @@ class OpeningHours(models.Model):
     do_not_disturb = models.BooleanField(default=False)
     # What a caller hears while the number is closed, spoken; empty: the usual greeting.
     closed_greeting = models.CharField(max_length=500, blank=True, default="")
+    # A closed greeting the owner recorded by phone (the mailbox's 4), played in place of the
+    # spoken one: its WAV file in the recordings storage, under GREETING_PREFIX; empty: none.
+    closed_greeting_recording = models.CharField(
+        max_length=255, blank=True, default="", db_default=""
+    )
+    closed_greeting_recording_seconds = models.FloatField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         verbose_name_plural = "opening hours"
+        constraints = [
+            recording_with_seconds(
+                "closed_greeting_recording", name="hours_closed_greeting_recording_with_seconds"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"opening hours of {self.number_id}"
@@ -168,6 +184,7 @@ class OpeningHours(models.Model):
             closed_dates=frozenset(date.fromisoformat(d) for d in self.closed_dates),
             do_not_disturb=self.do_not_disturb,
             closed_greeting=self.closed_greeting,
+            closed_greeting_recording=self.closed_greeting_recording,
         )
 
 

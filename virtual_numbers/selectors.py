@@ -230,11 +230,14 @@ class HoursSettings:
     closed_dates: list = field(default_factory=list)
     do_not_disturb: bool = False
     closed_greeting: str = ""
+    closed_greeting_recording_url: str | None = None
+    closed_greeting_recording_seconds: float | None = None
 
     @classmethod
     def of(cls, row: OpeningHours | None, *, at: datetime) -> "HoursSettings":
         if row is None:
             return cls(time_zone=None, open_now=True)
+        recorded = bool(row.closed_greeting_recording)
         return cls(
             time_zone=row.time_zone,
             open_now=hours_open(row.hours(), at=at),
@@ -242,6 +245,10 @@ class HoursSettings:
             closed_dates=row.closed_dates,
             do_not_disturb=row.do_not_disturb,
             closed_greeting=row.closed_greeting,
+            closed_greeting_recording_url=(
+                f"/api/numbers/{row.number_id}/hours/closed-greeting" if recorded else None
+            ),
+            closed_greeting_recording_seconds=row.closed_greeting_recording_seconds,
         )
 
 
@@ -319,29 +326,34 @@ def targets_dialable(*, targets: list[str], owner: User) -> list[str]:
     return allowed
 
 
-def greeting_file_name(number_id) -> str:
-    """The name of a number's recorded greeting in the user's export archive."""
-    return f"greetings/{number_id}.wav"
+def greeting_file_name(number_id, *, closed: bool = False) -> str:
+    """The name of a number's recorded greeting (or `closed` greeting) in the user's export
+    archive."""
+    return f"greetings/{number_id}{'-closed' if closed else ''}.wav"
 
 
 def numbers_export(*, user: User) -> dict:
     """The user's numbers for their export (core.userdata): each as the API answers it, with
     its greeting, its forwarding, its opening hours and its blocklist, oldest first;
     `greeting_file` names the recorded greeting in the archive (numbers_greeting_files), null
-    when there is none."""
+    when there is none, and `closed_greeting_file` the recorded closed greeting."""
 
     def each():
         held = Number.objects.filter(owner=user).prefetch_related("blocked_callers")
         for number in held.order_by("created_at", "pk"):
+            hours = hours_of(number=number)
             yield {
                 **represent(NumberOutput, number),
                 "greeting_file": (
                     greeting_file_name(number.pk) if number.greeting_recording else None
                 ),
-                "forwarding": represent(ForwardingOutput, Forwarding.of(number)),
-                "hours": represent(
-                    HoursOutput, HoursSettings.of(hours_of(number=number), at=timezone.now())
+                "closed_greeting_file": (
+                    greeting_file_name(number.pk, closed=True)
+                    if hours is not None and hours.closed_greeting_recording
+                    else None
                 ),
+                "forwarding": represent(ForwardingOutput, Forwarding.of(number)),
+                "hours": represent(HoursOutput, HoursSettings.of(hours, at=timezone.now())),
                 "blocked": [
                     represent(BlockedCallerOutput, entry)
                     for entry in sorted(number.blocked_callers.all(), key=lambda e: e.created_at)
@@ -359,9 +371,18 @@ def memberships_export(*, user: User) -> list[dict]:
 
 def numbers_greeting_files(*, user: User) -> list:
     """The recorded greetings of the user's numbers for their export: (name in the archive,
-    opener) pairs, `greetings/<number id>.wav`."""
+    opener) pairs, `greetings/<number id>.wav`, and `greetings/<number id>-closed.wav` for a
+    closed greeting."""
     held = Number.objects.filter(owner=user).exclude(greeting_recording="").order_by("pk")
+    closed = (
+        OpeningHours.objects.filter(number__owner=user)
+        .exclude(closed_greeting_recording="")
+        .order_by("pk")
+    )
     return [
         (greeting_file_name(pk), recording_opener(name))
         for pk, name in held.values_list("pk", "greeting_recording")
+    ] + [
+        (greeting_file_name(pk, closed=True), recording_opener(name))
+        for pk, name in closed.values_list("pk", "closed_greeting_recording")
     ]

@@ -318,6 +318,15 @@ class HoursOutput(serializers.Serializer):
     )
     doNotDisturb = serializers.BooleanField(source="do_not_disturb")  # noqa: N815
     closedGreeting = serializers.CharField(source="closed_greeting")  # noqa: N815
+    closedGreetingRecordingUrl = serializers.CharField(  # noqa: N815
+        source="closed_greeting_recording_url",
+        allow_null=True,
+        help_text="Where the closed greeting recorded by phone (the mailbox's 4) downloads as "
+        "WAV; it is played in place of `closedGreeting`. null: none is recorded.",
+    )
+    closedGreetingRecordingSeconds = serializers.FloatField(  # noqa: N815
+        source="closed_greeting_recording_seconds", allow_null=True
+    )
     openNow = serializers.BooleanField(  # noqa: N815
         source="open_now", help_text="Whether the number takes calls at this moment."
     )

@@ -17,7 +17,7 @@ import phonenumbers
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.errors import email_address_checked
@@ -318,43 +318,56 @@ def number_greeting_set(*, number: Number, greeting: str) -> Number:
     return number
 
 
-def number_greeting_recording_set(*, number: Number, name: str, seconds: float) -> Number:
+def _greeting_recording_of(locked: Number, *, closed: bool) -> tuple[QuerySet, str]:
+    """Where a recorded greeting of the number is kept: its usual one on the number, its
+    closed one on its opening hours (no row: no hours, nowhere to keep one)."""
+    if closed:
+        return OpeningHours.objects.filter(number=locked), "closed_greeting_recording"
+    return Number.objects.filter(pk=locked.pk), "greeting_recording"
+
+
+def number_greeting_recording_set(
+    *, number: Number, name: str, seconds: float, closed: bool = False
+) -> Number:
     """Make the recording `name` (a WAV file already in the recordings storage, named under
     GREETING_PREFIX, `seconds` long) what voicemail plays to the number's callers in place of
-    the spoken greeting (the mailbox's "press 3", by phone). The recording it replaces is
-    deleted once this commits. NotFound when the number is gone; then `name` is deleted too,
-    since nothing will ever name it. ValueError for a name outside GREETING_PREFIX, which
-    history's purge of unnamed files would take for a stray voicemail."""
+    the spoken greeting (the mailbox's "press 3", by phone), or with `closed` in place of the
+    spoken closed greeting while the number is closed (the mailbox's 4). The recording it
+    replaces is deleted once this commits. NotFound when the number is gone, or with `closed`
+    has no opening hours; then `name` is deleted too, since nothing will ever name it.
+    ValueError for a name outside GREETING_PREFIX, which history's purge of unnamed files
+    would take for a stray voicemail."""
     if not name.startswith(GREETING_PREFIX):
         raise ValueError(f"a greeting recording is stored under {GREETING_PREFIX}")
     try:
         with transaction.atomic():
-            locked = _locked(number)
-            replaced = locked.greeting_recording
-            Number.objects.filter(pk=locked.pk).update(
-                greeting_recording=name, greeting_recording_seconds=seconds
-            )
+            rows, field = _greeting_recording_of(_locked(number), closed=closed)
+            replaced = rows.values_list(field, flat=True).first()
+            if replaced is None or not rows.update(**{field: name, f"{field}_seconds": seconds}):
+                raise NotFound()  # no hours (closed), or removed a moment ago
             recordings_delete_on_commit([replaced] if replaced != name else [])
     except NotFound:
         recordings_delete_on_commit([name])  # outside the rolled-back block: it happens
         raise
-    number.greeting_recording, number.greeting_recording_seconds = name, seconds
+    if not closed:
+        number.greeting_recording, number.greeting_recording_seconds = name, seconds
     return number
 
 
-def number_greeting_recording_remove(*, number: Number) -> Number:
-    """Callers hear the spoken greeting again (the number's text, or the default): the
-    recorded greeting is forgotten and its file deleted once this commits. NotFound when the
-    number has no recorded greeting, or is gone."""
+def number_greeting_recording_remove(*, number: Number, closed: bool = False) -> Number:
+    """Callers hear the spoken greeting again (the number's text, or the default), or with
+    `closed` the spoken closed greeting while the number is closed: the recording is
+    forgotten and its file deleted once this commits. NotFound when there is no such
+    recording, or the number is gone."""
     with transaction.atomic():
-        locked = _locked(number)
-        if not locked.greeting_recording:
+        rows, field = _greeting_recording_of(_locked(number), closed=closed)
+        recorded = rows.select_for_update().values_list(field, flat=True).first()
+        if not recorded:
             raise NotFound()
-        Number.objects.filter(pk=locked.pk).update(
-            greeting_recording="", greeting_recording_seconds=None
-        )
-        recordings_delete_on_commit([locked.greeting_recording])
-    number.greeting_recording, number.greeting_recording_seconds = "", None
+        rows.update(**{field: "", f"{field}_seconds": None})
+        recordings_delete_on_commit([recorded])
+    if not closed:
+        number.greeting_recording, number.greeting_recording_seconds = "", None
     return number
 
 
@@ -458,6 +471,11 @@ def _delete_with_recordings(locked: Number) -> None:
     NUMBER_QUARANTINE_HOURS."""
     names = [name for delete in _deletions for name in delete(locked)]
     names.append(locked.greeting_recording)  # recordings_delete_on_commit skips ""
+    names.extend(
+        OpeningHours.objects.filter(number=locked).values_list(
+            "closed_greeting_recording", flat=True
+        )
+    )
     locked.delete()
     quarantine = timedelta(hours=settings.NUMBER_QUARANTINE_HOURS)
     InventoryNumber.objects.filter(pk=locked.inventory_id).update(
@@ -551,9 +569,14 @@ def number_hours_set(*, number: Number, data: dict) -> OpeningHours:
 
 
 def number_hours_clear(*, number: Number) -> None:
-    """Remove the number's hours: it is always open again (do-not-disturb off too). Nothing
-    to remove is no error."""
-    OpeningHours.objects.filter(number=number).delete()
+    """Remove the number's hours: it is always open again (do-not-disturb off too), and a
+    closed greeting recorded by phone is deleted once this commits. Nothing to remove is no
+    error."""
+    with transaction.atomic():
+        rows = OpeningHours.objects.select_for_update().filter(number=number)
+        recorded = list(rows.values_list("closed_greeting_recording", flat=True))
+        rows.delete()
+        recordings_delete_on_commit(recorded)
 
 
 # --- members and invitations (issue 57) ----------------------------------------------------

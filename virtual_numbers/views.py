@@ -69,9 +69,15 @@ HOURS_EXAMPLE = {
     "doNotDisturb": False,
     "closedGreeting": "The shop is closed. Leave a message and we will call you back.",
 }
+HOURS_ANSWER_EXAMPLE = {
+    **HOURS_EXAMPLE,
+    "closedGreetingRecordingUrl": None,
+    "closedGreetingRecordingSeconds": None,
+}
 HOURS_DESCRIPTION = (
     "When the number takes calls. Outside its hours, on its closed dates and while "
-    "`doNotDisturb` is on, its calls go straight to voicemail (with `closedGreeting` if set) "
+    "`doNotDisturb` is on, its calls go straight to voicemail (with the closed greeting "
+    "recorded by phone, else `closedGreeting`, if set) "
     "without ringing anyone: no forwarding, no browser, no voice application "
     "(docs/telephony.md, Opening hours). Times are local to `timeZone`, across "
     "daylight-saving changes. No hours set: always open."
@@ -561,7 +567,7 @@ class NumberViewSet(ResourceViewSet):
         summary="Read a number's opening hours",
         description=HOURS_DESCRIPTION + " `timeZone` is null while none are set; `openNow` "
         "says whether the number takes calls at this moment.",
-        responses={200: (HoursOutput, {**HOURS_EXAMPLE, "openNow": True})},
+        responses={200: (HoursOutput, {**HOURS_ANSWER_EXAMPLE, "openNow": True})},
         errors=[ErrorCode.NOT_FOUND],
     )
     @action(detail=True, methods=["get"])
@@ -578,7 +584,7 @@ class NumberViewSet(ResourceViewSet):
         "a date given twice or not YYYY-MM-DD, more than 50 windows or 366 dates. Rate "
         "limited per user (`RATE_LIMIT_FORWARDING_PER_USER`, counted apart from forwarding).",
         request=(HoursInput, HOURS_EXAMPLE),
-        responses={200: (HoursOutput, {**HOURS_EXAMPLE, "openNow": False})},
+        responses={200: (HoursOutput, {**HOURS_ANSWER_EXAMPLE, "openNow": False})},
         errors=[ErrorCode.NOT_FOUND, ErrorCode.RATE_LIMITED],
     )
     @hours.mapping.put
@@ -598,6 +604,34 @@ class NumberViewSet(ResourceViewSet):
     def hours_clear(self, request, number_id):
         services.number_hours_clear(number=self.managed_number())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @wav_download_operation(
+        "numbers_closed_greeting_get",
+        summary="Download a number's recorded closed greeting",
+        description="The closed greeting recorded by phone (the mailbox's 4) as WAV (16-bit "
+        "PCM, 8 kHz, mono); 404 when the number is not yours or has none.",
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="hours/closed-greeting",
+        content_negotiation_class=JsonErrorsOnly,
+    )
+    def closed_greeting(self, request, number_id):
+        return greeting_download(request, self.managed_number(), closed=True)
+
+    @success_operation(
+        "numbers_closed_greeting_delete",
+        summary="Remove a number's recorded closed greeting",
+        description="While closed, callers hear the spoken `closedGreeting` again (or the "
+        "usual greeting); the recording is deleted. 404 when the number is not yours or has "
+        "none.",
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @closed_greeting.mapping.delete
+    def closed_greeting_delete(self, request, number_id):
+        services.number_greeting_recording_remove(number=self.managed_number(), closed=True)
+        return self.succeeded()
 
 
 class InvitationViewSet(ResourceViewSet):

@@ -158,7 +158,17 @@ def greeting(request, number):
 def greeting_recording(request, number):
     """The recorded greeting as WAV to its owner, through the session: the API's checks
     (number_access; none recorded, or its file gone: 404), never cached, never a public URL."""
-    response = greeting_download(request, number)
+    return _greeting_file(request, number, closed=False)
+
+
+@number_page(["GET"])
+def closed_greeting_recording(request, number):
+    """The recorded closed greeting, as greeting_recording serves the other."""
+    return _greeting_file(request, number, closed=True)
+
+
+def _greeting_file(request, number, *, closed: bool):
+    response = greeting_download(request, number, closed=closed)
     response["Cache-Control"] = "private, no-store"
     return response
 
@@ -168,14 +178,26 @@ def greeting_recording_remove(request, number):
     """Remove the recorded greeting (number_greeting_recording_remove): callers hear the
     spoken one again. The greeting page, which plays what it removes, is this button's
     confirmation; a GET goes to it, and so does a greeting removed already (a notice)."""
+    return _greeting_recording_remove(request, number, closed=False)
+
+
+@number_page(["GET", "POST"])
+def closed_greeting_recording_remove(request, number):
+    """Remove the recorded closed greeting, confirmed by the hours page as the greeting page
+    confirms greeting_recording_remove."""
+    return _greeting_recording_remove(request, number, closed=True)
+
+
+def _greeting_recording_remove(request, number, *, closed: bool):
+    what = "closed greeting" if closed else "greeting"
     if request.method == "POST":
         try:
-            numbers_services.number_greeting_recording_remove(number=number)
+            numbers_services.number_greeting_recording_remove(number=number, closed=closed)
         except NotFound:
-            messages.info(request, f"{number.number} has no recorded greeting.")
+            messages.info(request, f"{number.number} has no recorded {what}.")
         else:
-            messages.success(request, f"Callers to {number.number} hear the spoken greeting again.")
-    return redirect("console:greeting", number.pk)
+            messages.success(request, f"Callers to {number.number} hear the spoken {what} again.")
+    return redirect("console:hours" if closed else "console:greeting", number.pk)
 
 
 def _hours_initial(current: numbers.HoursSettings) -> dict:

@@ -1,7 +1,8 @@
 """The owner's mailbox, behind `*`, the PIN and `#` during the voicemail greeting: the new
 messages, newest first, each marked heard once played; then a menu, 1 to hear them again and
 3 to record the greeting callers hear (issue 44: a beep, up to 60 s ended by `#`, played back,
-then 1 to keep it, 2 to record it again, 3 to go back to the spoken greeting). Wrong PINs
+then 1 to keep it, 2 to record it again, 3 to go back to the spoken greeting), and for a
+number with opening hours 4 to record its closed greeting the same way (issue 57). Wrong PINs
 count against the number's PIN lock (virtual_numbers.services.number_pin_verify). Neither the
 PIN nor any key pressed is ever logged."""
 
@@ -21,6 +22,7 @@ from history import services as history_services
 from telephony.inbound.line import Line
 from telephony.recording import Recording, recording_save
 from telephony.sip.race import race, won
+from virtual_numbers import selectors as number_selectors
 from virtual_numbers.models import GREETING_PREFIX, GREETING_RECORDING_MAX_SECONDS
 from virtual_numbers.services import (
     PinLocked,
@@ -40,13 +42,28 @@ MENU_PROMPTS = 2  # times a menu is said before the mailbox gives up on it
 
 MENU = "Press 1 to hear your messages again, or 3 to record your greeting."
 MENU_NO_MESSAGES = "Press 3 to record your greeting."
-RECORD_PROMPT = "After the tone, say your greeting, then press the hash key."
-KEEP_PROMPT = (
-    "Press 1 to keep this greeting, 2 to record it again, or 3 to go back to the spoken greeting."
+# A number with opening hours: 4 records the greeting its callers hear while it is closed.
+MENU_WITH_HOURS = (
+    "Press 1 to hear your messages again, 3 to record your greeting, or 4 to record your "
+    "closed greeting."
 )
-NOTHING_HEARD = (
-    "I did not hear a greeting. Press 2 to record it again, or 3 to go back to the spoken greeting."
+MENU_NO_MESSAGES_WITH_HOURS = (
+    "Press 3 to record your greeting, or 4 to record your closed greeting."
 )
+# The recorder's words, of the `greeting` or the `closed greeting`
+RECORDER = {
+    "record": "After the tone, say your {what}, then press the hash key.",
+    "keep": "Press 1 to keep this {what}, 2 to record it again, or 3 to go back to the spoken "
+    "{what}.",
+    "nothing": "I did not hear a {what}. Press 2 to record it again, or 3 to go back to the "
+    "spoken {what}.",
+    "spoken": "Callers will hear your spoken {what}.",
+    "unchanged": "Your {what} is unchanged.",
+    "saved": "Your {what} is saved.",
+    "not_saved": "Sorry, your {what} could not be saved. Goodbye.",
+}
+WHAT = {False: "greeting", True: "closed greeting"}
+RECORD_PROMPT = RECORDER["record"].format(what=WHAT[False])
 
 
 class Mailbox:
@@ -137,58 +154,65 @@ class Mailbox:
         pressed while the messages play goes straight to recording the greeting (the
         messages not yet played stay new)."""
         messages = await self.db(history_selectors.mailbox_messages)(number=self.number)
-        choice = await self._messages(messages, count=True)
+        hours = await self.db(number_selectors.hours_of)(number=self.number)
+        recorders = "3" if hours is None else "34"
+        if hours is None:
+            menu = MENU if messages else MENU_NO_MESSAGES
+        else:
+            menu = MENU_WITH_HOURS if messages else MENU_NO_MESSAGES_WITH_HOURS
+        choice = await self._messages(messages, count=True, stop=recorders)
         while not self.line.call.ended.is_set():
             if choice is None:
-                choice = await self._ask(
-                    MENU if messages else MENU_NO_MESSAGES, "13" if messages else "3"
-                )
+                choice = await self._ask(menu, ("1" if messages else "") + recorders)
                 if choice is None:
                     await self._say("Goodbye.")
                     return
             if choice == "1":
-                choice = await self._messages(messages, count=False)
-            elif not await self._greeting():
+                choice = await self._messages(messages, count=False, stop=recorders)
+            elif not await self._greeting(closed=choice == "4"):
                 return
             else:
                 choice = None
 
-    async def _messages(self, messages: list, *, count: bool) -> str | None:
+    async def _messages(self, messages: list, *, count: bool, stop: str) -> str | None:
         """Say how many messages there are (`count`) and play each, marking it heard once
-        played; "3" when the owner pressed 3 meanwhile (the rest is skipped), else None."""
-        three = asyncio.ensure_future(self._next_key("3"))
+        played; the key of `stop` (a recorder's) when the owner pressed one meanwhile (the
+        rest is skipped), else None."""
+        stopped = asyncio.ensure_future(self._next_key(stop))
         try:
             if count:
                 plural = "message" if len(messages) == 1 else "messages"
                 text = f"You have {len(messages) or 'no'} new {plural}."
-                if not await self.line.play(await self.line.speech(text), also=three):
-                    return self._pressed(three)
+                if not await self.line.play(await self.line.speech(text), also=stopped):
+                    return self._pressed(stopped)
             for index, record in enumerate(messages, start=1):
                 audio = await self.line.stored(record.recording)
                 if audio is None:
                     continue
                 said = await self.line.speech(f"Message {index}.")
-                if not await self.line.play(said + audio, also=three):
-                    return self._pressed(three)
+                if not await self.line.play(said + audio, also=stopped):
+                    return self._pressed(stopped)
                 if not record.heard:
                     await self.db(history_services.call_record_mark_heard)(record=record)
                     record.heard = True
-            return self._pressed(three)
+            return self._pressed(stopped)
         finally:
-            three.cancel()
+            stopped.cancel()
 
     @staticmethod
     def _pressed(key: asyncio.Future) -> str | None:
         return key.result() if key.done() and not key.cancelled() else None
 
     # --- the greeting ----------------------------------------------------------------------
-    async def _greeting(self) -> bool:
-        """Record a greeting, play it back and do what the owner chooses: 1 keeps it (in
-        place of the spoken greeting, the one it replaces deleted), 2 records again, 3 goes
-        back to the spoken greeting (a recorded one is removed). Nothing is kept unless 1 is
-        pressed. False when the call has ended, True to go back to the menu."""
+    async def _greeting(self, *, closed: bool = False) -> bool:
+        """Record a greeting (`closed`: the closed greeting), play it back and do what the
+        owner chooses: 1 keeps it (in place of the spoken one, the recording it replaces
+        deleted), 2 records again, 3 goes back to the spoken one (a recorded one is removed).
+        Nothing is kept unless 1 is pressed. False when the call has ended, True to go back to
+        the menu."""
+        words = {key: text.format(what=WHAT[closed]) for key, text in RECORDER.items()}
         while True:
-            if not await self._say(RECORD_PROMPT):
+            if not await self._say(words["record"]):
                 return False
             tone = self.line.speech_cache.tone()[self.line.payload_type]
             if not await self.line.play(tone):
@@ -197,20 +221,22 @@ class Mailbox:
             if self.line.call.ended.is_set():
                 return False  # hung up while recording: nothing is kept
             if audio is None:
-                choice = await self._ask(NOTHING_HEARD, "23")
+                choice = await self._ask(words["nothing"], "23")
             else:
-                choice = await self._ask(KEEP_PROMPT, "123", before=audio)
+                choice = await self._ask(words["keep"], "123", before=audio)
             if choice == "2":
                 continue
             if choice == "1":
-                return await self._keep(audio)
+                return await self._keep(audio, closed=closed, words=words)
             if choice == "3":
                 with contextlib.suppress(NotFound):  # nothing recorded before: nothing to do
-                    await self.db(number_greeting_recording_remove)(number=self.number)
-                return await self._say("Callers will hear your spoken greeting.")
+                    await self.db(number_greeting_recording_remove)(
+                        number=self.number, closed=closed
+                    )
+                return await self._say(words["spoken"])
             if self.line.call.ended.is_set():
                 return False
-            return await self._say("Your greeting is unchanged.")
+            return await self._say(words["unchanged"])
 
     async def _record(self) -> bytes | None:
         """What the owner says after the tone, up to GREETING_RECORDING_MAX_SECONDS, until
@@ -233,15 +259,15 @@ class Mailbox:
             ended.cancel()
         return recording.take(trim=True)
 
-    async def _keep(self, audio: bytes) -> bool:
+    async def _keep(self, audio: bytes, *, closed: bool, words: dict[str, str]) -> bool:
         name, seconds = await recording_save(
             audio, self.line.payload_type, name=f"{GREETING_PREFIX}{uuid.uuid4().hex}"
         )
         try:
             await self.db(number_greeting_recording_set)(
-                number=self.number, name=name, seconds=seconds
+                number=self.number, name=name, seconds=seconds, closed=closed
             )
-        except NotFound:  # the number was given back meanwhile (its file is deleted)
-            await self._say("Sorry, your greeting could not be saved. Goodbye.")
+        except NotFound:  # the number was given back, or its hours removed, meanwhile
+            await self._say(words["not_saved"])  # (and the file deleted)
             return False
-        return await self._say("Your greeting is saved.")
+        return await self._say(words["saved"])

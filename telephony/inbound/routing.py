@@ -186,7 +186,7 @@ class InboundDesk:
         is set; nobody is rung and no voice application asked (module docstring)."""
         logger.info("inbound call %s: closed now, voicemail answers", call.sip_call_id)
         await call.ringing()
-        await self._voicemail(call, number, ledger, greeting=hours.closed_greeting)
+        await self._voicemail(call, number, ledger, closed=hours)
 
     async def _answer_by_app(self, call: InboundDialog, number, ledger, app, caller: str) -> bool:
         """Answer with the number's voice application (telephony.inbound.app_session); False
@@ -231,9 +231,12 @@ class InboundDesk:
             await call.refuse(480, "Temporarily Unavailable")  # the agent is stopping
         await self._voicemail(call, number, ledger)
 
-    async def _voicemail(self, call: InboundDialog, number, ledger, *, greeting: str = "") -> None:
-        """Voicemail answers the call (with `greeting` spoken in place of the number's usual
-        one, if given), unless it is over already: then it is `missed`."""
+    async def _voicemail(
+        self, call: InboundDialog, number, ledger, *, closed: Hours | None = None
+    ) -> None:
+        """Voicemail answers the call (with the closed greeting of the `closed` number's hours,
+        if it has one, in place of its usual one), unless it is over already: then it is
+        `missed`."""
         if call.final_status:  # canceled, or turned away
             await self._record(ledger, CallStatus.MISSED)
             return
@@ -243,7 +246,7 @@ class InboundDesk:
             return
         # Voicemail listens for keys from the answer on, before anything is awaited: a caller
         # who presses `*` at once, while the answer is being written, is heard.
-        voicemail = Voicemail(call, self.speech, self.db, number, greeting=greeting)
+        voicemail = Voicemail(call, self.speech, self.db, number, closed=closed)
         answered = time.monotonic()
         await self.db(services.inbound_call_answered)(call=ledger)
         recording = await voicemail.run()

@@ -1,5 +1,6 @@
 """What an answered call to a number hears: the greeting (a closed number's closed greeting,
-else the one the owner recorded by phone, else the text spoken), a beep, and the caller's
+recorded by phone or else spoken, if it has one; else the one the owner recorded by phone,
+else the text spoken), a beep, and the caller's
 message recorded until they hang up, VOICEMAIL_MAX_SECONDS or VOICEMAIL_SILENCE_SECONDS of
 silence; or, after `*` during the greeting, the mailbox (telephony.inbound.mailbox)."""
 
@@ -27,12 +28,13 @@ class Voicemail:
     or (after `*`) the mailbox."""
 
     def __init__(
-        self, call: InboundDialog, speech: Speech, db: Callable, number, *, greeting: str = ""
+        self, call: InboundDialog, speech: Speech, db: Callable, number, *, closed=None
     ) -> None:
         self.line = Line(call, speech)
         self.call, self.speech, self.db, self.number = call, speech, db, number
-        # Spoken in place of the number's greeting (a closed number's closed greeting).
-        self.greeting = greeting
+        # A closed number's hours (virtual_numbers.hours.Hours): their closed greeting, if
+        # any, in place of the number's greeting.
+        self.closed = closed
         self.stream = call.stream
 
     async def run(self) -> dict:
@@ -52,16 +54,24 @@ class Voicemail:
         return await self._record()
 
     async def _greeting(self) -> bytes:
-        """The greeting given for this call (a closed number's) spoken; else the recorded
-        greeting, or when there is none (or its file cannot be played) the text greeting
-        spoken, or the default."""
-        if self.greeting:
-            return await self.line.speech(self.greeting)
-        if self.number.greeting_recording:
-            recorded = await self.line.stored(self.number.greeting_recording)
-            if recorded:
-                return recorded
+        """A closed number's closed greeting: recorded, or spoken. Else (or when it has none)
+        the recorded greeting; when there is none (or a file cannot be played) the text
+        greeting spoken, or the default."""
+        closed = self.closed
+        if closed is not None and (
+            recorded := await self._recorded(closed.closed_greeting_recording)
+        ):
+            return recorded
+        if closed is not None and closed.closed_greeting:
+            return await self.line.speech(closed.closed_greeting)
+        if recorded := await self._recorded(self.number.greeting_recording):
+            return recorded
         return await self.line.speech(self.number.greeting or DEFAULT_GREETING)
+
+    async def _recorded(self, name: str) -> bytes | None:
+        """The recorded greeting `name` as the call plays it; None for none ("") or a file
+        that cannot be played."""
+        return await self.line.stored(name) if name else None
 
     async def _record(self) -> dict:
         recording = Recording(

@@ -88,8 +88,9 @@ LEDGER_KEYS = frozenset(
     }
 )
 # What later releases added to the rest of the export (issue 57: the user's `memberships` of
-# numbers shared with them, and each number's opening `hours`: none on the release's).
-EXPORT_KEYS = frozenset({"memberships", "hours"})
+# numbers shared with them, and each number's opening `hours` and recorded closed greeting:
+# none on the release's).
+EXPORT_KEYS = frozenset({"memberships", "hours", "closed_greeting_file"})
 
 
 @cache

@@ -79,6 +79,8 @@ def test_the_number_page_shows_its_opening_hours(staff_client):
         closed_dates=["2026-12-25"],
         do_not_disturb=True,
         closed_greeting="Closed <for> Christmas.",
+        closed_greeting_recording="greetings/closed.wav",
+        closed_greeting_recording_seconds=2.5,
     )
     plain = NumberFactory()
 
@@ -88,5 +90,5 @@ def test_the_number_page_shows_its_opening_hours(staff_client):
     assert "Do not disturb is on. Times in Europe/London; closed now." in page
     assert "<li>mon tue 09:00-17:30</li>" in page
     assert "Closed dates: 2026-12-25." in page
-    assert "Closed greeting: Closed &lt;for&gt; Christmas." in page  # escaped
+    assert "Closed greeting: Closed &lt;for&gt; Christmas. (a recording by phone, 2.5 s" in page
     assert "None: always open." in plain_page

@@ -31,7 +31,7 @@ from tests.factories import (
     wav_bytes,
 )
 from virtual_numbers import services as number_services
-from virtual_numbers.models import GREETING_PREFIX
+from virtual_numbers.models import GREETING_PREFIX, OpeningHours
 
 pytestmark = pytest.mark.django_db
 
@@ -79,6 +79,15 @@ def greeting_recorded(visitor: Visitor):
     number = NumberFactory(owner=visitor.user)
     name = recordings_storage().save(f"{GREETING_PREFIX}no-store.wav", ContentFile(wav_bytes()))
     return number_services.number_greeting_recording_set(number=number, name=name, seconds=1.0)
+
+
+def closed_greeting_recorded(visitor: Visitor):
+    number = NumberFactory(owner=visitor.user)
+    OpeningHours.objects.create(number=number, time_zone="UTC")
+    name = recordings_storage().save(f"{GREETING_PREFIX}closed.wav", ContentFile(wav_bytes()))
+    return number_services.number_greeting_recording_set(
+        number=number, name=name, seconds=1.0, closed=True
+    )
 
 
 def call_recording(visitor: Visitor) -> Recording:
@@ -166,6 +175,9 @@ VISITS = {
     "number-greeting-recording": lambda v: v.api.get(
         f"/api/numbers/{greeting_recorded(v).pk}/greeting/recording"
     ),
+    "number-closed-greeting": lambda v: v.api.get(
+        f"/api/numbers/{closed_greeting_recorded(v).pk}/hours/closed-greeting"
+    ),
     "console:login": lambda v: v.anonymous_browser.post(
         "/login", {"email": v.user.email, "password": DEFAULT_PASSWORD}
     ),
@@ -195,6 +207,9 @@ VISITS = {
     ),
     "console:greeting_recording": lambda v: v.browser.get(
         f"/numbers/{greeting_recorded(v).pk}/greeting/recording"
+    ),
+    "console:closed_greeting_recording": lambda v: v.browser.get(
+        f"/numbers/{closed_greeting_recorded(v).pk}/hours/closed-greeting"
     ),
     "console:socket_token": lambda v: v.browser.post("/calls/socket-token"),
 }

@@ -19,11 +19,11 @@ from django.contrib.auth.hashers import make_password
 
 from harness.live import RelayProcess, wait_until
 from harness.sip import MESSAGE_SECONDS, SIPP_SHARE, free_udp_port, presses
-from telephony.inbound.mailbox import RECORD_PROMPT
+from telephony.inbound.mailbox import RECORD_PROMPT, RECORDER
 from telephony.speech import Speech
 from tests.factories import NumberFactory, wav_bytes
 from tests.telephony.conftest import call_in, sip_env, wait_for_records
-from virtual_numbers.models import GREETING_PREFIX, Number
+from virtual_numbers.models import GREETING_PREFIX, Number, OpeningHours
 
 pytestmark = [
     pytest.mark.usefixtures("calls_settled"),
@@ -304,3 +304,50 @@ def test_going_back_to_the_spoken_greeting_removes_the_recorded_one(relay, tmp_p
     assert stored.greeting_recording_seconds is None
     wait_until(lambda: not old.exists(), deadline=10, what="the old recording's file to go")
     assert greetings_stored(relay) == []  # the new recording was never kept
+
+
+def test_a_closed_greeting_recorded_by_phone_is_what_callers_hear_while_closed(
+    relay, tmp_path, number
+):
+    # Do not disturb: the number is closed now, and its callers hear its closed greeting.
+    OpeningHours.objects.create(
+        number=number, time_zone="UTC", do_not_disturb=True, closed_greeting="We are closed."
+    )
+    Number.objects.filter(pk=number.pk).update(greeting="Hi.")
+    caller = Caller().wait_until(1.0).press("*1234#4")  # during the spoken closed greeting
+    tone_at = (
+        1.0
+        + spoken_seconds(PIN_PROMPT, tmp_path)
+        + PIN_CHECK_SECONDS
+        + spoken_seconds(RECORDER["record"].format(what="closed greeting"), tmp_path)
+        + BEEP_SECONDS
+    )
+    record_greeting(caller, tone_at=tone_at)
+    caller.wait(1.0).press("1")  # while it is played back: keep it
+    caller.wait(5.0)
+
+    owner = caller.call(relay, tmp_path, number.number)
+
+    assert owner.finish(90) == 0, owner
+    hours = wait_until(
+        lambda: (
+            (found := OpeningHours.objects.get(number=number)).closed_greeting_recording and found
+        ),
+        deadline=30,
+        what="the recorded closed greeting to be stored",
+    )
+    assert abs(hours.closed_greeting_recording_seconds - MESSAGE_SECONDS) <= 1
+    assert Number.objects.get(pk=number.pk).greeting_recording == ""  # the usual one untouched
+    [file] = greetings_stored(relay)
+    assert file == relay.workdir / "recordings" / hours.closed_greeting_recording
+
+    # The next caller, while the number is closed, hears the recording, not the text.
+    listener = Listener()
+    seconds = hours.closed_greeting_recording_seconds
+    listening = Caller().wait(seconds + BEEP_SECONDS + 2.5)
+    next_caller = listening.call(relay, tmp_path, number.number, sdp_port=listener.port)
+    assert next_caller.finish(60) == 0, next_caller
+    heard = listener.wav(tmp_path / "heard.wav")
+    until_beep = sox_stat(heard, "reverse", "silence", "1", "0.02", "1%", "reverse")
+    assert abs(until_beep["Length (seconds)"] - (seconds + BEEP_SECONDS)) <= 0.5
+    assert correlation(wav_samples(heard), wav_samples(file)) > 0.9
