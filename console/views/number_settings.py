@@ -75,13 +75,24 @@ def blocked_remove(request, number):
             "removal_refusal": f"Nothing was unblocked: {_sentence(error)}",
         }
         return render(request, "console/blocklist.html", context, status=error.status)
-    try:
-        numbers_services.blocked_caller_remove(number=number, caller_num=caller)
-    except NotFound:
-        messages.info(request, f"{caller} was not blocked on {number.number}.")
-    else:
-        messages.success(request, f"{caller} is unblocked on {number.number}.")
+    _removal_said(
+        request,
+        lambda: numbers_services.blocked_caller_remove(number=number, caller_num=caller),
+        done=f"{caller} is unblocked on {number.number}.",
+        missing=f"{caller} was not blocked on {number.number}.",
+    )
     return redirect("console:blocklist", number.pk)
+
+
+def _removal_said(request, remove, *, done: str, missing: str) -> None:
+    """Run `remove`, and tell the next page how it went: `done`, or `missing` when there was
+    nothing to remove (NotFound)."""
+    try:
+        remove()
+    except NotFound:
+        messages.info(request, missing)
+    else:
+        messages.success(request, done)
 
 
 def _forwarding_initial(current: numbers_services.Forwarding) -> dict:
@@ -191,12 +202,12 @@ def closed_greeting_recording_remove(request, number):
 def _greeting_recording_remove(request, number, *, closed: bool):
     what = "closed greeting" if closed else "greeting"
     if request.method == "POST":
-        try:
-            numbers_services.number_greeting_recording_remove(number=number, closed=closed)
-        except NotFound:
-            messages.info(request, f"{number.number} has no recorded {what}.")
-        else:
-            messages.success(request, f"Callers to {number.number} hear the spoken {what} again.")
+        _removal_said(
+            request,
+            lambda: numbers_services.number_greeting_recording_remove(number=number, closed=closed),
+            done=f"Callers to {number.number} hear the spoken {what} again.",
+            missing=f"{number.number} has no recorded {what}.",
+        )
     return redirect("console:hours" if closed else "console:greeting", number.pk)
 
 
