@@ -6,12 +6,19 @@ requests either end sends inside it. One class for both directions, the way PJSI
 The dialog holds, in RFC 3261's words: the Call-ID, the local and remote tags (inside the
 From and To values Relay sends), the local CSeq, the remote CSeq, the remote target (the
 peer's Contact) and the route set (the Record-Route of the message that set the dialog up).
+
+A re-INVITE (§14.2) is answered in either role through an INVITE server transaction of its
+own (its 2xx resent until the ACK): its offer may change the stream's direction (hold and
+resume, RFC 3264 §8.4), address, port, codec or SRTP key, and the answer follows it with the
+session's `o=` version one more (§8); an offer Relay cannot take is answered 488 and the call
+goes on as it was (§14.2, RFC 3261 "the UAS ... MUST leave the session unchanged").
 """
 
 from __future__ import annotations
 
 import logging
 
+from telephony.sip import sdp
 from telephony.sip.message import (
     Message,
     host_port_of,
@@ -20,6 +27,7 @@ from telephony.sip.message import (
     response_to,
     uri_of,
 )
+from telephony.sip.transaction import FromTu, InviteServer, Received
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +87,16 @@ class Dialog:
         self.remote_cseq: int | None = None
         self.local_sdp = b""
         self.bye_sent = False
+        # The call's media (each side sets `stream` once it has one), and the re-INVITE being
+        # answered: its CSeq number and server transaction, which its ACK is handed to.
+        self.stream = None
+        self.rtp_port = 0
+        self.reinvite: tuple[int, object] | None = None
+
+    @property
+    def local_crypto(self) -> sdp.Crypto | None:
+        """Relay's own SRTP key on this call, when it is encrypted."""
+        return None
 
     @property
     def local_tag(self) -> str:
@@ -135,7 +153,10 @@ class Dialog:
         """A request of this dialog's Call-ID (the UAC and the UAS add their transaction's
         own requests in front of this)."""
         if request.method == "ACK":
-            return  # an ACK of nothing this dialog waits for: absorbed (§17.2.3)
+            if self.reinvite is not None and self.reinvite[0] == request.cseq[0]:
+                # The ACK of a re-INVITE's 2xx: its transaction stops resending the 2xx.
+                self.reinvite[1].feed(Received(request))
+            return  # any other ACK is of nothing this dialog waits for: absorbed (§17.2.3)
         if params(request.get("To") or "").get("tag", "") != self.local_tag:
             # §12.2.2: a request with a To tag that matches no dialog gets 481.
             await self.ua.respond(request, 481, "Call/Transaction Does Not Exist", source)
@@ -162,19 +183,70 @@ class Dialog:
         # Any other method was answered 405 or 501 by checks.check_request before this.
 
     async def _reinvite(self, request: Message, source: tuple[str, int]) -> None:
-        """A re-INVITE (a session refresh): the media stays as it is; its Contact is the new
-        remote target (§12.2.2, target refresh)."""
-        if not self.local_sdp:
+        """A re-INVITE (§14.2). With an offer, the media follows it (`take_offer`) and the 200
+        carries the answer; an offer Relay cannot take gets 488 and changes nothing. Without
+        one, the 200 offers the session as it is. Its Contact is the new remote target (§12.2.2,
+        target refresh) once it is accepted."""
+        if not self.local_sdp or self.stream is None:
+            # Not answered yet: a re-INVITE now crosses the INVITE (§14.2's glare, 491).
             await self.ua.respond(request, 491, "Request Pending", source)
             return
+        transaction = self.ua.server_transaction(
+            InviteServer, request, source, tell=_nothing_to_tell
+        )
+        self.reinvite = (request.cseq[0], transaction)
+        if request.body:
+            try:
+                self.take_offer(request.body)
+            except sdp.SdpError as exc:
+                logger.info("call %s: re-INVITE refused (488): %s", self.sip_call_id, exc)
+                response = response_to(request, 488, "Not Acceptable Here", to_tag=self.local_tag)
+                transaction.feed(FromTu(response))
+                return
         if target := contact_uri(request.get("Contact")):
             self.remote_target = target
-        response = response_to(request, 200, "OK")
+        response = response_to(request, 200, "OK", to_tag=self.local_tag)
         response.set("Contact", self.ua.contact())
         response.set("Allow", ALLOW)
         response.set("Content-Type", "application/sdp")
         response.body = self.local_sdp
-        await self.ua.transport.send(response, source)
+        transaction.feed(FromTu(response))
+
+    def take_offer(self, body: bytes) -> None:
+        """Answer a re-INVITE's offer: check that Relay can take it (a codec it speaks, the
+        call's SRTP kept), then point the stream at it (`follow`) and make the answer, the
+        previous description when nothing changed, else one with its version one more
+        (sdp.revised). Raises SdpError, touching nothing, when the offer cannot be taken."""
+        stream = self.stream
+        media = sdp.parse_offer(body, prefer=stream.payload_type)
+        crypto = self.local_crypto if stream.srtp_out is not None else None
+        if stream.srtp_out is not None and media.crypto is None:
+            raise sdp.SdpError("the call is encrypted and the offer has no SRTP key")
+        if stream.srtp_out is None and media.profile == sdp.SECURE:
+            raise sdp.SdpError("an RTP/SAVP offer on a call without SRTP")
+        answer = sdp.answer(address=self.ua.host, port=self.rtp_port, media=media, crypto=crypto)
+        self.local_sdp = sdp.revised(self.local_sdp, answer)
+        self.follow(media)
+        if crypto is not None and media.crypto.key != stream.remote_key:
+            stream.rekey(media.crypto.key)
+        logger.info(
+            "call %s: re-INVITE taken: %s, %s",
+            self.sip_call_id,
+            sdp.answer_direction(media),
+            sdp.CODECS[media.payload_type],
+        )
+
+    def follow(self, media: sdp.MediaAnswer) -> None:
+        """Send audio as the far end's SDP (an offer or an answer) says: its codec, its
+        telephone-event, its address and port (the latch starts again when they change), and
+        nothing at all while it takes none (hold, rtp.RtpStream.hold). An address of 0.0.0.0
+        leaves the last one in place, for the resume."""
+        stream = self.stream
+        stream.payload_type = media.payload_type
+        stream.dtmf_payload_type = media.telephone_event
+        if media.host != sdp.HOLD_ADDRESS and stream.latch.expected != (media.host, media.port):
+            stream.expect(media.host, media.port)
+        stream.hold(not media.receives)
 
     async def _info(self, request: Message, source: tuple[str, int]) -> None:
         """An INFO (RFC 6086): a key pressed, sent in SIP rather than in the media (RFC 4733);
@@ -210,6 +282,10 @@ class Dialog:
     def on_response(self, response: Message) -> None:
         """A response that matched no transaction (a late retransmission): by default,
         nothing to do."""
+
+
+def _nothing_to_tell(report) -> None:
+    """A re-INVITE's transaction tells nothing anyone waits for (its ACK, a timeout)."""
 
 
 def _dtmf_key(body: str, *, relay: bool) -> str | None:

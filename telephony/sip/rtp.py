@@ -2,6 +2,10 @@
 what comes back counted, with its loudness, so that a test (and an operator's log) can tell
 that audio really travelled. For voicemail, what comes back can also be recorded (and turned
 into a WAV file), and DTMF arrives as RFC 4733 telephone events.
+
+A far end that puts the call on hold (its SDP stops receiving, telephony.sip.dialog) is sent
+nothing (`hold`); when its stream is bridged to another, that other party hears Relay's
+music on hold (telephony.sip.music) instead of what the held end sends, until it resumes.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ import wave
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 import pylibsrtp
+
+from telephony.sip.music import melody
 
 FRAME_SAMPLES = 160  # 20 ms at 8 kHz, one byte per sample in G.711
 FRAME_SECONDS = 0.02
@@ -85,6 +92,12 @@ TRANSCODE = {
     )
     for source, target in ((0, 8), (8, 0))
 }
+
+
+@cache
+def hold_music(payload_type: int) -> bytes:
+    """Relay's music on hold (telephony.sip.music) in G.711 of `payload_type` (0 or 8)."""
+    return bytes(map(_ENCODE[payload_type], melody()))
 
 
 def g711_in(payload: bytes, payload_type: int, wanted: int) -> bytes | None:
@@ -190,8 +203,13 @@ class RtpStream(asyncio.DatagramProtocol):
         self.sequence, self.timestamp, self.ssrc = struct.unpack("!HII", os.urandom(10))
         # A forwarded call: what this stream hears is relayed to the other leg's stream
         # (`relay`), which sends it on in its own codec, payload types, sequence and SSRC.
-        self.bridge: RtpStream | None = None
+        self._bridge: RtpStream | None = None
         self.relayed_packets = 0
+        # Hold (RFC 3264 §8.4): the far end takes no audio now; nothing is sent to it, and
+        # what it sends is not relayed: the stream it is bridged to plays `music` instead.
+        self.held = False
+        self.music: asyncio.Task | None = None
+        self.remote_key: bytes | None = None  # the far end's SRTP key (`secure`)
         # The other leg's SSRC -> what is added to its timestamps to make ours: the timing
         # of what is relayed (gaps, an RFC 4733 event's duration) is kept as it came.
         self._timestamp_offsets: dict[int, int] = {}
@@ -202,9 +220,54 @@ class RtpStream(asyncio.DatagramProtocol):
         self.srtp_out = pylibsrtp.Session(
             pylibsrtp.Policy(key=local_key, ssrc_type=pylibsrtp.Policy.SSRC_ANY_OUTBOUND)
         )
+        self.rekey(remote_key)
+
+    def rekey(self, remote_key: bytes) -> None:
+        """Accept only what `remote_key` authenticates from now on (a far end's new key in a
+        re-INVITE, RFC 4568 §7.1.4); what Relay sends keeps its key."""
+        self.remote_key = remote_key
         self.srtp_in = pylibsrtp.Session(
             pylibsrtp.Policy(key=remote_key, ssrc_type=pylibsrtp.Policy.SSRC_ANY_INBOUND)
         )
+
+    @property
+    def bridge(self) -> RtpStream | None:
+        """The stream this one's audio is relayed to (a forwarded call's other leg)."""
+        return self._bridge
+
+    @bridge.setter
+    def bridge(self, other: RtpStream | None) -> None:
+        # A held stream's music plays on the stream it is bridged to while the bridge lasts.
+        old, self._bridge = self._bridge, other
+        if self.held and old is not None and old is not other:
+            _stop_music(old)
+        if self.held and other is not None and old is not other:
+            _start_music(other)
+
+    def hold(self, held: bool) -> None:
+        """The far end takes no audio (`held`: its SDP is sendonly, inactive or at 0.0.0.0),
+        or takes it again. Bridged, the other party hears the music meanwhile."""
+        if held == self.held:
+            return
+        self.held = held
+        if self._bridge is not None:
+            (_start_music if held else _stop_music)(self._bridge)
+
+    def start_music(self) -> None:
+        """Play the music on hold, over and over, until stop_music."""
+        if self.music is None or self.music.done():
+            self.music = asyncio.get_running_loop().create_task(self._play_music())
+
+    async def _play_music(self) -> None:
+        while True:
+            await self.play(hold_music(self.payload_type))
+
+    def stop_music(self) -> None:
+        if self.music is not None:
+            self.music.cancel()
+            self.music = None
+        # What is relayed from now on is timed from where the music left off.
+        self._timestamp_offsets.clear()
 
     def expect(self, host: str, port: int) -> None:
         """Media is to come from, and go to, `host`:`port` (the far end's SDP). From now on
@@ -243,15 +306,15 @@ class RtpStream(asyncio.DatagramProtocol):
         if payload is None:
             return  # its header says more than the packet holds
         event = payload_type == self.dtmf_payload_type and self.dtmf_payload_type is not None
-        if self.bridge is not None:
-            self.bridge.relay(data, payload, event=event)
+        if self._bridge is not None and not self.held:  # a held end's sound is not passed on
+            self._bridge.relay(data, payload, event=event)
         if event:
             self._telephone_event(struct.unpack("!I", data[4:8])[0], payload)
             return
         self.received.packets += 1
         self.received.payload_types.add(payload_type)
         table = LOUDNESS.get(payload_type)
-        if table is not None and self.bridge is None:  # a bridge only relays: nobody listens
+        if table is not None and self._bridge is None:  # a bridge only relays: nobody listens
             loudness = sum(payload.translate(table))
             self.received.loudness_total += loudness
             if payload and loudness / len(payload) >= LOUD:
@@ -289,11 +352,12 @@ class RtpStream(asyncio.DatagramProtocol):
         pass  # ICMP for a far end that stopped listening: the call's end is SIP's to say
 
     def _send(self, payload: bytes, *, marker: bool = False) -> None:
-        if self._emit(self.payload_type, self.timestamp, payload, marker=marker):
+        # On hold, a message goes on at its pace unheard: its clock runs as if it were sent.
+        if self._emit(self.payload_type, self.timestamp, payload, marker=marker) or self.held:
             self.timestamp = (self.timestamp + FRAME_SAMPLES) & 0xFFFFFFFF
 
     def _emit(self, payload_type: int, timestamp: int, payload: bytes, *, marker: bool) -> bool:
-        if self.sock is None or self.remote is None:
+        if self.sock is None or self.remote is None or self.held:
             return False
         header = struct.pack(
             "!BBHII",
@@ -364,9 +428,20 @@ class RtpStream(asyncio.DatagramProtocol):
             pacer.playing.discard(playout)
 
     def close(self) -> None:
+        self.stop_music()
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+def _start_music(stream) -> None:
+    if isinstance(stream, RtpStream):  # a browser's leg (telephony.webrtc) plays none
+        stream.start_music()
+
+
+def _stop_music(stream) -> None:
+    if isinstance(stream, RtpStream):
+        stream.stop_music()
 
 
 EARLY_SECONDS = 0.001  # a frame may leave this much before its time, with others due with it

@@ -114,6 +114,10 @@ class OutboundCall(Dialog):
         self.provisional_seen = False
         self.confirmed = False  # by a 2xx (_confirm): any 2xx after it is one resent
 
+    @property
+    def local_crypto(self) -> sdp.Crypto | None:
+        return self.crypto
+
     def hang_up(self) -> None:
         self.hangup_requested.set()
 
@@ -362,9 +366,7 @@ class OutboundCall(Dialog):
             await self.send_bye()
             return Outcome(kind="error", phrase="the callee answered without SRTP")
         stream = self.stream
-        stream.payload_type = media.payload_type
-        stream.expect(media.host, media.port)
-        stream.dtmf_payload_type = media.telephone_event
+        self.follow(media)  # the answer's direction too: a callee may answer on hold
         # The message starts as the call is answered, not after on_answered's report (a
         # database write, which waits its turn when many calls answer at once): the callee
         # hears it at once, and the call lasts what the message lasts. on_answered may still

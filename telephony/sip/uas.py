@@ -128,6 +128,10 @@ class InboundDialog(Dialog):
         return media, crypto
 
     @property
+    def local_crypto(self) -> sdp.Crypto | None:
+        return self.offer[1] if self.offer is not None else None
+
+    @property
     def law(self) -> int | None:
         """The G.711 payload type of this call's audio: its stream's once answered, before
         that the one the answer will take; None when the offer cannot be answered."""
@@ -149,8 +153,7 @@ class InboundDialog(Dialog):
         self.rtp_port = await self.ua.open_rtp(self.stream)
         if crypto is not None:
             self.stream.secure(local_key=crypto.key, remote_key=media.crypto.key)
-        self.stream.expect(media.host, media.port)
-        self.stream.dtmf_payload_type = media.telephone_event
+        self.follow(media)
         self.local_sdp = sdp.answer(
             address=self.ua.host, port=self.rtp_port, media=media, crypto=crypto
         )
