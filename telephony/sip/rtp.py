@@ -260,7 +260,8 @@ class RtpStream(asyncio.DatagramProtocol):
 
     async def _play_music(self) -> None:
         while True:
-            await self.play(hold_music(self.payload_type))
+            # Made once per law, off the loop (a fraction of a second the calls never feel).
+            await self.play(await asyncio.to_thread(hold_music, self.payload_type))
 
     def stop_music(self) -> None:
         if self.music is not None:

@@ -1,0 +1,315 @@
+"""Hold and re-INVITEs over SIP (issue 58), on forwarded calls: SIPp is the caller (calling
+the agent, harness/sipp/reinvite_caller.xml) and the target's phone
+(harness/sipp/hold_target.xml), and each sends re-INVITEs inside its dialog: the target in a
+call Relay placed, the caller in a call Relay answered. The caller sends no audio of its own;
+its SDP names a socket of the test's (tests/telephony/test_answering_machines.Recorder), which
+hears what Relay sends it: the target's audio relayed (SIPp's g711a.pcap, PCMA to PCMA, so
+each packet's payload is one of the capture's), or Relay's music on hold (each payload a
+20 ms frame of rtp.hold_music).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.live import RelayProcess, wait_until
+from harness.sip import SIPP_SHARE, Sipp, free_udp_port
+from harness.speech import sox_level
+from telephony.sip.rtp import FRAME_SAMPLES, hold_music, wav_from_g711
+from tests.factories import NumberFactory
+from tests.telephony.conftest import call_in, sip_env, wait_for_records
+from tests.telephony.test_answering_machines import Recorder
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+TARGET = "+441134960200"
+PCMA = 8
+PLAY = f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/g711a.pcap"/></action></nop>\n'
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory, django_db_setup):
+    """runrelay with the SIP agent; SIPp on `relay.trunk_port` is the trunk a test starts."""
+    workdir = tmp_path_factory.mktemp("hold")
+    trunk_port = free_udp_port()
+    env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2)
+    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
+    process.agent, process.trunk_port = env["SIP_BIND"], trunk_port
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def recorder():
+    listening = Recorder()
+    yield listening
+    listening.close()
+
+
+def capture_payloads(path: Path) -> set[bytes]:
+    """The RTP payloads of a capture (Ethernet, IPv4 and UDP frames, as SIPp's)."""
+    data, offset, payloads = path.read_bytes(), 24, set()
+    while offset < len(data):
+        captured = struct.unpack("<I", data[offset + 8 : offset + 12])[0]
+        payloads.add(data[offset + 16 + 42 + 12 : offset + 16 + captured])
+        offset += 16 + captured
+    return payloads
+
+
+SPEECH = capture_payloads(SIPP_SHARE / "g711a.pcap")
+MUSIC = {
+    hold_music(PCMA)[start : start + FRAME_SAMPLES]
+    for start in range(0, len(hold_music(PCMA)), FRAME_SAMPLES)
+}
+
+
+def heard(recorder: Recorder) -> str:
+    """What the recorder heard, a letter a packet: m (the music), s (the target's audio),
+    o (anything else)."""
+    return "".join(
+        "m" if payload in MUSIC else "s" if payload in SPEECH else "o"
+        for _, _, payload in recorder.packets
+    )
+
+
+def sdp_lines(*, port="[media_port]", address="[media_ip]", version=2, formats=(8, 101),
+              direction="sendrecv", profile="RTP/AVP") -> str:  # fmt: skip
+    names = {0: "PCMU/8000", 8: "PCMA/8000", 18: "G729/8000", 101: "telephone-event/8000"}
+    return "\n".join(
+        [
+            "v=0",
+            f"o=sipp 1 {version} IN IP4 [local_ip]",
+            "s=-",
+            f"c=IN IP4 {address}",
+            "t=0 0",
+            f"m=audio {port} {profile} {' '.join(map(str, formats))}",
+            *(f"a=rtpmap:{pt} {names[pt]}" for pt in formats),
+            f"a={direction}",
+        ]
+    )
+
+
+# The lines of a request in the dialog: as the caller (From its own, To Relay's with its tag)
+# and as the target (From its To with its tag, To Relay's From, as hold_target.xml kept them).
+AS_CALLER = (
+    "sip:relay@[remote_ip]:[remote_port]",
+    "From: <sip:[caller]@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]\n"
+    "To: [$relay_to]\n"
+    "Contact: <sip:sipp@[local_ip]:[local_port]>",
+)
+AS_TARGET = (
+    "[$relay_contact]",
+    "From: [$callee];tag=[pid]SIPpTag01[call_number]\n"
+    "To: [$relay_from]\n"
+    "Contact: <sip:[local_ip]:[local_port];transport=[transport]>",
+)
+
+
+def reinvite(as_who, cseq: int, body: str, *, status: int = 200, expect: str = "") -> str:
+    """SIPp actions: a re-INVITE with `body` (CSeq `cseq`, in the dialog as `as_who`), its
+    response `status` (its SDP matching `expect`, when given), and the ACK (RFC 3261
+    §13.2.2.4 for a 2xx, in a branch of its own; §17.1.1.3 for a refusal, in the INVITE's)."""
+    uri, lines = as_who
+    branch = f"z9hG4bK-reinvite-[pid]-{cseq}"
+    check = (
+        f'<action><ereg regexp="{expect}" search_in="body" check_it="true" '
+        f'assign_to="answer{cseq}"/></action>'
+        if expect
+        else ""
+    )
+    ack_branch = branch if status >= 300 else f"{branch}-ack"
+    return f"""  <send retrans="500">
+    <![CDATA[
+INVITE {uri} SIP/2.0
+Via: SIP/2.0/[transport] [local_ip]:[local_port];branch={branch}
+{lines}
+Call-ID: [call_id]
+CSeq: {cseq} INVITE
+Max-Forwards: 70
+Content-Type: application/sdp
+Content-Length: [len]
+
+{body}
+
+    ]]>
+  </send>
+  <recv response="100" optional="true"/>
+  <recv response="{status}">{check}</recv>
+  <send>
+    <![CDATA[
+ACK {uri} SIP/2.0
+Via: SIP/2.0/[transport] [local_ip]:[local_port];branch={ack_branch}
+{lines}
+Call-ID: [call_id]
+CSeq: {cseq} ACK
+Max-Forwards: 70
+Content-Length: 0
+
+    ]]>
+  </send>
+{f'  <Reference variables="answer{cseq}"/>' if expect else ""}
+"""
+
+
+def pause(ms: int) -> str:
+    return f'  <pause milliseconds="{ms}"/>\n'
+
+
+def final_response(sipp: Sipp, cseq: int) -> str:
+    """The final response SIPp received to its re-INVITE of CSeq `cseq`, as text (the first,
+    were it resent)."""
+    blocks = re.split(r"\n-{20,}[^\n]*\n", sipp.messages.read_text())
+    return next(
+        b
+        for b in blocks
+        if "message received" in b
+        and re.search(r"^SIP/2.0 [2-6]\d\d", b, re.MULTILINE)
+        and re.search(rf"^CSeq:\s*{cseq} INVITE", b, re.MULTILINE | re.IGNORECASE)
+    )
+
+
+def origin_version(response: str) -> int:
+    return int(re.search(r"^o=\S+ \d+ (\d+) ", response, re.MULTILINE).group(1))
+
+
+def forwarding(user):
+    return NumberFactory(
+        owner=user, greeting="Hi.", forward_targets=[TARGET], forward_ring_seconds=10
+    )
+
+
+def caller(relay, tmp_path, number, recorder, actions: str) -> Sipp:
+    return call_in(
+        relay.agent,
+        tmp_path,
+        "reinvite_caller",
+        number.number,
+        sdp_port=recorder.port,
+        actions=actions,
+    )
+
+
+def target(relay, tmp_path, actions: str) -> Sipp:
+    return Sipp(tmp_path / "target", "hold_target", port=relay.trunk_port, actions=actions)
+
+
+def level(packets, path: Path):
+    """sox's measure of `packets`' audio (PCMA), as a WAV file."""
+    path.write_bytes(wav_from_g711(b"".join(payload for _, _, payload in packets), PCMA))
+    return sox_level(path)
+
+
+def test_a_target_that_holds_has_the_caller_hear_the_music_until_it_resumes(
+    relay, tmp_path, user, recorder
+):
+    number = forwarding(user)
+    # The target talks (7 s of audio, which goes on while it holds), puts the call on hold
+    # after 2 s (sendonly), resumes 3 s later (sendrecv) and talks again until the caller
+    # hangs up, 8 s after the answer. (A SIPp pause is never cut short by a BYE: each side
+    # waits for the other's BYE once its own steps are over.)
+    phone = target(
+        relay,
+        tmp_path,
+        PLAY
+        + pause(2000)
+        + reinvite(AS_TARGET, 1, sdp_lines(direction="sendonly"), expect="a=recvonly")
+        + pause(3000)
+        + reinvite(AS_TARGET, 2, sdp_lines(version=3), expect="a=sendrecv")
+        + PLAY,
+    )
+    calling = caller(relay, tmp_path, number, recorder, pause(8000))
+    assert calling.finish() == 0, calling
+    assert phone.finish() == 0, phone
+
+    # Relay answered each re-INVITE as the offer asked, its o= version one more each time
+    # the answer changed (RFC 3264 §8).
+    held, resumed = final_response(phone, 1), final_response(phone, 2)
+    assert "a=recvonly" in held and "a=sendrecv" in resumed, (held, resumed)
+    assert origin_version(resumed) == origin_version(held) + 1
+    # The caller heard the target, then only the music (the target's audio, which it went
+    # on sending, was not passed on), then the target again.
+    what = heard(recorder)
+    assert re.fullmatch(r"o*s+m+s+o*", what), what
+    music = [packet for packet, kind in zip(recorder.packets, what, strict=True) if kind == "m"]
+    assert 2.5 <= len(music) * 0.02 <= 3.6, len(music)
+    assert level(music, tmp_path / "music.wav").rms > 0.03
+    [record] = wait_for_records(number, 1)
+    assert record.forwarded_to == TARGET
+
+
+def sdp_of(message: str) -> str:
+    return message[message.index("v=0") :].strip()
+
+
+def test_a_re_invite_relay_cannot_take_gets_488_and_the_call_goes_on_as_it_was(
+    relay, tmp_path, user, recorder
+):
+    number = forwarding(user)
+    phone = target(relay, tmp_path, PLAY)
+    # Once the target talks, the caller offers only G.729, then RTP/SAVP without a key (on a
+    # call without SRTP): neither can be taken.
+    calling = caller(
+        relay,
+        tmp_path,
+        number,
+        recorder,
+        pause(1500)
+        + reinvite(AS_CALLER, 2, sdp_lines(port=recorder.port, formats=(18,)), status=488)
+        + reinvite(AS_CALLER, 3, sdp_lines(port=recorder.port, profile="RTP/SAVP"), status=488)
+        + pause(3000),
+    )
+    wait_until(
+        lambda: (
+            calling.messages.exists()
+            and calling.messages.read_text().count("SIP/2.0 488 Not Acceptable Here") >= 2
+        ),
+        deadline=30,
+        what="the two 488s",
+    )
+    refused = time.time()
+    assert calling.finish() == 0, calling
+    assert phone.finish() == 0, phone
+
+    # The caller went on hearing the target after the refusals, for the 3 s it stayed.
+    after = [payload for at, _, payload in recorder.packets if at > refused + 0.5]
+    assert sum(payload in SPEECH for payload in after) * 0.03 >= 2.0, heard(recorder)
+    assert re.fullmatch(r"o*s+o*", heard(recorder)), heard(recorder)
+    log = relay.log_path.read_text()
+    assert "re-INVITE refused (488): no common codec" in log
+    assert "re-INVITE refused (488): an RTP/SAVP offer on a call without SRTP" in log
+    [record] = wait_for_records(number, 1)
+    assert record.forwarded_to == TARGET
+
+
+def test_a_re_invite_to_another_port_moves_what_relay_sends_there(relay, tmp_path, user, recorder):
+    number = forwarding(user)
+    second = Recorder()
+    try:
+        phone = target(relay, tmp_path, PLAY)
+        calling = caller(
+            relay,
+            tmp_path,
+            number,
+            recorder,
+            pause(1500)
+            + reinvite(AS_CALLER, 2, sdp_lines(port=second.port), expect="a=sendrecv")
+            + pause(2500),
+        )
+        assert calling.finish() == 0, calling
+        assert phone.finish() == 0, phone
+    finally:
+        second.close()
+
+    # The target's audio went to the first port until the re-INVITE, then to the second.
+    first_heard, second_heard = heard(recorder), heard(second)
+    assert re.fullmatch(r"o*s{30,}", first_heard), first_heard
+    assert re.fullmatch(r"s{50,}o*", second_heard), second_heard
+    assert recorder.packets[-1][0] <= second.packets[0][0] + 0.1
+    # Relay's own stream did not change: its answer is its first one, version and all
+    # (RFC 3264 §8: an SDP whose version does not increment is identical).
+    assert sdp_of(final_response(calling, 2)) == sdp_of(final_response(calling, 1))
