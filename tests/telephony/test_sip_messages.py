@@ -152,6 +152,7 @@ class _Ua:
     """What a dialog asks of its user agent, and no more."""
 
     default_port = 5060
+    host = "192.0.2.2"
 
     class config:  # noqa: N801 - stands in for UaConfig
         user_agent = "Relay"
@@ -467,3 +468,165 @@ async def test_a_final_response_ends_the_request_and_its_repeats_are_absorbed_un
     assert response.status == 200
     assert held == ["z9hG4bKstray:BYE"]  # kept for timer K, then dropped
     assert tap.sent == [bye]
+
+
+# --- re-INVITEs: offer and answer (RFC 3264 §6.1, §8) ---------------------------------------------
+def _offer(*, session="", media="", address="192.0.2.1", port=4000, formats="8 101", extra=""):
+    return (
+        f"v=0\r\no=x 1 1 IN IP4 {address}\r\ns=-\r\nc=IN IP4 {address}\r\nt=0 0\r\n{session}"
+        f"m=audio {port} RTP/AVP {formats}\r\na=rtpmap:8 PCMA/8000\r\n"
+        f"a=rtpmap:101 telephone-event/8000\r\n{media}{extra}"
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    "session,media,answered",
+    [
+        ("", "", "sendrecv"),  # no attribute: sendrecv (RFC 4566 §6)
+        ("", "a=sendrecv\r\n", "sendrecv"),
+        ("", "a=sendonly\r\n", "recvonly"),  # hold
+        ("", "a=inactive\r\n", "inactive"),  # hold, neither way
+        ("", "a=recvonly\r\n", "sendonly"),
+        ("a=sendonly\r\n", "", "recvonly"),  # at the session level
+        ("a=sendonly\r\n", "a=sendrecv\r\n", "sendrecv"),  # the stream's own wins
+    ],
+)
+def test_the_answer_mirrors_the_offers_direction(session, media, answered):
+    offered = sdp.parse_offer(_offer(session=session, media=media))
+
+    answer = sdp.answer(address="192.0.2.2", port=5000, media=offered)
+
+    assert f"a={answered}\r\n".encode() in answer
+    lines = answer.decode().split("\r\n")
+    assert [line for line in lines if line[2:] in sdp.DIRECTIONS] == [f"a={answered}"]
+    assert sdp.parse_answer(answer).direction == answered
+    assert offered.receives == (answered in ("sendrecv", "sendonly"))
+
+
+@pytest.mark.parametrize(
+    "media,answered",
+    [("", "recvonly"), ("a=sendonly\r\n", "recvonly"), ("a=recvonly\r\n", "inactive")],
+    ids=["sendrecv", "sendonly", "recvonly"],
+)
+def test_an_offer_at_0_0_0_0_is_rfc_2543s_hold_and_is_sent_nothing(media, answered):
+    offered = sdp.parse_offer(_offer(address="0.0.0.0", media=media))  # noqa: S104
+
+    assert not offered.receives
+    assert sdp.answer_direction(offered) == answered
+
+
+def test_a_changed_description_keeps_its_origin_and_adds_one_to_its_version():
+    first = sdp.answer(address="192.0.2.2", port=5000, media=sdp.parse_offer(_offer()))
+    held = sdp.answer(
+        address="192.0.2.2", port=5000, media=sdp.parse_offer(_offer(media="a=sendonly\r\n"))
+    )
+    origin = next(line for line in first.decode().split("\r\n") if line.startswith("o="))
+
+    second = sdp.revised(first, held)
+    third = sdp.revised(second, first)
+
+    fields = origin.split(" ")
+    for revision, version, direction in ((second, 1, b"a=recvonly"), (third, 2, b"a=sendrecv")):
+        assert revision.decode().split("\r\n")[1] == " ".join(
+            [*fields[:2], str(int(fields[2]) + version), *fields[3:]]
+        )
+        assert direction in revision
+    # The same answer again (a session refresh): the same SDP, version and all.
+    again = sdp.answer(address="192.0.2.2", port=5000, media=sdp.parse_offer(_offer()))
+    assert sdp.revised(first, again) == first
+
+
+def test_a_re_offer_keeps_the_calls_codec_when_it_still_offers_it():
+    offer = _offer(formats="0 8 101")
+
+    assert sdp.parse_offer(offer).payload_type == 0
+    assert sdp.parse_offer(offer, prefer=8).payload_type == 8
+    assert sdp.parse_offer(_offer(formats="0 101"), prefer=8).payload_type == 0
+
+
+def test_an_offer_whose_stream_is_refused_by_port_0_is_an_sdp_error():
+    with pytest.raises(sdp.SdpError, match="port 0"):
+        sdp.parse_offer(_offer(port=0))
+
+
+OURS = sdp.Crypto(tag=1, key=bytes(range(30)))
+THEIRS = sdp.Crypto(tag=3, key=bytes(range(30, 60)))
+
+
+class _Call(Dialog):
+    """A dialog with a stream, as a call has once answered (unbound: nothing is sent)."""
+
+    def __init__(self, *, secure: bool = False) -> None:
+        super().__init__(
+            _Ua(),
+            sip_call_id="c@x",
+            local_header="<sip:relay@a.example>;tag=ours",
+            remote_header="<sip:bob@b.example>;tag=theirs",
+            remote_target="sip:bob@198.51.100.5:5070",
+        )
+        self.secure = secure
+        self.stream = RtpStream(payload_type=8)
+        self.rtp_port = 5000
+        offered = sdp.parse_offer(_offer(extra=THEIRS.line() + "\r\n" if secure else ""))
+        if secure:
+            self.stream.secure(local_key=OURS.key, remote_key=THEIRS.key)
+        self.follow(offered)
+        self.local_sdp = sdp.answer(
+            address="192.0.2.2", port=5000, media=offered, crypto=OURS if secure else None
+        )
+
+    @property
+    def local_crypto(self):
+        return OURS if self.secure else None
+
+
+def _version(body: bytes) -> int:
+    return int(body.decode().split("\r\n")[1].split(" ")[2])
+
+
+def test_a_re_offer_to_hold_and_back_moves_the_stream_and_versions_the_answer():
+    call = _Call()
+    first = call.local_sdp
+
+    call.take_offer(_offer(address="192.0.2.9", port=4010, media="a=sendonly\r\n"))
+
+    assert call.stream.held and call.stream.remote == ("192.0.2.9", 4010)
+    assert b"a=recvonly" in call.local_sdp and _version(call.local_sdp) == _version(first) + 1
+    call.take_offer(_offer(address="0.0.0.0"))  # noqa: S104 - RFC 2543's hold
+    assert call.stream.held and call.stream.remote == ("192.0.2.9", 4010)
+    assert b"a=recvonly" in call.local_sdp and _version(call.local_sdp) == _version(first) + 1
+    call.take_offer(_offer(address="192.0.2.9", port=4010))
+    assert not call.stream.held
+    assert b"a=sendrecv" in call.local_sdp and _version(call.local_sdp) == _version(first) + 2
+
+
+@pytest.mark.parametrize(
+    "secure,offer,reason",
+    [
+        (False, _offer(formats="18"), "no common codec"),
+        (False, _offer().replace(b"RTP/AVP", b"RTP/SAVP"), "RTP/SAVP"),
+        (True, _offer(media="a=sendonly\r\n"), "no SRTP key"),
+        (False, b"v=0\r\n", "no audio stream"),
+    ],
+    ids=["no-common-codec", "savp-without-srtp", "srtp-dropped", "no-stream"],
+)
+def test_a_re_offer_relay_cannot_take_changes_nothing(secure, offer, reason):
+    call = _Call(secure=secure)
+    before = (call.local_sdp, call.stream.remote, call.stream.held, call.stream.payload_type)
+
+    with pytest.raises(sdp.SdpError, match=reason):
+        call.take_offer(offer)
+
+    assert (call.local_sdp, call.stream.remote, call.stream.held, call.stream.payload_type) == (
+        before
+    )
+
+
+def test_an_encrypted_call_takes_the_far_ends_new_key_from_a_re_offer():
+    call = _Call(secure=True)
+    rekeyed = sdp.Crypto(tag=4, key=bytes(range(60, 90)))
+
+    call.take_offer(_offer(extra=rekeyed.line() + "\r\n"))
+
+    assert call.stream.remote_key == rekeyed.key
+    assert sdp.parse_answer(call.local_sdp).crypto == sdp.Crypto(tag=4, key=OURS.key)
