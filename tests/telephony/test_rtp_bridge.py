@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from telephony.sip.rtp import LINEAR, TRANSCODE, RtpStream
+from telephony.sip.rtp import LINEAR, TRANSCODE, RtpStream, hold_music
 
 
 def linear(payload_type: int, code: int) -> int:
@@ -150,3 +150,64 @@ async def test_header_extensions_and_padding_are_never_taken_for_audio(bridge):
     assert [p[12:] for p in packets] == [audio.translate(TRANSCODE[(8, 0)])] * 2
     assert packets[0][0] & 0x30 == 0  # no extension, no padding of the other leg's
     assert to_caller.received.packets == 2
+
+
+# --- hold (issue 58) ------------------------------------------------------------------------------
+async def test_a_held_stream_sends_nothing_and_its_clock_runs_on():
+    far_end = phone()
+    stream = RtpStream(payload_type=8)
+    await stream.open("127.0.0.1", 0)
+    stream.expect(*far_end.getsockname())
+    try:
+        stream.hold(True)
+        await stream.play(b"\x10" * 160 * 3)  # played out, unheard
+        assert stream.sent_packets == 0
+        stream.hold(False)
+        await stream.play(b"\x20" * 160)
+
+        [packet] = await heard(far_end, 1)
+        assert packet[12:] == b"\x20" * 160
+        # Three frames of 20 ms went by unsent: the timestamp says so.
+        assert stream.timestamp == (struct.unpack("!I", packet[4:8])[0] + 160) & 0xFFFFFFFF
+    finally:
+        stream.close()
+        far_end.close()
+
+
+async def test_a_bridged_end_that_holds_has_the_other_hear_the_music_until_it_resumes(bridge):
+    caller, to_caller, to_target, target = bridge
+    music = hold_music(8)
+
+    to_target.hold(True)  # the target put the call on hold
+    target.sendto(rtp(0, 1, 0, b"\x20" * 160), address(to_target))  # its own music: not passed
+    caller.sendto(rtp(8, 1, 0, b"\x30" * 160), address(to_caller))  # nothing goes to the target
+    packets = await heard(caller, 5)
+
+    assert [p[12:] for p in packets] == [music[i * 160 : (i + 1) * 160] for i in range(5)]
+    assert to_caller.relayed_packets == 0 and to_target.sent_packets == 0
+
+    to_target.hold(False)  # resumed: the bridge relays again, and the music stops
+    assert to_caller.music is None
+    audio = b"\x40" * 160
+    target.sendto(rtp(0, 2, 160, audio), address(to_target))
+    relayed = await _first(caller, lambda p: p[12:] == audio.translate(TRANSCODE[(0, 8)]))
+    assert relayed and to_caller.relayed_packets == 1
+
+
+async def test_the_music_stops_with_the_bridge(bridge):
+    caller, to_caller, to_target, target = bridge
+    to_caller.hold(True)
+    assert to_target.music is not None
+
+    to_caller.bridge = to_target.bridge = None
+
+    assert to_target.music is None
+
+
+async def _first(sock: socket.socket, wanted) -> bytes:
+    """The first packet `sock` hears that is `wanted` (music still on its way is passed)."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(5):
+        while not wanted(packet := await loop.sock_recv(sock, 2048)):
+            pass
+    return packet
