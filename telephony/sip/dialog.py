@@ -99,6 +99,11 @@ class Dialog:
         return None
 
     @property
+    def established(self) -> bool:
+        """Whether the INVITE that set the dialog up has its 2xx (a confirmed dialog)."""
+        return True
+
+    @property
     def local_tag(self) -> str:
         return params(self.local_header).get("tag", "")
 
@@ -187,8 +192,9 @@ class Dialog:
         carries the answer; an offer Relay cannot take gets 488 and changes nothing. Without
         one, the 200 offers the session as it is. Its Contact is the new remote target (§12.2.2,
         target refresh) once it is accepted."""
-        if not self.local_sdp or self.stream is None:
-            # Not answered yet: a re-INVITE now crosses the INVITE (§14.2's glare, 491).
+        if not self.established or not self.local_sdp or self.stream is None:
+            # Not answered yet (an early dialog, where §14.1 allows no re-INVITE): it crosses
+            # the INVITE still pending, and gets §14.2's 491.
             await self.ua.respond(request, 491, "Request Pending", source)
             return
         transaction = self.ua.server_transaction(

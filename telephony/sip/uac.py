@@ -118,6 +118,10 @@ class OutboundCall(Dialog):
     def local_crypto(self) -> sdp.Crypto | None:
         return self.crypto
 
+    @property
+    def established(self) -> bool:
+        return self.confirmed
+
     def hang_up(self) -> None:
         self.hangup_requested.set()
 

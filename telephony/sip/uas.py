@@ -132,6 +132,10 @@ class InboundDialog(Dialog):
         return self.offer[1] if self.offer is not None else None
 
     @property
+    def established(self) -> bool:
+        return self.final_status == 200
+
+    @property
     def law(self) -> int | None:
         """The G.711 payload type of this call's audio: its stream's once answered, before
         that the one the answer will take; None when the offer cannot be answered."""

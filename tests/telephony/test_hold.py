@@ -194,8 +194,14 @@ def caller(relay, tmp_path, number, recorder, actions: str) -> Sipp:
     )
 
 
-def target(relay, tmp_path, actions: str) -> Sipp:
-    return Sipp(tmp_path / "target", "hold_target", port=relay.trunk_port, actions=actions)
+def target(relay, tmp_path, actions: str, sdp_port="[media_port]") -> Sipp:
+    return Sipp(
+        tmp_path / "target",
+        "hold_target",
+        port=relay.trunk_port,
+        actions=actions,
+        sdp_port=sdp_port,
+    )
 
 
 def level(packets, path: Path):
@@ -240,6 +246,45 @@ def test_a_target_that_holds_has_the_caller_hear_the_music_until_it_resumes(
     assert level(music, tmp_path / "music.wav").rms > 0.03
     [record] = wait_for_records(number, 1)
     assert record.forwarded_to == TARGET
+
+
+def test_a_caller_that_holds_the_rfc_2543_way_has_the_target_hear_the_music(
+    relay, tmp_path, user, recorder
+):
+    number = forwarding(user)
+    # Neither end talks; the target's SDP names a second socket of the test's, which hears
+    # what Relay sends the target. The caller holds with c=0.0.0.0 (RFC 2543) a second
+    # after the answer, and resumes 3 s later.
+    held_sdp = sdp_lines(address="0.0.0.0", port=recorder.port)  # noqa: S104 - RFC 2543's hold
+    at_target = Recorder()
+    try:
+        phone = target(relay, tmp_path, "", sdp_port=at_target.port)
+        calling = caller(
+            relay,
+            tmp_path,
+            number,
+            recorder,
+            pause(1000)
+            + reinvite(AS_CALLER, 2, held_sdp, expect="a=recvonly")
+            + pause(3000)
+            + reinvite(AS_CALLER, 3, sdp_lines(port=recorder.port, version=3), expect="a=sendrecv")
+            + pause(1500),
+        )
+        assert calling.finish() == 0, calling
+        assert phone.finish() == 0, phone
+    finally:
+        at_target.close()
+
+    # The target heard the music for the 3 s of the hold, and nothing else: the music
+    # stopped at the resume, 1.5 s before the caller hung up.
+    what = heard(at_target)
+    assert re.fullmatch(r"m+", what), what
+    assert 2.5 <= len(what) * 0.02 <= 3.6, len(what)
+    assert at_target.packets[-1][0] < time.time() - 1.0
+    assert level(at_target.packets, tmp_path / "music.wav").rms > 0.03
+    held, resumed = final_response(calling, 2), final_response(calling, 3)
+    assert origin_version(resumed) == origin_version(held) + 1
+    assert recorder.packets == []  # the caller, held or not, was sent nothing but silence
 
 
 def sdp_of(message: str) -> str:
