@@ -192,6 +192,16 @@ class Dialog:
         carries the answer; an offer Relay cannot take gets 488 and changes nothing. Without
         one, the 200 offers the session as it is. Its Contact is the new remote target (§12.2.2,
         target refresh) once it is accepted."""
+        if not self.ua.accepts_source(source[0]):
+            # A re-INVITE moves the media: it must come from where an INVITE may (the trunk's
+            # hosts), whoever learnt the dialog's Call-ID and tags.
+            logger.warning(
+                "call %s: re-INVITE refused: %s is not an allowed source",
+                self.sip_call_id,
+                source[0],
+            )
+            await self.ua.respond(request, 403, "Forbidden", source)
+            return
         if not self.established or not self.local_sdp or self.stream is None:
             # Not answered yet (an early dialog, where §14.1 allows no re-INVITE): it crosses
             # the INVITE still pending, and gets §14.2's 491.

@@ -154,6 +154,10 @@ class _Ua:
     default_port = 5060
     host = "192.0.2.2"
 
+    @staticmethod
+    def accepts_source(host: str) -> bool:
+        return True
+
     class config:  # noqa: N801 - stands in for UaConfig
         user_agent = "Relay"
 
@@ -630,3 +634,33 @@ def test_an_encrypted_call_takes_the_far_ends_new_key_from_a_re_offer():
 
     assert call.stream.remote_key == rekeyed.key
     assert sdp.parse_answer(call.local_sdp).crypto == sdp.Crypto(tag=4, key=OURS.key)
+
+
+async def test_a_re_invite_from_a_source_no_invite_may_come_from_is_refused_and_changes_nothing():
+    call = _Call()
+    answered = []
+
+    async def respond(request, status, reason, destination):
+        answered.append((status, destination))
+
+    call.ua.accepts_source = lambda host: host == "192.0.2.1"
+    call.ua.respond = respond
+    reinvite = Message(method="INVITE", uri="sip:relay@192.0.2.2")
+    reinvite.headers = [
+        ("Via", "SIP/2.0/UDP 203.0.113.7:5060;branch=z9hG4bKx"),
+        ("From", "<sip:bob@b.example>;tag=theirs"),
+        ("To", "<sip:relay@a.example>;tag=ours"),
+        ("Call-ID", "c@x"),
+        ("CSeq", "2 INVITE"),
+    ]
+    reinvite.body = _offer(address="203.0.113.7", media="a=inactive\r\n")
+    before = call.local_sdp
+
+    await call.on_request(reinvite, ("203.0.113.7", 5060))
+
+    assert answered == [(403, ("203.0.113.7", 5060))]
+    assert (call.local_sdp, call.stream.remote, call.stream.held) == (
+        before,
+        ("192.0.2.1", 4000),
+        False,
+    )
