@@ -97,8 +97,8 @@ class MediaAnswer:
 
 def answer_direction(media: MediaAnswer) -> str:
     """The direction of Relay's answer to an offer of `media`: the offer's mirrored (RFC 3264
-    §6.1); when the offer's address is 0.0.0.0, Relay sends nothing, so that what it would
-    send it does not (sendrecv -> recvonly, sendonly -> inactive)."""
+    §6.1). When the offer's address is 0.0.0.0 Relay sends nothing, and its answer says so:
+    a mirrored sendrecv becomes recvonly, a mirrored sendonly inactive."""
     direction = MIRROR[media.direction]
     if media.host == HOLD_ADDRESS:
         direction = {SENDRECV: RECVONLY, SENDONLY: INACTIVE}.get(direction, direction)

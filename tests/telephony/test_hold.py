@@ -160,17 +160,21 @@ def pause(ms: int) -> str:
     return f'  <pause milliseconds="{ms}"/>\n'
 
 
-def final_response(sipp: Sipp, cseq: int) -> str:
-    """The final response SIPp received to its re-INVITE of CSeq `cseq`, as text (the first,
-    were it resent)."""
+def final_responses(sipp: Sipp, cseq: int) -> list[str]:
+    """The final responses SIPp received to its re-INVITE of CSeq `cseq`, as text."""
     blocks = re.split(r"\n-{20,}[^\n]*\n", sipp.messages.read_text())
-    return next(
+    return [
         b
         for b in blocks
         if "message received" in b
         and re.search(r"^SIP/2.0 [2-6]\d\d", b, re.MULTILINE)
         and re.search(rf"^CSeq:\s*{cseq} INVITE", b, re.MULTILINE | re.IGNORECASE)
-    )
+    ]
+
+
+def final_response(sipp: Sipp, cseq: int) -> str:
+    """The first of them."""
+    return final_responses(sipp, cseq)[0]
 
 
 def origin_version(response: str) -> int:
@@ -235,6 +239,9 @@ def test_a_target_that_holds_has_the_caller_hear_the_music_until_it_resumes(
     # Relay answered each re-INVITE as the offer asked, its o= version one more each time
     # the answer changed (RFC 3264 §8).
     held, resumed = final_response(phone, 1), final_response(phone, 2)
+    # Each 200 was sent once: its ACK, in a branch of its own, reached the re-INVITE's
+    # transaction before its first resend (T1, 500 ms; the hold lasted 3 s).
+    assert len(final_responses(phone, 1)) == 1, final_responses(phone, 1)
     assert "a=recvonly" in held and "a=sendrecv" in resumed, (held, resumed)
     assert origin_version(resumed) == origin_version(held) + 1
     # The caller heard the target, then only the music (the target's audio, which it went
@@ -319,6 +326,9 @@ def test_a_re_invite_relay_cannot_take_gets_488_and_the_call_goes_on_as_it_was(
     refused = time.time()
     assert calling.finish() == 0, calling
     assert phone.finish() == 0, phone
+    # Each 488 was resent until its ACK, in the re-INVITE's branch, and no longer: SIPp
+    # ACKs at once, so once.
+    assert [len(final_responses(calling, cseq)) for cseq in (2, 3)] == [1, 1]
 
     # The caller went on hearing the target after the refusals, for the 3 s it stayed.
     after = [payload for at, _, payload in recorder.packets if at > refused + 0.5]
