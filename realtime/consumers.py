@@ -338,6 +338,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if kind == "rtc_dtmf":
             await self.on_phone(self.phone.dtmf, frame)
             return
+        if kind == "rtc_hold":
+            await self.on_phone(self.phone.hold, frame)
+            return
         if kind == "phone":
             await self.on_phone(self.phone.switch, frame)
             return

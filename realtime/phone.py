@@ -7,13 +7,15 @@ agent's side; docs/websocket.md the frames).
 - A ring reaches a socket whose phone is on as `rtc.probe`: the socket sends its tab the
   ring's `incoming_call` (`ringBrowser: true`) and tells the agent it rings. From then on
   the ring (`ring`, `ring-...`) is this socket's to answer (`rtc_offer` without `to`), to
-  trickle candidates to (`rtc_candidate`), to send keys to (`rtc_dtmf`) and to leave
+  trickle candidates to (`rtc_candidate`), to send keys to (`rtc_dtmf`), to hold and
+  resume (`rtc_hold`) and to leave
   (`rtc_hangup`). A ring this socket was never sent is answered `not_found`: another
   user's ring never is. Issue 54's "one name per meaning": `callId` is a client's id of a
   call it placed, so a ring is named `ring`; a tab's frame may still name it by `callId`
   (deprecated for one release), and one naming both must name the same ring.
-- `rtc_candidate` and `rtc_dtmf` (the keypad's keys) for a call this socket placed from the
-  browser go to the agent that answered its offer (the `peer` its `rtc_answer` came with).
+- `rtc_candidate`, `rtc_dtmf` (the keypad's keys) and `rtc_hold` for a call this socket
+  placed from the browser go to the agent that answered its offer (the `peer` its
+  `rtc_answer` came with).
 - Switching the phone off, or the socket closing, leaves every ring it was in.
 """
 
@@ -154,6 +156,15 @@ class Phone:
             problem = f"1 to {MAX_DIGITS} of 0-9, *, # and A-D."
             raise InvalidRequest(f"digits: {problem}", fields={"digits": [problem]})
         await self._to(agent, {"type": "rtc.dtmf", "digits": digits})
+
+    async def hold(self, frame: dict) -> None:
+        """`rtc_hold`: the tab holds its call (`hold: true`) or resumes it (`false`); the
+        agent holds the tab's stream and answers `rtc_hold` itself, once in force."""
+        agent = self._agent_of(frame)
+        hold = frame.get("hold")
+        if not isinstance(hold, bool):
+            raise InvalidRequest("hold must be true or false.", fields={"hold": ["true or false."]})
+        await self._to(agent, {"type": "rtc.hold", "hold": hold})
 
     async def hang_up(self, frame: dict) -> None:
         """`rtc_hangup` naming a `ring`: that ring is left; NotFound for no ring of this

@@ -166,7 +166,10 @@ class BrowserRun(OutboundRun):
         when the offer cannot be answered."""
         record = self.record
         leg = BrowserLeg(
-            ice_servers=agent_ice_servers(), ports=self.ports, label=f"call {record.pk}"
+            ice_servers=agent_ice_servers(),
+            ports=self.ports,
+            label=f"call {record.pk}",
+            names={"callId": record.call_id},
         )
         try:
             answer = await leg.answer(record.rtc_offer)

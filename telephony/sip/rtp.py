@@ -171,7 +171,41 @@ def _payload(packet: bytes) -> bytes | None:
     return packet[start:end]
 
 
-class RtpStream(asyncio.DatagramProtocol):
+class Holding:
+    """The hold of one end of a bridge (RFC 3264 §8.4), shared by a SIP leg's RtpStream and a
+    browser's stream (telephony.webrtc.leg): while `held`, nothing is sent to this end and
+    what it sends is not relayed; the stream it is bridged to plays the music on hold
+    (RtpStream.start_music; a browser's stream plays none) until it resumes or the bridge
+    ends. Subclasses set `_bridge` and `held` and honour `held` where they send and relay."""
+
+    _bridge = None
+    held = False
+
+    @property
+    def bridge(self):
+        """The stream this one's audio is relayed to (a forwarded call's other leg)."""
+        return self._bridge
+
+    @bridge.setter
+    def bridge(self, other) -> None:
+        # A held stream's music plays on the stream it is bridged to while the bridge lasts.
+        old, self._bridge = self._bridge, other
+        if self.held and old is not None and old is not other:
+            _stop_music(old)
+        if self.held and other is not None and old is not other:
+            _start_music(other)
+
+    def hold(self, held: bool) -> None:
+        """This end takes no audio (`held`), or takes it again. Bridged, the other party
+        hears the music meanwhile."""
+        if held == self.held:
+            return
+        self.held = held
+        if self._bridge is not None:
+            (_start_music if held else _stop_music)(self._bridge)
+
+
+class RtpStream(Holding, asyncio.DatagramProtocol):
     """A bound RTP socket: `play(audio)` sends it and returns when the last packet has left."""
 
     def __init__(self, payload_type: int, *, latching: bool = True) -> None:
@@ -229,29 +263,6 @@ class RtpStream(asyncio.DatagramProtocol):
         self.srtp_in = pylibsrtp.Session(
             pylibsrtp.Policy(key=remote_key, ssrc_type=pylibsrtp.Policy.SSRC_ANY_INBOUND)
         )
-
-    @property
-    def bridge(self) -> RtpStream | None:
-        """The stream this one's audio is relayed to (a forwarded call's other leg)."""
-        return self._bridge
-
-    @bridge.setter
-    def bridge(self, other: RtpStream | None) -> None:
-        # A held stream's music plays on the stream it is bridged to while the bridge lasts.
-        old, self._bridge = self._bridge, other
-        if self.held and old is not None and old is not other:
-            _stop_music(old)
-        if self.held and other is not None and old is not other:
-            _start_music(other)
-
-    def hold(self, held: bool) -> None:
-        """The far end takes no audio (`held`: its SDP is sendonly, inactive or at 0.0.0.0),
-        or takes it again. Bridged, the other party hears the music meanwhile."""
-        if held == self.held:
-            return
-        self.held = held
-        if self._bridge is not None:
-            (_start_music if held else _stop_music)(self._bridge)
 
     def start_music(self) -> None:
         """Play the music on hold, over and over, until stop_music."""

@@ -32,10 +32,11 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 from aiortc.sdp import candidate_from_sdp
 from av.audio.resampler import AudioResampler
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from core.webrtc import G711, OfferRefused, ice_servers_for, offer_problem, offered_codec
-from telephony.sip.rtp import DTMF_KEYS, g711_in
+from telephony.sip.rtp import DTMF_KEYS, Holding, g711_in
 from telephony.webrtc.fastpath import FastPath, hear_before_decoder
 from telephony.webrtc.ports import in_range
 
@@ -118,8 +119,10 @@ class OpusTranscoder:
         return frames[0] if frames else None
 
 
-class BrowserStream:
-    """The browser's side of a bridge, with a SIP leg's RtpStream interface."""
+class BrowserStream(Holding):
+    """The browser's side of a bridge, with a SIP leg's RtpStream interface. Its tab's Hold
+    (`rtc_hold`) holds it as a SIP phone's re-INVITE holds an RtpStream (Holding): the
+    other party hears the music on hold, and nothing passes either way until the resume."""
 
     dtmf_payload_type = None  # keys go from the browser to the phone, not the other way
 
@@ -128,7 +131,6 @@ class BrowserStream:
         self.opus: OpusTranscoder | None = None  # set when the answer is Opus
         self.fast: FastPath | None = None  # RTP's short path, once the leg is connected
         self.sequence = 0  # of the G.711 packets made from Opus
-        self.bridge = None
         self.track = RelayedAudio()
         self.relayed_packets = 0
         self.heard_packets = 0
@@ -139,7 +141,7 @@ class BrowserStream:
 
     def relay(self, packet: bytes, payload: bytes, *, event: bool) -> None:
         """A packet the other leg heard, on to the browser in this leg's codec."""
-        if event:
+        if event or self.held:  # a held tab is sent nothing (as a held phone, RtpStream)
             return
         if self.opus is not None:
             frame = self.opus.to_browser(payload, packet[1] & 0x7F)
@@ -168,7 +170,7 @@ class BrowserStream:
     def heard_rtp(self, payload_type, marker, sequence, timestamp, ssrc, payload) -> None:
         """An RTP packet from the browser, decrypted: on to the other leg."""
         self.heard_packets += 1
-        if self.bridge is None:
+        if self.bridge is None or self.held:  # a held tab's sound is not passed on
             return
         if self.opus is not None:
             if payload_type == self.payload_type:
@@ -216,7 +218,7 @@ class BrowserStream:
         self.timestamp = (start + 8 * (KEY_MS + KEY_GAP_MS)) & 0xFFFFFFFF
 
     def _event(self, event: int, start: int, duration: int, *, end: bool, first: bool) -> None:
-        if self.bridge is None:
+        if self.bridge is None or self.held:  # keys pressed on hold are not passed on either
             return
         header = struct.pack(
             "!BBHII", 0x80, (0x80 if first else 0) | EVENT_PAYLOAD_TYPE, 0, start, self.ssrc
@@ -229,10 +231,16 @@ class BrowserLeg:
     """One browser's WebRTC peer connection. `answer(offer)` returns the answer's SDP (every
     candidate in it: no trickle needed); media flows once the browser has it; `close()` ends
     it. `ice_servers` are RTCIceServer dicts (agent_ice_servers), `ports` the agent's share
-    of RTC_PORT_RANGE (None: the kernel's)."""
+    of RTC_PORT_RANGE (None: the kernel's). `names` name the call in the frames its tab is
+    sent about it (a call placed: its `callId`; a ring: `ring`, `call` and `callId`)."""
 
     def __init__(
-        self, *, ice_servers: list[dict] = (), ports: range | None = None, label: str = ""
+        self,
+        *,
+        ice_servers: list[dict] = (),
+        ports: range | None = None,
+        label: str = "",
+        names: dict | None = None,
     ) -> None:
         servers = [
             RTCIceServer(
@@ -246,6 +254,7 @@ class BrowserLeg:
         self.ports = ports
         self.stream = BrowserStream()
         self.label = label
+        self.names = dict(names or {})
         # Set once the browser is gone: its connection closed (a hang-up, the tab closed) or
         # failed (its network, or a handshake with another certificate than the one offered).
         self.ended = asyncio.Event()
@@ -315,6 +324,18 @@ class BrowserLeg:
             await self.pc.addIceCandidate(parsed)
         except Exception as exc:  # noqa: BLE001 - a stranger's text: never the call's end
             logger.info("%s: a candidate was passed over (%s)", self.label, type(exc).__name__)
+
+    async def held_by_tab(self, held: bool, tab) -> None:
+        """The tab's Hold or Resume (`rtc_hold`): its stream held or taken again, and the tab
+        (its socket's channel, `tab`) answered `rtc_hold` with the state now in force."""
+        self.stream.hold(held)
+        logger.info("%s: the browser %s the call", self.label, "held" if held else "resumed")
+        layer = get_channel_layer()
+        if layer is None or not isinstance(tab, str):
+            return
+        frame = {"type": "rtc_hold", **self.names, "hold": self.stream.held}
+        with contextlib.suppress(Exception):  # a socket gone, the layer down: nobody to tell
+            await layer.send(tab, {"type": "rtc.event", "event": frame})
 
     async def close(self) -> None:
         for task in self.tasks:

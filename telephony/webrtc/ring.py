@@ -154,7 +154,7 @@ class BrowserRing:
             self.tabs.add(tab)
         elif kind == "rtc.offer":
             await self._offer(tab, message["sdp"])
-        elif kind in ("rtc.candidate", "rtc.dtmf"):
+        elif kind in ("rtc.candidate", "rtc.dtmf", "rtc.hold"):
             if tab == self.answering and self.leg is not None:
                 await signal_taken(self.leg, message)
         elif kind == "rtc.hangup":
@@ -170,7 +170,10 @@ class BrowserRing:
             self.tabs.discard(tab)
             await self._tell(tab, self._frame("rtc_hangup", reason="answered_elsewhere"))
             return
-        leg = BrowserLeg(ice_servers=self.ice_servers, ports=self.ports, label=self.label)
+        names = {"ring": self.ring_id, "call": self.call, "callId": self.ring_id}
+        leg = BrowserLeg(
+            ice_servers=self.ice_servers, ports=self.ports, label=self.label, names=names
+        )
         try:
             answer = await leg.answer(sdp, law=self.law)
         except OfferRefused as refused:
@@ -204,10 +207,13 @@ async def signals_taken(layer, channel: str, leg: BrowserLeg) -> None:
 
 
 async def signal_taken(leg: BrowserLeg, message: dict) -> None:
-    """A candidate (added) or keys (pressed, in the background: they take their time)."""
+    """A candidate (added), keys (pressed, in the background: they take their time) or a
+    hold (the tab's stream held or resumed, and the tab told so with `rtc_hold`)."""
     kind = message.get("type")
     if kind == "rtc.candidate" and isinstance(message.get("candidate"), str):
         await leg.add_candidate(message["candidate"], message.get("sdpMid"))
+    elif kind == "rtc.hold" and isinstance(message.get("hold"), bool):
+        await leg.held_by_tab(message["hold"], message.get("tab"))
     elif kind == "rtc.dtmf" and isinstance(message.get("digits"), str):
         pressing = asyncio.ensure_future(leg.stream.press(message["digits"]))
         leg.tasks.append(pressing)

@@ -19,7 +19,7 @@ import pytest
 
 from core.webrtc import MAX_SDP_BYTES, OfferRefused, ice_servers, offer_problem
 from harness.ports import free_rtp_range
-from telephony.sip.rtp import LINEAR, TRANSCODE, RtpStream
+from telephony.sip.rtp import FRAME_SAMPLES, LINEAR, TRANSCODE, RtpStream, hold_music
 from telephony.webrtc.leg import BrowserLeg
 from tests.telephony.browser_peer import BROWSER_SAYS, PHONE_SAYS, Browser, an_offer, until
 
@@ -312,6 +312,53 @@ async def test_the_keypad_reaches_the_phone_as_rfc_4733_events_in_its_payload_ty
         assert len(first_packets) == 2  # the marker on each key's first packet
     finally:
         await leg.close()
+        phone.close()
+
+
+@pytest.mark.parametrize("phone_codec", [0, 8], ids=["pcmu-phone", "pcma-phone"])
+async def test_a_held_browser_has_the_phone_hear_the_music_and_nothing_of_its_own_until_resumed(
+    phone_codec,
+):
+    browser, leg, phone = Browser(), BrowserLeg(label="test"), Phone(phone_codec)
+    music = hold_music(phone_codec)
+    frames = {music[i : i + FRAME_SAMPLES] for i in range(0, len(music), FRAME_SAMPLES)}
+    try:
+        await phone.open()
+        phone.stream.dtmf_payload_type = 101
+        await browser.take(await leg.answer(await browser.offer(), law=phone_codec))
+        await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
+        leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+        assert len(await both_talk(browser, phone)) >= 10
+
+        leg.stream.hold(True)
+        phone.heard()  # what was on its way before the hold
+        browser.received.clear()
+        await leg.stream.press("1")  # keys pressed on hold are not passed on either
+        held: list[tuple[int, bytes]] = []
+        for n in range(200, 300):  # both go on talking, as a microphone and a phone do
+            phone.say(n)
+            browser.track.push(BROWSER_SAYS)
+            held += phone.heard()
+            if len(held) >= 25:
+                break
+            await asyncio.sleep(0.02)
+        assert len(held) >= 25
+        # The phone heard the music on hold alone, in its own law: no word and no key of the
+        # browser's; the browser was sent nothing.
+        assert {payload_type for payload_type, _ in held} == {phone_codec}
+        assert {payload for _, payload in held} <= frames
+        assert browser.received == []
+
+        leg.stream.hold(False)
+        assert phone.stream.music is None  # the music stops at the resume
+        phone.heard()
+        resumed = await both_talk(browser, phone)
+        assert BROWSER_SAYS in {payload for _, payload in resumed[-5:]}
+        assert not {payload for _, payload in resumed[-5:]} & frames
+        assert len(browser.received) >= 10
+    finally:
+        await leg.close()
+        await browser.pc.close()
         phone.close()
 
 
