@@ -185,6 +185,10 @@ async def test_declining_switching_off_or_closing_leaves_the_ring(communicator, 
         ({"type": "rtc_candidate", "callId": 5, "candidate": CANDIDATE}, "callId"),
         ({"type": "rtc_offer", "callId": "ring-\ud800", "sdp": "v=0"}, None),
         ({"type": "rtc_dtmf", "callId": "ring-0123456789abcdef", "digits": "1"}, None),
+        ({"type": "rtc_hold", "ring": "ring-0123456789abcdef", "hold": True}, "ring"),
+        ({"type": "rtc_hold", "callId": "web-7", "hold": False}, None),
+        ({"type": "rtc_hold", "ring": "ring-\x00", "hold": True}, "ring"),
+        ({"type": "rtc_hold", "hold": True}, "callId"),
     ],
     ids=[
         "phone-no-on",
@@ -193,6 +197,10 @@ async def test_declining_switching_off_or_closing_leaves_the_ring(communicator, 
         "callid-number",
         "surrogate",
         "dtmf-unknown-ring",
+        "hold-unknown-ring",
+        "hold-unknown-call",
+        "hold-nul-ring",
+        "hold-no-call",
     ],
 )
 async def test_bad_phone_frames_get_an_error_frame_and_the_socket_stays(
@@ -256,4 +264,67 @@ async def test_keys_that_are_no_keypads_are_refused_before_the_agent(communicato
     reply = await ws.receive_json_from(timeout=5)
     assert (reply["type"], reply["code"]) == ("error", "invalid_request")
     assert "digits" in reply["fields"]
+    assert await agent.nothing_within(0.3)
+
+
+async def test_hold_and_resume_go_to_the_agent_of_the_ring_and_its_answer_to_the_tab(
+    communicator, user
+):
+    ws, _ = await communicator(user)
+    await phone_on(ws)
+    agent = await Agent.make()
+    await agent.ring(user, ring_frame())
+    await ws.receive_json_from(timeout=5)
+    tab = (await agent.next())["tab"]
+
+    for hold in (True, False):
+        await ws.send_json_to({"type": "rtc_hold", "ring": "ring-0123456789abcdef", "hold": hold})
+        assert await agent.next() == {"type": "rtc.hold", "hold": hold, "tab": tab}
+    # The agent's answer (telephony.webrtc.leg.BrowserLeg.held_by_tab) reaches the tab as is.
+    answer = {"type": "rtc_hold", "ring": "ring-0123456789abcdef", "call": CALL, "hold": True}
+    await agent.tell(tab, answer)
+    assert await ws.receive_json_from(timeout=5) == answer
+
+
+@pytest.mark.parametrize(
+    "hold",
+    ["true", 1, None, [], {"deep": [[[]]]}, 10**400],
+    ids=["string", "number", "missing", "list", "nested", "huge"],
+)
+async def test_a_hold_that_is_no_boolean_is_refused_before_the_agent(communicator, user, hold):
+    ws, _ = await communicator(user)
+    await phone_on(ws)
+    agent = await Agent.make()
+    await agent.ring(user, ring_frame())
+    await ws.receive_json_from(timeout=5)
+    await agent.next()
+
+    frame = {"type": "rtc_hold", "ring": "ring-0123456789abcdef"}
+    if hold is not None:
+        frame["hold"] = hold
+    await ws.send_json_to(frame)
+
+    reply = await ws.receive_json_from(timeout=5)
+    assert (reply["type"], reply["code"]) == ("error", "invalid_request")
+    if hold != 10**400:  # a number past JSON's limits is refused as the frame is read
+        assert reply["ring"] == "ring-0123456789abcdef"
+        assert "hold" in reply["fields"]
+    assert await agent.nothing_within(0.3)
+    await ws.send_json_to({"type": "ping"})
+    assert (await ws.receive_json_from(timeout=5))["type"] == "pong"
+
+
+async def test_another_users_tab_cannot_hold_the_ring(communicator, user, other_user):
+    mine, _ = await communicator(user)
+    theirs, _ = await communicator(other_user)
+    await phone_on(mine)
+    agent = await Agent.make()
+    await agent.ring(user, ring_frame())
+    await mine.receive_json_from(timeout=5)
+    await agent.next()
+
+    await theirs.send_json_to({"type": "rtc_hold", "ring": "ring-0123456789abcdef", "hold": True})
+
+    reply = await theirs.receive_json_from(timeout=5)
+    assert (reply["type"], reply["code"]) == ("error", "not_found")
     assert await agent.nothing_within(0.3)
