@@ -15,7 +15,9 @@ import pytest
 from harness.browser import launched_chromium
 from harness.live import wait_until
 from harness.sip import Sipp, free_udp_port
+from harness.speech import sox_level
 from history.models import AnsweredBy, CallStatus
+from telephony.sip.rtp import FRAME_SAMPLES, hold_music, wav_from_g711
 from tests.browser import (
     KEEP_PEER_CONNECTIONS,
     NEEDS_CHROMIUM,
@@ -27,6 +29,7 @@ from tests.browser import (
 from tests.console.pages import log_in
 from tests.factories import NumberFactory
 from tests.telephony.conftest import agent_relay, bridge_log, call_in, wait_for_records
+from tests.telephony.test_answering_machines import Recorder
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
 
@@ -34,6 +37,11 @@ DEADLINE_MS = 30_000
 # What the page's call has received and sent so far (WebRTC stats).
 RECEIVED_ENERGY = rtp_stat("inbound-rtp", "totalAudioEnergy")
 SENT_PACKETS = rtp_stat("outbound-rtp", "packetsSent")
+PCMA = 8
+MUSIC = {
+    hold_music(PCMA)[start : start + FRAME_SAMPLES]
+    for start in range(0, len(hold_music(PCMA)), FRAME_SAMPLES)
+}
 
 
 def until_page(page, function: str, done, what: str) -> None:
@@ -241,3 +249,68 @@ def test_two_tabs_ring_one_answers_the_other_stops_and_the_caller_hangs_up_mid_t
     [record] = wait_for_records(number, 1)
     assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, "browser")
     assert inspector.violations == []
+
+
+def test_hold_has_the_caller_hear_the_music_and_not_the_tab_until_resume(
+    real_hashers, relay, phone_page, inspector, user, tmp_path
+):
+    # The caller (SIPp, PCMA) sends no audio; its SDP names a socket of the test's, which
+    # hears what Relay sends it: the tab's microphone relayed, or the music on hold (each
+    # payload a 20 ms frame of rtp.hold_music). It stays 25 s, then hangs up.
+    page = phone_page
+    number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
+    recorder = Recorder()
+    try:
+        log_in(page, relay.base, user)
+        switch_on(page)
+        caller = call_in(
+            relay.agent,
+            tmp_path,
+            "reinvite_caller",
+            number.number,
+            sdp_port=recorder.port,
+            actions='  <pause milliseconds="25000"/>\n',
+        )
+        page.get_by_role("button", name="Answer").click(timeout=DEADLINE_MS)
+        hold = page.get_by_role("button", name="Hold")
+        hold.wait_for(timeout=DEADLINE_MS)
+        assert hold.get_attribute("aria-pressed") == "false"
+        wait_until(lambda: len(recorder.packets) >= 25, deadline=15, what="the tab's audio")
+
+        hold.click()
+        page.get_by_text(re.compile("^On hold: ")).wait_for(timeout=DEADLINE_MS)
+        assert hold.get_attribute("aria-pressed") == "true"  # its name stays "Hold"
+        inspector.look(page, "phone-held")
+        wait_until(lambda: held_by(recorder).count("m") >= 100, deadline=15, what="2 s of music")
+
+        hold.click()
+        page.get_by_text(re.compile("^On a call with ")).wait_for(timeout=DEADLINE_MS)
+        assert hold.get_attribute("aria-pressed") == "false"
+        wait_until(
+            lambda: re.search(r"m+o{50,}$", held_by(recorder)),
+            deadline=15,
+            what="the tab's audio again",
+        )
+        page.get_by_text(re.compile("^The call ended")).wait_for(timeout=40_000)
+        assert caller.finish() == 0, caller
+    finally:
+        recorder.close()
+
+    # The caller heard the tab, then the music alone (nothing of the tab's while it held),
+    # then the tab again.
+    heard = held_by(recorder)
+    assert re.fullmatch(r"o+m+o+", heard), heard
+    music = [packet for packet, kind in zip(recorder.packets, heard, strict=True) if kind == "m"]
+    assert music_level(music, tmp_path / "music.wav").rms > 0.03
+    assert inspector.violations == []
+
+
+def held_by(recorder) -> str:
+    """What `recorder` heard, a letter a packet: m (the music on hold), o (anything else:
+    here, the tab's microphone)."""
+    return "".join("m" if payload in MUSIC else "o" for _, _, payload in recorder.packets)
+
+
+def music_level(packets, path):
+    path.write_bytes(wav_from_g711(b"".join(payload for _, _, payload in packets), PCMA))
+    return sox_level(path)

@@ -22,6 +22,7 @@
     decline: panel.querySelector(".phone-decline"),
     talking: panel.querySelector(".phone-talking"),
     mute: panel.querySelector(".phone-mute"),
+    hold: panel.querySelector(".phone-hold"),
     hangup: panel.querySelector(".phone-hangup"),
     keypad: panel.querySelector(".phone-keypad"),
     audio: new Audio(), // the caller's voice; not in the page: a player there is a message's
@@ -231,6 +232,7 @@
     panel.hidden = false;
     el.mute.setAttribute("aria-pressed", "false");
     el.mute.textContent = "Mute";
+    showHeld(false);
     say("On a call with " + details.label + ".");
     el.hangup.focus();
   }
@@ -264,6 +266,19 @@
     el.mute.setAttribute("aria-pressed", muted ? "true" : "false");
     el.mute.textContent = muted ? "Unmute" : "Mute";
     say(muted ? "Muted: the other side hears nothing." : "Unmuted.");
+  });
+
+  // Hold is a toggle whose name stays "Hold" (pressed while held); the line says the rest.
+  function showHeld(held) {
+    el.hold.setAttribute("aria-pressed", held ? "true" : "false");
+  }
+
+  // Hold and Resume go to the agent (rtc_hold); the button follows its answer, not the click.
+  el.hold.addEventListener("click", function () {
+    if (!call || !call.talking) return;
+    var frame = about("rtc_hold", call);
+    frame.hold = el.hold.getAttribute("aria-pressed") !== "true";
+    if (!send(frame)) warn("Relay cannot be reached just now: try again in a moment.");
   });
 
   el.keypad.addEventListener("click", function (event) {
@@ -310,6 +325,12 @@
     if (frame.type === "incoming_call" && frame.ringBrowser) return ringing(frame);
     if (frame.type === "rtc_answer" && call && concerns(frame, call) && call.pc) {
       call.pc.setRemoteDescription({ type: "answer", sdp: frame.sdp });
+      return;
+    }
+    if (frame.type === "rtc_hold" && call && concerns(frame, call) && call.talking) {
+      showHeld(frame.hold);
+      say(frame.hold ? "On hold: " + call.label + " hears music until you resume." :
+        "On a call with " + call.label + ".");
       return;
     }
     if (frame.type === "rtc_hangup") {
