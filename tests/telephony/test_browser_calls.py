@@ -16,6 +16,7 @@ from websockets.asyncio.client import connect
 
 from calls.models import Call
 from harness.sip import free_udp_port
+from telephony.sip.rtp import FRAME_SAMPLES, hold_music
 from tests.ledger import aack
 from tests.telephony.browser_peer import (
     BROWSER_SAYS,
@@ -30,6 +31,7 @@ from tests.telephony.browser_peer import (
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
 TO = "+442079460123"
+PCMU = 0
 
 
 async def test_a_call_from_the_browser_talks_to_the_callee_and_ends_when_the_tab_hangs_up(
@@ -117,4 +119,80 @@ async def test_the_keypad_of_a_call_from_the_browser_reaches_the_callee_as_rfc_4
         await browser.pc.close()
         audio.close()
     assert events == {7}
+    assert await asyncio.to_thread(far_end.finish) == 0
+
+
+async def test_a_call_from_the_browser_held_has_the_callee_hear_the_music_until_resumed(
+    sip_relay, sipp, login
+):
+    # SIPp answers (PCMU); the audio its SDP names is a socket of the test's, which reads what
+    # Relay sends the callee: the tab's words, or the music on hold.
+    audio = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    audio.bind(("127.0.0.1", free_udp_port()))
+    audio.setblocking(False)
+    far_end = sipp("answer_media_at", audio_port=audio.getsockname()[1])
+    browser = Browser()
+    music = hold_music(PCMU)
+    frames = {music[i : i + FRAME_SAMPLES] for i in range(0, len(music), FRAME_SAMPLES)}
+    keys: list[int] = []
+
+    def heard() -> list[bytes]:
+        payloads = []
+        while True:
+            try:
+                packet = audio.recv(2048)
+            except BlockingIOError:
+                return payloads
+            if packet[1] & 0x7F == PCMU:
+                payloads.append(packet[12:])
+            elif packet[1] & 0x7F == 101:
+                keys.append(packet[12])
+
+    async def talking_until(enough) -> list[bytes]:
+        """The tab speaks, 20 ms a frame, until what the callee heard is `enough`."""
+        payloads: list[bytes] = []
+        for _ in range(500):
+            browser.track.push(BROWSER_SAYS)
+            payloads += heard()
+            if enough(payloads):
+                return payloads
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"the callee heard {len(payloads)} packets, not enough")
+
+    try:
+        async with connect(f"{sip_relay.ws_base}/ws?token={login.token}") as ws:
+            await call_from_the_browser(ws, browser, "b5", TO)
+            await talking_until(lambda p: p.count(BROWSER_SAYS) >= 10)
+
+            await ws.send(json.dumps({"type": "rtc_hold", "callId": "b5", "hold": True}))
+            assert (await next_frame(ws, "b5", "rtc_hold")) == {
+                "type": "rtc_hold",
+                "callId": "b5",
+                "hold": True,
+            }
+            await ws.send(json.dumps({"type": "rtc_dtmf", "callId": "b5", "digits": "9"}))
+            # A few packets of the tab's were on their way; then the music alone, no word of
+            # the tab's (which goes on talking) and no key.
+            held = await talking_until(lambda p: sum(x in frames for x in p) >= 50)
+            since = next(i for i, payload in enumerate(held) if payload in frames)
+            assert all(payload in frames for payload in held[since:])
+            assert since <= 10, since
+            assert keys == []
+
+            # Another user's, or no, call of this tab's: an error frame, the call goes on.
+            await ws.send(json.dumps({"type": "rtc_hold", "callId": "nope", "hold": False}))
+            error = await next_frame(ws, "nope", "error")
+            assert error["code"] == "not_found"
+            await ws.send(json.dumps({"type": "rtc_hold", "callId": "b5", "hold": "no"}))
+            error = await next_frame(ws, "b5", "error")
+            assert (error["code"], list(error["fields"])) == ("invalid_request", ["hold"])
+
+            await ws.send(json.dumps({"type": "rtc_hold", "callId": "b5", "hold": False}))
+            assert (await next_frame(ws, "b5", "rtc_hold"))["hold"] is False
+            resumed = await talking_until(lambda p: p[-10:] == [BROWSER_SAYS] * 10)
+            assert resumed.count(BROWSER_SAYS) >= 10
+            await ws.send(json.dumps({"type": "rtc_hangup", "callId": "b5"}))
+    finally:
+        await browser.pc.close()
+        audio.close()
     assert await asyncio.to_thread(far_end.finish) == 0
