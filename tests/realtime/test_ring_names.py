@@ -130,6 +130,8 @@ async def test_a_tab_answers_trickles_keys_and_hangs_up_a_ring_by_its_name(
     }
     await ws.send_json_to({"type": "rtc_dtmf", **names, "digits": "5*"})
     assert await agent.next() == {"type": "rtc.dtmf", "digits": "5*", "tab": tab}
+    await ws.send_json_to({"type": "rtc_hold", **names, "hold": True})
+    assert await agent.next() == {"type": "rtc.hold", "hold": True, "tab": tab}
     await ws.send_json_to({"type": "rtc_hangup", **names})
     assert await agent.next() == {"type": "rtc.hangup", "tab": tab}
 
@@ -144,6 +146,7 @@ KINDS = [
     {"type": "rtc_offer", "sdp": "v=0"},
     {"type": "rtc_candidate", "candidate": CANDIDATE},
     {"type": "rtc_dtmf", "digits": "1"},
+    {"type": "rtc_hold", "hold": True},
     {"type": "rtc_hangup"},
 ]
 
