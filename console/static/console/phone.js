@@ -329,7 +329,8 @@
     }
     if (frame.type === "rtc_hold" && call && concerns(frame, call) && call.talking) {
       showHeld(frame.hold);
-      say(frame.hold ? "On hold: " + call.label + " hears music until you resume." :
+      say(frame.hold ?
+        "On hold: " + call.label + " hears music. Press Hold again to resume." :
         "On a call with " + call.label + ".");
       return;
     }
