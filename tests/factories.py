@@ -83,6 +83,18 @@ class NumberFactory(factory.django.DjangoModelFactory):
     alias = factory.Sequence(lambda n: f"line {n}")
     pin_hash = factory.LazyFunction(lambda: make_password("1234"))
 
+    @classmethod
+    def _adjust_kwargs(cls, **kwargs):
+        # `forward_targets=[...]` as forwarding names them: the ring list they make (each
+        # phone an entry, "browser" the owner's own member entry), as PUT .../forwarding does.
+        targets = kwargs.pop("forward_targets", None)
+        if targets is not None:
+            kwargs["ring_entries"] = [
+                {"member": str(kwargs["owner"].pk)} if target == "browser" else {"phone": target}
+                for target in targets
+            ]
+        return kwargs
+
 
 class NumberMemberFactory(factory.django.DjangoModelFactory):
     """A member of a shared number who accepted their invitation (issue 57); the API's

@@ -10,6 +10,14 @@ from virtual_numbers.models import BlockedCaller, InventoryNumber, Number, Numbe
 TOP_CALLERS = 10
 
 
+def ring_entry_shown(entry: dict, default_seconds: int) -> str:
+    """An entry of a ring list as staff read it: what it rings, and for how long."""
+    seconds = entry.get("ringSeconds", default_seconds)
+    if "member" in entry:
+        return f"member {entry['member']} (their tabs and profile phone), {seconds} s"
+    return f"{entry.get('phone') or entry.get('sip')}, {seconds} s"
+
+
 class BlockedCallerInline(admin.TabularInline):
     model = BlockedCaller
     extra = 0
@@ -62,6 +70,7 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
         "inventory",
         "created_at",
         "forwarding",
+        "ringing",
         "hours_shown",
         "history",
         "top_callers",
@@ -80,6 +89,24 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
         return (
             f"To {', '.join(obj.forward_targets)}, ringing {obj.forward_ring_seconds} s"
             f"{screening}, showing {obj.get_forward_caller_id_display()}."
+        )
+
+    @admin.display(description="ring list")
+    def ringing(self, obj):
+        # Set by the owner or a manager (PUT /api/numbers/:id/ringing): shown, never
+        # changed, here (the forwarding action empties it).
+        if not obj.ring_entries:
+            return "Nobody: calls go to voicemail."
+        items = format_html_join(
+            "",
+            "<li>{}</li>",
+            ((ring_entry_shown(entry, obj.forward_ring_seconds),) for entry in obj.ring_entries),
+        )
+        return format_html(
+            "<p>{}{}.</p><ol>{}</ol>",
+            obj.get_ring_strategy_display().capitalize(),
+            ", screened" if obj.forward_screening else "",
+            items,
         )
 
     @admin.display(description="opening hours")
@@ -111,9 +138,9 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
             ),
         )
 
-    @admin.action(description="Turn forwarding off for the selected numbers")
+    @admin.action(description="Turn forwarding (the ring list) off for the selected numbers")
     def forwarding_off(self, request, queryset):
-        forwarding = [number for number in queryset if number.forward_targets]
+        forwarding = [number for number in queryset if number.ring_entries]
         for number in forwarding:
             services.number_forwarding_clear(number=number)
         count = len(forwarding)

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from core.webrtc import BROWSER
 from virtual_numbers.hours import Hours, Window
 
 
@@ -37,6 +38,19 @@ class ForwardCallerId(models.TextChoices):
 
 
 FORWARD_TARGETS_MAX = 3
+RING_ENTRIES_MAX = 10
+
+
+class RingStrategy(models.TextChoices):
+    """How a number's ring list rings (issue 57): every entry at once, or one after another."""
+
+    ALL = "all", "every entry at once"
+    IN_ORDER = "in_order", "each entry in turn, for its own seconds"
+
+
+# The kinds of a ring list's entry: each entry is a dict with exactly one of these keys (and
+# an optional "ringSeconds").
+RING_ENTRY_KINDS = ("phone", "sip", "member")
 FORWARD_RING_SECONDS = (5, 60)  # the least and the most a number may ring its targets
 FORWARD_RING_SECONDS_DEFAULT = 20
 # Recorded greetings live in the recordings storage under this prefix, apart from voicemail
@@ -79,9 +93,17 @@ class Number(models.Model):
     # one: its WAV file in the recordings storage, under GREETING_PREFIX; empty when none.
     greeting_recording = models.CharField(max_length=255, blank=True, default="", db_default="")
     greeting_recording_seconds = models.FloatField(null=True, blank=True)
-    # Forwarding (PUT /api/numbers/:id/forwarding): the owner's phones, rung at once when the
-    # number is called (TELEPHONY_PROVIDER=sip); none: forwarding is off.
-    forward_targets = models.JSONField(default=list, blank=True)
+    # The ring list (PUT /api/numbers/:id/ringing, issue 57): up to RING_ENTRIES_MAX entries
+    # rung when the number is called (TELEPHONY_PROVIDER=sip), each {"phone": e164},
+    # {"sip": uri} or {"member": user id}, with an optional "ringSeconds"; none: the calls
+    # go to voicemail. PUT .../forwarding reads and writes the same list (forward_targets).
+    # Read and written whole, with the number, like opening hours (docs/decisions.md).
+    ring_entries = models.JSONField(default=list, blank=True)
+    ring_strategy = models.CharField(
+        max_length=8, choices=RingStrategy.choices, default=RingStrategy.ALL
+    )
+    # The list's own ring seconds (an entry's default), screening and caller id: the
+    # forwarding settings' columns, shared by both endpoints.
     forward_ring_seconds = models.PositiveSmallIntegerField(default=FORWARD_RING_SECONDS_DEFAULT)
     forward_screening = models.BooleanField(default=False)
     forward_caller_id = models.CharField(
@@ -100,6 +122,10 @@ class Number(models.Model):
                 condition=models.Q(forward_caller_id__in=ForwardCallerId.values),
                 name="number_forward_caller_id_valid",
             ),
+            models.CheckConstraint(
+                condition=models.Q(ring_strategy__in=RingStrategy.values),
+                name="number_ring_strategy_valid",
+            ),
             recording_with_seconds(
                 "greeting_recording", name="number_greeting_recording_with_seconds"
             ),
@@ -107,6 +133,18 @@ class Number(models.Model):
 
     def __str__(self) -> str:
         return f"{self.number} ({self.alias})"
+
+    @property
+    def forward_targets(self) -> list[str]:
+        """The ring list as PUT/GET .../forwarding show it: its phones, and "browser" for the
+        owner's own entry (their tabs); SIP and other members' entries are left out."""
+        targets = []
+        for entry in self.ring_entries:
+            if "phone" in entry:
+                targets.append(entry["phone"])
+            elif entry.get("member") == str(self.owner_id):
+                targets.append(BROWSER)
+        return targets
 
 
 class PinFailure(models.Model):

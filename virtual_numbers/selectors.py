@@ -32,9 +32,10 @@ from virtual_numbers.serializers import (
     ForwardingOutput,
     HoursOutput,
     NumberOutput,
+    RingingOutput,
     SharedNumberOutput,
 )
-from virtual_numbers.services import Forwarding, NumberAccess
+from virtual_numbers.services import Forwarding, NumberAccess, RingList
 
 logger = logging.getLogger(__name__)
 
@@ -334,7 +335,7 @@ def greeting_file_name(number_id, *, closed: bool = False) -> str:
 
 def numbers_export(*, user: User) -> dict:
     """The user's numbers for their export (core.userdata): each as the API answers it, with
-    its greeting, its forwarding, its opening hours and its blocklist, oldest first;
+    its greeting, its forwarding and ring list, its opening hours and its blocklist, oldest first;
     `greeting_file` names the recorded greeting in the archive (numbers_greeting_files), null
     when there is none, and `closed_greeting_file` the recorded closed greeting."""
 
@@ -353,6 +354,7 @@ def numbers_export(*, user: User) -> dict:
                     else None
                 ),
                 "forwarding": represent(ForwardingOutput, Forwarding.of(number)),
+                "ringing": represent(RingingOutput, RingList.of(number)),
                 "hours": represent(HoursOutput, HoursSettings.of(hours, at=timezone.now())),
                 "blocked": [
                     represent(BlockedCallerOutput, entry)

@@ -33,9 +33,12 @@ from virtual_numbers.models import (
     FORWARD_RING_SECONDS,
     FORWARD_RING_SECONDS_DEFAULT,
     FORWARD_TARGETS_MAX,
+    RING_ENTRIES_MAX,
+    RING_ENTRY_KINDS,
     ForwardCallerId,
     MemberRole,
     MemberStatus,
+    RingStrategy,
 )
 
 
@@ -160,6 +163,145 @@ class ForwardingOutput(serializers.Serializer):
     callerId = serializers.ChoiceField(  # noqa: N815
         source="caller_id", choices=ForwardCallerId.choices
     )
+
+
+# --- ring list (issue 57) ----------------------------------------------------------------------
+SIP_URI_MAX_LENGTH = 255  # calls.Leg.sip_uri
+# sip: or sips:, an optional user part, a host (a name, an IPv4 address or an [IPv6] one), an
+# optional port and parameters; no headers (?...), no spaces or controls.
+SIP_URI = re.compile(
+    r"sips?:(?:[A-Za-z0-9\-_.!~*'()&=+$,;?/%]+@)?"
+    r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
+    r"(?::(?P<port>[0-9]{1,5}))?(?:;[A-Za-z0-9\-_.!~*'()%=]+)*",
+    re.IGNORECASE,
+)
+
+
+@extend_schema_field({"type": "string", "pattern": r"^sips?:", "maxLength": SIP_URI_MAX_LENGTH})
+class SipUriField(StrictCharField):
+    """A SIP address Relay rings directly (not through the trunk): `sip:` or `sips:`, a host
+    and an optional user, port and parameters (RFC 3261 §19.1)."""
+
+    default_error_messages = {
+        "sip": "Must be a SIP URI: sip: or sips:, then user@host, like sip:desk@pbx.example.com."
+    }
+
+    def __init__(self, **kwargs):
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        match = SIP_URI.fullmatch(value) if len(value) <= SIP_URI_MAX_LENGTH else None
+        if match is None or (match["port"] and not 0 < int(match["port"]) < 65536):
+            self.fail("sip")
+        scheme, _, rest = value.partition(":")
+        return f"{scheme.lower()}:{rest}"
+
+
+class RingEntryInput(serializers.Serializer):
+    phone = DialableNumberField(
+        required=False, help_text="A phone, E.164, dialled through the trunk."
+    )
+    sip = SipUriField(required=False, help_text="A SIP URI, dialled directly.")
+    member = serializers.UUIDField(
+        required=False,
+        help_text="The user id of the number's owner or of one of its members: their console "
+        "tabs with Phone on, and the phone of their profile (`ringPhone`) if they set one.",
+    )
+    ringSeconds = StrictIntegerField(  # noqa: N815
+        required=False,
+        min_value=FORWARD_RING_SECONDS[0],
+        max_value=FORWARD_RING_SECONDS[1],
+        help_text="How long this entry rings; left out: the list's `ringSeconds`.",
+    )
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and (unknown := set(data) - {*RING_ENTRY_KINDS, "ringSeconds"}):
+            raise serializers.ValidationError(
+                {name: ["Unknown field."] for name in sorted(unknown)[:5]}
+            )
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict) -> dict:
+        kinds = [kind for kind in RING_ENTRY_KINDS if kind in attrs]
+        if len(kinds) != 1:
+            raise serializers.ValidationError(
+                "Give exactly one of phone, sip or member in each entry."
+            )
+        entry = {kinds[0]: str(attrs[kinds[0]])}
+        if "ringSeconds" in attrs:
+            entry["ringSeconds"] = attrs["ringSeconds"]
+        return entry
+
+
+class RingingInput(serializers.Serializer):
+    strategy = serializers.ChoiceField(
+        choices=RingStrategy.choices,
+        default=RingStrategy.ALL,
+        help_text="`all`: every entry at once, the first to answer takes the call; "
+        "`in_order`: each entry for its own ringSeconds, then the next.",
+    )
+    ringSeconds = StrictIntegerField(  # noqa: N815
+        min_value=FORWARD_RING_SECONDS[0],
+        max_value=FORWARD_RING_SECONDS[1],
+        default=FORWARD_RING_SECONDS_DEFAULT,
+        help_text="How long an entry rings unless it says otherwise (`all`: the longest "
+        "entry's seconds is how long the list rings before voicemail answers).",
+    )
+    screening = StrictBooleanField(
+        default=False,
+        help_text="Whoever picks up a phone or SIP entry hears who is calling and takes the "
+        "call by pressing 1 (tabs show who calls).",
+    )
+    callerId = serializers.ChoiceField(  # noqa: N815
+        choices=ForwardCallerId.choices,
+        default=ForwardCallerId.CALLER,
+        help_text="What a phone or SIP entry sees as the caller, as for forwarding.",
+    )
+    entries = serializers.ListField(
+        child=RingEntryInput(),
+        min_length=1,
+        max_length=RING_ENTRIES_MAX,
+        error_messages={
+            "min_length": "Give at least one entry to ring.",
+            "max_length": f"Give at most {RING_ENTRIES_MAX} entries.",
+        },
+        help_text=f"1 to {RING_ENTRIES_MAX} entries, in the order they ring: each exactly one "
+        'of {"phone"}, {"sip"} or {"member"}, with an optional "ringSeconds".',
+    )
+
+    def validate_entries(self, entries: list[dict]) -> list[dict]:
+        seen: set[tuple[str, str]] = set()
+        problems = {}
+        for index, entry in enumerate(entries):
+            kind = next(k for k in RING_ENTRY_KINDS if k in entry)
+            key = (kind, entry[kind].lower() if kind == "sip" else entry[kind])
+            if key in seen:
+                problems[str(index)] = ["This entry is named earlier in the list."]
+            seen.add(key)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return entries
+
+
+class RingEntryOutput(serializers.Serializer):
+    phone = serializers.CharField(required=False)
+    sip = serializers.CharField(required=False)
+    member = serializers.CharField(required=False)
+    ringSeconds = serializers.IntegerField(required=False)  # noqa: N815
+
+    def to_representation(self, instance):
+        return dict(instance)  # as stored: one kind, and ringSeconds if given
+
+
+class RingingOutput(serializers.Serializer):
+    strategy = serializers.ChoiceField(choices=RingStrategy.choices)
+    ringSeconds = serializers.IntegerField(source="ring_seconds")  # noqa: N815
+    screening = serializers.BooleanField()
+    callerId = serializers.ChoiceField(  # noqa: N815
+        source="caller_id", choices=ForwardCallerId.choices
+    )
+    entries = RingEntryOutput(many=True, help_text="Empty: the number's calls go to voicemail.")
 
 
 # --- opening hours (issue 57) ---------------------------------------------------------------

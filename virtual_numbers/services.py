@@ -31,6 +31,7 @@ from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound, R
 from core.passwords import password_hashing_slot
 from core.phone import e164_problem, e164_valid
 from core.recordings import recordings_delete_on_commit
+from core.urls import destination_problem
 from core.webrtc import BROWSER
 from mail.services import mail_queue
 from virtual_numbers.models import (
@@ -47,6 +48,7 @@ from virtual_numbers.models import (
     NumberMember,
     OpeningHours,
     PinFailure,
+    RingStrategy,
 )
 
 logger = logging.getLogger(__name__)
@@ -373,7 +375,9 @@ def number_greeting_recording_remove(*, number: Number, closed: bool = False) ->
 
 @dataclass(frozen=True)
 class Forwarding:
-    """Where a number forwards its calls (Number.forward_*); no targets: off."""
+    """Where a number forwards its calls, as PUT .../forwarding names it: the phones of its
+    ring list, and "browser" for the owner's own entry (Number.forward_targets); no targets:
+    off. The ring list is the one storage (RingList): forwarding reads and writes it."""
 
     targets: list[str]
     ring_seconds: int = FORWARD_RING_SECONDS_DEFAULT
@@ -383,7 +387,7 @@ class Forwarding:
     @classmethod
     def of(cls, number: Number) -> Forwarding:
         return cls(
-            targets=list(number.forward_targets),
+            targets=number.forward_targets,
             ring_seconds=number.forward_ring_seconds,
             screening=number.forward_screening,
             caller_id=number.forward_caller_id,
@@ -394,6 +398,53 @@ class Forwarding:
         """The settings as ForwardingInput validated them (the API's names)."""
         return cls(
             targets=data["targets"],
+            ring_seconds=data["ringSeconds"],
+            screening=data["screening"],
+            caller_id=data["callerId"],
+        )
+
+    def ring_list(self, *, owner_id) -> RingList:
+        """The ring list these settings are: each target an entry, all rung at once."""
+        entries = [
+            {"member": str(owner_id)} if target == BROWSER else {"phone": target}
+            for target in self.targets
+        ]
+        return RingList(
+            entries=entries,
+            ring_seconds=self.ring_seconds,
+            screening=self.screening,
+            caller_id=self.caller_id,
+        )
+
+
+@dataclass(frozen=True)
+class RingList:
+    """Who a number's calls ring, and how (Number.ring_*, forward_ring_seconds, _screening,
+    _caller_id; issue 57): `entries` as the API names them ({"phone"}, {"sip"} or
+    {"member"}, each with an optional "ringSeconds"); none: the calls go to voicemail."""
+
+    entries: list[dict]
+    strategy: str = RingStrategy.ALL
+    ring_seconds: int = FORWARD_RING_SECONDS_DEFAULT
+    screening: bool = False
+    caller_id: str = ForwardCallerId.CALLER
+
+    @classmethod
+    def of(cls, number: Number) -> RingList:
+        return cls(
+            entries=[dict(entry) for entry in number.ring_entries],
+            strategy=number.ring_strategy,
+            ring_seconds=number.forward_ring_seconds,
+            screening=number.forward_screening,
+            caller_id=number.forward_caller_id,
+        )
+
+    @classmethod
+    def from_input(cls, data: dict) -> RingList:
+        """The list as RingingInput validated it (the API's names)."""
+        return cls(
+            entries=list(data["entries"]),
+            strategy=data["strategy"],
             ring_seconds=data["ringSeconds"],
             screening=data["screening"],
             caller_id=data["callerId"],
@@ -422,35 +473,101 @@ def dial_target_check(*, owner: User, target: str, field: str = "targets") -> No
         ) from refused
 
 
+def sip_target_problem(uri: str) -> str | None:
+    """Why Relay may not ring the SIP URI `uri` directly, or None: its host is a private or
+    loopback address and WEBHOOK_ALLOW_PRIVATE (the one switch for every address Relay
+    reaches out to on a user's word: webhooks, voice applications, SIP entries) is off. A
+    host that does not resolve yet is no problem here; it is checked again at ring time."""
+    host = sip_uri_host(uri)
+    return destination_problem(f"sip://{host}", allow_private=settings.WEBHOOK_ALLOW_PRIVATE)
+
+
+def sip_uri_host(uri: str) -> str:
+    """The host (and port) of a SIP URI as SipUriField took it: what follows the scheme and
+    any user part, up to its parameters."""
+    rest = uri.partition(":")[2]
+    return rest.rpartition("@")[2].partition(";")[0]
+
+
+def number_ringing_set(*, number: Number, user: User, ring_list: RingList) -> RingList:
+    """Set who the number's calls ring (`ring_list`, as RingingInput checked its form),
+    replacing what was set, for its owner or a manager (`user`, who is rate limited:
+    RATE_LIMIT_FORWARDING_PER_USER, counted apart from forwarding). Each entry is checked, and
+    a refusal names its index (`entries.N.<kind>`): a phone as forwarding checks it
+    (dial_target_check: destination_not_allowed), a SIP URI's host (sip_target_problem), a
+    member who is neither the owner nor an active member (invalid_request). Checked and
+    stored under the number's lock, so a member removed meanwhile is refused or skipped at
+    ring time. Nothing is stored unless every entry passes."""
+    ratelimit.hit("ringing:user", str(user.pk), settings.RATE_LIMIT_FORWARDING_PER_USER)
+    owner = number.owner
+    for index, entry in enumerate(ring_list.entries):
+        if "phone" in entry:
+            dial_target_check(owner=owner, target=entry["phone"], field=f"entries.{index}.phone")
+        elif "sip" in entry and (problem := sip_target_problem(entry["sip"])):
+            raise InvalidRequest(
+                f"entries.{index}.sip: {problem}.",
+                fields={f"entries.{index}.sip": [f"{problem}; Relay rings public addresses."]},
+            )
+    with transaction.atomic():
+        locked = _locked(number)
+        people = ring_members(number=locked)
+        for index, entry in enumerate(ring_list.entries):
+            if "member" in entry and entry["member"] not in people:
+                raise InvalidRequest(
+                    f"entries.{index}.member: not the owner nor a member of this number.",
+                    fields={
+                        f"entries.{index}.member": [
+                            "Not the owner nor a member of this number (a member who left, "
+                            "an invitation not accepted yet, or someone else)."
+                        ]
+                    },
+                )
+        return _ring_list_store(number, ring_list)
+
+
+def ring_members(*, number: Number) -> set[str]:
+    """The user ids (as text) a member entry of the number may name: its owner and its
+    active members."""
+    rows = NumberMember.objects.filter(number=number, status=MemberStatus.ACTIVE)
+    return {str(number.owner_id), *(str(pk) for pk in rows.values_list("user_id", flat=True))}
+
+
+def number_ringing_clear(*, number: Number) -> None:
+    """Ring nobody: the calls go to voicemail; the settings go back to their defaults."""
+    _ring_list_store(number, RingList(entries=[]))
+
+
 def number_forwarding_set(*, number: Number, forwarding: Forwarding) -> Forwarding:
     """Forward the number's calls to `forwarding.targets` (1 to FORWARD_TARGETS_MAX distinct
-    dialable numbers, as ForwardingInput checks them), replacing what was set. Rate limited
-    per owner (RATE_LIMIT_FORWARDING_PER_USER); each target must pass
-    dial_target_check. Nothing is stored unless every target passes."""
+    dialable numbers, as ForwardingInput checks them), replacing the whole ring list (each
+    target an entry, rung at once). Rate limited per owner (RATE_LIMIT_FORWARDING_PER_USER);
+    each target must pass dial_target_check. Nothing is stored unless every target passes."""
     owner = number.owner
     ratelimit.hit("forwarding:user", str(owner.pk), settings.RATE_LIMIT_FORWARDING_PER_USER)
     for target in forwarding.targets:
         dial_target_check(owner=owner, target=target)
-    return _forwarding_store(number, forwarding)
+    _ring_list_store(number, forwarding.ring_list(owner_id=number.owner_id))
+    return forwarding
 
 
 def number_forwarding_clear(*, number: Number) -> None:
-    """Turn forwarding off: no targets, and the other settings back to their defaults."""
-    _forwarding_store(number, Forwarding(targets=[]))
+    """Turn forwarding off: an empty ring list, the other settings back to their defaults."""
+    _ring_list_store(number, RingList(entries=[]))
 
 
-def _forwarding_store(number: Number, forwarding: Forwarding) -> Forwarding:
+def _ring_list_store(number: Number, ring_list: RingList) -> RingList:
     fields = {
-        "forward_targets": list(forwarding.targets),
-        "forward_ring_seconds": forwarding.ring_seconds,
-        "forward_screening": forwarding.screening,
-        "forward_caller_id": forwarding.caller_id,
+        "ring_entries": [dict(entry) for entry in ring_list.entries],
+        "ring_strategy": ring_list.strategy,
+        "forward_ring_seconds": ring_list.ring_seconds,
+        "forward_screening": ring_list.screening,
+        "forward_caller_id": ring_list.caller_id,
     }
     if not Number.objects.filter(pk=number.pk).update(**fields):
         raise NotFound()  # deleted a moment ago
     for name, value in fields.items():
         setattr(number, name, value)
-    return forwarding
+    return ring_list
 
 
 # What else goes with a deleted number, registered by the apps above that keep it (the call

@@ -31,6 +31,8 @@ from virtual_numbers.serializers import (
     NumberListOutput,
     NumberOutput,
     PinChangeInput,
+    RingingInput,
+    RingingOutput,
     SharedNumberListOutput,
     SharedNumberOutput,
 )
@@ -61,6 +63,28 @@ FORWARDING_DESCRIPTION = (
     "taking the call, voicemail answering if none does within `ringSeconds`. The SIP agent "
     "rings the targets (docs/telephony.md, Forwarding); the simulated provider stores and "
     "checks the settings but never forwards."
+)
+RINGING_EXAMPLE = {
+    "strategy": "in_order",
+    "ringSeconds": 20,
+    "screening": False,
+    "callerId": "caller",
+    "entries": [
+        {"member": "5b2c8d1e-7f3a-4e6b-9c0d-1a2b3c4d5e6f", "ringSeconds": 15},
+        {"sip": "sip:desk@pbx.example.com"},
+        {"phone": "+441134960456", "ringSeconds": 30},
+    ],
+}
+RINGING_DESCRIPTION = (
+    "Who the number's calls ring, and how (its ring group): `all` rings every entry at once, "
+    "the first to answer (and accept, with screening) taking the call and the others "
+    "cancelled; `in_order` rings each entry for its own `ringSeconds`, then the next. "
+    "Voicemail answers after the list. A member entry rings that person's console tabs with "
+    "Phone on and the phone of their profile. The SIP agent rings the list (docs/telephony.md, "
+    "Ring groups); the simulated provider stores and checks it but never rings. "
+    "`/forwarding` is the same list seen as phones. The owner and managers read and change "
+    "it: 403 `permission_denied` for a member, 404 for a number neither yours nor shared with "
+    "you."
 )
 HOURS_EXAMPLE = {
     "timeZone": "Europe/London",
@@ -147,6 +171,7 @@ class NumberViewSet(ResourceViewSet):
         "blocked_remove": BlockedCallerInput,
         "forwarding_set": ForwardingInput,
         "hours_set": HoursInput,
+        "ringing_set": RingingInput,
         "members_invite": MemberInviteInput,
         "member_role_set": MemberRoleInput,
         "shared_notifications_set": MembershipNotificationsInput,
@@ -514,7 +539,10 @@ class NumberViewSet(ResourceViewSet):
     @operation(
         "numbers_forwarding_get",
         summary="Read where a number forwards its calls",
-        description=FORWARDING_DESCRIPTION + " `targets` is empty while forwarding is off.",
+        description=FORWARDING_DESCRIPTION + " `targets` is empty while forwarding is off. "
+        "This is the number's ring list (`/ringing`) seen as forwarding: its phones, and "
+        '"browser" for your own member entry; its SIP and other members\' entries are not '
+        "shown here.",
         responses={200: (ForwardingOutput, FORWARDING_EXAMPLE)},
         errors=[ErrorCode.NOT_FOUND],
     )
@@ -526,7 +554,9 @@ class NumberViewSet(ResourceViewSet):
         "numbers_forwarding_set",
         summary="Forward a number's calls to your phones",
         description=FORWARDING_DESCRIPTION
-        + " Replaces what was set; fields left out take their defaults. A target is refused "
+        + " Replaces what was set (the whole ring list, `/ringing`: each target an entry, "
+        '`all` at once, "browser" your own member entry); fields left out take their '
+        "defaults. A target is refused "
         "with `destination_not_allowed` when it is one of this service's numbers (a loop) or "
         "the dialing policy refuses it (other countries, premium-rate and similar numbers), "
         "and nothing is stored. Forwarded calls count towards your plan's call quotas. "
@@ -553,6 +583,68 @@ class NumberViewSet(ResourceViewSet):
     @forwarding.mapping.delete
     def forwarding_clear(self, request, number_id):
         services.number_forwarding_clear(number=self.number())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def ringing_access(self):
+        """The number named in the path, for its owner or a manager; 403 for a member, 404
+        for anyone else."""
+        access = self.access()
+        services.MemberRoleRefused.unless(access.manages)
+        return access
+
+    @operation(
+        "numbers_ringing_get",
+        summary="Read who a number's calls ring",
+        description=RINGING_DESCRIPTION + " `entries` is empty while nobody is rung.",
+        responses={200: (RingingOutput, RINGING_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
+    )
+    @action(detail=True, methods=["get"])
+    def ringing(self, request, number_id):
+        number = self.ringing_access().number
+        return self.answer(RingingOutput, services.RingList.of(number))
+
+    @operation(
+        "numbers_ringing_set",
+        summary="Set who a number's calls ring (its ring group)",
+        description=RINGING_DESCRIPTION + " Replaces what was set; fields left out take their "
+        "defaults. A refused entry is named by its index in `fields` (`entries.N`, "
+        "`entries.N.phone`, `.sip` or `.member`; docs/errors.md, Ring lists) and nothing is "
+        "stored: a phone the dialing policy refuses (`destination_not_allowed`), a SIP URI "
+        "that is not sip:/sips: or leads to a private or local address, a member who is not "
+        "the owner nor an active member, an entry named twice, more than 10 entries "
+        "(`invalid_request`). Rate limited per user (`RATE_LIMIT_FORWARDING_PER_USER`, "
+        "counted apart from forwarding).",
+        request=(RingingInput, RINGING_EXAMPLE),
+        responses={200: (RingingOutput, RINGING_EXAMPLE)},
+        errors=[
+            ErrorCode.DESTINATION_NOT_ALLOWED,
+            ErrorCode.NOT_FOUND,
+            ErrorCode.PERMISSION_DENIED,
+            ErrorCode.RATE_LIMITED,
+        ],
+    )
+    @ringing.mapping.put
+    def ringing_set(self, request, number_id):
+        number = self.ringing_access().number  # 404 and 403 before 400
+        ring_list = services.number_ringing_set(
+            number=number,
+            user=request.user,
+            ring_list=services.RingList.from_input(self.validated()),
+        )
+        return self.answer(RingingOutput, ring_list)
+
+    @operation(
+        "numbers_ringing_clear",
+        summary="Ring nobody on a number's calls",
+        description="Its calls go to voicemail; the settings go back to their defaults "
+        "(forwarding is off too: it is the same list).",
+        responses={204: (None, None)},
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
+    )
+    @ringing.mapping.delete
+    def ringing_clear(self, request, number_id):
+        services.number_ringing_clear(number=self.ringing_access().number)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def managed_number(self):

@@ -35,7 +35,7 @@ def holdings_of(user: User, *, seconds: float = 1.0, call_id: str = "call-kept")
     User.objects.filter(pk=user.pk).update(matrix_id="@owner:matrix.example.com")
     number = NumberFactory(owner=user, alias="Office", greeting="Leave a message")
     Number.objects.filter(pk=number.pk).update(
-        forward_targets=["+447700900001"], forward_ring_seconds=25, forward_screening=True
+        ring_entries=[{"phone": "+447700900001"}], forward_ring_seconds=25, forward_screening=True
     )
     BlockedCallerFactory(number=number, caller_num="+447700900666")
     audio = wav_bytes(seconds)

@@ -58,6 +58,13 @@ def test_the_export_holds_the_account_and_every_voicemail(client_jwt, user):
         "screening": True,
         "callerId": "caller",
     }
+    assert number["ringing"] == {
+        "strategy": "all",
+        "ringSeconds": 25,
+        "screening": True,
+        "callerId": "caller",
+        "entries": [{"phone": "+447700900001"}],
+    }
     assert [entry["caller_num"] for entry in number["blocked"]] == ["+447700900666"]
     [record] = account["history"]
     assert record["id"] == str(held.voicemail.pk)

@@ -88,9 +88,9 @@ LEDGER_KEYS = frozenset(
     }
 )
 # What later releases added to the rest of the export (issue 57: the user's `memberships` of
-# numbers shared with them, and each number's opening `hours` and recorded closed greeting:
-# none on the release's).
-EXPORT_KEYS = frozenset({"memberships", "hours", "closed_greeting_file"})
+# numbers shared with them, each number's opening `hours` and recorded closed greeting: none
+# on the release's, and its `ringing` list, its forwarding as a ring list).
+EXPORT_KEYS = frozenset({"memberships", "hours", "closed_greeting_file", "ringing"})
 
 
 @cache

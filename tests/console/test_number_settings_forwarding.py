@@ -193,7 +193,7 @@ def test_another_users_number_is_the_not_found_page(browser_client, other_user, 
 
 @pytest.mark.parametrize("path", ["forwarding", "forwarding/clear"])
 def test_the_forwarding_forms_enforce_csrf(csrf_client, number, path):
-    Number.objects.filter(pk=number.pk).update(forward_targets=["+447400123457"])
+    Number.objects.filter(pk=number.pk).update(ring_entries=[{"phone": "+447400123457"}])
 
     response = csrf_client.post(f"/numbers/{number.pk}/{path}", SET)
 
