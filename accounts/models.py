@@ -95,6 +95,9 @@ class User(AbstractBaseUser, PermissionsMixin):
     voicemail_email = models.BooleanField(default=False, db_default=False)
     missed_call_email = models.BooleanField(default=False, db_default=False)
     attach_audio = models.BooleanField(default=True, db_default=True)
+    # The user's own phone (E.164), rung beside their console tabs when a ring list's member
+    # entry names them (issue 57); empty: their tabs only.
+    ring_phone = models.CharField(max_length=16, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     is_active = models.BooleanField(default=True)
     is_staff = models.BooleanField(default=False)

@@ -8,6 +8,7 @@ from rest_framework.fields import empty
 
 from core.fields import (
     TEXT_PATTERN,
+    DialableNumberField,
     MillisecondsField,
     StrictBooleanField,
     StrictCharField,
@@ -205,6 +206,23 @@ class NotificationsInput(serializers.Serializer):
         help_text="attach the voicemail's WAV to its mail (up to VOICEMAIL_EMAIL_MAX_MB; "
         "else the mail links it)",
     )
+
+
+class RingPhoneInput(serializers.Serializer):
+    ringPhone = DialableNumberField(  # noqa: N815
+        allow_null=True,
+        help_text="Your phone, E.164, rung with your console tabs when a number's ring list "
+        "names you (a member entry); null: your tabs only.",
+    )
+
+
+class RingPhoneOutput(serializers.Serializer):
+    ringPhone = serializers.CharField(  # noqa: N815
+        source="ring_phone", allow_null=True, help_text="null: none set."
+    )
+
+    def to_representation(self, instance):
+        return {"ringPhone": instance.ring_phone or None}
 
 
 # --- e-mail verification and change of address (accounts.verification) ---------------------

@@ -27,7 +27,7 @@ from accounts.models import FREE_PLAN, DialRefusal, FraudRecord, LoginSession, U
 from accounts.serializers import matrix_id_problem
 from accounts.sessions import session_end as session_end  # re-exported: callers end sessions here
 from accounts.sessions import sessions_end_all as sessions_end_all
-from core import events, metrics, ratelimit, userdata
+from core import dialing, events, metrics, ratelimit, userdata
 from core.db import create_unless_taken
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound
 from core.fields import to_ms
@@ -197,6 +197,26 @@ def user_matrix_id_set(*, user: User, matrix_id: str | None) -> User:
     matrix_id_check(matrix_id=matrix_id)
     user.matrix_id = matrix_id
     user.save(update_fields=["matrix_id"])
+    return user
+
+
+def user_ring_phone_set(*, user: User, phone: str | None) -> User:
+    """Set the phone rung with the user's tabs when a ring list names them (a member entry;
+    issue 57), or none (None). The dialing policy refuses it here, for this user's countries
+    (destination_not_allowed, counted for fraud review like a call), and again at each ring
+    (virtual_numbers.selectors.targets_dialable), where a number of Relay's own is skipped
+    too. Rate limited like forwarding (RATE_LIMIT_FORWARDING_PER_USER)."""
+    ratelimit.hit("ring-phone:user", str(user.pk), settings.RATE_LIMIT_FORWARDING_PER_USER)
+    if phone:
+        try:
+            dialing.destination_check(phone, extra_countries=user.extra_dial_countries)
+        except dialing.DestinationNotAllowed as refused:
+            refusal_record(user=user, kind=DialRefusal.Kind.DESTINATION, reason=refused.reason)
+            raise ApplicationError(
+                refused.message, code=refused.code, fields={"ringPhone": [refused.message]}
+            ) from refused
+    user.ring_phone = phone or ""
+    user.save(update_fields=["ring_phone"])
     return user
 
 

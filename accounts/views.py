@@ -25,6 +25,8 @@ from accounts.serializers import (
     PasswordResetInput,
     RecoveryCodesOutput,
     RegisterInput,
+    RingPhoneInput,
+    RingPhoneOutput,
     TwoFactorConfirmInput,
     TwoFactorDisableInput,
     TwoFactorEnrolmentOutput,
@@ -280,6 +282,7 @@ class UserViewSet(ResourceViewSet):
     profile_actions = frozenset({"me"})
     input_serializers = {
         "notifications": NotificationsInput,
+        "ring_phone_set": RingPhoneInput,
         "password": PasswordChangeInput,
         "me_delete": AccountDeleteInput,
         "email": EmailChangeInput,
@@ -454,6 +457,33 @@ class UserViewSet(ResourceViewSet):
             attach_audio=values.get("attachAudio"),
         )
         return self.answer(NotificationsOutput, user)
+
+    @operation(
+        "user_ring_phone_get",
+        summary="Read the phone rung with your console tabs",
+        description="When a number's ring list names you (a member entry), your console tabs "
+        "with Phone on ring, and this phone with them (docs/telephony.md, Ring groups).",
+        responses={200: (RingPhoneOutput, {"ringPhone": "+447400123456"})},
+    )
+    @action(detail=False, methods=["get"], url_path="ring-phone")
+    def ring_phone(self, request):
+        return self.answer(RingPhoneOutput, request.user)
+
+    @operation(
+        "user_ring_phone_set",
+        summary="Set the phone rung with your console tabs",
+        description="null: your tabs only. A phone the dialing policy refuses is "
+        "`destination_not_allowed`, nothing stored. Rate limited per user "
+        "(`RATE_LIMIT_FORWARDING_PER_USER`, counted apart from forwarding).",
+        request=(RingPhoneInput, {"ringPhone": "+447400123456"}),
+        responses={200: (RingPhoneOutput, {"ringPhone": "+447400123456"})},
+        errors=[ErrorCode.DESTINATION_NOT_ALLOWED, ErrorCode.RATE_LIMITED],
+    )
+    @ring_phone.mapping.put
+    def ring_phone_set(self, request):
+        phone = self.validated()["ringPhone"]
+        user = services.user_ring_phone_set(user=request.user, phone=phone)
+        return self.answer(RingPhoneOutput, user)
 
     @operation(
         "user_api_key_regenerate",

@@ -37,6 +37,7 @@ RATE_LIMITED = {
     "numbers_forwarding_set": {"rate_limited"},
     "numbers_hours_set": {"rate_limited"},
     "numbers_ringing_set": {"rate_limited"},
+    "user_ring_phone_set": {"rate_limited"},
     "numbers_members_invite": {"rate_limited"},
     "user_matrix_set": {"rate_limited"},
     "user_delete": {"rate_limited"},
