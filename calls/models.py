@@ -274,11 +274,13 @@ class Leg(models.Model):
     (`dial_target`, `dial` n), or a tab of the owner that took it (`kind` browser).
 
     Its target is typed: a `phone` (E.164) or a `sip_uri` for a SIP leg, the `user` whose
-    browser for a browser one. A SIP leg is written before its INVITE exists, and is unique
-    per call, dial and phone: a target is dialled at most once per dial of a call, whatever
-    crashes. Relay dials SIP legs on the owner's behalf, so the owner's plan quotas count them
-    beside their outbound calls (calls.selectors.dialled_uses). Its `status` moves along
-    calls.states.LEG_MOVES only (calls.legs)."""
+    browser for a browser one (and, on a SIP leg a ring list's member entry rang, the member
+    whose phone it is; `ring_entry` the entry's index). A SIP leg is written before its
+    INVITE exists, and is unique per call, dial and phone (or SIP URI): a target is dialled
+    at most once per dial of a call, whatever crashes. Relay dials SIP legs on the owner's
+    behalf, so the owner's plan quotas count them beside their outbound calls
+    (calls.selectors.dialled_uses). Its `status` moves along calls.states.LEG_MOVES only
+    (calls.legs)."""
 
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="legs", db_index=False)
     # The call's owner, copied: the quotas count "this owner's legs" by one index range.
@@ -297,8 +299,11 @@ class Leg(models.Model):
         blank=True,
         related_name="+",
         db_index=False,
-        help_text="whose browser took the call",
+        help_text="whose browser took the call, or whose ring list entry rang this phone",
     )
+    # The index of the ring list's entry that rang this leg (issue 57), as the list was then;
+    # null for a script's dial and for legs of the release before.
+    ring_entry = models.PositiveSmallIntegerField(null=True, blank=True)
     sip_call_id = models.CharField(max_length=255, blank=True, default="")
     status = models.CharField(max_length=8, choices=LegState.choices, default=LegState.RINGING)
     created_at = models.DateTimeField(default=timezone.now)
@@ -316,13 +321,19 @@ class Leg(models.Model):
                 condition=~models.Q(phone=""),
                 name="leg_once_per_dial",
             ),
+            # A SIP URI too is dialled at most once per dial of a call (a ring list's entry).
+            models.UniqueConstraint(
+                fields=["call", "dial", "sip_uri"],
+                condition=~models.Q(sip_uri=""),
+                name="leg_sip_uri_once_per_dial",
+            ),
             models.CheckConstraint(
                 condition=models.Q(status__in=LegState.values), name="leg_status_valid"
             ),
             models.CheckConstraint(
+                # a SIP leg's user: the member whose entry rang their phone (issue 57)
                 condition=(
-                    models.Q(kind=LegKind.SIP, user__isnull=True)
-                    & (~models.Q(phone="") | ~models.Q(sip_uri=""))
+                    models.Q(kind=LegKind.SIP) & (~models.Q(phone="") | ~models.Q(sip_uri=""))
                 )
                 | models.Q(kind=LegKind.BROWSER, user__isnull=False, phone="", sip_uri=""),
                 name="leg_target_of_its_kind",

@@ -37,6 +37,30 @@ from telephony.sip.uac import OutboundCall, Outcome
 logger = logging.getLogger(__name__)
 
 BUSY_CODES = frozenset({486, 600})
+# RFC 3326 §2: "the Reason header field [...] MAY appear in CANCEL" to say why; a leg that
+# lost to another is told so, as RFC 3326's own example and every PBX's ring group say it, so
+# that the phone does not show a missed call.
+COMPLETED_ELSEWHERE = 'SIP;cause=200;text="Call completed elsewhere"'
+
+
+@dataclass(frozen=True)
+class RingTarget:
+    """One thing a dial rings, for its own `seconds`: a phone (E.164) or a SIP URI (`target`,
+    dialled as a leg whose calls.Leg `Ledger.open` writes), or a person's console tabs
+    (`ring`, a telephony.webrtc.ring.BrowserRing; `target` "browser"). `entry` is the index of
+    the ring list's entry it came from and `member` the user whose entry it is (issue 57);
+    both None for a script's dial."""
+
+    target: str
+    seconds: float
+    entry: int | None = None
+    member: object = None
+    ring: object = None
+
+    @property
+    def key(self) -> str:
+        """Its name among the dial's targets: the phone or URI, or its person's tabs."""
+        return f"{BROWSER}:{self.member}" if self.ring is not None else self.target
 
 
 @dataclass
@@ -90,14 +114,22 @@ class Dial:
         answer: Callable[[], Awaitable[bool]] = _already,
         screen: Callable[[OutboundCall], Awaitable[bool]] | None = None,
         browser=None,
+        rings: list[RingTarget] | None = None,
     ) -> None:
         self.ua, self.party, self.gone, self.targets = ua, party, gone, targets
         self.ring_seconds, self.caller, self.headers = ring_seconds, caller, headers
         self.ledger, self.leg_done, self.label = ledger, leg_done, label
         self.answer, self.screen = answer, screen
-        # The target "browser": the owner's tabs (telephony.webrtc.ring.BrowserRing), rung
-        # beside the phones, never screened (the page shows who calls), no trunk call.
-        self.browser = browser if BROWSER in targets else None
+        # What is rung: `rings` (a ring list's targets, each with its seconds), or `targets`
+        # for `ring_seconds` each. The target "browser": the owner's tabs
+        # (telephony.webrtc.ring.BrowserRing), rung beside the phones, never screened (the
+        # page shows who calls), no trunk call; a script's dial has none (`browser` None).
+        if rings is None:
+            rings = [RingTarget(t, ring_seconds) for t in targets if t != BROWSER]
+            if BROWSER in targets:
+                rings.append(RingTarget(BROWSER, ring_seconds, ring=browser))
+        self.rings = rings
+        self.by_target = {t.target: t for t in rings if t.ring is None}
         self.winner: asyncio.Future = asyncio.get_running_loop().create_future()
         self.bridge_over = asyncio.Event()
         self.party_gone = False
@@ -108,29 +140,29 @@ class Dial:
     async def run(self) -> DialResult:
         """Ring the targets, bridge the first to take the call. Every leg is over when this
         returns, or when it is cancelled (the party's call ended): then each is hung up."""
-        phones = [target for target in self.targets if target != BROWSER]
-        if BROWSER in self.targets and self.browser is None:
+        browsers = [t for t in self.rings if t.ring is not None]
+        for _ in [t for t in self.rings if t.target == BROWSER and t.ring is None]:
             self.leg_done()  # a browser only forwarding rings: a script's dial cannot
-        sip_call_ids = {target: new_sip_call_id(self.ua.host) for target in phones}
+        sip_call_ids = {target: new_sip_call_id(self.ua.host) for target in self.by_target}
         try:
             legs = await self.ledger.open(sip_call_ids) if sip_call_ids else []
         except BaseException:
-            for _ in range(len(sip_call_ids) + (self.browser is not None)):
+            for _ in range(len(sip_call_ids) + len(browsers)):
                 self.leg_done()
             raise
         if skipped := len(sip_call_ids) - len(legs):
             logger.info(
                 "%s: %d of %d target(s) not dialled (refused by the dialing policy or the "
-                "owner's quotas)",
+                "owner's quotas, or dialled before)",
                 self.label,
                 skipped,
                 len(sip_call_ids),
             )
         for _ in range(skipped):
             self.leg_done()  # the places of targets not dialled
-        if self.browser is not None:
-            self.tasks[BROWSER] = asyncio.create_task(self._browser_leg(self.browser))
-        elif not legs:
+        for browser in browsers:
+            self.tasks[browser.key] = asyncio.create_task(self._browser_leg(browser))
+        if not browsers and not legs:
             return DialResult("failed")
         for leg in legs:
             self.tasks[leg.target] = asyncio.create_task(self._leg(leg))
@@ -164,12 +196,13 @@ class Dial:
 
     async def _leg(self, leg) -> None:
         """Dial one target; it talks (screening, then the bridge) through `_talk`."""
+        rung = self.by_target.get(leg.target)
         sip = self.ua.place(
             sip_call_id=leg.sip_call_id,
             to=leg.target,
             caller=self.caller,
             audio={},
-            ring_timeout=self.ring_seconds,
+            ring_timeout=rung.seconds if rung is not None else self.ring_seconds,
             max_seconds=settings.SIP_MAX_CALL_SECONDS,
             on_ringing=_nothing,
             on_answered=_nothing,
@@ -199,21 +232,25 @@ class Dial:
                 await self.ledger.ended(leg, duration)
             self.leg_done()
 
-    async def _browser_leg(self, ring) -> None:
-        """Ring the owner's tabs; the first whose connection is up is offered to win, and
+    async def _browser_leg(self, rung: RingTarget) -> None:
+        """Ring a person's tabs; the first whose connection is up is offered to win, and
         talks until the bridge is over or it leaves. Every tab still ringing is told why it
         stops (telephony.webrtc.ring)."""
-        self.sips[BROWSER] = ring  # hung up as a phone's leg is, when another wins
+        ring = rung.ring
+        self.sips[rung.key] = ring  # hung up as a phone's leg is, when another wins
         reason = "no_answer"
         try:
             law = self.party.law  # a tab is answered in the caller's: relayed as it comes
-            if self._may_win() and await ring.ring(self.ring_seconds, law=law) and self._may_win():
-                self.winner.set_result((BrowserTarget(), ring))
+            if self._may_win() and await ring.ring(rung.seconds, law=law) and self._may_win():
+                won_by = BrowserTarget(user_id=rung.member, entry=rung.entry, key=rung.key)
+                self.winner.set_result((won_by, ring))
                 await race(ring.talking(), self.bridge_over.wait())
         except Exception:
             logger.exception("%s: the browsers' ring failed", self.label)
         finally:
-            if self.winner.done() and self.winner.result()[1] is not ring:
+            if getattr(ring, "removed", False):
+                reason = "removed"  # the person left the number as it rang them
+            elif self.winner.done() and self.winner.result()[1] is not ring:
                 reason = "answered_elsewhere"
             elif self.party_gone or self.winner.done():
                 reason = "caller_hung_up"
@@ -238,9 +275,10 @@ class Dial:
         """Answer the party if it still rings, and relay the two legs' media until either
         hangs up or the cap. None when nothing was bridged after all (the owner has no
         answered seconds left, or the party left as it was answered): the leg is hung up."""
+        winning = getattr(leg, "key", leg.target)
         for target, other in self.sips.items():
-            if target != leg.target:
-                other.hang_up()
+            if target != winning:
+                other.hang_up(reason=COMPLETED_ELSEWHERE)
         grant = await self.ledger.bridged(leg)
         if grant == 0:
             logger.info("%s: no answered seconds left to bridge", self.label)
@@ -255,7 +293,7 @@ class Dial:
         cap = settings.SIP_MAX_CALL_SECONDS
         if grant is not None:
             cap = min(cap, grant)
-        leg_over = self.tasks[leg.target]  # the leg's own task: it goes on to its end
+        leg_over = self.tasks[winning]  # the leg's own task: it goes on to its end
         try:
             _leg, party_over = await race(leg_over, self.gone(), timeout=cap, keep=(leg_over,))
             self.party_gone = won(party_over)
@@ -280,10 +318,14 @@ class Dial:
 @dataclass(frozen=True)
 class BrowserTarget:
     """The ledger's leg of the target "browser": no row (no trunk call, no quota), only its
-    name; Ledger.bridged and .unbridged are told of it as of a phone's leg."""
+    name, whose tabs took the call (`user_id`; None: the owner's) and by which ring list
+    entry; Ledger.bridged and .unbridged are told of it as of a phone's leg."""
 
     target: str = BROWSER
     pk: None = None
+    user_id: object = None
+    entry: int | None = None
+    key: str = BROWSER
 
 
 async def _nothing() -> None:

@@ -4,12 +4,15 @@ inbound call ends in exactly one state, recorded once (history.services.inbound_
 
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import User
 from accounts.quotas import QuotaExceeded, quota_check, talk_grant, user_lock
 from calls import services as ledger
 from calls.models import AnsweredBy, Call, Direction, Leg, LegKind, LegRole, Outcome
@@ -22,8 +25,11 @@ from history.records import Record
 from history.services import inbound_call_ended
 from realtime.pipeline import call_recovery_deadline, call_recovery_last_seen
 from telephony import speech
-from virtual_numbers.models import Number
+from virtual_numbers.models import RING_ENTRY_KINDS, Number
 from virtual_numbers.selectors import number_members_heard, targets_dialable
+from virtual_numbers.services import ring_members, sip_target_problem
+
+logger = logging.getLogger(__name__)
 
 
 def incoming_call_event(*, call: Call, number: Number) -> dict:
@@ -133,16 +139,65 @@ def inbound_calls_recover() -> int:
     return recorded
 
 
-def forward_legs_open(*, call: Call, number: Number, sip_call_ids: dict[str, str]) -> list:
-    """The legs to dial for `call` to `number`'s forwarding targets (dial_legs_open): its
-    phones; the target "browser" has no leg to dial (telephony.webrtc.ring)."""
-    phones = [target for target in number.forward_targets if target != BROWSER]
+@dataclass(frozen=True)
+class RingEntry:
+    """An entry of a number's ring list as it rings now (ring_list_now): `kind` phone, sip
+    or member, its `target` (the phone or URI; a member's user id), its `seconds`, its index
+    `entry`, and for a member their `ring_phone` (empty: none)."""
+
+    entry: int
+    kind: str
+    target: str
+    seconds: int
+    ring_phone: str = ""
+
+
+def ring_list_now(*, number: Number, label: str = "") -> list[RingEntry]:
+    """The number's ring list (Number.ring_entries) as it rings now, in order: an entry
+    naming someone who is no longer the owner nor an active member is skipped, and logged
+    (`label` names the call); a member's entry carries their profile's ring phone."""
+    people = ring_members(number=number)
+    phones = dict(User.objects.filter(pk__in=list(people)).values_list("pk", "ring_phone"))
+    now = []
+    for index, entry in enumerate(number.ring_entries):
+        seconds = entry.get("ringSeconds", number.forward_ring_seconds)
+        kind = next((k for k in RING_ENTRY_KINDS if k in entry), None)
+        if kind is None:
+            continue
+        if kind == "member" and entry["member"] not in people:
+            logger.info(
+                "%s: ring list entry %d skipped: user %s is no member of the number now",
+                label,
+                index,
+                entry["member"],
+            )
+            continue
+        ring_phone = ""
+        if kind == "member":
+            ring_phone = next((p for pk, p in phones.items() if str(pk) == entry["member"]), "")
+        now.append(RingEntry(index, kind, entry[kind], seconds, ring_phone))
+    return now
+
+
+def ring_member_ids(*, number_id) -> set[str]:
+    """The user ids (as text) a member entry may still ring: the owner and active members."""
+    number = Number.objects.filter(pk=number_id).only("owner_id").first()
+    return set() if number is None else ring_members(number=number)
+
+
+def forward_legs_open(
+    *, call: Call, number: Number, sip_call_ids: dict[str, str], entries: dict | None = None
+) -> list:
+    """The legs to dial for `call` to `number`'s ring list (dial_legs_open): `sip_call_ids`
+    names the phones and SIP URIs to dial now, `entries` each one's (entry index, member
+    user id or None); tabs have no leg to dial (telephony.webrtc.ring)."""
     return dial_legs_open(
         owner_id=number.owner_id,
-        targets=phones,
+        targets=[target for target in sip_call_ids if target != BROWSER],
         sip_call_ids=sip_call_ids,
         call=call,
         role=LegRole.FORWARD_TARGET,
+        entries=entries,
     )
 
 
@@ -154,30 +209,44 @@ def dial_legs_open(
     call: Call,
     dial: int = 0,
     role: str = LegRole.DIAL_TARGET,
+    entries: dict | None = None,
 ) -> list[Leg]:
-    """The legs to dial for `call`, its n-th dial (`dial`; 0: the number's forwarding), to
+    """The legs to dial for `call`, its n-th dial (`dial`; 0: the number's ring list), to
     `targets` (`sip_call_ids`: target -> the SIP Call-ID its INVITE will have), each written
-    before its INVITE exists: only the targets still allowed (targets_dialable), while the
-    owner's plan quotas allow another call, and never a target this dial of this call dialled
-    before (the unique row). The owner's row is locked meanwhile, as a submit locks it."""
+    before its INVITE exists: only the targets still allowed (targets_dialable for phones;
+    a SIP URI whose host is no private address unless allowed, sip_target_problem), while
+    the owner's plan quotas allow another call, and never a target this dial of this call
+    dialled before (the unique rows). `entries` gives a target's (ring list entry, member)
+    for its row. The owner's row is locked meanwhile, as a submit locks it."""
+    entries = entries or {}
+    uris = [t for t in targets if t.lower().startswith(("sip:", "sips:"))]
+    phones = [t for t in targets if t not in uris]
+    allowed = {uri for uri in uris if sip_target_problem(uri) is None}  # resolved: unlocked
     legs = []
     with transaction.atomic():
         owner = user_lock(owner_id)
-        dialled = set(Leg.objects.filter(call=call, dial=dial).values_list("phone", flat=True))
-        for target in targets_dialable(targets=targets, owner=owner):
-            if target in dialled or target not in sip_call_ids:
+        allowed |= set(targets_dialable(targets=phones, owner=owner))
+        before = Leg.objects.filter(call=call, dial=dial).values_list("phone", "sip_uri")
+        dialled = {value for pair in before for value in pair if value}
+        for target in targets:
+            if target not in allowed or target in dialled or target not in sip_call_ids:
                 continue
             try:
                 quota_check(user=owner, now=timezone.now())
             except QuotaExceeded:
                 break
+            entry, member = entries.get(target, (None, None))
+            uri = target in uris
             leg = ledger.leg_open(
                 call=call,
                 owner=owner,
                 kind=LegKind.SIP,
                 role=role,
                 dial=dial,
-                phone=target,
+                phone="" if uri else target,
+                sip_uri=target if uri else "",
+                user_id=member,
+                ring_entry=entry,
                 sip_call_id=sip_call_ids[target],
             )
             if leg is not None:
@@ -218,11 +287,11 @@ def forward_leg_unbridged(*, call: Call, leg: Leg) -> None:
         ledger.call_unanswered(call=call)
 
 
-def forward_browser_bridged(*, call: Call) -> None:
-    """A tab of the owner took `call` (the target "browser"): a browser leg of the call,
-    answered, and the call answered by the browser (so that recovery records it so). No talk
-    grant: nothing goes out over the trunk, so nothing counts in the plan's quotas beyond the
-    call itself."""
+def forward_browser_bridged(*, call: Call, user_id=None, entry: int | None = None) -> None:
+    """A tab of `user_id` (None: the owner) took `call` (the target "browser", ring list
+    entry `entry`): a browser leg of the call, answered, and the call answered by the browser
+    (so that recovery records it so). No talk grant: nothing goes out over the trunk, so
+    nothing counts in the plan's quotas beyond the call itself."""
     now = timezone.now()
     with transaction.atomic():
         ledger.leg_open(
@@ -230,7 +299,8 @@ def forward_browser_bridged(*, call: Call) -> None:
             owner_id=call.owner_id,
             kind=LegKind.BROWSER,
             role=LegRole.FORWARD_TARGET,
-            user_id=call.owner_id,
+            user_id=user_id or call.owner_id,
+            ring_entry=entry,
             answered_at=now,
         )
         ledger.call_answered(call=call, by=AnsweredBy.BROWSER, at=now)

@@ -1,10 +1,20 @@
-"""Forwarding: a call to a number rings its owner's phones (Number.forward_*), and the first
-to take it is bridged to the caller. Routing (telephony.inbound.routing) hands it a call that
-is ringing (180 sent) on a number with targets, when the agent has room for every leg.
+"""Forwarding and ring groups: a call to a number rings its ring list (Number.ring_*, issue
+57; PUT .../forwarding writes the same list), and the first to take it is bridged to the
+caller. Routing (telephony.inbound.routing) hands it a call that is ringing (180 sent) on a
+number with a list, when the agent has room for its legs (ring_places).
 
+- The list is read as it rings now (services.ring_list_now): an entry naming someone no
+  longer the owner nor an active member is skipped and logged. A phone entry is dialled
+  through the trunk, a sip: entry to its URI directly, a member entry rings that person's
+  tabs with Phone on (BrowserRing) and their profile's ring phone. `all` rings every entry
+  at once for its own seconds; `in_order` one entry after another, each for its seconds.
 - The targets are rung and the first to take the call bridged by telephony.dial (each
-  target still allowed dialled once, its calls.Leg written before; answer on bridge). From
-  is the caller, with the number in a Diversion header (RFC 5806), or the number.
+  target still allowed dialled once per call, its calls.Leg written before with its entry
+  and member; answer on bridge); the others get CANCEL with Reason "Call completed
+  elsewhere" (RFC 3326), their tabs `answered_elsewhere`. From is the caller, with the
+  number in a Diversion header (RFC 5806), or the number.
+- A member removed while the list rings them (read again every MEMBER_WATCH_SECONDS): their
+  tabs stop (`removed`) and their phone's leg is cancelled.
 - With screening, the target that answers hears "Call for <alias> from <caller>. Press 1 to
   accept", and is bridged only on 1 within SCREENING_SECONDS of the prompt; another key or
   silence hangs that leg up.
@@ -19,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import uuid
 from collections.abc import Callable
 
 from django.conf import settings
@@ -26,18 +37,35 @@ from django.conf import settings
 from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
-from telephony.dial import Dial, Ledger, diversion
+from telephony.dial import Dial, Ledger, RingTarget, diversion
 from telephony.sip.race import race, won
 from telephony.sip.uac import OutboundCall
 from telephony.sip.uas import InboundDialog
 from telephony.speech import Speech, SpeechError
 from telephony.webrtc.leg import agent_ice_servers
 from telephony.webrtc.ring import BrowserRing
-from virtual_numbers.models import ForwardCallerId
+from virtual_numbers.models import ForwardCallerId, RingStrategy
 
 logger = logging.getLogger(__name__)
 
 SCREENING_SECONDS = 10.0  # after the prompt, for the target's 1
+MEMBER_WATCH_SECONDS = 1.0  # how often a ringing list's members are read again
+
+
+def ring_places(number) -> int:
+    """The places of the agent's capacity a call to `number` holds for its ring list at most:
+    each entry's legs (a member's tabs, and their phone) at once for `all`, the largest
+    entry's for `in_order`."""
+    sizes = [2 if "member" in entry else 1 for entry in number.ring_entries]
+    if not sizes:
+        return 0
+    return sum(sizes) if number.ring_strategy == RingStrategy.ALL else max(sizes)
+
+
+def _kept() -> None:
+    """A leg's place, kept until the whole list is over (in_order: one entry at a time)."""
+
+
 ACCEPT_KEY = "1"
 
 
@@ -66,27 +94,93 @@ class Forwarder:
         self.ua, self.db, self.speech = ua, db, speech
         self.call, self.number, self.ledger = call, number, ledger
         self.record, self.leg_done = record, leg_done
+        self.dials: list[Dial] = []  # the list's dials so far (in_order: one per entry)
 
     async def run(self) -> bool:
-        """Ring the targets. True when a target was bridged and the call recorded; False when
-        none was (no answer, the caller hung up, the agent stops...): every leg is over
+        """Ring the ring list. True when a target was bridged and the call recorded; False
+        when none was (no answer, the caller hung up, the agent stops...): every leg is over
         then, and the caller of this method answers the call or records it."""
+        number, db = self.number, self.db
+        label = f"inbound call {self.call.sip_call_id}"
+        entries = await db(services.ring_list_now)(number=number, label=label)
+        steps = [self._targets(entries)]
+        if number.ring_strategy == RingStrategy.IN_ORDER:
+            steps = [self._targets([entry]) for entry in entries]
+        places = ring_places(number)
+        if number.ring_strategy == RingStrategy.ALL:
+            # The places held for entries that ring nothing now are given back at once; the
+            # dial gives back the others, each as its leg ends.
+            for _ in range(max(0, places - len(steps[0]))):
+                self.leg_done()
+            leg_done = self.leg_done
+        else:
+            leg_done = _kept  # one entry at a time: the places are held to the end
+        watch = asyncio.create_task(self._watch_members(steps))
+        try:
+            for index, targets in enumerate(steps):
+                if self.call.ended.is_set():
+                    break
+                if not targets:
+                    continue
+                if index:
+                    logger.info("%s: ringing the next entry of the list", label)
+                dial = self._dial(targets, leg_done, label)
+                self.dials.append(dial)
+                result = await dial.run()
+                if result.status == "completed":
+                    await self.call.hang_up()
+                    await self.record(CallStatus.ANSWERED, duration=result.duration)
+                    return True
+        finally:
+            watch.cancel()
+        return False
+
+    def _targets(self, entries: list) -> list[RingTarget]:
+        """What `entries` ring (services.RingEntry): each phone and SIP URI once, and for a
+        member their tabs and their profile's ring phone."""
+        targets: list[RingTarget] = []
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.kind == "member":
+                ring = self._browser_ring(entry.target)
+                targets.append(
+                    RingTarget(BROWSER, entry.seconds, entry.entry, entry.target, ring=ring)
+                )
+                if entry.ring_phone and entry.ring_phone not in seen:
+                    seen.add(entry.ring_phone)
+                    targets.append(
+                        RingTarget(entry.ring_phone, entry.seconds, entry.entry, entry.target)
+                    )
+            elif entry.target not in seen:
+                seen.add(entry.target)
+                targets.append(RingTarget(entry.target, entry.seconds, entry.entry))
+        return targets
+
+    def _dial(self, targets: list[RingTarget], leg_done, label: str) -> Dial:
         number, ledger, db = self.number, self.ledger, self.db
         caller, headers = self._from()
-        dial = Dial(
+        entries = {
+            t.target: (t.entry, t.member and uuid.UUID(str(t.member)))
+            for t in targets
+            if t.ring is None
+        }
+        return Dial(
             ua=self.ua,
             party=self.call,
             gone=self.call.ended.wait,
-            targets=list(number.forward_targets),
+            targets=[t.target for t in targets],
             ring_seconds=number.forward_ring_seconds,
+            rings=targets,
             caller=caller,
             headers=headers,
             ledger=Ledger(
                 open=lambda sip_call_ids: db(services.forward_legs_open)(
-                    call=ledger, number=number, sip_call_ids=sip_call_ids
+                    call=ledger, number=number, sip_call_ids=sip_call_ids, entries=entries
                 ),
                 bridged=lambda leg: (
-                    db(services.forward_browser_bridged)(call=ledger)
+                    db(services.forward_browser_bridged)(
+                        call=ledger, user_id=leg.user_id, entry=leg.entry
+                    )
                     if leg.target == BROWSER
                     else db(services.forward_leg_bridged)(call=ledger, leg=leg)
                 ),
@@ -97,25 +191,49 @@ class Forwarder:
                 ),
                 ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
             ),
-            leg_done=self.leg_done,
-            label=f"inbound call {self.call.sip_call_id}",
+            leg_done=leg_done,
+            label=label,
             answer=self._answer,
             screen=self._screened if number.forward_screening else None,
-            browser=self._browser_ring() if BROWSER in number.forward_targets else None,
         )
-        result = await dial.run()
-        if result.status != "completed":
-            return False
-        await self.call.hang_up()
-        await self.record(CallStatus.ANSWERED, duration=result.duration)
-        return True
 
-    def _browser_ring(self) -> BrowserRing:
-        """The ring of the owner's tabs: they are sent `incoming_call` with `ringBrowser`,
-        the caller and the number's alias, the call's ledger id (`call`), and the ring's own
-        id as `ring` (never a row's: it names this ring in the tabs' frames, and nothing
-        else). `callId` repeats the ring for tabs of the release before (deprecated: a
-        `callId` is a client's id of a call it placed)."""
+    async def _watch_members(self, steps: list[list[RingTarget]]) -> None:
+        """A member removed from the number (or who left) while the list rings them: their
+        tabs stop (told `removed`) and the leg of their phone is cancelled. The owner's
+        entries need no watch; members' are read again every MEMBER_WATCH_SECONDS."""
+        theirs = [t for step in steps for t in step if t.member is not None]
+        owner = str(self.number.owner_id)
+        if not any(str(t.member) != owner for t in theirs):
+            return
+        while True:
+            await asyncio.sleep(MEMBER_WATCH_SECONDS)
+            members = await self.db(services.ring_member_ids)(number_id=self.number.pk)
+            for target in theirs:
+                if str(target.member) in members:
+                    continue
+                if target.ring is not None and not target.ring.removed:
+                    logger.info(
+                        "inbound call %s: user %s is no member of the number now: their "
+                        "tabs stop, their phone's leg is cancelled",
+                        self.call.sip_call_id,
+                        target.member,
+                    )
+                    target.ring.remove()
+                elif target.ring is None:
+                    self._cancel_phone(target)
+
+    def _cancel_phone(self, target: RingTarget) -> None:
+        for dial in self.dials:
+            sip = dial.sips.get(target.target)
+            if sip is not None and not (dial.winner.done() and dial.winner.result()[1] is sip):
+                sip.hang_up()
+
+    def _browser_ring(self, user_id) -> BrowserRing:
+        """The ring of a person's tabs (`user_id`: the owner's or a member's): they are sent
+        `incoming_call` with `ringBrowser`, the caller and the number's alias, the call's
+        ledger id (`call`), and the ring's own id as `ring` (never a row's: it names this ring
+        in the tabs' frames, and nothing else). `callId` repeats the ring for tabs of the
+        release before (deprecated: a `callId` is a client's id of a call it placed)."""
         number = self.number
         ring = f"ring-{secrets.token_hex(8)}"
         frame = {
@@ -126,7 +244,7 @@ class Forwarder:
             "ringBrowser": True,
         }
         return BrowserRing(
-            owner_id=number.owner_id,
+            owner_id=user_id,
             frame=frame,
             ice_servers=agent_ice_servers(),
             ports=self.ua.config.rtc_ports,

@@ -45,7 +45,7 @@ from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
 from telephony.dial import LegPlaces
 from telephony.inbound.app_session import AppSession
-from telephony.inbound.forwarding import Forwarder
+from telephony.inbound.forwarding import Forwarder, ring_places
 from telephony.inbound.numbering import caller_number, dialled_number
 from telephony.inbound.voicemail import Voicemail
 from telephony.sip.uas import InboundDialog
@@ -220,7 +220,7 @@ class InboundDesk:
     async def _ring_then_answer(self, call: InboundDialog, number, ledger) -> None:
         await call.ringing()
         # This call holds one place of the agent's capacity already; each leg takes one more.
-        legs = len(number.forward_targets)
+        legs = ring_places(number)
         if legs and self.room() >= legs:
             if await self._forward(call, number, ledger, legs):
                 return

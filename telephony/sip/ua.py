@@ -141,6 +141,25 @@ class UserAgent:
         self.trunk = (targets[0].address, targets[0].port)
         logger.info("trunk targets, in order: %s", ", ".join(t.described() for t in targets))
 
+    async def uri_targets(self, uri: str) -> list[Target]:
+        """Where to send an INVITE for a SIP URI dialled directly (a ring list's sip: entry):
+        its host's targets (RFC 3263, dns.py) over this agent's transport and address family.
+        TrunkNotFound (an OSError) when there is none."""
+        found = await self.resolver.resolve(uri, transport=self.config.transport)
+        ipv6 = ":" in self.local[0]
+        targets = [
+            target
+            for target in found
+            if target.transport == self.config.transport
+            and (self.transport.reliable or (":" in target.address) == ipv6)
+        ]
+        if not targets:
+            raise TrunkNotFound(f"{uri} has no target over {self.config.transport}")
+        host = host_port_of(uri, self.default_port)[0]
+        for target in targets:
+            self.peer_names[(target.address, target.port)] = host  # its TLS name
+        return targets
+
     async def trunk_targets(self) -> list[Target]:
         """Where to send a new INVITE, in the order to try (RFC 3263, dns.py): the targets
         over this agent's transport and address family. Resolved afresh each time, from

@@ -82,9 +82,16 @@ class OutboundCall(Dialog):
         talk: Callable[[OutboundCall], Awaitable[None]] | None = None,
         headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
-        trunk_host, trunk_port = host_port_of(ua.config.trunk_uri, ua.default_port)
-        host = trunk_host if trunk_port == ua.default_port else f"{trunk_host}:{trunk_port}"
-        request_uri = f"{ua.scheme}:{to}@{host}"
+        # A SIP URI (a ring list's sip: entry) is dialled directly, as it is: its host's
+        # targets (RFC 3263), never the trunk, whose number rewriting and credentials are for
+        # the trunk alone. Anything else is a number, dialled through the trunk.
+        self.direct = to.lower().startswith(("sip:", "sips:"))
+        if self.direct:
+            request_uri, host = to, ua.host
+        else:
+            trunk_host, trunk_port = host_port_of(ua.config.trunk_uri, ua.default_port)
+            host = trunk_host if trunk_port == ua.default_port else f"{trunk_host}:{trunk_port}"
+            request_uri = f"{ua.scheme}:{to}@{host}"
         super().__init__(
             ua,
             sip_call_id=sip_call_id or new_sip_call_id(ua.host),
@@ -105,6 +112,7 @@ class OutboundCall(Dialog):
         self.remote_hangup = asyncio.Event()
         self.hangup_requested = asyncio.Event()
         self.cancel_pending = False
+        self.cancel_reason = ""  # the CANCEL's Reason header (hang_up), if any
         self.stream: RtpStream | None = None
         self.rtp_port = 0
         self.crypto: sdp.Crypto | None = None  # our SRTP key, when SRTP is offered
@@ -122,7 +130,11 @@ class OutboundCall(Dialog):
     def established(self) -> bool:
         return self.confirmed
 
-    def hang_up(self) -> None:
+    def hang_up(self, *, reason: str = "") -> None:
+        """CANCEL while it rings, BYE once answered; a CANCEL carries `reason` as its Reason
+        header (RFC 3326), the first one given."""
+        if reason and not self.cancel_reason:
+            self.cancel_reason = reason
         self.hangup_requested.set()
 
     def on_remote_bye(self) -> None:
@@ -211,7 +223,10 @@ class OutboundCall(Dialog):
         a connection that cannot be made (a TLS certificate that does not verify, too), a
         timeout, or a 503 before any provisional response moves on to the next target;
         anything else is the call's outcome. One log line names the target used."""
-        targets = await self.ua.trunk_targets()
+        if self.direct:
+            targets = await self.ua.uri_targets(self.request_uri)
+        else:
+            targets = await self.ua.trunk_targets()
         for target in targets:
             self.destination = (target.address, target.port)
             try:
@@ -260,7 +275,12 @@ class OutboundCall(Dialog):
             if isinstance(outcome, Outcome):
                 return outcome
             # A 401/407 challenge: answered once, with the next CSeq.
-            answer = None if authorization else self.ua.credentials(outcome, "INVITE", invite.uri)
+            # The trunk's credentials go to the trunk only: a SIP URI's challenge is refused.
+            answer = (
+                None
+                if authorization or self.direct
+                else self.ua.credentials(outcome, "INVITE", invite.uri)
+            )
             if answer is None:
                 return Outcome(kind="rejected", code=outcome.status, phrase=outcome.reason)
             authorization = answer
@@ -331,6 +351,11 @@ class OutboundCall(Dialog):
         cancel = self._transaction_request(
             "CANCEL", invite.branch, invite.cseq[0], invite.get("To")
         )
+        if self.cancel_reason:
+            # RFC 3326 §2: "The Reason header field [...] MAY appear in any request within
+            # a dialog, in any CANCEL request and in any response whose status code explicitly
+            # allows the presence of this header field."
+            cancel.set("Reason", self.cancel_reason)
         await self.ua.request(cancel, self.destination)
         # §9.1: the final response is waited for a while, and no longer (transaction.py).
         transaction.feed(CancelSent())

@@ -62,12 +62,20 @@ class BrowserRing:
         self.changed = asyncio.Event()  # a tab came or went
         self.receiver: asyncio.Task | None = None
         self.law: int | None = None  # the caller's, from ring()
+        self.removed = False  # remove(): the person is no member of the number any more
 
     @property
     def stream(self):
         return self.leg.stream
 
-    def hang_up(self) -> None:
+    def hang_up(self, *, reason: str = "") -> None:
+        # `reason` is a SIP leg's (RFC 3326); the tabs are told theirs by close().
+        self.over.set()
+
+    def remove(self) -> None:
+        """The person left the number (or was removed) as it rang them: their tabs stop, told
+        `removed`, and they cannot win."""
+        self.removed = True
         self.over.set()
 
     async def ring(self, seconds: float, *, law: int | None = None) -> bool:
