@@ -4,9 +4,10 @@ rows of its own (docs/decisions.md, "History is a read of the ledger").
 
 `Record` carries what the history API, the console, the mail and the frames show of a call, in
 the history's words (`status` answered|missed|blocked, `answered_by` forward|voicemail|app,
-`forwarded_to` a phone or "browser"), with `id` the call's own. `record_rows` reads records
-with one statement: the call, its number's two columns, its voicemail (a LEFT JOIN) and, for a
-call a person took, the phone of the leg that took it (a subquery on that row only).
+`forwarded_to` a phone, a SIP URI or "browser", `ring_entry` and `answered_member_*`: which
+entry of the ring list took it, and whose), with `id` the call's own. `record_rows` reads
+records with one statement: the call, its number's two columns, its voicemail (a LEFT JOIN)
+and, for a call a person took, the leg that took it (subqueries on that row only).
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from django.db.models import (
     Case,
     CharField,
     FilteredRelation,
+    IntegerField,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
+    UUIDField,
     Value,
     When,
 )
+from django.db.models.functions import Coalesce, NullIf
 
 from calls.models import HISTORY, Call, Leg, LegRole, RecordingKind
 from calls.models import AnsweredBy as LedgerAnsweredBy
@@ -72,6 +76,9 @@ class Record:
     transcript_confidence: float | None = None
     transcript_status: str | None = None
     voicemail_id: uuid.UUID | None = None  # its calls.Recording, if it ever had one
+    ring_entry: int | None = None  # the ring list's entry that took it (issue 57)
+    answered_member_id: uuid.UUID | None = None  # the person whose tab or ring phone took it
+    answered_member_email: str | None = None
     seq: int = 0  # the number of the call's newest event (its end, or what came after)
 
     @property
@@ -109,16 +116,34 @@ def history_calls() -> QuerySet:
     return Call.objects.filter(HISTORY)
 
 
-def _forwarded_phone():
-    """The phone of the leg that took a call a person answered (else null)."""
-    # At most one: the bridge's winner (the others were cancelled, or ended unbridged).
-    took = Leg.objects.filter(
+def _took():
+    """The leg that took a forwarded call: at most one, the bridge's winner (the others were
+    cancelled, or ended unbridged)."""
+    return Leg.objects.filter(
         call=OuterRef("pk"), role=LegRole.FORWARD_TARGET, answered_at__isnull=False
     ).order_by()
+
+
+def _forwarded_phone():
+    """The phone or SIP URI of the leg that took a call a person answered (else null)."""
+    reached = _took().annotate(reached=Coalesce(NullIf("phone", Value("")), "sip_uri"))
     return Case(
-        When(answered_by=LedgerAnsweredBy.PERSON, then=Subquery(took.values("phone")[:1])),
+        When(answered_by=LedgerAnsweredBy.PERSON, then=Subquery(reached.values("reached")[:1])),
         default=Value(None),
         output_field=CharField(),
+    )
+
+
+def _forwarded_by(field: str, output_field):
+    """A column of the leg that took a forwarded call (`field`: its ring list entry, the
+    member whose entry it was, their address), else null."""
+    return Case(
+        When(
+            answered_by__in=(LedgerAnsweredBy.PERSON, LedgerAnsweredBy.BROWSER),
+            then=Subquery(_took().values(field)[:1]),
+        ),
+        default=Value(None),
+        output_field=output_field,
     )
 
 
@@ -156,6 +181,9 @@ def record_rows(calls: QuerySet) -> QuerySet:
         *CALL_COLUMNS,
         *(f"voicemail__{name}" for name in VOICEMAIL_COLUMNS),
         forwarded_phone=_forwarded_phone(),
+        ring_entry=_forwarded_by("ring_entry", IntegerField()),
+        member_id=_forwarded_by("user_id", UUIDField()),
+        member_email=_forwarded_by("user__email", CharField()),
     )
 
 
@@ -180,6 +208,9 @@ def record_of(row: dict) -> Record:
         sip_call_id=row["sip_call_id"],
         answered_by=ANSWERED_BY.get(by),
         forwarded_to=BROWSER if by == LedgerAnsweredBy.BROWSER else row["forwarded_phone"],
+        ring_entry=row["ring_entry"],
+        answered_member_id=row["member_id"],
+        answered_member_email=row["member_email"],
         recording=row["voicemail__name"] or "",
         recording_seconds=row["voicemail__seconds"],
         heard=bool(row["voicemail__heard"]),

@@ -35,8 +35,21 @@ class CallRecordOutput(serializers.Serializer):
     )
     forwarded_to = serializers.CharField(
         allow_null=True,
-        help_text='the owner\'s phone that took a forwarded call, or "browser" when one of '
-        "their console tabs took it; else null",
+        help_text='the phone (E.164) or SIP URI that took a forwarded call, or "browser" '
+        "when a console tab took it; else null",
+    )
+    ring_entry = serializers.IntegerField(
+        allow_null=True,
+        help_text="the index of the number's ring list entry that took a forwarded call, as "
+        "the list was then; null otherwise (and for calls before ring lists)",
+    )
+    answered_member_id = serializers.UUIDField(
+        allow_null=True,
+        help_text="the user id of the person whose console tab or ring phone took a forwarded "
+        "call (the owner or a member, by a member entry); null for a phone or SIP entry",
+    )
+    answered_member_email = serializers.CharField(
+        allow_null=True, help_text="that person's address; null when answered_member_id is"
     )
     transcript = serializers.CharField(
         help_text="the message's automatic transcript, a rough draft that may be inaccurate; "

@@ -67,7 +67,13 @@ def inbound_call(event: dict) -> Text:
     to = f"{number} ({alias})" if alias else number
     to_html = f"{escape(number)} (<i>{escape(alias)}</i>)" if alias else escape(number)
     if status == "answered" and event.get("answered_by") == "forward":
-        what = f"answered on {event.get('forwarded_to')}, {_seconds(event.get('duration'))}"
+        # Which entry of the ring list took it: a phone or SIP URI, or a person (a member
+        # entry: their tab, or their ring phone).
+        member = event.get("answered_member_email")
+        where = event.get("forwarded_to")
+        if member:
+            where = f"{member}'s " + ("browser" if where == "browser" else f"phone {where}")
+        what = f"answered on {where}, {_seconds(event.get('duration'))}"
     elif status == "answered" and event.get("answered_by") == "voicemail":
         what = f"voicemail, {_seconds(event.get('duration'))}"
         if event.get("recording_seconds"):

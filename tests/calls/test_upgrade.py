@@ -90,7 +90,10 @@ LEDGER_KEYS = frozenset(
 # What later releases added to the rest of the export (issue 57: the user's `memberships` of
 # numbers shared with them, each number's opening `hours` and recorded closed greeting: none
 # on the release's, and its `ringing` list, its forwarding as a ring list).
-EXPORT_KEYS = frozenset({"memberships", "hours", "closed_greeting_file", "ringing"})
+# A call record may say which entry of the ring list took it, and whose (issue 57): null on
+# every call of the release's.
+RECORD_KEYS = frozenset({"ring_entry", "answered_member_id", "answered_member_email"})
+EXPORT_KEYS = frozenset({"memberships", "hours", "closed_greeting_file", "ringing"}) | RECORD_KEYS
 
 
 @cache
@@ -147,6 +150,8 @@ def answer_differences(read: dict, answer: dict) -> list[str]:
         return found + differences(old["files"], new["files"], where=".files")
     kind = kinds[0]
     may_add = LEDGER_KEYS if kind == "json" and read["path"].startswith("/api/calls") else set()
+    if kind == "json" and read["path"].startswith("/api/history"):
+        may_add = RECORD_KEYS
     return differences(read[kind], answer[kind], may_add=frozenset(may_add))
 
 

@@ -42,6 +42,9 @@ def test_history_lists_records_newest_first_with_joined_fields(client_jwt, recor
     assert ids(body) == [str(r.pk) for r in records]
     first = body["history"][0]
     assert set(first) == {
+        "ring_entry",
+        "answered_member_id",
+        "answered_member_email",
         "id",
         "number_id",
         "caller_num",

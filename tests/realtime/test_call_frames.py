@@ -265,6 +265,9 @@ async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):
         "heard": False,
         "answered_by": "forward",
         "forwarded_to": "+447400123456",
+        "ring_entry": None,  # recorded by hand, not by a ring list
+        "answered_member_id": None,
+        "answered_member_email": None,
         "transcript": "",
         "transcript_confidence": None,
         "transcript_status": None,
