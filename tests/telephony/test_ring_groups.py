@@ -7,18 +7,26 @@ and then the second is rung."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from accounts.models import User
 from calls.models import Leg
-from harness.live import RelayProcess
+from harness.live import RelayProcess, wait_until
 from harness.sip import Sipp, free_udp_port
 from history.models import AnsweredBy, CallStatus
-from tests.factories import NumberFactory
+from tests.factories import NumberFactory, NumberMemberFactory
 from tests.telephony.conftest import call_in, sip_env, wait_for_records
+from virtual_numbers.models import Number
+from virtual_numbers.selectors import number_shared_access
+from virtual_numbers.services import member_remove
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 REASON = 'Reason: SIP;cause=200;text="Call completed elsewhere"'
+MEMBER_PHONE = "+441134960300"
+DESK_PHONE = "+441134960301"
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +37,7 @@ def relay(tmp_path_factory, django_db_setup):
     trunk_port = free_udp_port()
     env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2, WEBHOOK_ALLOW_PRIVATE="true")
     process = RelayProcess(workdir, log=workdir / "relay.log", **env)
-    process.agent = env["SIP_BIND"]
+    process.agent, process.trunk_port = env["SIP_BIND"], trunk_port
     yield process
     process.stop()
 
@@ -130,3 +138,86 @@ def test_in_order_rings_the_second_phone_after_the_first_ones_own_seconds(relay,
     waited = (rang_second.created_at - rang_first.created_at).total_seconds()
     assert 5 <= waited < 8, waited
     assert (rang_first.answered_at, rang_second.ring_entry) == (None, 1)
+
+
+def trunk_phones(relay, tmp_path, *, answering: str, calls: int, answer_ms: int) -> Sipp:
+    """SIPp as the trunk: every phone entry's and ring phone's phone."""
+    return Sipp(
+        tmp_path / "trunk",
+        "forward_target",
+        port=relay.trunk_port,
+        calls=calls,
+        answering=re.escape(answering),
+        codec="0",
+        codec_name="PCMU",
+        answer_ms=answer_ms,
+        actions="",
+    )
+
+
+def removed(member) -> None:
+    access = number_shared_access(user=member.number.owner, number_id=member.number_id)
+    member_remove(access=access, member=member)
+
+
+def test_a_members_entry_rings_their_ring_phone_and_the_record_names_them(relay, tmp_path, user):
+    member = NumberMemberFactory(number=NumberFactory(owner=user, alias="Shop", greeting="Hi."))
+    User.objects.filter(pk=member.user_id).update(ring_phone=MEMBER_PHONE)
+    Number.objects.filter(pk=member.number_id).update(
+        ring_entries=[{"member": str(member.user_id)}], forward_ring_seconds=10
+    )
+    number = member.number
+    trunk = trunk_phones(relay, tmp_path, answering=MEMBER_PHONE, calls=1, answer_ms=500)
+
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=1000
+    )
+    assert caller.finish() == 0, caller
+    assert trunk.finish() == 0, trunk
+
+    [record] = wait_for_records(number, 1)
+    assert (record.forwarded_to, record.ring_entry) == (MEMBER_PHONE, 0)
+    assert (record.answered_member_id, record.answered_member_email) == (
+        member.user_id,
+        member.user.email,
+    )
+    [leg] = legs_of(record)
+    assert (leg.phone, leg.user_id, leg.ring_entry) == (MEMBER_PHONE, member.user_id, 0)
+
+
+def test_a_member_removed_while_rung_has_their_phones_leg_cancelled(relay, tmp_path, user):
+    number = NumberFactory(owner=user, alias="Shop", greeting="Hi.")
+    member = NumberMemberFactory(number=number)
+    User.objects.filter(pk=member.user_id).update(ring_phone=MEMBER_PHONE)
+    Number.objects.filter(pk=number.pk).update(
+        ring_entries=[
+            {"member": str(member.user_id), "ringSeconds": 30},
+            {"phone": DESK_PHONE, "ringSeconds": 30},
+        ]
+    )
+    trunk = trunk_phones(relay, tmp_path, answering=DESK_PHONE, calls=2, answer_ms=6000)
+
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=1000
+    )
+    theirs = wait_until(
+        lambda: Leg.objects.filter(phone=MEMBER_PHONE).first(),
+        deadline=15,
+        what="the member's phone's leg",
+    )
+    removed(member)
+    assert caller.finish() == 0, caller
+    assert trunk.finish() == 0, trunk
+
+    # Cancelled for the removal, seconds before the desk answered: no "completed elsewhere".
+    cancels = trunk.received("CANCEL")
+    assert len(cancels) == 1 and f"sip:{MEMBER_PHONE}@" in cancels[0], cancels
+    assert "Reason:" not in cancels[0]
+    theirs.refresh_from_db()
+    assert (theirs.status, theirs.answered_at) == ("ended", None)
+    [record] = wait_for_records(number, 1)
+    assert (record.forwarded_to, record.ring_entry, record.answered_member_id) == (
+        DESK_PHONE,
+        1,
+        None,
+    )
