@@ -463,7 +463,7 @@ class UserViewSet(ResourceViewSet):
         summary="Read the phone rung with your console tabs",
         description="When a number's ring list names you (a member entry), your console tabs "
         "with Phone on ring, and this phone with them (docs/telephony.md, Ring groups).",
-        responses={200: (RingPhoneOutput, {"ringPhone": "+447400123456"})},
+        responses={200: (RingPhoneOutput, {"ringPhone": "+441134960456"})},
     )
     @action(detail=False, methods=["get"], url_path="ring-phone")
     def ring_phone(self, request):
@@ -475,8 +475,8 @@ class UserViewSet(ResourceViewSet):
         description="null: your tabs only. A phone the dialing policy refuses is "
         "`destination_not_allowed`, nothing stored. Rate limited per user "
         "(`RATE_LIMIT_FORWARDING_PER_USER`, counted apart from forwarding).",
-        request=(RingPhoneInput, {"ringPhone": "+447400123456"}),
-        responses={200: (RingPhoneOutput, {"ringPhone": "+447400123456"})},
+        request=(RingPhoneInput, {"ringPhone": "+441134960456"}),
+        responses={200: (RingPhoneOutput, {"ringPhone": "+441134960456"})},
         errors=[ErrorCode.DESTINATION_NOT_ALLOWED, ErrorCode.RATE_LIMITED],
     )
     @ring_phone.mapping.put
