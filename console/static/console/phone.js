@@ -346,6 +346,7 @@
           answered_elsewhere: "The call was answered elsewhere.",
           caller_hung_up: "Missed call from " + ring.caller_num + ": the caller hung up.",
           no_answer: "Missed call from " + ring.caller_num + ".",
+          removed: "The call stopped ringing here: you are no longer a member of its number.",
         }[frame.reason] || "The call ended.");
       }
       return;
