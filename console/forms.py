@@ -341,6 +341,46 @@ class GreetingForm(ConsoleForm):
     )
 
 
+RING_STRATEGY_CHOICES = [
+    ("all", "All at once: the first to answer takes the call"),
+    ("in_order", "In order: each for its own ring time, then the next"),
+]
+
+
+class RingEntryForm(ConsoleForm):
+    """One entry to add to a number's ring list, as people type it: a phone, a SIP address,
+    or the e-mail address of the owner or a member (the view makes it RingingInput's entry)."""
+
+    target = text(
+        "Phone, SIP address or member",
+        help_text="A phone number like +441134960456, a SIP address like "
+        "sip:desk@pbx.example.com, or the e-mail address of this number's owner or of one of "
+        "its members (their console tabs with Phone on, and their ring phone).",
+        autocomplete="off",
+        spellcheck="false",
+    )
+    ringSeconds = text(  # noqa: N815 - the API's name, so its errors land here
+        "Ring time, in seconds (optional)",
+        help_text=f"{FORWARD_RING_SECONDS[0]} to {FORWARD_RING_SECONDS[1]}; empty: the list's.",
+        inputmode="numeric",
+    )
+    code_fields = {ErrorCode.DESTINATION_NOT_ALLOWED: "target"}
+
+    def place(self, error: ApplicationError) -> None:
+        # The list's errors name the entry (`entries.N.phone`): this form's entry is the one
+        # added, its time `ringSeconds`, anything else of it `target`.
+        if error.fields:
+            fields: dict = {}
+            for name, messages in error.fields.items():
+                field = "ringSeconds" if name.endswith(".ringSeconds") else "target"
+                fields.setdefault(field if name.startswith("entries") else name, []).extend(
+                    messages
+                )
+            error = copy.copy(error)
+            error.fields = fields
+        super().place(error)
+
+
 class HoursForm(ConsoleForm):
     """A number's opening hours as people type them: one window a line ("mon-fri
     09:00-17:30"), one closed date a line. The lines become HoursInput's lists as typed; the

@@ -57,6 +57,7 @@ urlpatterns = [
         number_settings.greeting_recording_remove,
         name="greeting_recording_remove",
     ),
+    path("numbers/<str:number_id>/ringing", number_settings.ringing, name="ringing"),
     path("numbers/<str:number_id>/hours", number_settings.hours, name="hours"),
     path("numbers/<str:number_id>/hours/clear", number_settings.hours_clear, name="hours_clear"),
     path(

@@ -4,19 +4,25 @@ hours and do-not-disturb. Each form goes through the API's input serializer
 (BlockedCallerInput, ForwardingInput, GreetingInput, HoursInput) and the service
 NumberViewSet calls, so the console holds no rule of its own."""
 
+import uuid
+
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_http_methods
 
 from console.forms import (
     CALLER_ID_CHOICES,
+    RING_STRATEGY_CHOICES,
     BlockedCallerForm,
     ForwardingForm,
     GreetingForm,
     HoursForm,
+    RingEntryForm,
     window_line,
 )
+from console.signin import signed_in
 from console.views.common import form_page, number_page, posted
 from core.errors import ApplicationError, NotFound
 from core.fields import validated
@@ -28,6 +34,7 @@ from virtual_numbers.serializers import (
     ForwardingInput,
     GreetingInput,
     HoursInput,
+    RingingInput,
 )
 
 
@@ -248,3 +255,147 @@ def hours_clear(request, number):
         numbers_services.number_hours_clear(number=number)
         messages.success(request, f"{number.number} takes calls at all times again.")
     return redirect("console:hours", number.pk)
+
+
+# --- the ring list (issue 57) -----------------------------------------------------------------
+def _ringing_access(request, number_id):
+    """The number, for its owner or a manager (anyone else: the 404 page, as the members page
+    does; the API says 403 to a member)."""
+    access = numbers.number_shared_access(user=request.user, number_id=number_id)
+    if not access.manages:
+        raise NotFound()
+    return access
+
+
+def _people(number) -> dict[str, str]:
+    """Who a member entry may name: user id -> address, the owner first."""
+    people = {str(number.owner_id): number.owner.email}
+    for member in numbers.members_of(number=number):
+        if member.user_id is not None:
+            people[str(member.user_id)] = member.email
+    return people
+
+
+def _entry_shown(entry: dict, people: dict[str, str]) -> str:
+    if "member" in entry:
+        return f"{people.get(entry['member'], 'someone no longer a member')} (tabs and ring phone)"
+    return entry.get("phone") or entry.get("sip", "")
+
+
+def _typed_entry(form: RingEntryForm, people: dict[str, str]) -> dict:
+    """The entry `form` names, as RingingInput takes it: a member by their address, a SIP
+    address by its scheme, anything else a phone (the serializer judges each)."""
+    typed = form.cleaned_data.get("target") or ""
+    entry: dict = {"phone": typed}
+    if typed.lower().startswith(("sip:", "sips:")):
+        entry = {"sip": typed}
+    elif "@" in typed:
+        by_address = {email.lower(): pk for pk, email in people.items()}
+        # an address of no one here: a user id no one has, refused as "not a member"
+        entry = {"member": by_address.get(typed.strip().lower(), str(uuid.UUID(int=0)))}
+    seconds = form.cleaned_data.get("ringSeconds") or ""
+    if seconds:
+        entry["ringSeconds"] = int(seconds) if seconds.strip().isdigit() else seconds
+    return entry
+
+
+def _ring_list_save(request, number, current, **changes):
+    """Check and store the list with `changes` (RingingInput, number_ringing_set)."""
+    values = {
+        "strategy": current.strategy,
+        "ringSeconds": current.ring_seconds,
+        "screening": current.screening,
+        "callerId": current.caller_id,
+        "entries": current.entries,
+        **changes,
+    }
+    data = validated(RingingInput, values)
+    return numbers_services.number_ringing_set(
+        number=number, user=request.user, ring_list=numbers_services.RingList.from_input(data)
+    )
+
+
+@signed_in
+@require_http_methods(["GET", "POST"])
+def ringing(request, number_id):
+    """A number's ring list: its entries in order, each with Move up, Move down and Remove,
+    a form to add one, and how the list rings; every change goes through RingingInput and
+    number_ringing_set, as PUT /api/numbers/:id/ringing does."""
+    number = _ringing_access(request, number_id).number
+    current = numbers_services.RingList.of(number)
+    people = _people(number)
+    form = RingEntryForm(posted(request) if request.POST.get("action") == "add" else None)
+    if request.method == "POST" and request.POST.get("action") != "add":
+        return _ringing_change(request, number, current)
+
+    def add():
+        _ring_list_save(
+            request, number, current, entries=[*current.entries, _typed_entry(form, people)]
+        )
+        messages.success(request, f"The ring list of {number.number} has a new last entry.")
+        return redirect("console:ringing", number.pk)
+
+    rows = [
+        {
+            "index": index,
+            "position": index + 1,
+            "shown": _entry_shown(entry, people),
+            "seconds": entry.get("ringSeconds", current.ring_seconds),
+        }
+        for index, entry in enumerate(current.entries)
+    ]
+    return form_page(
+        request,
+        "console/ringing.html",
+        form,
+        add,
+        number=number,
+        current=current,
+        rows=rows,
+        strategies=RING_STRATEGY_CHOICES,
+    )
+
+
+def _ringing_change(request, number, current):
+    """A row's Move up, Move down or Remove, the strategy's form, or Ring nobody."""
+    action = request.POST.get("action", "")
+    entries = list(current.entries)
+    try:
+        index = int(request.POST.get("index", ""))
+    except ValueError:
+        index = -1
+    try:
+        if action == "clear":
+            numbers_services.number_ringing_clear(number=number)
+            messages.success(request, f"Calls to {number.number} ring nobody now.")
+        elif action == "settings":
+            _ring_list_save(
+                request,
+                number,
+                current,
+                strategy=request.POST.get("strategy", ""),
+                ringSeconds=_integer(request.POST.get("ringSeconds", "")),
+                screening=request.POST.get("screening") == "on",
+            )
+            messages.success(request, "How the list rings is saved.")
+        elif action in ("up", "down", "remove") and 0 <= index < len(entries):
+            if action == "remove":
+                del entries[index]
+            else:
+                other = index - 1 if action == "up" else index + 1
+                if 0 <= other < len(entries):
+                    entries[index], entries[other] = entries[other], entries[index]
+            if entries:
+                _ring_list_save(request, number, current, entries=entries)
+            else:
+                numbers_services.number_ringing_clear(number=number)
+            messages.success(request, "The ring list is saved.")
+        else:
+            messages.error(request, "Nothing was changed: that entry is not in the list.")
+    except ApplicationError as error:
+        messages.error(request, f"Nothing was changed: {_sentence(error)}")
+    return redirect("console:ringing", number.pk)
+
+
+def _integer(value: str):
+    return int(value) if value.strip().isdigit() else value

@@ -7,7 +7,7 @@ import pytest
 
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import log_in
-from tests.factories import NumberFactory
+from tests.factories import NumberFactory, NumberMemberFactory
 from virtual_numbers.models import BlockedCaller, Number, OpeningHours
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
@@ -135,3 +135,41 @@ def test_the_forwarding_form_is_worked_by_keyboard_with_a_visible_focus(signed_i
     assert [name for name, _ in reached][:3] == ["id_ringSeconds", "id_screening", "id_callerId"]
     assert reached[3][0].startswith("Save the forwarding")
     assert all(outline != "none" for _, outline in reached)
+
+
+def test_building_ordering_and_refusing_a_ring_list(signed_in, inspector, user, number):
+    page = signed_in
+    member = NumberMemberFactory(number=number)
+    page.click(f"a:has-text('Ring list of {number.number}')")
+    assert "The list is empty: calls go to voicemail." in page.inner_text("main")
+    inspector.look(page, "ringing-empty")
+
+    page.fill("#id_target", "sip:desk@127.0.0.1")
+    submit(page, "Add to the end of the list")
+    assert "private or local address" in page.inner_text("#id_target_errors")
+    inspector.look(page, "ringing-refused")
+
+    for typed, seconds in (("+447400123456", "30"), (member.email, ""), (user.email, "15")):
+        page.fill("#id_target", typed)
+        page.fill("#id_ringSeconds", seconds)
+        submit(page, "Add to the end of the list")
+        assert "has a new last entry" in page.inner_text("[role=status]")
+    inspector.look(page, "ringing")
+
+    # Each row's buttons say which entry they move: the owner's (third) goes first.
+    page.get_by_role("button", name=f"Move up entry 3, {user.email} (tabs and ring phone)").click()
+    page.get_by_role("button", name=f"Move up entry 2, {user.email} (tabs and ring phone)").click()
+    page.get_by_role(
+        "button", name="Remove entry 3, " + f"{member.email} (tabs and ring phone)"
+    ).click()
+    page.check("#strategy-in_order")
+    submit(page, "Save how the list rings")
+    assert "How the list rings is saved." in page.inner_text("[role=status]")
+    number.refresh_from_db()
+    assert number.ring_entries == [
+        {"member": str(user.pk), "ringSeconds": 15},
+        {"phone": "+447400123456", "ringSeconds": 30},
+    ]
+    assert number.ring_strategy == "in_order"
+    inspector.look(page, "ringing-ordered")
+    assert inspector.violations == []

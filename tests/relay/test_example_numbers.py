@@ -77,6 +77,7 @@ IN_EVERY_REFUSAL = (CALLED, FORWARDED_TO, BLOCKED, CALLER)
 # API and the operators' commands.
 SHOWN: dict[str, dict[str, tuple]] = {
     "console forwarding": {"+441134960456": (FORWARDED_TO,)},
+    "console ringing": {"+441134960456": (FORWARDED_TO,)},  # a phone entry of a ring list
     "console blocklist": {"+447700900123": (BLOCKED,)},
     "console calls": {"+442079460123": (CALLED,)},
     "console/templates/console/calls.html": {"+442079460123": (CALLED,)},  # from the browser
