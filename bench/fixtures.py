@@ -324,7 +324,7 @@ def forwarding_number():
         FORWARD_EMAIL,
         FORWARD_NUMBER,
         alias="bench forwarding",
-        forward_targets=[FORWARD_TARGET],
+        ring_entries=[{"phone": FORWARD_TARGET}],  # its ring list (issue 57): one phone
         forward_ring_seconds=30,
     )
 
