@@ -129,7 +129,8 @@ class Dial:
             if BROWSER in targets:
                 rings.append(RingTarget(BROWSER, ring_seconds, ring=browser))
         self.rings = rings
-        self.by_target = {t.target: t for t in rings if t.ring is None}
+        # The legs to dial: phones and SIP URIs ("browser" without a ring has nothing to dial).
+        self.by_target = {t.target: t for t in rings if t.ring is None and t.target != BROWSER}
         self.winner: asyncio.Future = asyncio.get_running_loop().create_future()
         self.bridge_over = asyncio.Event()
         self.party_gone = False
