@@ -153,6 +153,7 @@ def account_export(*, user: User) -> dict:
             "matrixStatus": user.matrix_status,
             "matrixInbound": user.matrix_inbound,
             "matrixOutbound": user.matrix_outbound,
+            "ringPhone": user.ring_phone or None,
             "createdAt": to_ms(user.created_at),
         },
         "sessions": [

@@ -42,6 +42,7 @@ def test_the_export_holds_the_account_and_every_voicemail(client_jwt, user):
         "matrixStatus": "none",
         "matrixInbound": True,
         "matrixOutbound": True,
+        "ringPhone": None,
         "createdAt": account["profile"]["createdAt"],
     }
     assert len(account["sessions"]) == 1

@@ -4,6 +4,7 @@ ring list's member entry names them; the dialing policy refuses at save."""
 import pytest
 
 from accounts.models import DialRefusal, User
+from accounts.selectors import account_export
 from tests.dialing import REFUSED
 
 pytestmark = pytest.mark.django_db
@@ -61,3 +62,11 @@ def test_it_is_rate_limited_per_user(settings, client_jwt):
 
 def test_it_needs_credentials(api_client):
     assert api_client.get(URL).status_code == 401
+
+
+def test_the_export_holds_it(client_jwt, user):
+    client_jwt.put(URL, {"ringPhone": "+447400123456"}, format="json")
+
+    assert account_export(user=User.objects.get(pk=user.pk))["profile"]["ringPhone"] == (
+        "+447400123456"
+    )

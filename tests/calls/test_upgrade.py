@@ -93,7 +93,10 @@ LEDGER_KEYS = frozenset(
 # A call record may say which entry of the ring list took it, and whose (issue 57): null on
 # every call of the release's.
 RECORD_KEYS = frozenset({"ring_entry", "answered_member_id", "answered_member_email"})
-EXPORT_KEYS = frozenset({"memberships", "hours", "closed_greeting_file", "ringing"}) | RECORD_KEYS
+EXPORT_KEYS = (
+    frozenset({"memberships", "hours", "closed_greeting_file", "ringing", "ringPhone"})
+    | RECORD_KEYS
+)
 
 
 @cache
