@@ -70,6 +70,24 @@ def test_the_number_page_shows_its_forwarding_and_staff_turn_it_off(staff_client
     assert b"Off: calls go to voicemail." in off_page.content
 
 
+def test_the_number_page_shows_its_ring_list(staff_client):
+    group = NumberFactory(
+        ring_entries=[
+            {"sip": "sip:desk@pbx.example.com", "ringSeconds": 10},
+            {"phone": "+447400123456"},
+        ],
+        ring_strategy="in_order",
+        forward_ring_seconds=25,
+    )
+
+    page = staff_client.get(f"/admin/numbers/number/{group.pk}/change/").content.decode()
+
+    assert "Each entry in turn, for its own seconds." in page
+    assert "<li>sip:desk@pbx.example.com, 10 s</li><li>+447400123456, 25 s</li>" in page
+    plain = staff_client.get(f"/admin/numbers/number/{NumberFactory().pk}/change/")
+    assert "Nobody: calls go to voicemail." in plain.content.decode()
+
+
 def test_the_number_page_shows_its_opening_hours(staff_client):
     shop = NumberFactory()
     OpeningHours.objects.create(
