@@ -350,3 +350,20 @@ def mailed_number():
     )
     number.owner.refresh_from_db()
     return number
+
+
+RING_EMAIL = "bench-ring-group@relay.example"
+RING_NUMBER = "+441214960993"
+RING_PHONES = ("+441134960991", "+441134960992", "+441134960993")  # each rung by the trunk
+
+
+def ring_group_number():
+    """RING_NUMBER, whose ring list rings `all` at once: the three RING_PHONES through the
+    trunk, then its owner as a member entry (their console tabs with Phone on; no ring
+    phone), 30 s each, no screening, the caller shown."""
+    number = _own_number(RING_EMAIL, RING_NUMBER, alias="bench ring group",
+                         forward_ring_seconds=30, ring_strategy="all")  # fmt: skip
+    number.ring_entries = [{"phone": phone} for phone in RING_PHONES]
+    number.ring_entries.append({"member": str(number.owner_id)})
+    number.save(update_fields=["ring_entries"])
+    return number
