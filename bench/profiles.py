@@ -63,6 +63,8 @@ class Profile:
     rolling_per_minute: int  # their steady rate
     transcribe_messages: int  # transcribe_rtf: voicemails of 4-9 s transcribed one by one
     speech_gathers: int  # sip_speech_gather: speech gathers at once on one agent
+    ring_group_calls: int  # sip_ring_group: calls at once to a ring group, and its baseline's
+    ring_group_talk_seconds: float  # each caller talks this long once answered
 
 
 FULL = Profile(
@@ -124,6 +126,8 @@ FULL = Profile(
     rolling_per_minute=50,
     transcribe_messages=12,
     speech_gathers=20,
+    ring_group_calls=50,
+    ring_group_talk_seconds=10,
 )
 
 SMOKE = Profile(
@@ -183,4 +187,6 @@ SMOKE = Profile(
     rolling_per_minute=60,
     transcribe_messages=2,
     speech_gathers=2,
+    ring_group_calls=4,
+    ring_group_talk_seconds=3,
 )

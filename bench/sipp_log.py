@@ -86,3 +86,15 @@ def dialogs(message_log: Path) -> dict[str, Dialog]:
         elif not received and dialog.answered is None and _answers_invite(block):
             dialog.answered = at
     return out
+
+
+def requests(message_log: Path, method: str) -> dict[str, str]:
+    """Call-ID -> the first `method` request of that call SIPp received, as text (what
+    sip_ring_group reads the CANCELs' Reason from)."""
+    found: dict[str, str] = {}
+    for _, received, block in _messages(message_log):
+        if received and f"\n{method} sip:" in block:
+            call_id = _header("Call-ID", block)
+            if call_id and call_id not in found:
+                found[call_id] = block
+    return found

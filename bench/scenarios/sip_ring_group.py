@@ -1,0 +1,69 @@
+"""Issue 57's scenario: calls at once to a ring group, on one agent (bench/ring_group.py places
+them), against the same agent bridging as many forwarded calls to one phone in the same run
+(bench/forward.py).
+
+sip_ring_group: a number's ring list rings `all` at once three phones through the trunk (one
+SIPp, echoing) and its owner's console tab (bench/ring_tab.py, aiortc, Phone on). The callers'
+numbers say which entry answers (their last digits go round 1, 2, 3, 4: phone 1, 2, 3, the
+tab), so every entry wins some calls and is cancelled on the others. The baseline is a batch of
+as many calls to a number forwarding to one phone (SIPp, echoing), on a fresh agent, the
+callers saying the same talk.
+"""
+
+from __future__ import annotations
+
+from bench import fixtures, forward, ring_group
+from bench.report import Row
+from bench.scenarios.common import Bench, sip_start
+
+
+def sip_ring_group(b: Bench) -> None:
+    p = b.profile
+    workdir = sip_start(b, "sip_ring_group")
+    n, talk = p.ring_group_calls, p.ring_group_talk_seconds
+    pcap = workdir / "talk.pcap"
+    seconds = forward.speech_pcap(pcap, b"\xd5" * round(8000 * talk))  # A-law silence
+    talk_ms, play = round(seconds * 1000), forward.play(pcap)
+    base = forward.bridges(b, workdir / "forwarded", fixtures.forwarding_number(), calls=n,
+                           talk_ms=talk_ms, capacity=2 * n, target_codec=forward.PCMU,
+                           echo=True, caller_play=play, deadline=120)  # fmt: skip
+    run = ring_group.ring_calls(b, workdir / "ring-group", fixtures.ring_group_number(),
+                                calls=n, talk_ms=talk_ms, caller_play=play,
+                                deadline=120)  # fmt: skip
+
+    what = f"{n} calls at once to a ring group of 3 phones and 1 tab, `all`"
+    base_ms = base.agent_cpu / max(base.calls, 1) * 1000
+    per_call = run.agent_cpu / n * 1000
+    b.add(Row("sip_ring_group", "agent CPU per forwarded call to one phone (the baseline)",
+              base_ms, "CPU ms", server_cpu=base.agent_cpu / base.wall,
+              client_cpu=base.load_cpu / base.wall,
+              note=f"{n} forwarded calls at once, each caller (SIPp) talking {talk:.0f} s in "
+              f"20 ms packets to one phone (SIPp, PCMU) that echoes; "
+              f"{forward.runs_note([base])}"))  # fmt: skip
+    b.add(Row("sip_ring_group", f"{what}: agent CPU per call", per_call, "CPU ms", base_ms,
+              "forwarded call to one phone, same calls and talk",
+              "<= 1.5x the forwarded call", per_call <= 1.5 * base_ms and run.lost == 0,
+              run.agent_cpu / run.wall, run.load_cpu / run.wall,
+              note=f"each call rings 3 phone legs and the tab at once; the winner is "
+              f"bridged for the same {talk:.0f} s of talk (echoed by the phone, or by the tab "
+              f"over DTLS-SRTP); {ring_group.note(run)}"))  # fmt: skip
+    b.add(Row("sip_ring_group", f"{what}: calls answered by one entry", run.answered, "calls",
+              target=f"{n} of {n}", met=run.answered == n and run.by_expected == n,
+              note=f"recorded answered with exactly one leg answered; {run.by_expected} of "
+              "them by the entry the caller's number names"))  # fmt: skip
+    reasons = run.tab.get("reasons", {})
+    tab_won = run.by_entry.get("tab", 0)
+    tab_stopped = max(0, reasons.get("answered_elsewhere", 0) - 1)  # the warm-up's ring
+    expected = run.legs_to_cancel + n - tab_won
+    done = run.with_reason + tab_stopped
+    b.add(Row("sip_ring_group", f"{what}: other entries cancelled", done, "entries",
+              target=f"every one ({expected})", met=done == expected and expected > 0,
+              note=f"{run.legs_to_cancel} phone legs not answered, {run.cancelled} got CANCEL, "
+              f"{run.with_reason} with `{ring_group.REASON}`; the tab's ring stopped "
+              f"`answered_elsewhere` on {tab_stopped} of the {n - tab_won} calls it did not "
+              "take"))  # fmt: skip
+    lost = run.lost + base.lost
+    b.add(Row("sip_ring_group", "calls lost: not answered by one entry (or not bridged)", lost,
+              "lost", target="0", met=lost == 0,
+              note=f"{run.lost} to the ring group, {base.lost} forwarded"))  # fmt: skip
+    b.keep_logs = b.keep_logs or lost > 0 or done != expected
