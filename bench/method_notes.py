@@ -232,6 +232,31 @@ METHOD_NOTES = """\
   (as sip_forward_cpu's, both ends SIPp, the target echoing), the callers talking the same
   10 s of 20 ms packets. Agent CPU per call is its CPU from the first offer (the first
   caller) to the last call's end, over the calls.
+- **sip_ring_group** (issue 57): calls at once to a ring group, on one agent
+  (`SIP_AGENTS=1`, 6 places a call). The number's ring list rings `all` at once, 30 s each:
+  three phone entries (+44 113 496 0991, 0992, 0993) dialled through the trunk, which is one
+  SIPp (`bench/sipp/ring_target.xml`, PCMU, 300 ms of ringing, `-rtp_echo`), then the owner
+  as a member entry: one console tab (`bench/ring_tab.py`, aiortc, its own process) with
+  Phone on, on a Daphne of Relay's with the agents' settings, and no ring phone. SIPp places
+  the calls within a second (`forward_caller.xml`, its caller read from an injection file),
+  their callers' last digits going round 1, 2, 3, 4: phone n answers a call whose caller ends
+  in n (a regexp over the INVITE: Request-URI and From end in the same digit) and rings on
+  any other until the agent CANCELs it; the tab answers, as the console does (`rtc_offer`
+  naming the ring, ICE, DTLS-SRTP), the callers ending in 4, which no phone answers, and
+  echoes what it hears; any other ring it lets ring until `rtc_hangup`. So of the full run's
+  50 calls phones 1 and 2 take 13 each, phone 3 and the tab 12 each (the smoke run's 4: one
+  each).
+  Each caller says 10 s of A-law silence in 20 ms packets from its answer and hangs up. A call
+  is answered by one entry when it is recorded answered with exactly one leg answered (the
+  note says how many by the entry the caller names); the other entries are the phone legs
+  not answered, each of which must have reached SIPp as a CANCEL carrying `Reason:
+  SIP;cause=200;text="Call completed elsewhere"` (read back from SIPp's message log by the
+  leg's Call-ID), and the tab's ring on each call it did not take, which must end with
+  `rtc_hangup` `answered_elsewhere`. The baseline, in the same run and just before, is as many
+  calls to a number forwarding to one phone (SIPp, PCMU, echoing) on a fresh agent, the
+  callers saying the same talk. Agent CPU per call is its CPU from the first caller to the
+  last call's record, over the calls; a warm-up call (phone 1's) comes before each and is
+  not counted. Load-gen CPU is both SIPps' and the tab's.
 - **sip_edge_400** and **sip_edge_rolling** (issue 42): calls from the trunk through the shipped
   SIP edge, `deploy/kamailio/relay-edge.cfg` as it is with its default probe interval (5 s)
   and timeout (2 s), to two telephony agents. One SIPp is every caller (`edge_caller.xml`: it
