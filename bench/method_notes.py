@@ -254,9 +254,13 @@ METHOD_NOTES = """\
   leg's Call-ID), and the tab's ring on each call it did not take, which must end with
   `rtc_hangup` `answered_elsewhere`. The baseline, in the same run and just before, is as many
   calls to a number forwarding to one phone (SIPp, PCMU, echoing) on a fresh agent, the
-  callers saying the same talk. Agent CPU per call is its CPU from the first caller to the
-  last call's record, over the calls; a warm-up call (phone 1's) comes before each and is
-  not counted. Load-gen CPU is both SIPps' and the tab's.
+  callers saying the same talk. A third batch, after, is the same ring group with the
+  callers' digits going round 1, 2, 3 only: the phones take every call and the tab rings on
+  each and takes none, which sets what ringing the list costs apart from what a
+  browser-bridged call's media costs (issue 43: about 1.5x a SIP bridge). Agent CPU per call
+  is its CPU from the first caller to the last call's record, over the calls; a warm-up call
+  (phone 1's) comes before each batch, on its fresh agent, and is not counted. Load-gen CPU
+  is both SIPps' and the tab's.
 - **sip_edge_400** and **sip_edge_rolling** (issue 42): calls from the trunk through the shipped
   SIP edge, `deploy/kamailio/relay-edge.cfg` as it is with its default probe interval (5 s)
   and timeout (2 s), to two telephony agents. One SIPp is every caller (`edge_caller.xml`: it

@@ -68,9 +68,10 @@ class RingRun:
     sip_drops: int = 0
 
 
-def digit(n: int) -> str:
-    """The last digit of call n's caller: 1, 2, 3, 4, 1, ..."""
-    return str(n % 4 + 1)
+def digit(n: int, ways: int) -> str:
+    """The last digit of call n's caller: 1, 2, 3, 4, 1, ... (`ways` 4), or 1, 2, 3, 1, ...
+    (`ways` 3: the phones take every call, the tab none)."""
+    return str(n % ways + 1)
 
 
 def _callers(path: Path, digits: list[str]) -> Path:
@@ -86,11 +87,13 @@ def _caller_xml(workdir: Path) -> Path:
 
 
 def ring_calls(b, workdir: Path, number, *, calls: int, talk_ms: int, caller_play: str,
-               deadline: float) -> RingRun:  # fmt: skip
+               deadline: float, tab_answers: bool = True) -> RingRun:  # fmt: skip
     """One agent (SIP_AGENTS=1, PLACES per call), one SIPp as every phone of the list (echoing),
     the owner's tab on a Daphne of the agents' settings, one unmeasured warm-up call (phone 1
     answers it), then SIPp placing `calls` calls to `number` within a second, each held
-    `talk_ms` after its answer and saying `caller_play`; sampled until all are recorded."""
+    `talk_ms` after its answer and saying `caller_play`; sampled until all are recorded.
+    Without `tab_answers` no caller's number ends in TAB_DIGIT: the tab rings on every call
+    and takes none."""
     workdir.mkdir(parents=True, exist_ok=True)
     run = RingRun(calls)
     trunk_port = free_udp_port()
@@ -130,7 +133,12 @@ def ring_calls(b, workdir: Path, number, *, calls: int, talk_ms: int, caller_pla
         own0, tts0 = agents.cpu()
         children0 = forward._children_cpu() - sip.cpu_seconds(phones.proc.pid)
         t0, started = timezone.now(), time.monotonic()
-        callers = place("callers", [digit(n) for n in range(calls)], talk_ms, caller_play)
+        callers = place(
+            "callers",
+            [digit(n, 4 if tab_answers else 3) for n in range(calls)],
+            talk_ms,
+            caller_play,
+        )
         forward.watch_bridges(number, t0, calls, agents, deadline=deadline)
         own1, tts1 = agents.cpu()
         run.wall = time.monotonic() - started

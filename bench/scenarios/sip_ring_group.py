@@ -30,6 +30,9 @@ def sip_ring_group(b: Bench) -> None:
     run = ring_group.ring_calls(b, workdir / "ring-group", fixtures.ring_group_number(),
                                 calls=n, talk_ms=talk_ms, caller_play=play,
                                 deadline=120)  # fmt: skip
+    phones = ring_group.ring_calls(b, workdir / "phones-only", fixtures.ring_group_number(),
+                                   calls=n, talk_ms=talk_ms, caller_play=play, deadline=120,
+                                   tab_answers=False)  # fmt: skip
 
     what = f"{n} calls at once to a ring group of 3 phones and 1 tab, `all`"
     base_ms = base.agent_cpu / max(base.calls, 1) * 1000
@@ -47,6 +50,14 @@ def sip_ring_group(b: Bench) -> None:
               note=f"each call rings 3 phone legs and the tab at once; the winner is "
               f"bridged for the same {talk:.0f} s of talk (echoed by the phone, or by the tab "
               f"over DTLS-SRTP); {ring_group.note(run)}"))  # fmt: skip
+    only_ms = phones.agent_cpu / n * 1000
+    b.add(Row("sip_ring_group", f"{what}: agent CPU per call, the phones taking every call "
+              "(the tab rings, answers none)", only_ms, "CPU ms", base_ms,
+              "forwarded call to one phone, same calls and talk",
+              server_cpu=phones.agent_cpu / phones.wall, client_cpu=phones.load_cpu / phones.wall,
+              note="what ringing the list costs, without the browser-bridged calls: callers "
+              f"ending in 1, 2, 3 in turn, so each phone takes a third; "
+              f"{ring_group.note(phones)}"))  # fmt: skip
     b.add(Row("sip_ring_group", f"{what}: calls answered by one entry", run.answered, "calls",
               target=f"{n} of {n}", met=run.answered == n and run.by_expected == n,
               note=f"recorded answered with exactly one leg answered; {run.by_expected} of "
@@ -62,8 +73,14 @@ def sip_ring_group(b: Bench) -> None:
               f"{run.with_reason} with `{ring_group.REASON}`; the tab's ring stopped "
               f"`answered_elsewhere` on {tab_stopped} of the {n - tab_won} calls it did not "
               "take"))  # fmt: skip
-    lost = run.lost + base.lost
+    tab_stopped = max(0, phones.tab.get("reasons", {}).get("answered_elsewhere", 0) - 1)
+    expected_phones = phones.legs_to_cancel + n - phones.by_entry.get("tab", 0)
+    done_phones = phones.with_reason + tab_stopped
+    lost = run.lost + base.lost + phones.lost
     b.add(Row("sip_ring_group", "calls lost: not answered by one entry (or not bridged)", lost,
               "lost", target="0", met=lost == 0,
-              note=f"{run.lost} to the ring group, {base.lost} forwarded"))  # fmt: skip
-    b.keep_logs = b.keep_logs or lost > 0 or done != expected
+              note=f"{run.lost} to the ring group, {base.lost} forwarded, {phones.lost} to the "
+              f"ring group with the phones taking every call (of whose other entries "
+              f"{done_phones} of {expected_phones} were cancelled, the phones' CANCELs "
+              "with the Reason)"))  # fmt: skip
+    b.keep_logs = b.keep_logs or lost > 0 or (done, done_phones) != (expected, expected_phones)
