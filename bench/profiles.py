@@ -65,6 +65,7 @@ class Profile:
     speech_gathers: int  # sip_speech_gather: speech gathers at once on one agent
     ring_group_calls: int  # sip_ring_group: calls at once to a ring group, and its baseline's
     ring_group_talk_seconds: float  # each caller talks this long once answered
+    ring_group_rounds: int  # batches of each kind, alternated forwarded, ring, ring, ...
 
 
 FULL = Profile(
@@ -128,6 +129,7 @@ FULL = Profile(
     speech_gathers=20,
     ring_group_calls=50,
     ring_group_talk_seconds=10,
+    ring_group_rounds=2,
 )
 
 SMOKE = Profile(
@@ -189,4 +191,5 @@ SMOKE = Profile(
     speech_gathers=2,
     ring_group_calls=4,
     ring_group_talk_seconds=3,
+    ring_group_rounds=1,
 )

@@ -62,10 +62,32 @@ class RingRun:
     agent_cpu: float = 0.0
     load_cpu: float = 0.0  # SIPp (caller and phones) and the tab, CPU seconds
     wall: float = 0.0
-    caller_status: int | None = None
-    phones_status: int | None = None
+    caller_status: int | str | None = None
+    phones_status: int | str | None = None
     warnings: int = 0
     sip_drops: int = 0
+    warmups: int = 1  # unmeasured calls (phone 1's) the tab also rang, one a batch
+
+
+def merged(runs: list[RingRun]) -> RingRun:
+    """Batches summed, as one (their SIPps' exit statuses joined by /)."""
+    out = RingRun(sum(r.calls for r in runs), warmups=len(runs))
+    for name in ("answered", "by_expected", "lost", "legs_to_cancel", "cancelled",
+                 "with_reason", "phones_answered_late", "agent_cpu", "load_cpu", "wall",
+                 "warnings", "sip_drops"):  # fmt: skip
+        setattr(out, name, sum(getattr(r, name) for r in runs))
+    tab = out.tab = {"rung": 0, "offered": 0, "answered": [], "heard": 0, "reasons": {},
+                     "still_ringing": 0, "errors": []}  # fmt: skip
+    for r in runs:
+        for key, value in r.by_entry.items():
+            out.by_entry[key] = out.by_entry.get(key, 0) + value
+        for key in ("rung", "offered", "heard", "still_ringing", "answered", "errors"):
+            tab[key] += r.tab.get(key, [] if key in ("answered", "errors") else 0)
+        for key, value in r.tab.get("reasons", {}).items():
+            tab["reasons"][key] = tab["reasons"].get(key, 0) + value
+    out.caller_status = "/".join(str(r.caller_status) for r in runs)
+    out.phones_status = "/".join(str(r.phones_status) for r in runs)
+    return out
 
 
 def digit(n: int, ways: int) -> str:
@@ -192,7 +214,8 @@ def note(run: RingRun) -> str:
             f"{run.phones_status} (phones)")  # fmt: skip
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(tab.get("reasons", {}).items()))
     text += (
-        f"; the tab rang {tab.get('rung', 0)} times (the warm-up's included), answered "
+        f"; the tab rang {tab.get('rung', 0)} times (its {run.warmups} warm-up rings included), "
+        f"answered "
         f"{len(tab.get('answered', []))} of the {tab.get('offered', 0)} it offered to take "
         f"and echoed {tab.get('heard', 0):,} packets; its rings ended: {reasons or 'none'}"
     )

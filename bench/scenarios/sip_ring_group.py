@@ -24,30 +24,44 @@ def sip_ring_group(b: Bench) -> None:
     pcap = workdir / "talk.pcap"
     seconds = forward.speech_pcap(pcap, b"\xd5" * round(8000 * talk))  # A-law silence
     talk_ms, play = round(seconds * 1000), forward.play(pcap)
-    base = forward.bridges(b, workdir / "forwarded", fixtures.forwarding_number(), calls=n,
-                           talk_ms=talk_ms, capacity=2 * n, target_codec=forward.PCMU,
-                           echo=True, caller_play=play, deadline=120)  # fmt: skip
-    run = ring_group.ring_calls(b, workdir / "ring-group", fixtures.ring_group_number(),
-                                calls=n, talk_ms=talk_ms, caller_play=play,
-                                deadline=120)  # fmt: skip
+    base_runs: list[forward.Bridges] = []
+    ring_runs: list[ring_group.RingRun] = []
+    for r in range(p.ring_group_rounds):  # alternated: forwarded, ring group, ring group, ...
+        for kind in ("forwarded", "ring-group") if r % 2 == 0 else ("ring-group", "forwarded"):
+            if kind == "forwarded":
+                base_runs.append(forward.bridges(b, workdir / f"{kind}-{r}",
+                                                 fixtures.forwarding_number(), calls=n,
+                                                 talk_ms=talk_ms, capacity=2 * n,
+                                                 target_codec=forward.PCMU, echo=True,
+                                                 caller_play=play, deadline=120))  # fmt: skip
+            else:
+                ring_runs.append(ring_group.ring_calls(b, workdir / f"{kind}-{r}",
+                                                       fixtures.ring_group_number(), calls=n,
+                                                       talk_ms=talk_ms, caller_play=play,
+                                                       deadline=120))  # fmt: skip
     phones = ring_group.ring_calls(b, workdir / "phones-only", fixtures.ring_group_number(),
                                    calls=n, talk_ms=talk_ms, caller_play=play, deadline=120,
                                    tab_answers=False)  # fmt: skip
+    run = ring_group.merged(ring_runs)
+    calls = run.calls
+    base_cpu, base_wall = sum(x.agent_cpu for x in base_runs), sum(x.wall for x in base_runs)
+    base_lost = sum(x.lost for x in base_runs)
+    rounds = f"{n} at once, {len(ring_runs)} batch{'es' if len(ring_runs) != 1 else ''}"
 
     what = f"{n} calls at once to a ring group of 3 phones and 1 tab, `all`"
-    base_ms = base.agent_cpu / max(base.calls, 1) * 1000
-    per_call = run.agent_cpu / n * 1000
+    base_ms = base_cpu / max(1, sum(x.calls for x in base_runs)) * 1000
+    per_call = run.agent_cpu / calls * 1000
     b.add(Row("sip_ring_group", "agent CPU per forwarded call to one phone (the baseline)",
-              base_ms, "CPU ms", server_cpu=base.agent_cpu / base.wall,
-              client_cpu=base.load_cpu / base.wall,
-              note=f"{n} forwarded calls at once, each caller (SIPp) talking {talk:.0f} s in "
-              f"20 ms packets to one phone (SIPp, PCMU) that echoes; "
-              f"{forward.runs_note([base])}"))  # fmt: skip
+              base_ms, "CPU ms", server_cpu=base_cpu / base_wall,
+              client_cpu=sum(x.load_cpu for x in base_runs) / base_wall,
+              note=f"{rounds}, alternated with the ring group's; each caller (SIPp) talking "
+              f"{talk:.0f} s in 20 ms packets to one phone (SIPp, PCMU) that echoes; "
+              f"{forward.runs_note(base_runs)}"))  # fmt: skip
     b.add(Row("sip_ring_group", f"{what}: agent CPU per call", per_call, "CPU ms", base_ms,
               "forwarded call to one phone, same calls and talk",
               "<= 1.5x the forwarded call", per_call <= 1.5 * base_ms and run.lost == 0,
               run.agent_cpu / run.wall, run.load_cpu / run.wall,
-              note=f"each call rings 3 phone legs and the tab at once; the winner is "
+              note=f"{rounds}; each call rings 3 phone legs and the tab at once; the winner is "
               f"bridged for the same {talk:.0f} s of talk (echoed by the phone, or by the tab "
               f"over DTLS-SRTP); {ring_group.note(run)}"))  # fmt: skip
     only_ms = phones.agent_cpu / n * 1000
@@ -59,27 +73,27 @@ def sip_ring_group(b: Bench) -> None:
               f"ending in 1, 2, 3 in turn, so each phone takes a third; "
               f"{ring_group.note(phones)}"))  # fmt: skip
     b.add(Row("sip_ring_group", f"{what}: calls answered by one entry", run.answered, "calls",
-              target=f"{n} of {n}", met=run.answered == n and run.by_expected == n,
+              target=f"{calls} of {calls}", met=run.answered == run.by_expected == calls,
               note=f"recorded answered with exactly one leg answered; {run.by_expected} of "
               "them by the entry the caller's number names"))  # fmt: skip
     reasons = run.tab.get("reasons", {})
     tab_won = run.by_entry.get("tab", 0)
-    tab_stopped = max(0, reasons.get("answered_elsewhere", 0) - 1)  # the warm-up's ring
-    expected = run.legs_to_cancel + n - tab_won
+    tab_stopped = max(0, reasons.get("answered_elsewhere", 0) - run.warmups)  # not theirs
+    expected = run.legs_to_cancel + calls - tab_won
     done = run.with_reason + tab_stopped
     b.add(Row("sip_ring_group", f"{what}: other entries cancelled", done, "entries",
               target=f"every one ({expected})", met=done == expected and expected > 0,
               note=f"{run.legs_to_cancel} phone legs not answered, {run.cancelled} got CANCEL, "
               f"{run.with_reason} with `{ring_group.REASON}`; the tab's ring stopped "
-              f"`answered_elsewhere` on {tab_stopped} of the {n - tab_won} calls it did not "
+              f"`answered_elsewhere` on {tab_stopped} of the {calls - tab_won} calls it did not "
               "take"))  # fmt: skip
     tab_stopped = max(0, phones.tab.get("reasons", {}).get("answered_elsewhere", 0) - 1)
     expected_phones = phones.legs_to_cancel + n - phones.by_entry.get("tab", 0)
     done_phones = phones.with_reason + tab_stopped
-    lost = run.lost + base.lost + phones.lost
+    lost = run.lost + base_lost + phones.lost
     b.add(Row("sip_ring_group", "calls lost: not answered by one entry (or not bridged)", lost,
               "lost", target="0", met=lost == 0,
-              note=f"{run.lost} to the ring group, {base.lost} forwarded, {phones.lost} to the "
+              note=f"{run.lost} to the ring group, {base_lost} forwarded, {phones.lost} to the "
               f"ring group with the phones taking every call (of whose other entries "
               f"{done_phones} of {expected_phones} were cancelled, the phones' CANCELs "
               "with the Reason)"))  # fmt: skip
