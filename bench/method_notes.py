@@ -252,9 +252,11 @@ METHOD_NOTES = """\
   not answered, each of which must have reached SIPp as a CANCEL carrying `Reason:
   SIP;cause=200;text="Call completed elsewhere"` (read back from SIPp's message log by the
   leg's Call-ID), and the tab's ring on each call it did not take, which must end with
-  `rtc_hangup` `answered_elsewhere`. The baseline, in the same run and just before, is as many
-  calls to a number forwarding to one phone (SIPp, PCMU, echoing) on a fresh agent, the
-  callers saying the same talk. A third batch, after, is the same ring group with the
+  `rtc_hangup` `answered_elsewhere`. The baseline, in the same run, is as many calls to a
+  number forwarding to one phone (SIPp, PCMU, echoing) on a fresh agent, the callers saying
+  the same talk; the full run has two batches of each, alternated (forwarded, ring group,
+  ring group, forwarded), so that the machine's drift weighs on both alike. A last batch,
+  after them, is the same ring group with the
   callers' digits going round 1, 2, 3 only: the phones take every call and the tab rings on
   each and takes none, which sets what ringing the list costs apart from what a
   browser-bridged call's media costs (issue 43: about 1.5x a SIP bridge). Agent CPU per call
