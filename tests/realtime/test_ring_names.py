@@ -40,7 +40,7 @@ def ring_of_a_forwarded_call(number, call):
         record=None,
         leg_done=None,
     )
-    return forwarder._browser_ring()
+    return forwarder._browser_ring(number.owner_id)
 
 
 async def test_relays_frames_about_a_ring_carry_ring_call_and_callid_repeating_the_ring(
