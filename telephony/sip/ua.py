@@ -146,19 +146,24 @@ class UserAgent:
         its host's targets (RFC 3263, dns.py) over this agent's transport and address family.
         TrunkNotFound (an OSError) when there is none."""
         found = await self.resolver.resolve(uri, transport=self.config.transport)
-        ipv6 = ":" in self.local[0]
-        targets = [
-            target
-            for target in found
-            if target.transport == self.config.transport
-            and (self.transport.reliable or (":" in target.address) == ipv6)
-        ]
+        targets = self._reachable(found)
         if not targets:
             raise TrunkNotFound(f"{uri} has no target over {self.config.transport}")
         host = host_port_of(uri, self.default_port)[0]
         for target in targets:
             self.peer_names[(target.address, target.port)] = host  # its TLS name
         return targets
+
+    def _reachable(self, found: list[Target]) -> list[Target]:
+        """The targets of `found` this agent can send to: over its transport, and (a UDP
+        socket sends to addresses of its own family only) in its address family."""
+        ipv6 = ":" in self.local[0]
+        return [
+            target
+            for target in found
+            if target.transport == self.config.transport
+            and (self.transport.reliable or (":" in target.address) == ipv6)
+        ]
 
     async def trunk_targets(self) -> list[Target]:
         """Where to send a new INVITE, in the order to try (RFC 3263, dns.py): the targets
@@ -174,14 +179,7 @@ class UserAgent:
                 raise
             logger.warning("%s; trying the trunk's last known targets", exc)
             return self.known_targets
-        # A UDP socket sends to addresses of its own family only.
-        ipv6 = ":" in self.local[0]
-        targets = [
-            target
-            for target in found
-            if target.transport == self.config.transport
-            and (self.transport.reliable or (":" in target.address) == ipv6)
-        ]
+        targets = self._reachable(found)
         if not targets:
             raise TrunkNotFound(
                 f"the trunk has no target over {self.config.transport} "
