@@ -115,6 +115,8 @@ async def test_the_keypad_of_a_call_from_the_browser_reaches_the_callee_as_rfc_4
                     break
                 await asyncio.sleep(0.02)
             await ws.send(json.dumps({"type": "rtc_hangup", "callId": "b3"}))
+            # rtc_hangup ends it as a cancel does; its end is written before the test ends.
+            assert (await status_frames(ws, "b3"))[-1] == "canceled"
     finally:
         await browser.pc.close()
         audio.close()
@@ -192,6 +194,7 @@ async def test_a_call_from_the_browser_held_has_the_callee_hear_the_music_until_
             resumed = await talking_until(lambda p: p[-10:] == [BROWSER_SAYS] * 10)
             assert resumed.count(BROWSER_SAYS) >= 10
             await ws.send(json.dumps({"type": "rtc_hangup", "callId": "b5"}))
+            assert (await status_frames(ws, "b5"))[-1] == "canceled"
     finally:
         await browser.pc.close()
         audio.close()
