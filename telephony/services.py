@@ -157,7 +157,10 @@ def ring_list_now(*, number: Number, label: str = "") -> list[RingEntry]:
     naming someone who is no longer the owner nor an active member is skipped, and logged
     (`label` names the call); a member's entry carries their profile's ring phone."""
     people = ring_members(number=number)
-    phones = dict(User.objects.filter(pk__in=list(people)).values_list("pk", "ring_phone"))
+    phones = {
+        str(pk): phone
+        for pk, phone in User.objects.filter(pk__in=list(people)).values_list("pk", "ring_phone")
+    }
     now = []
     for index, entry in enumerate(number.ring_entries):
         seconds = entry.get("ringSeconds", number.forward_ring_seconds)
@@ -172,9 +175,7 @@ def ring_list_now(*, number: Number, label: str = "") -> list[RingEntry]:
                 entry["member"],
             )
             continue
-        ring_phone = ""
-        if kind == "member":
-            ring_phone = next((p for pk, p in phones.items() if str(pk) == entry["member"]), "")
+        ring_phone = phones.get(entry["member"], "") if kind == "member" else ""
         now.append(RingEntry(index, kind, entry[kind], seconds, ring_phone))
     return now
 

@@ -103,9 +103,10 @@ class Forwarder:
         number, db = self.number, self.db
         label = f"inbound call {self.call.sip_call_id}"
         entries = await db(services.ring_list_now)(number=number, label=label)
-        steps = [self._targets(entries)]
         if number.ring_strategy == RingStrategy.IN_ORDER:
             steps = [self._targets([entry]) for entry in entries]
+        else:
+            steps = [self._targets(entries)]
         places = ring_places(number)
         if number.ring_strategy == RingStrategy.ALL:
             # The places held for entries that ring nothing now are given back at once; the
