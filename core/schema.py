@@ -95,16 +95,19 @@ WAV_RANGES = (
 )
 
 
-def wav_download_operation(operation_id: str, *, summary: str, description: str, parameters=()):
+def wav_download_operation(
+    operation_id: str, *, summary: str, description: str, parameters=(), errors=()
+):
     """`operation()` of a WAV file download: `description` says whose file and when it is
-    404; the byte ranges, the responses and their errors are the same for every one."""
+    404; the byte ranges, the responses and their errors are the same for every one (and
+    `errors` besides, e.g. a member's 403)."""
     return operation(
         operation_id,
         summary=summary,
         description=f"{description} {WAV_RANGES}",
         responses=WAV_RESPONSES,
         parameters=[RANGE_PARAMETER, *parameters],
-        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.RANGE_NOT_SATISFIABLE, *errors],
     )
 
 

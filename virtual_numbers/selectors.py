@@ -55,10 +55,13 @@ def number_access(*, user: User, number_id: str | uuid.UUID, lock: bool = False)
 
 
 def number_manage_access(*, user: User, number_id: str | uuid.UUID) -> Number:
-    """The number `number_id` whose call-handling settings (its opening hours) `user` may
-    change: today only the owner's (number_access: NotFound for anyone else); the one place a
-    manager role will be let in."""
-    return number_access(user=user, number_id=number_id)
+    """The number `number_id` whose call handling (ring list, hours, greetings) `user` may
+    change: its owner's or a manager's (number_shared_access); NotFound for anyone else, a
+    member included (the console's pages; the API tells a member 403 from the same access)."""
+    access = number_shared_access(user=user, number_id=number_id)
+    if not access.manages:
+        raise NotFound()
+    return access.number
 
 
 def _parsed(value) -> uuid.UUID:

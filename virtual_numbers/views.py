@@ -414,11 +414,11 @@ class NumberViewSet(ResourceViewSet):
         "which never reads the alias out.",
         request=(GreetingInput, {"greeting": "You have reached the shop. Leave a message."}),
         responses={200: (NumberOutput, NUMBER_EXAMPLE)},
-        errors=[ErrorCode.NOT_FOUND],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
     )
     @action(detail=True, methods=["put"])
     def greeting(self, request, number_id):
-        number = self.number()  # 404 before 400
+        number = self.managed_number()  # 404 and 403 before 400
         number = services.number_greeting_set(number=number, greeting=self.validated()["greeting"])
         return self.answer(NumberOutput, number)
 
@@ -429,17 +429,18 @@ class NumberViewSet(ResourceViewSet):
         "docs/telephony.md, The mailbox), played in place of the text; else `text` when "
         "`greeting` is set, else `default`.",
         responses={200: (GreetingOutput, GREETING_EXAMPLE)},
-        errors=[ErrorCode.NOT_FOUND],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
     )
     @greeting.mapping.get
     def greeting_get(self, request, number_id):
-        return self.answer(GreetingOutput, selectors.Greeting.of(self.number()))
+        return self.answer(GreetingOutput, selectors.Greeting.of(self.managed_number()))
 
     @wav_download_operation(
         "numbers_greeting_recording_get",
         summary="Download a number's recorded greeting",
         description="The greeting recorded by phone as WAV (16-bit PCM, 8 kHz, mono); 404 "
-        "when the number is not yours or has no recorded greeting.",
+        "when the number is neither yours nor one you manage, or has no recorded greeting.",
+        errors=[ErrorCode.PERMISSION_DENIED],
     )
     @action(
         detail=True,
@@ -448,18 +449,19 @@ class NumberViewSet(ResourceViewSet):
         content_negotiation_class=JsonErrorsOnly,
     )
     def greeting_recording(self, request, number_id):
-        return greeting_download(request, self.number())
+        return greeting_download(request, self.managed_number())
 
     @success_operation(
         "numbers_greeting_recording_delete",
         summary="Remove a number's recorded greeting",
         description="Callers hear the text greeting again (or the default); the recording is "
-        "deleted. 404 when the number is not yours or has no recorded greeting.",
-        errors=[ErrorCode.NOT_FOUND],
+        "deleted. 404 when the number is neither yours nor one you manage, or has no "
+        "recorded greeting.",
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
     )
     @greeting_recording.mapping.delete
     def greeting_recording_delete(self, request, number_id):
-        services.number_greeting_recording_remove(number=self.number())
+        services.number_greeting_recording_remove(number=self.managed_number())
         return self.succeeded()
 
     @hashes_passwords
@@ -585,12 +587,13 @@ class NumberViewSet(ResourceViewSet):
         services.number_forwarding_clear(number=self.number())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    def ringing_access(self):
-        """The number named in the path, for its owner or a manager; 403 for a member, 404
-        for anyone else."""
+    def managed_number(self):
+        """The number named in the path, for those who may change how it takes calls (its
+        ring list, hours and greetings): its owner or a manager; 403 for a member, 404 for
+        anyone else."""
         access = self.access()
         services.MemberRoleRefused.unless(access.manages)
-        return access
+        return access.number
 
     @operation(
         "numbers_ringing_get",
@@ -601,7 +604,7 @@ class NumberViewSet(ResourceViewSet):
     )
     @action(detail=True, methods=["get"])
     def ringing(self, request, number_id):
-        number = self.ringing_access().number
+        number = self.managed_number()
         return self.answer(RingingOutput, services.RingList.of(number))
 
     @operation(
@@ -626,7 +629,7 @@ class NumberViewSet(ResourceViewSet):
     )
     @ringing.mapping.put
     def ringing_set(self, request, number_id):
-        number = self.ringing_access().number  # 404 and 403 before 400
+        number = self.managed_number()  # 404 and 403 before 400
         ring_list = services.number_ringing_set(
             number=number,
             user=request.user,
@@ -644,15 +647,8 @@ class NumberViewSet(ResourceViewSet):
     )
     @ringing.mapping.delete
     def ringing_clear(self, request, number_id):
-        services.number_ringing_clear(number=self.ringing_access().number)
+        services.number_ringing_clear(number=self.managed_number())
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-    def managed_number(self):
-        """The number named in the path, if the caller may change how it takes calls
-        (selectors.number_manage_access); 404 otherwise."""
-        return selectors.number_manage_access(
-            user=self.request.user, number_id=self.kwargs["number_id"]
-        )
 
     @operation(
         "numbers_hours_get",
@@ -660,7 +656,7 @@ class NumberViewSet(ResourceViewSet):
         description=HOURS_DESCRIPTION + " `timeZone` is null while none are set; `openNow` "
         "says whether the number takes calls at this moment.",
         responses={200: (HoursOutput, {**HOURS_ANSWER_EXAMPLE, "openNow": True})},
-        errors=[ErrorCode.NOT_FOUND],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
     )
     @action(detail=True, methods=["get"])
     def hours(self, request, number_id):
@@ -677,11 +673,11 @@ class NumberViewSet(ResourceViewSet):
         "limited per user (`RATE_LIMIT_FORWARDING_PER_USER`, counted apart from forwarding).",
         request=(HoursInput, HOURS_EXAMPLE),
         responses={200: (HoursOutput, {**HOURS_ANSWER_EXAMPLE, "openNow": False})},
-        errors=[ErrorCode.NOT_FOUND, ErrorCode.RATE_LIMITED],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED, ErrorCode.RATE_LIMITED],
     )
     @hours.mapping.put
     def hours_set(self, request, number_id):
-        number = self.managed_number()  # 404 before 400
+        number = self.managed_number()  # 404 and 403 before 400
         row = services.number_hours_set(number=number, data=self.validated())
         return self.answer(HoursOutput, selectors.HoursSettings.of(row, at=timezone.now()))
 
@@ -690,7 +686,7 @@ class NumberViewSet(ResourceViewSet):
         summary="Remove a number's opening hours",
         description="The number takes calls at all times again, and do-not-disturb is off.",
         responses={204: (None, None)},
-        errors=[ErrorCode.NOT_FOUND],
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
     )
     @hours.mapping.delete
     def hours_clear(self, request, number_id):
@@ -701,7 +697,9 @@ class NumberViewSet(ResourceViewSet):
         "numbers_closed_greeting_get",
         summary="Download a number's recorded closed greeting",
         description="The closed greeting recorded by phone (the mailbox's 4) as WAV (16-bit "
-        "PCM, 8 kHz, mono); 404 when the number is not yours or has none.",
+        "PCM, 8 kHz, mono); 404 when the number is neither yours nor one you manage, or has "
+        "none.",
+        errors=[ErrorCode.PERMISSION_DENIED],
     )
     @action(
         detail=True,
@@ -716,9 +714,9 @@ class NumberViewSet(ResourceViewSet):
         "numbers_closed_greeting_delete",
         summary="Remove a number's recorded closed greeting",
         description="While closed, callers hear the spoken `closedGreeting` again (or the "
-        "usual greeting); the recording is deleted. 404 when the number is not yours or has "
-        "none.",
-        errors=[ErrorCode.NOT_FOUND],
+        "usual greeting); the recording is deleted. 404 when the number is neither yours nor "
+        "one you manage, or has none.",
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
     )
     @closed_greeting.mapping.delete
     def closed_greeting_delete(self, request, number_id):

@@ -10,7 +10,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
 
 from console.forms import (
     CALLER_ID_CHOICES,
@@ -22,7 +21,6 @@ from console.forms import (
     RingEntryForm,
     window_line,
 )
-from console.signin import signed_in
 from console.views.common import form_page, number_page, posted
 from core.errors import ApplicationError, NotFound
 from core.fields import validated
@@ -148,7 +146,7 @@ def forwarding_clear(request, number):
     return redirect("console:forwarding", number.pk)
 
 
-@number_page(["GET", "POST"])
+@number_page(["GET", "POST"], access=numbers.number_manage_access)
 def greeting(request, number):
     """What voicemail says to the number's callers (GreetingInput, number_greeting_set)."""
     form = GreetingForm(posted(request), initial={"greeting": number.greeting})
@@ -172,14 +170,14 @@ def greeting(request, number):
     )
 
 
-@number_page(["GET"])
+@number_page(["GET"], access=numbers.number_manage_access)
 def greeting_recording(request, number):
     """The recorded greeting as WAV to its owner, through the session: the API's checks
     (number_access; none recorded, or its file gone: 404), never cached, never a public URL."""
     return _greeting_file(request, number, closed=False)
 
 
-@number_page(["GET"])
+@number_page(["GET"], access=numbers.number_manage_access)
 def closed_greeting_recording(request, number):
     """The recorded closed greeting, as greeting_recording serves the other."""
     return _greeting_file(request, number, closed=True)
@@ -191,7 +189,7 @@ def _greeting_file(request, number, *, closed: bool):
     return response
 
 
-@number_page(["GET", "POST"])
+@number_page(["GET", "POST"], access=numbers.number_manage_access)
 def greeting_recording_remove(request, number):
     """Remove the recorded greeting (number_greeting_recording_remove): callers hear the
     spoken one again. The greeting page, which plays what it removes, is this button's
@@ -199,7 +197,7 @@ def greeting_recording_remove(request, number):
     return _greeting_recording_remove(request, number, closed=False)
 
 
-@number_page(["GET", "POST"])
+@number_page(["GET", "POST"], access=numbers.number_manage_access)
 def closed_greeting_recording_remove(request, number):
     """Remove the recorded closed greeting, confirmed by the hours page as the greeting page
     confirms greeting_recording_remove."""
@@ -258,15 +256,6 @@ def hours_clear(request, number):
 
 
 # --- the ring list (issue 57) -----------------------------------------------------------------
-def _ringing_access(request, number_id):
-    """The number, for its owner or a manager (anyone else: the 404 page, as the members page
-    does; the API says 403 to a member)."""
-    access = numbers.number_shared_access(user=request.user, number_id=number_id)
-    if not access.manages:
-        raise NotFound()
-    return access
-
-
 def _people(number) -> dict[str, str]:
     """Who a member entry may name: user id -> address, the owner first."""
     people = {str(number.owner_id): number.owner.email}
@@ -315,13 +304,11 @@ def _ring_list_save(request, number, current, **changes):
     )
 
 
-@signed_in
-@require_http_methods(["GET", "POST"])
-def ringing(request, number_id):
+@number_page(["GET", "POST"], access=numbers.number_manage_access)
+def ringing(request, number):
     """A number's ring list: its entries in order, each with Move up, Move down and Remove,
     a form to add one, and how the list rings; every change goes through RingingInput and
     number_ringing_set, as PUT /api/numbers/:id/ringing does."""
-    number = _ringing_access(request, number_id).number
     current = numbers_services.RingList.of(number)
     people = _people(number)
     form = RingEntryForm(posted(request) if request.POST.get("action") == "add" else None)

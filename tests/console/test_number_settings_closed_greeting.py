@@ -35,7 +35,7 @@ def test_the_page_shows_and_plays_the_recorded_closed_greeting(browser_client, h
     number = hours.number
     page = browser_client.get(f"/numbers/{number.pk}/hours").content.decode()
 
-    assert "callers hear the greeting you recorded by phone (1.5 s)" in page
+    assert "callers hear the greeting recorded by phone (1.5 s)" in page
     src = f"/numbers/{number.pk}/hours/closed-greeting"
     assert f'<audio controls preload="none" src="{src}"' in page
     assert f'action="/numbers/{number.pk}/hours/closed-greeting/remove"' in page

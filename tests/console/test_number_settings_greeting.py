@@ -37,7 +37,7 @@ def test_saving_a_greeting_stores_it_trimmed_and_shows_it(browser_client, number
     assert response.status_code == 302 and response.url == "/numbers"
     assert greeting_of(number) == "Leave a message."
     page = browser_client.get(page_of(number)).content.decode()
-    assert "Leave a message.</textarea>" in page and "Callers hear your greeting" in page
+    assert "Leave a message.</textarea>" in page and "Callers hear the greeting below" in page
 
 
 def test_an_empty_greeting_restores_the_default(browser_client, number):

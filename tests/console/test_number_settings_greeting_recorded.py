@@ -30,7 +30,7 @@ def number(user):
 def test_the_page_says_the_recorded_greeting_is_active_and_plays_it(browser_client, number):
     page = browser_client.get(f"/numbers/{number.pk}/greeting").content.decode()
 
-    assert "Callers hear the greeting you recorded by phone" in page
+    assert "Callers hear the greeting recorded by phone" in page
     assert "(1.5 s)" in page
     assert f'<audio controls preload="none" src="/numbers/{number.pk}/greeting/recording"' in page
     assert f'action="/numbers/{number.pk}/greeting/recording/remove"' in page
@@ -64,7 +64,7 @@ def test_the_remove_button_brings_the_text_back_and_deletes_the_file(browser_cli
     assert response.redirect_chain == [(f"/numbers/{number.pk}/greeting", 302)]
     page = response.content.decode()
     assert f"Callers to {number.number} hear the spoken greeting again." in page
-    assert "Callers hear your greeting below." in page and "<audio" not in page
+    assert "Callers hear the greeting below." in page and "<audio" not in page
     assert Number.objects.get(pk=number.pk).greeting_recording == ""
     assert not recordings_storage().exists(name)
     assert browser_client.get(f"/numbers/{number.pk}/greeting/recording").status_code == 404

@@ -69,11 +69,12 @@ def test_the_owner_downloads_it(client_jwt, recorded):
 
 
 def test_a_member_of_the_number_may_not_download_nor_remove_it(recorded, api_client):
-    # as they may not read or change the hours (selectors.number_manage_access)
+    # as they may not read or change the hours (the owner and managers may:
+    # tests/numbers/test_managed_settings.py)
     api_client.force_authenticate(NumberMemberFactory(number=recorded.number).user)
 
-    assert api_client.get(url(recorded)).status_code == 404
-    assert api_client.delete(url(recorded)).status_code == 404
+    assert api_client.get(url(recorded)).status_code == 403
+    assert api_client.delete(url(recorded)).status_code == 403
     assert recordings_storage().exists(recorded.closed_greeting_recording)
 
 
