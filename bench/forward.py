@@ -175,9 +175,8 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
         up = Call.objects.filter(number=number, status__in=ACTIVE_STATES)
         wait_until(lambda: not up.exists(), deadline=30, what="the warm-up call to be recorded")
         run.idle_rss = agents.rss()
-        own0, tts0 = agents.cpu()
         children0 = _children_cpu() - sip.cpu_seconds(target.proc.pid)
-        t0, started = timezone.now(), time.monotonic()
+        t0, since = timezone.now(), batch_start(agents)
         run.started_at = t0.timestamp()
         if meter_seconds:
             out = workdir / "meter.json"
@@ -188,10 +187,7 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
             meter = sip.Meter(argv, dict(os.environ), log=workdir / "meter.log")
         callers = place("callers", calls, talk_ms, a_port or sip.SIPP_MEDIA, caller_play)
         run.samples = watch_bridges(number, t0, calls, agents, deadline=deadline)
-        own1, tts1 = agents.cpu()
-        run.wall = time.monotonic() - started
-        run.agent_cpu = own1 - own0 + tts1 - tts0
-        run.sip_drops = agents.sip_drops()
+        batch_end(run, agents, since)
         run.caller_status = sip.sipp_exit(callers, deadline=60)
         run.target_status = sip.sipp_exit(target, deadline=30)
         if meter is not None:
@@ -208,6 +204,21 @@ def bridges(b, workdir: Path, number, *, calls: int, talk_ms: int, capacity: int
     run.warnings = agents.warnings()
     _tally(run, number, t0, agents, target)
     return run
+
+
+def batch_start(agents) -> tuple:
+    """What a batch of calls is measured from (batch_end): the agents' CPU and the clock."""
+    return agents.cpu(), time.monotonic()
+
+
+def batch_end(run, agents, since: tuple) -> None:
+    """`run`'s wall clock, the agents' CPU (their own and the speech runs they reaped) and
+    the datagrams dropped at their SIP sockets, from `since` (batch_start) to now."""
+    (own0, tts0), started = since
+    own1, tts1 = agents.cpu()
+    run.wall = time.monotonic() - started
+    run.agent_cpu = own1 - own0 + tts1 - tts0
+    run.sip_drops = agents.sip_drops()
 
 
 def _children_cpu() -> float:

@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,9 +151,8 @@ def ring_calls(b, workdir: Path, number, *, calls: int, talk_ms: int, caller_pla
         warm.stop()
         up = Call.objects.filter(number=number, status__in=ACTIVE_STATES)
         wait_until(lambda: not up.exists(), deadline=30, what="the warm-up call to be recorded")
-        own0, tts0 = agents.cpu()
         children0 = forward._children_cpu() - sip.cpu_seconds(phones.proc.pid)
-        t0, started = timezone.now(), time.monotonic()
+        t0, since = timezone.now(), forward.batch_start(agents)
         callers = place(
             "callers",
             [digit(n, 4 if tab_answers else 3) for n in range(calls)],
@@ -162,10 +160,7 @@ def ring_calls(b, workdir: Path, number, *, calls: int, talk_ms: int, caller_pla
             caller_play,
         )
         forward.watch_bridges(number, t0, calls, agents, deadline=deadline)
-        own1, tts1 = agents.cpu()
-        run.wall = time.monotonic() - started
-        run.agent_cpu = own1 - own0 + tts1 - tts0
-        run.sip_drops = agents.sip_drops()
+        forward.batch_end(run, agents, since)
         run.caller_status = sip.sipp_exit(callers, deadline=60)
         run.phones_status = sip.sipp_exit(phones, deadline=30)
         with contextlib.suppress(Exception):
