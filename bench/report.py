@@ -115,8 +115,22 @@ def merge_docs(rows: list[Row], *, scenarios: list[str], stamp: str, notes: str)
         out[last + 1 : last + 1] = new_rows
     label = ", ".join(scenarios)
     note = f"Rows of {label}: {stamp}; every other row is the full run's."
-    out = [line for line in out if not line.startswith(f"Rows of {label}:")]
+    out = _without_note(out, f"Rows of {label}:")
     at = out.index("## Results")
     out[at:at] = [note, ""]
     body = "\n".join(out) + "\n\n" + notes.rstrip() + "\n"
     DOC.write_text(body + ("\n" + tail if tail else ""))
+
+
+def _without_note(lines: list[str], start: str) -> list[str]:
+    """`lines` without a note starting with `start` and the blank line merge_docs put after
+    it (a re-run of the same scenarios writes its note again, never one more blank line)."""
+    kept: list[str] = []
+    dropped = False
+    for line in lines:
+        if line.startswith(start) or (dropped and not line):
+            dropped = line.startswith(start)
+            continue
+        dropped = False
+        kept.append(line)
+    return kept
