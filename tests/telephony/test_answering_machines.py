@@ -8,10 +8,7 @@ time each packet came. The agent hears SIPp from SIPp's media port, so media lat
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
-import threading
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +24,7 @@ from harness.speech import silence_wav, sox_level, speech_wav, tone_wav
 from telephony.sip.rtp import wav_from_g711
 from telephony.speech import Speech
 from tests.telephony.conftest import sip_env, status_of, submit
+from tests.telephony.rtp_recorder import Recorder
 from tests.voiceapps.conftest import Reply
 from webhooks.services import webhook_set
 
@@ -65,46 +63,6 @@ def agent(tmp_path_factory, django_db_setup):
 def message_seconds(agent) -> float:
     """How long the message is, rendered into the agent's own speech cache."""
     return len(Speech(agent.workdir / "tts").render(MESSAGE, "en")[A_LAW]) / 8000
-
-
-class Recorder:
-    """A UDP socket that keeps each RTP packet Relay sends it: (arrival, payload type,
-    payload), on a thread of its own."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", free_udp_port()))
-        self.sock.settimeout(0.1)
-        self.port = self.sock.getsockname()[1]
-        self.packets: list[tuple[float, int, bytes]] = []
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                data = self.sock.recv(2048)
-            except TimeoutError:
-                continue
-            if len(data) > 12:
-                self.packets.append((time.time(), data[1] & 0x7F, data[12:]))
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.thread.join(5)
-        self.sock.close()
-
-    def bursts(self) -> list[list[tuple[float, int, bytes]]]:
-        """The packets in runs without a gap of a second: each run a stretch Relay spoke (a
-        busy machine may hold up Relay's sender for a moment within one)."""
-        runs: list[list] = []
-        for packet in self.packets:
-            if runs and packet[0] - runs[-1][-1][0] < 1.0:
-                runs[-1].append(packet)
-            else:
-                runs.append([packet])
-        return runs
 
 
 def wav_of(packets, path: Path) -> Path:

@@ -2,7 +2,7 @@
 the agent, harness/sipp/reinvite_caller.xml) and the target's phone
 (harness/sipp/hold_target.xml), and each sends re-INVITEs inside its dialog: the target in a
 call Relay placed, the caller in a call Relay answered. The caller sends no audio of its own;
-its SDP names a socket of the test's (tests/telephony/test_answering_machines.Recorder), which
+its SDP names a socket of the test's (tests/telephony/rtp_recorder.Recorder), which
 hears what Relay sends it: the target's audio relayed (SIPp's g711a.pcap, PCMA to PCMA, so
 each packet's payload is one of the capture's), or Relay's music on hold (each payload a
 20 ms frame of rtp.hold_music).
@@ -23,7 +23,7 @@ from harness.speech import sox_level
 from telephony.sip.rtp import FRAME_SAMPLES, hold_music, wav_from_g711
 from tests.factories import NumberFactory
 from tests.telephony.conftest import call_in, sip_env, wait_for_records
-from tests.telephony.test_answering_machines import Recorder
+from tests.telephony.rtp_recorder import Recorder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
