@@ -24,7 +24,22 @@ from virtual_numbers.services import inventory_provision, number_grant
 CHUNK = 250_000
 
 # Outcomes: six answered, three missed, one blocked in every ten rows, spread through time.
-PG_INSERT = """
+# Which one row i gets (OUTCOMES[i * 7 % 10]), with the status and duration that go with it:
+# the same SQL on both databases.
+OUTCOMES = ["answered"] * 6 + ["missed"] * 3 + ["blocked"]
+_KIND = "i * 7 %% 10"
+_ANSWERED, _MISSED = OUTCOMES.index("missed"), OUTCOMES.index("blocked")  # the kinds' ends
+ROW_STATUS = (
+    f"CASE WHEN {_KIND} < {_ANSWERED} THEN 'completed' "
+    f"WHEN {_KIND} < {_MISSED} THEN 'no_answer' ELSE 'busy' END"
+)
+ROW_DURATION = f"CASE WHEN {_KIND} < {_ANSWERED} THEN 5 + (i %% 600) ELSE 0 END"
+ROW_OUTCOME = (
+    f"CASE WHEN {_KIND} < {_ANSWERED} THEN 'answered' "
+    f"WHEN {_KIND} < {_MISSED} THEN 'missed' ELSE 'blocked' END"
+)
+
+PG_INSERT = f"""
 INSERT INTO calls_call (id, direction, owner_id, number_id, call_id, "to", message, language,
                         caller_id, status_callback, rtc_offer, status, last_seq, created_at,
                         updated_at, ended_at, duration, failure_reason, sip_call_id, recoveries,
@@ -33,16 +48,11 @@ SELECT gen_random_uuid(), 'inbound', %(owner)s::uuid,
        (%(numbers)s::uuid[])[1 + (i %% cardinality(%(numbers)s::uuid[]))],
        '', '', '', 'en',
        '+4477009' || lpad((i %% 100000)::text, 5, '0'),
-       '', '', CASE WHEN i * 7 %% 10 < 6 THEN 'completed'
-                    WHEN i * 7 %% 10 < 9 THEN 'no_answer' ELSE 'busy' END,
-       0, at, at, at,
-       CASE WHEN i * 7 %% 10 < 6 THEN 5 + (i %% 600) ELSE 0 END,
-       '', '', 0,
-       (ARRAY['answered', 'answered', 'answered', 'answered', 'answered', 'answered',
-              'missed', 'missed', 'missed', 'blocked'])[1 + (i * 7 %% 10)]
+       '', '', {ROW_STATUS},
+       0, at, at, at, {ROW_DURATION}, '', '', 0, {ROW_OUTCOME}
 FROM generate_series(%(first)s, %(last)s) AS i,
      LATERAL (SELECT %(start)s::timestamptz - make_interval(secs => i * 3) AS at) AS t
-"""
+"""  # noqa: S608 - constant SQL
 # What one PG_INSERT added, per number and outcome, for the counters.
 PG_INSERT_COUNTED = f"""
 WITH inserted AS ({PG_INSERT} RETURNING number_id, outcome)
@@ -51,7 +61,7 @@ SELECT number_id, outcome, COUNT(*) FROM inserted GROUP BY number_id, outcome
 
 # The same rows on SQLite: ids as Django stores a UUIDField there (32 hex digits), times as it
 # stores a DateTimeField (UTC text), the outcome and duration by the same arithmetic.
-SQLITE_INSERT = """
+SQLITE_INSERT = f"""
 WITH RECURSIVE series(i) AS (
     SELECT %(first)s UNION ALL SELECT i + 1 FROM series WHERE i < %(last)s
 )
@@ -63,18 +73,11 @@ SELECT lower(hex(randomblob(16))), 'inbound', %(owner)s,
        json_extract(%(numbers)s, '$[' || (i %% json_array_length(%(numbers)s)) || ']'),
        '', '', '', 'en',
        '+4477009' || substr('00000' || (i %% 100000), -5),
-       '', '', CASE WHEN i * 7 %% 10 < 6 THEN 'completed'
-                    WHEN i * 7 %% 10 < 9 THEN 'no_answer' ELSE 'busy' END,
-       0, at, at, at,
-       CASE WHEN i * 7 %% 10 < 6 THEN 5 + (i %% 600) ELSE 0 END,
-       '', '', 0,
-       CASE WHEN i * 7 %% 10 < 6 THEN 'answered'
-            WHEN i * 7 %% 10 < 9 THEN 'missed' ELSE 'blocked' END
+       '', '', {ROW_STATUS},
+       0, at, at, at, {ROW_DURATION}, '', '', 0, {ROW_OUTCOME}
 FROM (SELECT i, strftime('%%Y-%%m-%%d %%H:%%M:%%S', %(start)s, '-' || (i * 3) || ' seconds')
                 || %(micro)s AS at FROM series)
 """  # noqa: S608 - constant SQL
-# Which outcome row i gets, as both statements compute it.
-OUTCOMES = ["answered"] * 6 + ["missed"] * 3 + ["blocked"]
 
 
 class Command(BaseCommand):
