@@ -135,9 +135,18 @@ class ErrorCode(StrEnum):
         409,
         "The address is verified and no change of address is pending: nothing to send.",
     )
-    PAYLOAD_TOO_LARGE = ("payload_too_large", 413, "The body is larger than API_MAX_BODY_BYTES.")
+    PAYLOAD_TOO_LARGE = (
+        "payload_too_large",
+        413,
+        "The body is larger than API_MAX_BODY_BYTES (a number's music on hold: "
+        "HOLD_MUSIC_MAX_BYTES).",
+    )
     URI_TOO_LONG = ("uri_too_long", 414, "The request line is over 16 KiB.")
-    UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", 415, "The body is not JSON.")
+    UNSUPPORTED_MEDIA_TYPE = (
+        "unsupported_media_type",
+        415,
+        "The body is not JSON (a number's music on hold: not audio/wav).",
+    )
     RANGE_NOT_SATISFIABLE = (
         "range_not_satisfiable",
         416,

@@ -1,4 +1,5 @@
 import logging
+import re
 import time
 
 from django.conf import settings
@@ -103,6 +104,7 @@ NO_STORE_ROUTES = frozenset(
         "call-recording",
         "number-greeting-recording",
         "number-closed-greeting",
+        "number-hold-music",
         # The console: sign-in, mailed links, the pages that show the key, a secret or codes.
         "console:login",
         "console:login_code",
@@ -166,9 +168,14 @@ class AllowedHostMiddleware:
         return self.get_response(request)
 
 
+# The one API body that is not JSON: a number's music on hold, bounded by its own setting.
+HOLD_MUSIC_PATH = re.compile(r"^/api/numbers/[^/]+/hold-music$")
+
+
 class BodySizeLimitMiddleware:
-    """413 for an API request whose declared body is larger than API_MAX_BODY_BYTES, before
-    anything reads it. (DRF reads a body without Content-Length as empty.)"""
+    """413 for an API request whose declared body is larger than API_MAX_BODY_BYTES (a
+    number's music on hold: HOLD_MUSIC_MAX_BYTES), before anything reads it. (DRF reads a
+    body without Content-Length as empty.)"""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -176,6 +183,8 @@ class BodySizeLimitMiddleware:
     def __call__(self, request):
         if request.path.startswith("/api/"):
             limit = settings.API_MAX_BODY_BYTES
+            if HOLD_MUSIC_PATH.match(request.path):  # a WAV file, not JSON (issue 58)
+                limit = settings.HOLD_MUSIC_MAX_BYTES
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:

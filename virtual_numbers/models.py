@@ -58,6 +58,9 @@ FORWARD_RING_SECONDS_DEFAULT = 20
 # so it never sees them (docs/decisions.md, issue 44).
 GREETING_PREFIX = "greetings/"
 GREETING_RECORDING_MAX_SECONDS = 60
+# Music on hold uploaded for a number (PUT /api/numbers/:id/hold-music, issue 58), kept
+# beside the greetings and for the same reason: out of reach of the purge of unnamed files.
+HOLD_MUSIC_PREFIX = "hold-music/"
 
 
 def recording_with_seconds(field: str, *, name: str) -> models.CheckConstraint:
@@ -93,6 +96,11 @@ class Number(models.Model):
     # one: its WAV file in the recordings storage, under GREETING_PREFIX; empty when none.
     greeting_recording = models.CharField(max_length=255, blank=True, default="", db_default="")
     greeting_recording_seconds = models.FloatField(null=True, blank=True)
+    # Music on hold the owner uploaded (issue 58), played in place of Relay's own to the party
+    # of a forwarded call whose other end holds: its WAV file (8 kHz, 16-bit, mono) in the
+    # recordings storage, under HOLD_MUSIC_PREFIX; empty when none.
+    hold_music = models.CharField(max_length=255, blank=True, default="", db_default="")
+    hold_music_seconds = models.FloatField(null=True, blank=True)
     # The ring list (PUT /api/numbers/:id/ringing, issue 57): up to RING_ENTRIES_MAX entries
     # rung when the number is called (TELEPHONY_PROVIDER=sip), each {"phone": e164},
     # {"sip": uri} or {"member": user id}, with an optional "ringSeconds"; none: the calls
@@ -129,6 +137,7 @@ class Number(models.Model):
             recording_with_seconds(
                 "greeting_recording", name="number_greeting_recording_with_seconds"
             ),
+            recording_with_seconds("hold_music", name="number_hold_music_with_seconds"),
         ]
 
     def __str__(self) -> str:

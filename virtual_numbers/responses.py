@@ -1,5 +1,6 @@
-"""The numbers' one response that is not JSON: a recorded greeting, for the API's download
-and the console's player alike (as history.responses serves a voicemail message)."""
+"""The numbers' responses that are not JSON: a recorded greeting and a number's music on
+hold, for the API's download and the console's player alike (as history.responses serves a
+voicemail message)."""
 
 from django.http import HttpResponseBase
 
@@ -17,3 +18,9 @@ def greeting_download(request, number: Number, *, closed: bool = False) -> HttpR
     return recording_download(
         request, number.greeting_recording, filename=f"greeting-{number.pk}.wav"
     )
+
+
+def hold_music_download(request, number: Number) -> HttpResponseBase:
+    """The number's uploaded music on hold as WAV (8 kHz, 16-bit, mono), whole or the byte
+    range asked for; NotFound when it has none or its file is gone."""
+    return recording_download(request, number.hold_music, filename=f"hold-music-{number.pk}.wav")

@@ -224,6 +224,18 @@ class Greeting:
 
 
 @dataclass(frozen=True)
+class HoldMusic:
+    """A number's uploaded music on hold, as PUT /api/numbers/:id/hold-music answers it."""
+
+    hold_music_url: str
+    hold_music_seconds: float
+
+    @classmethod
+    def of(cls, number: Number) -> "HoldMusic":
+        return cls(f"/api/numbers/{number.pk}/hold-music", number.hold_music_seconds)
+
+
+@dataclass(frozen=True)
 class HoursSettings:
     """A number's opening hours as GET /api/numbers/:id/hours answers them; `time_zone` None:
     none are set, and the number is always open."""
@@ -330,6 +342,11 @@ def targets_dialable(*, targets: list[str], owner: User) -> list[str]:
     return allowed
 
 
+def hold_music_file_name(number_id) -> str:
+    """The name of a number's music on hold in the user's export archive."""
+    return f"hold-music/{number_id}.wav"
+
+
 def greeting_file_name(number_id, *, closed: bool = False) -> str:
     """The name of a number's recorded greeting (or `closed` greeting) in the user's export
     archive."""
@@ -340,7 +357,8 @@ def numbers_export(*, user: User) -> dict:
     """The user's numbers for their export (core.userdata): each as the API answers it, with
     its greeting, its forwarding and ring list, its opening hours and its blocklist, oldest first;
     `greeting_file` names the recorded greeting in the archive (numbers_greeting_files), null
-    when there is none, and `closed_greeting_file` the recorded closed greeting."""
+    when there is none, `closed_greeting_file` the recorded closed greeting and
+    `hold_music_file` the uploaded music on hold."""
 
     def each():
         held = Number.objects.filter(owner=user).prefetch_related("blocked_callers")
@@ -356,6 +374,8 @@ def numbers_export(*, user: User) -> dict:
                     if hours is not None and hours.closed_greeting_recording
                     else None
                 ),
+                "hold_music_file": (hold_music_file_name(number.pk) if number.hold_music else None),
+                "hold_music_seconds": number.hold_music_seconds,
                 "forwarding": represent(ForwardingOutput, Forwarding.of(number)),
                 "ringing": represent(RingingOutput, RingList.of(number)),
                 "hours": represent(HoursOutput, HoursSettings.of(hours, at=timezone.now())),
@@ -377,17 +397,27 @@ def memberships_export(*, user: User) -> list[dict]:
 def numbers_greeting_files(*, user: User) -> list:
     """The recorded greetings of the user's numbers for their export: (name in the archive,
     opener) pairs, `greetings/<number id>.wav`, and `greetings/<number id>-closed.wav` for a
-    closed greeting."""
+    closed greeting; and their music on hold, `hold-music/<number id>.wav`."""
     held = Number.objects.filter(owner=user).exclude(greeting_recording="").order_by("pk")
     closed = (
         OpeningHours.objects.filter(number__owner=user)
         .exclude(closed_greeting_recording="")
         .order_by("pk")
     )
-    return [
-        (greeting_file_name(pk), recording_opener(name))
-        for pk, name in held.values_list("pk", "greeting_recording")
-    ] + [
-        (greeting_file_name(pk, closed=True), recording_opener(name))
-        for pk, name in closed.values_list("pk", "closed_greeting_recording")
-    ]
+    return (
+        [
+            (greeting_file_name(pk), recording_opener(name))
+            for pk, name in held.values_list("pk", "greeting_recording")
+        ]
+        + [
+            (greeting_file_name(pk, closed=True), recording_opener(name))
+            for pk, name in closed.values_list("pk", "closed_greeting_recording")
+        ]
+        + [
+            (hold_music_file_name(pk), recording_opener(name))
+            for pk, name in Number.objects.filter(owner=user)
+            .exclude(hold_music="")
+            .order_by("pk")
+            .values_list("pk", "hold_music")
+        ]
+    )

@@ -88,6 +88,16 @@ class GreetingOutput(serializers.Serializer):
     )
 
 
+class HoldMusicOutput(serializers.Serializer):
+    url = serializers.CharField(
+        source="hold_music_url",
+        help_text="The number's music on hold (GET it for audio/wav), a path of this API.",
+    )
+    seconds = serializers.FloatField(
+        source="hold_music_seconds", help_text="Its length, as stored (8 kHz, 16-bit, mono)."
+    )
+
+
 class PinChangeInput(serializers.Serializer):
     # A current PIN in the wrong format is a wrong PIN: 403, and counted towards the lock.
     currentPin = PinField(checked=False)  # noqa: N815

@@ -16,6 +16,7 @@ from datetime import timedelta
 import phonenumbers
 from django.conf import settings
 from django.contrib.auth.hashers import check_password, make_password
+from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -26,17 +27,19 @@ from accounts.services import refusal_record
 from accounts.verification import email_verified_check
 from captcha.services import captcha_token_consume
 from core import dialing, ratelimit
+from core.audio import wav_for_calls
 from core.db import create_unless_taken
 from core.errors import ApplicationError, ErrorCode, InvalidRequest, NotFound, RateLimited
 from core.passwords import password_hashing_slot
 from core.phone import e164_problem, e164_valid
-from core.recordings import recordings_delete_on_commit
+from core.recordings import recordings_delete_on_commit, recordings_storage
 from core.urls import destination_problem
 from core.webrtc import BROWSER
 from mail.services import mail_queue
 from virtual_numbers.models import (
     FORWARD_RING_SECONDS_DEFAULT,
     GREETING_PREFIX,
+    HOLD_MUSIC_PREFIX,
     INVITATION_DAYS,
     MEMBERS_MAX_PER_NUMBER,
     BlockedCaller,
@@ -373,6 +376,45 @@ def number_greeting_recording_remove(*, number: Number, closed: bool = False) ->
     return number
 
 
+def number_hold_music_set(*, number: Number, wav: bytes) -> Number:
+    """Make the WAV file `wav` the music the number's forwarded calls play to a party whose
+    other end holds, in place of Relay's own (issue 58): checked and converted to 8 kHz,
+    16-bit, mono (core.audio.wav_for_calls: InvalidRequest for a file that is not a WAV, holds
+    no audio or is longer than HOLD_MUSIC_MAX_SECONDS), stored in the recordings storage
+    under HOLD_MUSIC_PREFIX, and the music it replaces deleted once this commits. Rate
+    limited per owner like forwarding (RATE_LIMIT_FORWARDING_PER_USER, counted apart).
+    NotFound when the number is gone; then the new file is deleted too."""
+    ratelimit.hit("hold_music:user", str(number.owner_id), settings.RATE_LIMIT_FORWARDING_PER_USER)
+    audio, seconds = wav_for_calls(wav, max_seconds=settings.HOLD_MUSIC_MAX_SECONDS)
+    name = recordings_storage().save(
+        f"{HOLD_MUSIC_PREFIX}{uuid.uuid4().hex}.wav", ContentFile(audio)
+    )
+    try:
+        with transaction.atomic():
+            replaced = _locked(number).hold_music
+            Number.objects.filter(pk=number.pk).update(hold_music=name, hold_music_seconds=seconds)
+            recordings_delete_on_commit([replaced])
+    except NotFound:
+        recordings_delete_on_commit([name])  # outside the rolled-back block: it happens
+        raise
+    number.hold_music, number.hold_music_seconds = name, seconds
+    return number
+
+
+def number_hold_music_remove(*, number: Number) -> Number:
+    """The number's forwarded calls play Relay's own music on hold again: its uploaded music
+    is forgotten and its file deleted once this commits. NotFound when it has none, or the
+    number is gone."""
+    with transaction.atomic():
+        music = _locked(number).hold_music
+        if not music:
+            raise NotFound()
+        Number.objects.filter(pk=number.pk).update(hold_music="", hold_music_seconds=None)
+        recordings_delete_on_commit([music])
+    number.hold_music, number.hold_music_seconds = "", None
+    return number
+
+
 @dataclass(frozen=True)
 class Forwarding:
     """Where a number forwards its calls, as PUT .../forwarding names it: the phones of its
@@ -588,6 +630,7 @@ def _delete_with_recordings(locked: Number) -> None:
     NUMBER_QUARANTINE_HOURS."""
     names = [name for delete in _deletions for name in delete(locked)]
     names.append(locked.greeting_recording)  # recordings_delete_on_commit skips ""
+    names.append(locked.hold_music)
     names.extend(
         OpeningHours.objects.filter(number=locked).values_list(
             "closed_greeting_recording", flat=True

@@ -1,16 +1,19 @@
+from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from core.errors import ErrorCode
+from core.audio import WAV_MEDIA_TYPES
+from core.errors import ApplicationError, ErrorCode
 from core.passwords import hashes_passwords
 from core.schema import operation, success_operation, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from mail.links import public_base_url
 from virtual_numbers import selectors, services
-from virtual_numbers.responses import greeting_download
+from virtual_numbers.responses import greeting_download, hold_music_download
 from virtual_numbers.serializers import (
     AliasInput,
     BlockedCallerInput,
@@ -20,6 +23,7 @@ from virtual_numbers.serializers import (
     ForwardingOutput,
     GreetingInput,
     GreetingOutput,
+    HoldMusicOutput,
     HoursInput,
     HoursOutput,
     MemberInviteInput,
@@ -721,6 +725,83 @@ class NumberViewSet(ResourceViewSet):
     @closed_greeting.mapping.delete
     def closed_greeting_delete(self, request, number_id):
         services.number_greeting_recording_remove(number=self.managed_number(), closed=True)
+        return self.succeeded()
+
+    @wav_download_operation(
+        "numbers_hold_music_get",
+        summary="Download a number's music on hold",
+        description="The music uploaded with PUT as the number's forwarded calls play it: WAV "
+        "(16-bit PCM, 8 kHz, mono). 404 when the number is not yours or has none (its calls "
+        "play Relay's own).",
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="hold-music",
+        content_negotiation_class=JsonErrorsOnly,
+    )
+    def hold_music(self, request, number_id):
+        return hold_music_download(request, self.managed_number())
+
+    @extend_schema(request={"audio/wav": OpenApiTypes.BINARY})
+    @operation(
+        "numbers_hold_music_set",
+        summary="Upload a number's music on hold",
+        description="The body is a WAV file (`Content-Type: audio/wav`; any rate, sample "
+        "width and channels sox reads), played in place of Relay's own music on hold to the "
+        "party of the number's forwarded call whose other end holds (docs/telephony.md, "
+        "Music on hold). It is stored converted to 8 kHz, 16-bit, mono, and replaces what was "
+        "uploaded before. 415 `unsupported_media_type` for another content type; 413 "
+        "`payload_too_large` past HOLD_MUSIC_MAX_BYTES; 400 `invalid_request` (the field "
+        "`file`) for a body that is not a WAV file sox can read, holds no audio or is longer "
+        "than HOLD_MUSIC_MAX_SECONDS. Rate limited per user (`RATE_LIMIT_FORWARDING_PER_USER`, "
+        "counted apart).",
+        responses={
+            200: (
+                HoldMusicOutput,
+                {
+                    "url": "/api/numbers/7c1d2e3f-4a5b-4c6d-9e8f-0a1b2c3d4e5f/hold-music",
+                    "seconds": 42.5,
+                },
+            )
+        },
+        errors=[
+            ErrorCode.NOT_FOUND,
+            ErrorCode.INVALID_REQUEST,
+            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode.RATE_LIMITED,
+        ],
+    )
+    @hold_music.mapping.put
+    def hold_music_set(self, request, number_id):
+        number = self.managed_number()  # 404 before 415, 400
+        if request.content_type.split(";")[0].strip().lower() not in WAV_MEDIA_TYPES:
+            raise ApplicationError(
+                "Send the music as a WAV file (Content-Type: audio/wav).",
+                code=ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            )
+        # The middleware refused a larger declared body; this caps what is read all the same.
+        limit = settings.HOLD_MUSIC_MAX_BYTES
+        stream = request.stream
+        wav = stream.read(limit + 1) if stream is not None else b""
+        if len(wav) > limit:
+            raise ApplicationError(
+                f"The request body is larger than {limit} bytes.",
+                code=ErrorCode.PAYLOAD_TOO_LARGE,
+            )
+        number = services.number_hold_music_set(number=number, wav=wav)
+        return self.answer(HoldMusicOutput, selectors.HoldMusic.of(number))
+
+    @success_operation(
+        "numbers_hold_music_delete",
+        summary="Remove a number's music on hold",
+        description="Its forwarded calls play Relay's own music on hold again; the uploaded "
+        "file is deleted. 404 when the number is not yours or has none.",
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @hold_music.mapping.delete
+    def hold_music_delete(self, request, number_id):
+        services.number_hold_music_remove(number=self.managed_number())
         return self.succeeded()
 
 

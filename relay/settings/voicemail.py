@@ -19,6 +19,13 @@ INBOUND_RING_SECONDS = seconds("INBOUND_RING_SECONDS", 20.0, above=True)
 # against the dialing policy, so the limit also caps probing it.
 RATE_LIMIT_FORWARDING_PER_USER = rate("RATE_LIMIT_FORWARDING_PER_USER", "30/h")
 
+# Music on hold a number's owner uploads (PUT /api/numbers/:id/hold-music, issue 58): the
+# largest WAV file taken (a larger body is answered 413 before it is read), and the longest.
+HOLD_MUSIC_MAX_BYTES = whole_number(
+    "HOLD_MUSIC_MAX_BYTES", 10 * 1024 * 1024, maximum=2**31 - 1, unit=" (bytes)"
+)
+HOLD_MUSIC_MAX_SECONDS = seconds("HOLD_MUSIC_MAX_SECONDS", 300.0, above=True, maximum=3600.0)
+
 VOICEMAIL_MAX_SECONDS = seconds("VOICEMAIL_MAX_SECONDS", 120.0, above=True)
 VOICEMAIL_SILENCE_SECONDS = seconds("VOICEMAIL_SILENCE_SECONDS", 5.0, above=True)
 VOICEMAIL_RETENTION_DAYS = whole_number(

@@ -89,12 +89,23 @@ LEDGER_KEYS = frozenset(
 )
 # What later releases added to the rest of the export (issue 57: the user's `memberships` of
 # numbers shared with them, each number's opening `hours` and recorded closed greeting: none
-# on the release's, and its `ringing` list, its forwarding as a ring list).
+# on the release's, and its `ringing` list, its forwarding as a ring list; issue 58: each
+# number's uploaded music on hold, none on the release's).
 # A call record may say which entry of the ring list took it, and whose (issue 57): null on
 # every call of the release's.
 RECORD_KEYS = frozenset({"ring_entry", "answered_member_id", "answered_member_email"})
 EXPORT_KEYS = (
-    frozenset({"memberships", "hours", "closed_greeting_file", "ringing", "ringPhone"})
+    frozenset(
+        {
+            "memberships",
+            "hours",
+            "closed_greeting_file",
+            "ringing",
+            "ringPhone",
+            "hold_music_file",
+            "hold_music_seconds",
+        }
+    )
     | RECORD_KEYS
 )
 

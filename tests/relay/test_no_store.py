@@ -90,6 +90,11 @@ def closed_greeting_recorded(visitor: Visitor):
     )
 
 
+def hold_music_uploaded(visitor: Visitor):
+    number = NumberFactory(owner=visitor.user)
+    return number_services.number_hold_music_set(number=number, wav=wav_bytes())
+
+
 def call_recording(visitor: Visitor) -> Recording:
     call = CallFactory(owner=visitor.user)
     name = recordings_storage().save("no-store-call.wav", ContentFile(wav_bytes()))
@@ -177,6 +182,9 @@ VISITS = {
     ),
     "number-closed-greeting": lambda v: v.api.get(
         f"/api/numbers/{closed_greeting_recorded(v).pk}/hours/closed-greeting"
+    ),
+    "number-hold-music": lambda v: v.api.get(
+        f"/api/numbers/{hold_music_uploaded(v).pk}/hold-music"
     ),
     "console:login": lambda v: v.anonymous_browser.post(
         "/login", {"email": v.user.email, "password": DEFAULT_PASSWORD}
