@@ -32,6 +32,7 @@ from telephony import services
 from telephony.sip import sdp
 from telephony.sip.message import new_sip_call_id
 from telephony.sip.race import race, won
+from telephony.sip.rtp import RtpStream
 from telephony.sip.uac import OutboundCall, Outcome
 
 logger = logging.getLogger(__name__)
@@ -115,11 +116,15 @@ class Dial:
         screen: Callable[[OutboundCall], Awaitable[bool]] | None = None,
         browser=None,
         rings: list[RingTarget] | None = None,
+        music: Callable[[int], Awaitable[bytes | None]] | None = None,
     ) -> None:
         self.ua, self.party, self.gone, self.targets = ua, party, gone, targets
         self.ring_seconds, self.caller, self.headers = ring_seconds, caller, headers
         self.ledger, self.leg_done, self.label = ledger, leg_done, label
         self.answer, self.screen = answer, screen
+        # The music either end of the bridge hears while the other holds, in place of Relay's
+        # own (a number's, issue 58; rtp.RtpStream.music_source).
+        self.music = music
         # What is rung: `rings` (a ring list's targets, each with its seconds), or `targets`
         # for `ring_seconds` each. The target "browser": the owner's tabs
         # (telephony.webrtc.ring.BrowserRing), rung beside the phones, never screened (the
@@ -290,6 +295,9 @@ class Dial:
             return None
         bridged = time.monotonic()
         party_stream, target_stream = self.party.stream, sip.stream
+        for stream in (party_stream, target_stream):
+            if isinstance(stream, RtpStream):  # a browser's stream plays no music
+                stream.music_source = self.music
         party_stream.bridge, target_stream.bridge = target_stream, party_stream
         cap = settings.SIP_MAX_CALL_SECONDS
         if grant is not None:

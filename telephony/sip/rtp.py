@@ -5,7 +5,8 @@ into a WAV file), and DTMF arrives as RFC 4733 telephone events.
 
 A far end that puts the call on hold (its SDP stops receiving, telephony.sip.dialog) is sent
 nothing (`hold`); when its stream is bridged to another, that other party hears Relay's
-music on hold (telephony.sip.music) instead of what the held end sends, until it resumes.
+music on hold (telephony.sip.music), or the number's own (`music_source`, issue 58), instead
+of what the held end sends, until it resumes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import struct
 import wave
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -243,6 +244,10 @@ class RtpStream(Holding, asyncio.DatagramProtocol):
         # what it sends is not relayed: the stream it is bridged to plays `music` instead.
         self.held = False
         self.music: asyncio.Task | None = None
+        # The music played here in place of Relay's own (a forwarded call's number's, issue 58):
+        # awaited as the music starts, its G.711 in this stream's law; None (or no source):
+        # Relay's own.
+        self.music_source: Callable[[int], Awaitable[bytes | None]] | None = None
         self.remote_key: bytes | None = None  # the far end's SRTP key (`secure`)
         # The other leg's SSRC -> what is added to its timestamps to make ours: the timing
         # of what is relayed (gaps, an RFC 4733 event's duration) is kept as it came.
@@ -270,9 +275,14 @@ class RtpStream(Holding, asyncio.DatagramProtocol):
             self.music = asyncio.get_running_loop().create_task(self._play_music())
 
     async def _play_music(self) -> None:
-        while True:
+        audio = None
+        if self.music_source is not None:
+            audio = await self.music_source(self.payload_type)
+        if not audio:
             # Made once per law, off the loop (a fraction of a second the calls never feel).
-            await self.play(await asyncio.to_thread(hold_music, self.payload_type))
+            audio = await asyncio.to_thread(hold_music, self.payload_type)
+        while True:
+            await self.play(audio)
 
     def stop_music(self) -> None:
         if self.music is not None:

@@ -21,7 +21,9 @@ from harness.live import RelayProcess, wait_until
 from harness.sip import SIPP_SHARE, Sipp, free_udp_port
 from harness.speech import sox_level
 from telephony.sip.rtp import FRAME_SAMPLES, hold_music, wav_from_g711
+from telephony.speech import Speech
 from tests.factories import NumberFactory
+from tests.numbers.test_hold_music import tone_wav
 from tests.telephony.conftest import call_in, sip_env, wait_for_records
 from tests.telephony.rtp_recorder import Recorder
 
@@ -40,6 +42,7 @@ def relay(tmp_path_factory, django_db_setup):
     env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2)
     process = RelayProcess(workdir, log=workdir / "relay.log", **env)
     process.agent, process.trunk_port = env["SIP_BIND"], trunk_port
+    process.workdir = workdir
     yield process
     process.stop()
 
@@ -368,3 +371,58 @@ def test_a_re_invite_to_another_port_moves_what_relay_sends_there(relay, tmp_pat
     # Relay's own stream did not change: its answer is its first one, version and all
     # (RFC 3264 §8: an SDP whose version does not increment is identical).
     assert sdp_of(final_response(calling, 2)) == sdp_of(final_response(calling, 1))
+
+
+def test_a_number_s_own_music_is_what_the_held_caller_hears(
+    relay, tmp_path, user, recorder, client_jwt, settings
+):
+    # The owner uploads a 440 Hz tone (22.05 kHz, stereo) as the number's music on hold,
+    # through the API, into the storage the agent reads (what every host shares).
+    recordings = {
+        **settings.STORAGES["recordings"],
+        "OPTIONS": {"location": str(relay.workdir / "recordings")},
+    }
+    settings.STORAGES = {**settings.STORAGES, "recordings": recordings}
+    number = forwarding(user)
+    response = client_jwt.put(
+        f"/api/numbers/{number.pk}/hold-music", data=tone_wav(1.0), content_type="audio/wav"
+    )
+    assert response.status_code == 200, response.content
+    number.refresh_from_db()
+    # The music as the agent plays it: the stored file in A-law (sox, as the agent converts
+    # it), 20 ms a packet.
+    stored = (relay.workdir / "recordings" / number.hold_music).read_bytes()
+    own = Speech(tmp_path / "tts").telephone_audio(stored, PCMA)
+    own_frames = {own[i : i + FRAME_SAMPLES] for i in range(0, len(own), FRAME_SAMPLES)}
+    assert not own_frames & MUSIC
+
+    # The target talks, holds with a=sendonly after 2 s, resumes 3 s later and talks again.
+    phone = target(
+        relay,
+        tmp_path,
+        PLAY
+        + pause(2000)
+        + reinvite(AS_TARGET, 1, sdp_lines(direction="sendonly"), expect="a=recvonly")
+        + pause(3000)
+        + reinvite(AS_TARGET, 2, sdp_lines(version=3), expect="a=sendrecv")
+        + PLAY,
+    )
+    calling = caller(relay, tmp_path, number, recorder, pause(8000))
+    assert calling.finish() == 0, calling
+    assert phone.finish() == 0, phone
+
+    # The caller heard the target, then the number's music (over and over: it lasts 1 s,
+    # the hold 3), never Relay's own, then the target again.
+    what = "".join(
+        "n" if payload in own_frames else "m" if payload in MUSIC else "s" if payload in SPEECH
+        else "o"
+        for _, _, payload in recorder.packets
+    )  # fmt: skip
+    assert re.fullmatch(r"o*s+n+o?s+o*", what), what
+    music = [packet for packet, kind in zip(recorder.packets, what, strict=True) if kind == "n"]
+    assert 2.5 <= len(music) * 0.02 <= 3.6, len(music)
+    # sox hears the tone at its level: 0.24 of full scale at its peak, RMS about 0.17.
+    measured = level(music, tmp_path / "own.wav")
+    assert 0.14 < measured.rms < 0.2, measured
+    [record] = wait_for_records(number, 1)
+    assert record.forwarded_to == TARGET
