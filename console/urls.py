@@ -70,6 +70,17 @@ urlpatterns = [
         number_settings.closed_greeting_recording_remove,
         name="closed_greeting_recording_remove",
     ),
+    path("numbers/<str:number_id>/hold-music", number_settings.hold_music, name="hold_music"),
+    path(
+        "numbers/<str:number_id>/hold-music/file",
+        number_settings.hold_music_file,
+        name="hold_music_file",
+    ),
+    path(
+        "numbers/<str:number_id>/hold-music/remove",
+        number_settings.hold_music_remove,
+        name="hold_music_remove",
+    ),
     # History
     path("history", history.history_list, name="history"),
     path("history/<str:record_id>", history.history_record, name="history_record"),

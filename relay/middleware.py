@@ -123,6 +123,7 @@ NO_STORE_ROUTES = frozenset(
         "console:recording",
         "console:greeting_recording",
         "console:closed_greeting_recording",
+        "console:hold_music_file",
         "console:socket_token",
     }
 )

@@ -72,6 +72,7 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
         "forwarding",
         "ringing",
         "hours_shown",
+        "hold_music_shown",
         "history",
         "top_callers",
     )
@@ -137,6 +138,13 @@ class NumberAdmin(OwnerLinkMixin, admin.ModelAdmin):
                 else ""
             ),
         )
+
+    @admin.display(description="music on hold")
+    def hold_music_shown(self, obj):
+        # Uploaded by the owner (PUT /api/numbers/:id/hold-music): shown, never changed, here.
+        if not obj.hold_music:
+            return "Relay's own."
+        return f"The owner's, uploaded ({obj.hold_music_seconds:.1f} s)."
 
     @admin.action(description="Turn forwarding (the ring list) off for the selected numbers")
     def forwarding_off(self, request, queryset):

@@ -1,8 +1,9 @@
 """A number's settings: the callers it blocks, where it forwards its calls, its voicemail
-greeting (the text, and the one recorded by phone, played and removed here), and its opening
-hours and do-not-disturb. Each form goes through the API's input serializer
-(BlockedCallerInput, ForwardingInput, GreetingInput, HoursInput) and the service
-NumberViewSet calls, so the console holds no rule of its own."""
+greeting (the text, and the one recorded by phone, played and removed here), its opening
+hours and do-not-disturb, and its music on hold (uploaded, played and removed here). Each
+form goes through the API's input serializer (BlockedCallerInput, ForwardingInput,
+GreetingInput, HoursInput) or the service NumberViewSet calls, so the console holds no rule
+of its own."""
 
 import uuid
 
@@ -22,11 +23,12 @@ from console.forms import (
     window_line,
 )
 from console.views.common import form_page, number_page, posted
+from core.audio import WAV_MEDIA_TYPES
 from core.errors import ApplicationError, NotFound
 from core.fields import validated
 from virtual_numbers import selectors as numbers
 from virtual_numbers import services as numbers_services
-from virtual_numbers.responses import greeting_download
+from virtual_numbers.responses import greeting_download, hold_music_download
 from virtual_numbers.serializers import (
     BlockedCallerInput,
     ForwardingInput,
@@ -386,3 +388,61 @@ def _ringing_change(request, number, current):
 
 def _integer(value: str):
     return int(value) if value.strip().isdigit() else value
+
+
+@number_page(["GET", "POST"], access=numbers.number_manage_access)
+def hold_music(request, number):
+    """The number's music on hold: what plays now, and a WAV file to upload in its place,
+    checked and kept by number_hold_music_set as PUT /api/numbers/:id/hold-music does (the
+    same limits; a refusal is said above the form)."""
+    refusal = None
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        limit = settings.HOLD_MUSIC_MAX_BYTES
+        if upload is None:
+            refusal = "Choose a WAV file to upload."
+        elif upload.size > limit:
+            refusal = f"The file is larger than {limit} bytes."
+        elif upload.content_type not in WAV_MEDIA_TYPES and not upload.name.lower().endswith(
+            ".wav"
+        ):
+            refusal = "Choose a WAV file (.wav)."
+        else:
+            try:
+                numbers_services.number_hold_music_set(number=number, wav=upload.read())
+            except ApplicationError as error:
+                refusal = _sentence(error)
+            else:
+                messages.success(request, f"Calls to {number.number} on hold hear your music.")
+                return redirect("console:hold_music", number.pk)
+    response = render(
+        request,
+        "console/hold_music.html",
+        {"number": number, "refusal": refusal, "max_seconds": settings.HOLD_MUSIC_MAX_SECONDS},
+    )
+    if refusal is not None:
+        response.status_code = 400
+    return response
+
+
+@number_page(["GET"], access=numbers.number_manage_access)
+def hold_music_file(request, number):
+    """The uploaded music on hold as WAV, through the session (404 when there is none), never
+    cached, as the recorded greetings are served."""
+    response = hold_music_download(request, number)
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@number_page(["GET", "POST"], access=numbers.number_manage_access)
+def hold_music_remove(request, number):
+    """Remove the uploaded music (number_hold_music_remove): held calls hear Relay's own
+    again. The music page, which plays what it removes, is this button's confirmation."""
+    if request.method == "POST":
+        _removal_said(
+            request,
+            lambda: numbers_services.number_hold_music_remove(number=number),
+            done=f"Calls to {number.number} on hold hear Relay's own music again.",
+            missing=f"{number.number} has no music of its own.",
+        )
+    return redirect("console:hold_music", number.pk)

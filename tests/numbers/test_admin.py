@@ -110,3 +110,14 @@ def test_the_number_page_shows_its_opening_hours(staff_client):
     assert "Closed dates: 2026-12-25." in page
     assert "Closed greeting: Closed &lt;for&gt; Christmas. (a recording by phone, 2.5 s" in page
     assert "None: always open." in plain_page
+
+
+def test_the_number_page_shows_its_music_on_hold(staff_client):
+    uploaded = NumberFactory(hold_music="hold-music/shop.wav", hold_music_seconds=42.5)
+    plain = NumberFactory()
+
+    page = staff_client.get(f"/admin/numbers/number/{uploaded.pk}/change/").content.decode()
+    plain_page = staff_client.get(f"/admin/numbers/number/{plain.pk}/change/").content.decode()
+
+    assert "The owner&#x27;s, uploaded (42.5 s)." in page
+    assert "Relay&#x27;s own." in plain_page

@@ -216,6 +216,9 @@ VISITS = {
     "console:greeting_recording": lambda v: v.browser.get(
         f"/numbers/{greeting_recorded(v).pk}/greeting/recording"
     ),
+    "console:hold_music_file": lambda v: v.browser.get(
+        f"/numbers/{hold_music_uploaded(v).pk}/hold-music/file"
+    ),
     "console:closed_greeting_recording": lambda v: v.browser.get(
         f"/numbers/{closed_greeting_recorded(v).pk}/hours/closed-greeting"
     ),
