@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import socket
+import struct
 import time
 
 import pytest
@@ -17,7 +18,7 @@ from harness.live import wait_until
 from harness.sip import Sipp, free_udp_port
 from harness.speech import sox_level
 from history.models import AnsweredBy, CallStatus
-from telephony.sip.rtp import FRAME_SAMPLES, hold_music, wav_from_g711
+from telephony.sip.rtp import FRAME_SAMPLES, hold_music, pcm_from_g711, wav_from_g711
 from tests.browser import (
     KEEP_PEER_CONNECTIONS,
     NEEDS_CHROMIUM,
@@ -303,6 +304,75 @@ def test_hold_has_the_caller_hear_the_music_and_not_the_tab_until_resume(
     music = [packet for packet, kind in zip(recorder.packets, heard, strict=True) if kind == "m"]
     assert music_level(music, tmp_path / "music.wav").rms > 0.03
     assert inspector.violations == []
+
+
+def test_mute_silences_the_tab_for_the_caller_alone_and_keeps_its_name(
+    real_hashers, relay, phone_page, inspector, user, tmp_path
+):
+    # As in the hold test, the caller's SDP names a socket of the test's, which hears what
+    # Relay sends it: the tab's microphone (Chromium's fake device, beeping) relayed.
+    page = phone_page
+    number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
+    recorder = Recorder()
+    try:
+        log_in(page, relay.base, user)
+        switch_on(page)
+        caller = call_in(
+            relay.agent,
+            tmp_path,
+            "reinvite_caller",
+            number.number,
+            sdp_port=recorder.port,
+            actions='  <pause milliseconds="16000"/>\n',
+        )
+        page.get_by_role("button", name="Answer").click(timeout=DEADLINE_MS)
+        mute = page.get_by_role("button", name="Mute", exact=True)
+        mute.wait_for(timeout=DEADLINE_MS)
+        assert mute.get_attribute("aria-pressed") == "false"
+        wait_until(lambda: loud(recorder.packets) >= 3, deadline=15, what="the tab's beeps")
+
+        mute.click()
+        muted = time.time()
+        page.get_by_text(re.compile("^Muted: ")).wait_for(timeout=DEADLINE_MS)
+        # A toggle that keeps its name, as Hold does: pressed while muted.
+        assert mute.get_attribute("aria-pressed") == "true"
+        assert page.get_by_role("button", name="Mute", exact=True).is_visible()
+        assert page.get_by_role("button", name="Hold").get_attribute("aria-pressed") == "false"
+        inspector.look(page, "phone-muted")
+        page.wait_for_timeout(4000)  # what the caller hears meanwhile is checked below
+
+        mute.click()
+        unmuted = time.time()
+        page.get_by_text(re.compile("^On a call with ")).wait_for(timeout=DEADLINE_MS)
+        assert mute.get_attribute("aria-pressed") == "false"
+        wait_until(
+            lambda: loud([p for p in recorder.packets if p[0] > unmuted]) >= 3,
+            deadline=15,
+            what="the tab's beeps again",
+        )
+        page.get_by_text(re.compile("^The call ended")).wait_for(timeout=40_000)
+        assert caller.finish() == 0, caller
+    finally:
+        recorder.close()
+
+    # While muted the caller was still sent audio (the call went on: not held, no music),
+    # all of it silence; the tab's beeps came before and after.
+    during = [p for p in recorder.packets if muted + 0.5 < p[0] < unmuted]
+    assert len(during) >= 150, len(during)  # 3 s and more of packets, every 20 ms
+    assert loud(during) == 0, [peak(payload) for _, _, payload in during if peak(payload)]
+    assert "m" not in held_by(recorder)
+    assert inspector.violations == []
+
+
+def peak(payload: bytes) -> int:
+    """The loudest sample of a PCMA payload (of 32767)."""
+    pcm = pcm_from_g711(payload, PCMA)
+    return max(abs(sample) for sample in struct.unpack(f"<{len(pcm) // 2}h", pcm))
+
+
+def loud(packets) -> int:
+    """How many of `packets` (time, source, payload) carry sound above -36 dBFS."""
+    return sum(peak(payload) > 500 for _, _, payload in packets)
 
 
 def held_by(recorder) -> str:

@@ -231,7 +231,6 @@
     el.talking.hidden = false;
     panel.hidden = false;
     el.mute.setAttribute("aria-pressed", "false");
-    el.mute.textContent = "Mute";
     showHeld(false);
     say("On a call with " + details.label + ".");
     el.hangup.focus();
@@ -259,13 +258,17 @@
     ended(call, "You hung up.");
   });
 
+  // Mute is a toggle whose name stays "Mute" (pressed while muted), as Hold's stays "Hold"
+  // (docs/decisions.md, issue 58). It is the tab's alone: its microphone's track is turned
+  // off here, nothing is sent to Relay, and the call goes on as it was (no music).
   el.mute.addEventListener("click", function () {
     if (!call || !call.stream) return;
     var muted = el.mute.getAttribute("aria-pressed") !== "true";
     call.stream.getAudioTracks().forEach(function (track) { track.enabled = !muted; });
     el.mute.setAttribute("aria-pressed", muted ? "true" : "false");
-    el.mute.textContent = muted ? "Unmute" : "Mute";
-    say(muted ? "Muted: the other side hears nothing." : "Unmuted.");
+    say(muted ?
+      "Muted: " + call.label + " hears nothing from you. Press Mute again to unmute." :
+      "On a call with " + call.label + ".");
   });
 
   // Hold is a toggle whose name stays "Hold" (pressed while held); the line says the rest.
