@@ -141,6 +141,7 @@ def edge(tmp_path_factory, django_db_setup, transport, test_ca):
     listening = udp_port_taken if transport == "udp" else tcp_listening
     wait_until(lambda: listening(relay_port), deadline=30, what="the agent's SIP port")
     relay.workdir = workdir
+    relay.agent = f"127.0.0.1:{relay_port}"  # where a SIPp caller reaches the agent itself
     yield relay, kamailio, callee_port
     relay.stop()
     kamailio.stop()
