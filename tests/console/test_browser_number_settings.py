@@ -1,13 +1,14 @@
-"""A number's blocklist, forwarding, greeting and opening hours pages in a real browser
-(Playwright driving Debian's Chromium), worked as a person would, without JavaScript of ours:
-each page, and each refused form, scanned with axe-core (no serious or critical violation)
-and shot at desktop and phone width (tests/browser.py's Inspector)."""
+"""A number's blocklist, forwarding, greeting, opening hours and music on hold pages in a real
+browser (Playwright driving Debian's Chromium), worked as a person would, without JavaScript
+of ours: each page, and each refused form, scanned with axe-core (no serious or critical
+violation) and shot at desktop and phone width (tests/browser.py's Inspector)."""
 
 import pytest
 
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import log_in
 from tests.factories import NumberFactory, NumberMemberFactory
+from tests.numbers.test_hold_music import tone_wav
 from virtual_numbers.models import BlockedCaller, Number, OpeningHours
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
@@ -172,4 +173,34 @@ def test_building_ordering_and_refusing_a_ring_list(signed_in, inspector, user, 
     ]
     assert number.ring_strategy == "in_order"
     inspector.look(page, "ringing-ordered")
+    assert inspector.violations == []
+
+
+def test_uploading_refusing_and_removing_music_on_hold(signed_in, inspector, number):
+    page = signed_in
+    page.click(f"a:has-text('Music on hold of {number.number}')")
+    assert "Held callers hear Relay's own music." in page.inner_text(".current")
+    inspector.look(page, "hold-music-none")
+
+    # The browser sends the file as it is, multipart: a text file is refused on the page.
+    page.set_input_files(
+        "#hold-music-file", {"name": "notes.wav", "mimeType": "audio/wav", "buffer": b"hello"}
+    )
+    submit(page, "Upload the music")
+    assert "Not a WAV file (RIFF/WAVE)." in page.inner_text("[role=alert]")
+    inspector.look(page, "hold-music-refused")
+
+    page.set_input_files(
+        "#hold-music-file",
+        {"name": "music.wav", "mimeType": "audio/wav", "buffer": tone_wav(1.5)},
+    )
+    submit(page, "Upload the music")
+    assert "hear your music" in page.inner_text("[role=status]")
+    assert "the music you uploaded (1.5 s)" in page.inner_text(".current")
+    assert page.get_by_label(f"Music on hold of {number.number}").is_visible()
+    inspector.look(page, "hold-music")
+
+    submit(page, "Remove the music on hold")
+    assert "hear Relay's own music again" in page.inner_text("[role=status]")
+    assert Number.objects.get(pk=number.pk).hold_music == ""
     assert inspector.violations == []
