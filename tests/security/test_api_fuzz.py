@@ -25,6 +25,7 @@ OPEN_LIMITS = {
         "PASSWORD_RESET_PER_EMAIL",
     )
 }
+HOOKS = ROOT / "tests" / "security" / "schemathesis_hooks.py"  # audio/wav sent as bytes
 # Operations that end the credentials the run uses; they get a run of their own at the end.
 CREDENTIAL_ENDING = ["auth_logout", "user_api_key_regenerate", "user_session_end"]
 
@@ -69,7 +70,7 @@ def schemathesis(
             *extra,
         ],
         cwd=tmp_path,  # schemathesis keeps its cache under the working directory
-        env=relay_env(tmp_path),
+        env=relay_env(tmp_path, SCHEMATHESIS_HOOKS=str(HOOKS)),
         capture_output=True,
         text=True,
         timeout=600,
