@@ -731,8 +731,10 @@ class NumberViewSet(ResourceViewSet):
         "numbers_hold_music_get",
         summary="Download a number's music on hold",
         description="The music uploaded with PUT as the number's forwarded calls play it: WAV "
-        "(16-bit PCM, 8 kHz, mono). 404 when the number is not yours or has none (its calls "
+        "(16-bit PCM, 8 kHz, mono). For the number's owner and managers: 403 for a member; "
+        "404 when the number is neither yours nor one you manage, or has none (its calls "
         "play Relay's own).",
+        errors=[ErrorCode.PERMISSION_DENIED],
     )
     @action(
         detail=True,
@@ -751,7 +753,8 @@ class NumberViewSet(ResourceViewSet):
         "width and channels sox reads), played in place of Relay's own music on hold to the "
         "party of the number's forwarded call whose other end holds (docs/telephony.md, "
         "Music on hold). It is stored converted to 8 kHz, 16-bit, mono, and replaces what was "
-        "uploaded before. 415 `unsupported_media_type` for another content type; 413 "
+        "uploaded before. The number's owner and managers set it: 403 for a member, 404 for "
+        "anyone else. 415 `unsupported_media_type` for another content type; 413 "
         "`payload_too_large` past HOLD_MUSIC_MAX_BYTES; 400 `invalid_request` (the field "
         "`file`) for a body that is not a WAV file sox can read, holds no audio or is longer "
         "than HOLD_MUSIC_MAX_SECONDS. Rate limited per user (`RATE_LIMIT_FORWARDING_PER_USER`, "
@@ -767,6 +770,7 @@ class NumberViewSet(ResourceViewSet):
         },
         errors=[
             ErrorCode.NOT_FOUND,
+            ErrorCode.PERMISSION_DENIED,
             ErrorCode.INVALID_REQUEST,
             ErrorCode.UNSUPPORTED_MEDIA_TYPE,
             ErrorCode.RATE_LIMITED,
@@ -774,7 +778,7 @@ class NumberViewSet(ResourceViewSet):
     )
     @hold_music.mapping.put
     def hold_music_set(self, request, number_id):
-        number = self.managed_number()  # 404 before 415, 400
+        number = self.managed_number()  # 404 and 403 before 415, 400
         if request.content_type.split(";")[0].strip().lower() not in WAV_MEDIA_TYPES:
             raise ApplicationError(
                 "Send the music as a WAV file (Content-Type: audio/wav).",
@@ -796,8 +800,9 @@ class NumberViewSet(ResourceViewSet):
         "numbers_hold_music_delete",
         summary="Remove a number's music on hold",
         description="Its forwarded calls play Relay's own music on hold again; the uploaded "
-        "file is deleted. 404 when the number is not yours or has none.",
-        errors=[ErrorCode.NOT_FOUND],
+        "file is deleted. 403 for a member; 404 when the number is neither yours nor one you "
+        "manage, or has none.",
+        errors=[ErrorCode.NOT_FOUND, ErrorCode.PERMISSION_DENIED],
     )
     @hold_music.mapping.delete
     def hold_music_delete(self, request, number_id):

@@ -1,5 +1,5 @@
-"""The console's pages of how a shared number takes calls (its ring list, greeting and
-opening hours, and the recorded greetings) let its managers in, as the API does
+"""The console's pages of how a shared number takes calls (its ring list, greeting, opening
+hours and music on hold, and the recorded greetings) let its managers in, as the API does
 (tests/numbers/test_managed_settings.py), and show a member the 404 page; a manager's card on
 the numbers page links them."""
 
@@ -29,7 +29,7 @@ def client_of(user) -> Client:
 def test_the_pages_let_a_manager_in(number, role, status):
     client = client_of(NumberMemberFactory(number=number, role=role).user)
 
-    for page in ("greeting", "hours", "ringing"):
+    for page in ("greeting", "hours", "ringing", "hold-music"):
         assert client.get(f"/numbers/{number.pk}/{page}").status_code == status, page
 
 
@@ -38,5 +38,5 @@ def test_a_managers_card_links_its_settings(number):
 
     page = client.get("/numbers").content.decode()
 
-    for page_path in ("ringing", "greeting", "hours"):
+    for page_path in ("ringing", "greeting", "hours", "hold-music"):
         assert f'href="/numbers/{number.pk}/{page_path}"' in page

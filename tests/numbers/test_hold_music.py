@@ -190,12 +190,24 @@ def test_another_users_number_is_not_found(outsider, client_jwt, uploaded, metho
     assert recordings_storage().exists(name)
 
 
-def test_a_member_of_the_number_may_not_change_it(uploaded, api_client):
-    # as they may not change the hours (selectors.number_manage_access)
+def test_a_member_of_the_number_is_refused_and_changes_nothing(uploaded, api_client):
+    # as they may not change its greeting or hours (tests/numbers/test_managed_settings.py)
+    name = uploaded.hold_music
     api_client.force_authenticate(NumberMemberFactory(number=uploaded).user)
 
-    assert upload(api_client, uploaded, tone_wav(0.5)).status_code == 404
-    assert api_client.delete(url(uploaded)).status_code == 404
+    assert upload(api_client, uploaded, tone_wav(0.5)).status_code == 403
+    assert api_client.get(url(uploaded)).status_code == 403
+    assert api_client.delete(url(uploaded)).json()["code"] == "permission_denied"
+    assert Number.objects.get(pk=uploaded.pk).hold_music == name
+
+
+def test_a_manager_of_the_number_uploads_downloads_and_removes_it(number, api_client):
+    api_client.force_authenticate(NumberMemberFactory(number=number, role="manager").user)
+
+    assert upload(api_client, number, tone_wav(0.5)).json() == {"url": url(number), "seconds": 0.5}
+    assert api_client.get(url(number)).status_code == 200
+    assert api_client.delete(url(number)).status_code == 200
+    assert Number.objects.get(pk=number.pk).hold_music == ""
 
 
 def test_without_credentials_it_is_401(api_client, number):
