@@ -361,6 +361,8 @@ def test_mute_silences_the_tab_for_the_caller_alone_and_keeps_its_name(
     assert len(during) >= 150, len(during)  # 3 s and more of packets, every 20 ms
     assert loud(during) == 0, [peak(payload) for _, _, payload in during if peak(payload)]
     assert "m" not in held_by(recorder)
+    [record] = wait_for_records(number, 1)  # the relay's last writes, before the flush
+    assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, "browser")
     assert inspector.violations == []
 
 
