@@ -5,7 +5,8 @@ call Relay placed, the caller in a call Relay answered. The caller sends no audi
 its SDP names a socket of the test's (tests/telephony/rtp_recorder.Recorder), which
 hears what Relay sends it: the target's audio relayed (SIPp's g711a.pcap, PCMA to PCMA, so
 each packet's payload is one of the capture's), or Relay's music on hold (each payload a
-20 ms frame of rtp.hold_music).
+20 ms frame of rtp.hold_music), or the number's own (issue 58: uploaded through the API, each
+payload a frame of it in A-law as sox makes it).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tests.factories import NumberFactory
 from tests.numbers.test_hold_music import tone_wav
 from tests.telephony.conftest import call_in, sip_env, wait_for_records
 from tests.telephony.rtp_recorder import Recorder
+from virtual_numbers.models import Number
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -426,3 +428,35 @@ def test_a_number_s_own_music_is_what_the_held_caller_hears(
     assert 0.14 < measured.rms < 0.2, measured
     [record] = wait_for_records(number, 1)
     assert record.forwarded_to == TARGET
+
+
+def test_a_number_s_music_that_cannot_be_read_gives_way_to_relay_s_own(
+    relay, tmp_path, user, recorder
+):
+    # The number names a file the storage no longer has (removed by hand, a storage lost).
+    number = forwarding(user)
+    Number.objects.filter(pk=number.pk).update(
+        hold_music="hold-music/gone.wav", hold_music_seconds=1.0
+    )
+    phone = target(
+        relay,
+        tmp_path,
+        PLAY
+        + pause(1500)
+        + reinvite(AS_TARGET, 1, sdp_lines(direction="sendonly"), expect="a=recvonly")
+        + pause(2500)
+        + reinvite(AS_TARGET, 2, sdp_lines(version=3), expect="a=sendrecv")
+        + PLAY,
+    )
+    calling = caller(relay, tmp_path, number, recorder, pause(6500))
+    assert calling.finish() == 0, calling
+    assert phone.finish() == 0, phone
+
+    # The held caller heard Relay's own music, never silence, and the agent said why.
+    what = heard(recorder)
+    assert re.fullmatch(r"o*s+m+s+o*", what), what
+    assert what.count("m") * 0.02 >= 2.0, what
+    assert "a number's music on hold could not be played; Relay's own plays" in (
+        relay.log_path.read_text()
+    )
+    wait_for_records(number, 1)
