@@ -1,4 +1,6 @@
 import io
+import math
+import struct
 import wave
 
 import factory
@@ -200,6 +202,20 @@ def wav_bytes(seconds: float = 1.0) -> bytes:
         out.setsampwidth(2)
         out.setframerate(8000)
         out.writeframes(b"\x10\x00" * int(8000 * seconds))
+    return buffer.getvalue()
+
+
+def music_wav(seconds: float = 2.0, *, rate: int = 22050, channels: int = 2) -> bytes:
+    """Music for hold as an owner uploads it: a 440 Hz tone as a WAV file of `rate` and
+    `channels`, 16-bit, not the form Relay keeps."""
+    frames = int(rate * seconds)
+    samples = [round(8000 * math.sin(2 * math.pi * 440 * n / rate)) for n in range(frames)]
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(channels)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"".join(struct.pack("<h", s) * channels for s in samples))
     return buffer.getvalue()
 
 

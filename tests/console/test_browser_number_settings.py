@@ -7,8 +7,7 @@ import pytest
 
 from tests.browser import NEEDS_CHROMIUM, submit
 from tests.console.pages import log_in
-from tests.factories import NumberFactory, NumberMemberFactory
-from tests.numbers.test_hold_music import tone_wav
+from tests.factories import NumberFactory, NumberMemberFactory, music_wav
 from virtual_numbers.models import BlockedCaller, Number, OpeningHours
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM]
@@ -192,7 +191,7 @@ def test_uploading_refusing_and_removing_music_on_hold(signed_in, inspector, num
 
     page.set_input_files(
         "#hold-music-file",
-        {"name": "music.wav", "mimeType": "audio/wav", "buffer": tone_wav(1.5)},
+        {"name": "music.wav", "mimeType": "audio/wav", "buffer": music_wav(1.5)},
     )
     submit(page, "Upload the music")
     assert "hear your music" in page.inner_text("[role=status]")

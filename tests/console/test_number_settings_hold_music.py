@@ -6,8 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from core.recordings import recordings_storage
-from tests.factories import NumberFactory
-from tests.numbers.test_hold_music import tone_wav
+from tests.factories import NumberFactory, music_wav
 from virtual_numbers import services
 from virtual_numbers.models import Number
 
@@ -15,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def wav_file(seconds: float = 1.0, *, name="music.wav", content_type="audio/wav"):
-    return SimpleUploadedFile(name, tone_wav(seconds), content_type=content_type)
+    return SimpleUploadedFile(name, music_wav(seconds), content_type=content_type)
 
 
 @pytest.fixture
@@ -92,7 +91,7 @@ def test_music_too_long_or_too_big_is_refused_on_the_page(browser_client, number
 
 
 def test_the_remove_button_deletes_the_file(browser_client, number):
-    services.number_hold_music_set(number=number, wav=tone_wav(1.0))
+    services.number_hold_music_set(number=number, wav=music_wav(1.0))
     name = number.hold_music
 
     response = browser_client.post(f"/numbers/{number.pk}/hold-music/remove", follow=True)
@@ -110,7 +109,7 @@ def test_the_remove_button_deletes_the_file(browser_client, number):
 )
 def test_another_users_number_is_the_not_found_page(browser_client, other_user, method, path):
     theirs = NumberFactory(owner=other_user)
-    services.number_hold_music_set(number=theirs, wav=tone_wav(1.0))
+    services.number_hold_music_set(number=theirs, wav=music_wav(1.0))
 
     response = getattr(browser_client, method)(f"/numbers/{theirs.pk}/{path}")
 

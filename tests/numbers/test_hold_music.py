@@ -6,31 +6,16 @@ owner's export. What a held call plays is tested live in tests/telephony/test_ho
 
 import io
 import json
-import math
-import struct
 import wave
 import zipfile
 
 import pytest
 
 from core.recordings import recordings_storage
-from tests.factories import DEFAULT_PASSWORD, NumberFactory, NumberMemberFactory
+from tests.factories import DEFAULT_PASSWORD, NumberFactory, NumberMemberFactory, music_wav
 from virtual_numbers.models import HOLD_MUSIC_PREFIX, Number
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def tone_wav(seconds: float = 2.0, *, rate: int = 22050, channels: int = 2) -> bytes:
-    """A 440 Hz tone as a WAV file of `rate` and `channels`, 16-bit: not the form Relay keeps."""
-    frames = int(rate * seconds)
-    samples = [round(8000 * math.sin(2 * math.pi * 440 * n / rate)) for n in range(frames)]
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(channels)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(b"".join(struct.pack("<h", s) * channels for s in samples))
-    return buffer.getvalue()
 
 
 def url(number) -> str:
@@ -49,13 +34,13 @@ def number(user):
 @pytest.fixture
 def uploaded(client_jwt, number):
     """`number` with 2 s of music uploaded."""
-    assert upload(client_jwt, number, tone_wav()).status_code == 200
+    assert upload(client_jwt, number, music_wav()).status_code == 200
     number.refresh_from_db()
     return number
 
 
 def test_the_owner_uploads_a_wav_and_it_is_kept_at_8_khz_mono(client_jwt, number):
-    response = upload(client_jwt, number, tone_wav(2.0, rate=22050, channels=2))
+    response = upload(client_jwt, number, music_wav(2.0, rate=22050, channels=2))
 
     assert response.status_code == 200, response.content
     assert response.json() == {"url": url(number), "seconds": 2.0}
@@ -69,7 +54,7 @@ def test_the_owner_uploads_a_wav_and_it_is_kept_at_8_khz_mono(client_jwt, number
 
 @pytest.mark.parametrize("content_type", ["audio/x-wav", "audio/wave", "audio/vnd.wave"])
 def test_every_name_of_the_wav_type_is_taken(client_jwt, number, content_type):
-    assert upload(client_jwt, number, tone_wav(0.5), content_type).status_code == 200
+    assert upload(client_jwt, number, music_wav(0.5), content_type).status_code == 200
 
 
 def test_the_owner_downloads_it(client_jwt, uploaded):
@@ -85,7 +70,7 @@ def test_the_owner_downloads_it(client_jwt, uploaded):
 def test_uploading_again_replaces_the_file(client_jwt, uploaded):
     old = uploaded.hold_music
 
-    response = upload(client_jwt, uploaded, tone_wav(1.0))
+    response = upload(client_jwt, uploaded, music_wav(1.0))
 
     assert response.json()["seconds"] == 1.0
     uploaded.refresh_from_db()
@@ -131,7 +116,7 @@ def test_a_body_that_is_not_a_wav_file_is_refused(client_jwt, number, body):
 
 
 def test_a_wav_file_with_no_audio_is_refused(client_jwt, number):
-    response = upload(client_jwt, number, tone_wav(0.0))
+    response = upload(client_jwt, number, music_wav(0.0))
 
     assert response.status_code == 400
     assert response.json()["fields"]["file"] == ["The WAV file holds no audio."]
@@ -140,7 +125,7 @@ def test_a_wav_file_with_no_audio_is_refused(client_jwt, number):
 def test_music_longer_than_the_setting_is_refused(client_jwt, number, settings):
     settings.HOLD_MUSIC_MAX_SECONDS = 1.5
 
-    response = upload(client_jwt, number, tone_wav(2.0, rate=8000, channels=1))
+    response = upload(client_jwt, number, music_wav(2.0, rate=8000, channels=1))
 
     assert response.status_code == 400
     assert response.json()["fields"]["file"] == ["Longer than 1.5 seconds."]
@@ -150,7 +135,7 @@ def test_music_longer_than_the_setting_is_refused(client_jwt, number, settings):
 def test_a_file_larger_than_the_setting_is_413(client_jwt, number, settings):
     settings.HOLD_MUSIC_MAX_BYTES = 10_000
 
-    response = upload(client_jwt, number, tone_wav(1.0))
+    response = upload(client_jwt, number, music_wav(1.0))
 
     assert response.status_code == 413
     assert response.json()["code"] == "payload_too_large"
@@ -159,16 +144,16 @@ def test_a_file_larger_than_the_setting_is_413(client_jwt, number, settings):
 
 def test_a_wav_file_larger_than_a_json_body_is_taken(client_jwt, number, settings):
     # 2 s at 22.05 kHz, stereo: about 176 KB, past API_MAX_BODY_BYTES (64 KiB)
-    assert len(tone_wav(2.0)) > settings.API_MAX_BODY_BYTES
+    assert len(music_wav(2.0)) > settings.API_MAX_BODY_BYTES
 
-    assert upload(client_jwt, number, tone_wav(2.0)).status_code == 200
+    assert upload(client_jwt, number, music_wav(2.0)).status_code == 200
 
 
 @pytest.mark.parametrize(
     "content_type", ["application/json", "application/octet-stream", "text/plain", "audio/mpeg"]
 )
 def test_another_content_type_is_415(client_jwt, number, content_type):
-    response = upload(client_jwt, number, tone_wav(0.5), content_type)
+    response = upload(client_jwt, number, music_wav(0.5), content_type)
 
     assert response.status_code == 415
     assert response.json() == {
@@ -181,7 +166,7 @@ def test_another_content_type_is_415(client_jwt, number, content_type):
 def test_another_users_number_is_not_found(outsider, client_jwt, uploaded, method):
     name = uploaded.hold_music
     if method == "put":
-        response = upload(outsider, uploaded, tone_wav(0.5))
+        response = upload(outsider, uploaded, music_wav(0.5))
     else:
         response = getattr(outsider, method)(url(uploaded))
 
@@ -195,7 +180,7 @@ def test_a_member_of_the_number_is_refused_and_changes_nothing(uploaded, api_cli
     name = uploaded.hold_music
     api_client.force_authenticate(NumberMemberFactory(number=uploaded).user)
 
-    assert upload(api_client, uploaded, tone_wav(0.5)).status_code == 403
+    assert upload(api_client, uploaded, music_wav(0.5)).status_code == 403
     assert api_client.get(url(uploaded)).status_code == 403
     assert api_client.delete(url(uploaded)).json()["code"] == "permission_denied"
     assert Number.objects.get(pk=uploaded.pk).hold_music == name
@@ -204,14 +189,14 @@ def test_a_member_of_the_number_is_refused_and_changes_nothing(uploaded, api_cli
 def test_a_manager_of_the_number_uploads_downloads_and_removes_it(number, api_client):
     api_client.force_authenticate(NumberMemberFactory(number=number, role="manager").user)
 
-    assert upload(api_client, number, tone_wav(0.5)).json() == {"url": url(number), "seconds": 0.5}
+    assert upload(api_client, number, music_wav(0.5)).json() == {"url": url(number), "seconds": 0.5}
     assert api_client.get(url(number)).status_code == 200
     assert api_client.delete(url(number)).status_code == 200
     assert Number.objects.get(pk=number.pk).hold_music == ""
 
 
 def test_without_credentials_it_is_401(api_client, number):
-    assert upload(api_client, number, tone_wav(0.5)).status_code == 401
+    assert upload(api_client, number, music_wav(0.5)).status_code == 401
 
 
 def test_deleting_the_number_deletes_it(client_jwt, uploaded):

@@ -23,8 +23,7 @@ from harness.sip import SIPP_SHARE, Sipp, free_udp_port
 from harness.speech import sox_level
 from telephony.sip.rtp import FRAME_SAMPLES, hold_music, wav_from_g711
 from telephony.speech import Speech
-from tests.factories import NumberFactory
-from tests.numbers.test_hold_music import tone_wav
+from tests.factories import NumberFactory, music_wav
 from tests.telephony.conftest import call_in, sip_env, wait_for_records
 from tests.telephony.rtp_recorder import Recorder
 from virtual_numbers.models import Number
@@ -387,7 +386,7 @@ def test_a_number_s_own_music_is_what_the_held_caller_hears(
     settings.STORAGES = {**settings.STORAGES, "recordings": recordings}
     number = forwarding(user)
     response = client_jwt.put(
-        f"/api/numbers/{number.pk}/hold-music", data=tone_wav(1.0), content_type="audio/wav"
+        f"/api/numbers/{number.pk}/hold-music", data=music_wav(1.0), content_type="audio/wav"
     )
     assert response.status_code == 200, response.content
     number.refresh_from_db()
