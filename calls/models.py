@@ -383,6 +383,7 @@ class CallEvent(models.Model):
 class RecordingKind(models.TextChoices):
     RECORD = "record", "A record verb's"
     VOICEMAIL = "voicemail", "Voicemail"
+    CALL = "call", "A bridged call's"  # issue 58: both parties, a channel each
 
 
 class Recording(models.Model):
@@ -419,6 +420,9 @@ class Recording(models.Model):
     # that died mid-way leaves the lease to expire, and the sweep queues it again.
     transcribe_lease_until = models.DateTimeField(null=True, blank=True)
     transcribe_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
+    # A bridged call's recording (kind `call`) cut short: the disk filled up as it was written,
+    # or its agent stopped mid-bridge (true from its first moment until the bridge ends).
+    incomplete = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         constraints = [
@@ -444,6 +448,12 @@ class Recording(models.Model):
                 fields=["created_at"],
                 condition=models.Q(kind=RecordingKind.VOICEMAIL) & ~models.Q(name=""),
                 name="recording_voicemail_age",
+            ),
+            # the retention purge of bridged calls' recordings (CALL_RECORDING_RETENTION_DAYS)
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(kind=RecordingKind.CALL),
+                name="recording_call_age",
             ),
             # the transcription sweep: messages still waiting for their transcript
             models.Index(

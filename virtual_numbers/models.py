@@ -117,6 +117,11 @@ class Number(models.Model):
     forward_caller_id = models.CharField(
         max_length=8, choices=ForwardCallerId.choices, default=ForwardCallerId.CALLER
     )
+    # Recording of bridged calls (PUT /api/numbers/:id/recording, issue 58): off by default;
+    # when on, both parties hear the announcement (`recording_announce`, empty: the default
+    # RECORDING_ANNOUNCEMENT) before each forwarded call's bridge, which is then recorded.
+    recording_enabled = models.BooleanField(default=False, db_default=False)
+    recording_announce = models.CharField(max_length=500, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

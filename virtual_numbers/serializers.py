@@ -98,6 +98,22 @@ class HoldMusicOutput(serializers.Serializer):
     )
 
 
+class RecordingInput(serializers.Serializer):
+    enabled = StrictBooleanField(help_text="Record the number's forwarded calls (off by default).")
+    announce = GreetingField(
+        required=False,
+        default="",
+        help_text="What both parties hear before a recorded bridge, 0 to 500 characters; "
+        'empty (or left out): "This call may be recorded."',
+    )
+
+
+class RecordingOutput(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    announce = serializers.CharField(help_text="The owner's text; empty: the default.")
+    announcement = serializers.CharField(help_text="What both parties hear, spoken.")
+
+
 class PinChangeInput(serializers.Serializer):
     # A current PIN in the wrong format is a wrong PIN: 403, and counted towards the lock.
     currentPin = PinField(checked=False)  # noqa: N815

@@ -323,6 +323,16 @@ def number_greeting_set(*, number: Number, greeting: str) -> Number:
     return number
 
 
+def number_recording_set(*, number: Number, enabled: bool, announce: str) -> Number:
+    """Record the number's forwarded calls or not (issue 58), and what both parties hear
+    first (0-500 characters, checked by GreetingField; empty: RECORDING_ANNOUNCEMENT)."""
+    values = {"recording_enabled": enabled, "recording_announce": announce}
+    if not Number.objects.filter(pk=number.pk).update(**values):
+        raise NotFound()  # deleted a moment ago
+    number.recording_enabled, number.recording_announce = enabled, announce
+    return number
+
+
 def _greeting_recording_of(locked: Number, *, closed: bool) -> tuple[QuerySet, str]:
     """Where a recorded greeting of the number is kept: its usual one on the number, its
     closed one on its opening hours (no row: no hours, nowhere to keep one)."""

@@ -35,6 +35,8 @@ from virtual_numbers.serializers import (
     NumberListOutput,
     NumberOutput,
     PinChangeInput,
+    RecordingInput,
+    RecordingOutput,
     RingingInput,
     RingingOutput,
     SharedNumberListOutput,
@@ -162,6 +164,21 @@ MEMBERS_DESCRIPTION = (
 )
 
 
+RECORDING_EXAMPLE = {
+    "enabled": True,
+    "announce": "Calls are recorded.",
+    "announcement": "Calls are recorded.",
+}
+
+
+def _recording_settings(number) -> dict:
+    return {
+        "enabled": number.recording_enabled,
+        "announce": number.recording_announce,
+        "announcement": number.recording_announce or settings.RECORDING_ANNOUNCEMENT,
+    }
+
+
 class NumberViewSet(ResourceViewSet):
     # `/api/numbers`: the caller's numbers, their alias and their PIN.
 
@@ -170,6 +187,7 @@ class NumberViewSet(ResourceViewSet):
         "create": NumberCreateInput,
         "alias": AliasInput,
         "greeting": GreetingInput,
+        "recording_set": RecordingInput,
         "pin": PinChangeInput,
         "blocked_add": BlockedCallerInput,
         "blocked_remove": BlockedCallerInput,
@@ -467,6 +485,39 @@ class NumberViewSet(ResourceViewSet):
     def greeting_recording_delete(self, request, number_id):
         services.number_greeting_recording_remove(number=self.managed_number())
         return self.succeeded()
+
+    @operation(
+        "numbers_recording_get",
+        summary="Read whether a number's forwarded calls are recorded",
+        description="`enabled` (off by default), the owner's `announce` text (empty: the "
+        "default) and the `announcement` both parties hear before a recorded bridge.",
+        responses={200: (RecordingOutput, RECORDING_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @action(detail=True, methods=["get"])
+    def recording(self, request, number_id):
+        return self.answer(RecordingOutput, _recording_settings(self.number()))
+
+    @operation(
+        "numbers_recording_set",
+        summary="Record a number's forwarded calls, or stop",
+        description="When `enabled`, both parties of each forwarded call hear the "
+        'announcement (`announce`, 0 to 500 characters; empty or left out: "This call may '
+        'be recorded.") before the bridge, which is recorded in one WAV, the caller on the '
+        "left channel and the other party on the right (docs/telephony.md, Recording). "
+        "Replaces what was set. 404 when the number is not yours.",
+        request=(RecordingInput, {"enabled": True, "announce": "Calls are recorded."}),
+        responses={200: (RecordingOutput, RECORDING_EXAMPLE)},
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    @recording.mapping.put
+    def recording_set(self, request, number_id):
+        number = self.number()  # 404 before 400
+        data = self.validated()
+        number = services.number_recording_set(
+            number=number, enabled=data["enabled"], announce=data["announce"]
+        )
+        return self.answer(RecordingOutput, _recording_settings(number))
 
     @hashes_passwords
     @success_operation(

@@ -31,6 +31,12 @@ VOICEMAIL_SILENCE_SECONDS = seconds("VOICEMAIL_SILENCE_SECONDS", 5.0, above=True
 VOICEMAIL_RETENTION_DAYS = whole_number(
     "VOICEMAIL_RETENTION_DAYS", 30, maximum=36500, unit=" (days)"
 )
+# Recordings of bridged calls (issue 58): purge_expired deletes older ones with their rows.
+CALL_RECORDING_RETENTION_DAYS = whole_number(
+    "CALL_RECORDING_RETENTION_DAYS", 30, maximum=36500, unit=" (days)"
+)
+# What both parties hear before a recorded bridge when the number's owner set no text.
+RECORDING_ANNOUNCEMENT = "This call may be recorded."
 
 # Transcripts of messages (history.transcription), made by the worker after a message is
 # stored, never by the agent: the engine (`off`: none; pocketsphinx kept for one release as
