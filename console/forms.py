@@ -655,6 +655,7 @@ EVENT_WORDS = {
     "call_record.transcribed": "a voicemail's transcript, when it comes after its call's record "
     "(sent with call_record too)",
     "incoming_call": "a call to one of your numbers",
+    "recording.completed": "a bridged call's recording, saved with its transcript",
 }
 
 

@@ -15,15 +15,18 @@ before it is `failed`. Neither the transcript nor anything heard is ever logged.
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import time
+import wave
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from datetime import timedelta
 from multiprocessing import get_context
 
 import django
+import numpy
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -218,7 +221,7 @@ def _transcribe_held(recording_id) -> str | None:
     result, status = NOTHING, TranscriptStatus.OFF  # the engine was turned off meanwhile
     if transcription_engine() is not None:
         try:
-            result, status = _run_engine(settings.TRANSCRIBE_ENGINE, audio), TranscriptStatus.DONE
+            result, status = _transcript_of(recording, audio), TranscriptStatus.DONE
         except Exception as exc:  # a failure of the engine is the recording's, not the worker's
             logger.warning("recording %s not transcribed: %s", recording_id, type(exc).__name__)
             result, status = NOTHING, TranscriptStatus.FAILED
@@ -231,6 +234,38 @@ def _transcribe_held(recording_id) -> str | None:
             time.monotonic() - started,
         )
     return status if settled else None
+
+
+def _transcript_of(recording: Recording, audio: bytes) -> Transcript:
+    """The recording's transcript: a bridged call's (two channels, issue 58) a transcript per
+    channel, each line labelled by its speaker ("caller: ..." then "callee: ..."), its
+    confidence the channels' mean; any other's the engine's of the whole."""
+    if recording.kind != RecordingKind.CALL:
+        return _run_engine(settings.TRANSCRIBE_ENGINE, audio)
+    lines, confidences = [], []
+    for speaker, channel in zip(("caller", "callee"), _channels(audio), strict=True):
+        heard = _run_engine(settings.TRANSCRIBE_ENGINE, channel)
+        confidences.append(heard.confidence)
+        if heard.text:
+            lines.append(f"{speaker}: {heard.text}")
+    return Transcript(text="\n".join(lines), confidence=round(sum(confidences) / 2, 2))
+
+
+def _channels(wav: bytes) -> tuple[bytes, bytes]:
+    """A stereo 16-bit WAV's two channels, each a mono WAV of its own."""
+    with wave.open(io.BytesIO(wav), "rb") as stereo:
+        rate, frames = stereo.getframerate(), stereo.readframes(stereo.getnframes())
+    samples = numpy.frombuffer(frames[: len(frames) // 4 * 4], dtype="<i2").reshape(-1, 2)
+    out = []
+    for index in range(2):
+        buffer = io.BytesIO()
+        with wave.open(buffer, "wb") as mono:
+            mono.setnchannels(1)
+            mono.setsampwidth(2)
+            mono.setframerate(rate)
+            mono.writeframes(numpy.ascontiguousarray(samples[:, index]).tobytes())
+        out.append(buffer.getvalue())
+    return out[0], out[1]
 
 
 def _settle(recording: Recording, *, status: str, result: Transcript) -> bool:

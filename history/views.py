@@ -1,9 +1,10 @@
 from rest_framework.decorators import action
 
 from core.errors import ErrorCode
+from core.recordings import recording_download as wav_download
 from core.schema import operation, success_operation, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
-from history import selectors, services
+from history import recordings, selectors, services
 from history.responses import recording_download
 from history.serializers import (
     HistoryListParameters,
@@ -87,4 +88,40 @@ class HistoryViewSet(ResourceViewSet):
     @recording.mapping.delete
     def recording_delete(self, request, record_id):
         services.call_record_recording_delete(record=self.record())
+        return self.succeeded()
+
+
+class CallRecordingViewSet(ResourceViewSet):
+    # `/api/recordings/:id`: a bridged call's recording (issue 58), both parties in stereo.
+
+    lookup_url_kwarg = "recording_id"
+    content_negotiation_class = JsonErrorsOnly
+
+    def recording(self, *, owner: bool = False):
+        """The recording named in the path, of the caller's call or (unless `owner`) of a
+        call to a number shared with them; 404 for anyone else's."""
+        return recordings.call_recording_access(
+            user=self.request.user, recording_id=self.kwargs["recording_id"], owner=owner
+        )
+
+    @wav_download_operation(
+        "recordings_get",
+        summary="Download a bridged call's recording",
+        description="The recording as WAV (16-bit PCM, 8 kHz, stereo: the caller on the left "
+        "channel, the other party on the right), to the call's owner and the number's "
+        "members; 404 for anyone else's and for an id that is no bridged call's recording.",
+    )
+    def retrieve(self, request, recording_id):
+        found = self.recording()
+        return wav_download(request, found.name, filename=f"call-recording-{found.pk}.wav")
+
+    @success_operation(
+        "recordings_delete",
+        summary="Delete a bridged call's recording",
+        description="Its file and its row (the call's record stays), by the call's owner; "
+        "404 for anyone else, a member of the number included.",
+        errors=[ErrorCode.NOT_FOUND],
+    )
+    def destroy(self, request, recording_id):
+        recordings.call_recording_delete(recording=self.recording(owner=True))
         return self.succeeded()

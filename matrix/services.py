@@ -130,7 +130,7 @@ def matrix_outbox_write(*, events: list[tuple], rows=None, owned=None, shared=Fa
 def _notice_write(user_id, event: dict, *, shared: bool = False) -> None:
     kind = event.get("type")
     ended = kind == "call_status" and event.get("status") in TERMINAL_STATES
-    if kind not in ("call_record", "call_record.transcribed") and not ended:
+    if kind not in ("call_record", "call_record.transcribed", RECORDED) and not ended:
         return
     # A savepoint: whatever goes wrong here is logged and undone alone, and the call's own
     # transaction commits as if Matrix were off.
@@ -140,6 +140,8 @@ def _notice_write(user_id, event: dict, *, shared: bool = False) -> None:
                 _outbound_ended(user_id, event)
             elif kind == "call_record":
                 _inbound_recorded(user_id, event, shared=shared)
+            elif kind == RECORDED:
+                _call_recorded(user_id, event, shared=shared)
             else:
                 _transcribed(user_id, event, shared=shared)
     except Exception:
@@ -150,6 +152,17 @@ def _inbound_recorded(user_id, event: dict, *, shared: bool) -> None:
     _inbound_notice(
         user_id, event, key=f"inbound:{event['id']}", text=texts.inbound_call, shared=shared
     )
+
+
+RECORDED = "recording.completed"
+
+
+def _call_recorded(user_id, event: dict, *, shared: bool) -> None:
+    """A bridged call's recording (issue 58): a notice when it was a call to a number (a
+    script's dial on an outbound call has none: its owner has the call's own notice)."""
+    if event.get("number"):
+        key = f"recording:{event['id']}"
+        _inbound_notice(user_id, event, key=key, text=texts.call_recording, shared=shared)
 
 
 def _inbound_notice(user_id, event: dict, *, key: str, text, shared: bool) -> None:
@@ -170,7 +183,11 @@ def _inbound_notice(user_id, event: dict, *, key: str, text, shared: bool) -> No
 
 def _about(event: dict) -> dict | None:
     """The call a notice is about (`org.relay.call`), as the frame names it."""
-    return {"call": event["call"], "seq": event["seq"]} if "call" in event else None
+    if "call" not in event:
+        return None
+    return (
+        {"call": event["call"], "seq": event["seq"]} if "seq" in event else {"call": event["call"]}
+    )
 
 
 def _transcribed(user_id, event: dict, *, shared: bool) -> None:

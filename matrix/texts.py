@@ -108,6 +108,23 @@ def transcript(event: dict) -> Text:
     )
 
 
+def call_recording(event: dict) -> Text:
+    """A `recording.completed` frame: a bridged call to the user's number was recorded, and
+    what its transcript says (each line its speaker's), marked as a machine's draft."""
+    caller = event.get("caller_num") or "an unknown caller"
+    seconds = event.get("seconds") or 0
+    cut = " (cut short)" if event.get("incomplete") else ""
+    what = f"Call from {caller} to {event['number']} recorded, {seconds} s{cut}"
+    words = event.get("transcript") or ""
+    if not words:
+        return Text(body=f"{what}.", html=f"{escape(what)}.")
+    label = "automatic transcript, may be inaccurate"
+    return Text(
+        body=f"{what} ({label}):\n{words}",
+        html=f"{escape(what)} (<i>{label}</i>): <blockquote>{escape(words)}</blockquote>",
+    )
+
+
 # Who answered, as machine detection told it (the call's `answeredBy`).
 ANSWERED_BY_WORDS = {
     "human": "a person",

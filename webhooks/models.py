@@ -6,7 +6,13 @@ from django.utils import timezone
 
 from core.outbox import OutboxRow, outbox_indexes
 
-EVENT_TYPES = ("call_status", "call_record", "incoming_call", "call_record.transcribed")
+EVENT_TYPES = (
+    "call_status",
+    "call_record",
+    "incoming_call",
+    "call_record.transcribed",
+    "recording.completed",  # a bridged call's recording, with its transcript (issue 58)
+)
 # An endpoint that takes a record takes its transcript when that comes later, as its own
 # event, whether or not it names it: it is the same record, completed.
 IMPLIED_BY = {"call_record.transcribed": "call_record"}

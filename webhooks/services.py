@@ -155,6 +155,8 @@ def webhook_outbox_write(
             key = f"call:{event['callId']}"[:120]
         elif kind in ("call_record", "call_record.transcribed"):
             key = f"record:{event['id']}"  # the transcript after its record
+        elif kind == "recording.completed":
+            key = f"record:{event['call']}"  # after its call's record
         else:
             key = f"{kind}:{secrets.token_hex(8)}"  # nothing to keep in order with
         body = json.dumps(event, separators=(",", ":"), ensure_ascii=False)

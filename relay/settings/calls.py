@@ -39,4 +39,5 @@ WORKER_PERIODIC_PASSES = [
 TRANSCRIPT_ANNOUNCED = {
     "voicemail": "history.tasks.voicemail_transcribed",
     "record": "realtime.pipeline.recording_transcribed",
+    "call": "history.recordings.call_recording_announce",
 }

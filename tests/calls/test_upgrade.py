@@ -92,7 +92,7 @@ LEDGER_KEYS = frozenset(
 # on the release's, and its `ringing` list, its forwarding as a ring list; issue 58: each
 # number's uploaded music on hold, none on the release's).
 # A call record may say which entry of the ring list took it, and whose (issue 57): null on
-# every call of the release's.
+# every call of the release's. The recordings of bridged calls (issue 58): none then.
 RECORD_KEYS = frozenset({"ring_entry", "answered_member_id", "answered_member_email"})
 EXPORT_KEYS = (
     frozenset(
@@ -104,6 +104,7 @@ EXPORT_KEYS = (
             "ringPhone",
             "hold_music_file",
             "hold_music_seconds",
+            "call_recordings",
         }
     )
     | RECORD_KEYS
