@@ -35,7 +35,7 @@ from realtime.providers import QUOTA_REASON, Step, quota_cut
 from realtime.selectors import calls_ended
 from realtime.services import call_recording_add, calls_claim, calls_extend
 from telephony import services
-from telephony.dial import Dialing, LegPlaces, any_of, script_ledger
+from telephony.dial import Dialing, LegPlaces, any_of, recorded_for, script_ledger
 from telephony.inbound.routing import InboundDesk
 from telephony.outbound import BrowserRun, MessageRun, OutboundRun, ScriptedRun
 from telephony.sip.message import new_sip_call_id
@@ -413,6 +413,7 @@ class TelephonyAgent:
             ),
             caller_ids={"number": (record.caller_id, ()), "caller": (record.caller_id, ())},
             gone=lambda: any_of(live.sip.remote_hangup, live.sip.hangup_requested),
+            recorded=lambda: recorded_for(_in_db_thread, self.speech, call_id=record.pk),
         )
 
     def _keeper(self, live: LiveCall):

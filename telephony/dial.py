@@ -28,10 +28,12 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from core.webrtc import BROWSER
+from history import recordings
 from telephony import services
 from telephony.sip import sdp
 from telephony.sip.message import new_sip_call_id
 from telephony.sip.race import race, won
+from telephony.sip.recorder import CALLER, OTHER, CallRecorder
 from telephony.sip.rtp import RtpStream
 from telephony.sip.uac import OutboundCall, Outcome
 
@@ -78,6 +80,18 @@ class Ledger:
 
 
 @dataclass
+class Recorded:
+    """A bridge to record (issue 58; telephony.sip.recorder): `announcement()` what both
+    parties hear first (G.711 by payload type, from the speech cache), `open()` the
+    recording's row and the path its WAV is written to, `done(row, seconds, incomplete)`
+    once it is closed; each in the agent's database thread but the first."""
+
+    announcement: Callable[[], Awaitable[dict[int, bytes]]]
+    open: Callable[[], Awaitable[tuple[object, str]]]
+    done: Callable[[object, float, bool], Awaitable[None]]
+
+
+@dataclass
 class DialResult:
     status: str  # completed, busy, no_answer or failed
     target: str | None = None  # the target bridged
@@ -117,11 +131,12 @@ class Dial:
         browser=None,
         rings: list[RingTarget] | None = None,
         music: Callable[[int], Awaitable[bytes | None]] | None = None,
+        recorded: Recorded | None = None,
     ) -> None:
         self.ua, self.party, self.gone, self.targets = ua, party, gone, targets
         self.ring_seconds, self.caller, self.headers = ring_seconds, caller, headers
         self.ledger, self.leg_done, self.label = ledger, leg_done, label
-        self.answer, self.screen = answer, screen
+        self.answer, self.screen, self.recorded = answer, screen, recorded
         # The music either end of the bridge hears while the other holds, in place of Relay's
         # own (a number's, issue 58; rtp.RtpStream.music_source).
         self.music = music
@@ -293,21 +308,25 @@ class Dial:
             await self.ledger.unbridged(leg)
             self.party_gone = True
             return None
-        bridged = time.monotonic()
         party_stream, target_stream = self.party.stream, sip.stream
         for stream in (party_stream, target_stream):
             if isinstance(stream, RtpStream):  # a browser's stream plays no music
                 stream.music_source = self.music
+        leg_over = self.tasks[winning]  # the leg's own task: it goes on to its end
+        recording = await self._record_start(party_stream, target_stream, leg_over)
+        bridged = time.monotonic()
         party_stream.bridge, target_stream.bridge = target_stream, party_stream
+        recorder = recording and recording.start()
         cap = settings.SIP_MAX_CALL_SECONDS
         if grant is not None:
             cap = min(cap, grant)
-        leg_over = self.tasks[winning]  # the leg's own task: it goes on to its end
         try:
             _leg, party_over = await race(leg_over, self.gone(), timeout=cap, keep=(leg_over,))
             self.party_gone = won(party_over)
         finally:
             party_stream.bridge = target_stream.bridge = None
+            if recorder is not None:
+                await asyncio.shield(recording.end())
         self.bridge_over.set()
         sip.hang_up()
         duration = max(0, round(time.monotonic() - bridged))
@@ -322,6 +341,62 @@ class Dial:
             party_stream.relayed_packets,
         )
         return DialResult("completed", target=leg.target, duration=duration)
+
+    async def _record_start(self, party_stream, target_stream, leg_over) -> _Recording | None:
+        """A bridge to record: the announcement played to both parties (until either leaves),
+        then the recording's row; None when the bridge is not recorded (not asked for, or a
+        browser took the call: only SIP legs are recorded)."""
+        recorded = self.recorded
+        if recorded is None:
+            return None
+        if not (isinstance(party_stream, RtpStream) and isinstance(target_stream, RtpStream)):
+            logger.info("%s: a browser took the call: the bridge is not recorded", self.label)
+            return None
+        try:
+            audio = await recorded.announcement()
+        except Exception:
+            logger.exception("%s: the recording's announcement could not be spoken", self.label)
+            audio = {}
+        plays = [s.play(audio.get(s.payload_type, b"")) for s in (party_stream, target_stream)]
+        await race(asyncio.gather(*plays), leg_over, self.gone(), keep=(leg_over,))
+        logger.info("%s: the recording announced to both parties", self.label)
+        try:
+            row, path = await recorded.open()
+        except Exception:
+            logger.exception("%s: the recording could not begin", self.label)
+            return None
+        return _Recording(recorded, row, path, party_stream, target_stream, self.label)
+
+
+class _Recording:
+    """One recorded bridge: the recorder tapping both streams from start() to end()."""
+
+    def __init__(self, recorded: Recorded, row, path: str, party, target, label: str) -> None:
+        self.recorded, self.row, self.path, self.label = recorded, row, path, label
+        self.streams = (party, target)
+        self.recorder: CallRecorder | None = None
+
+    def start(self) -> CallRecorder:
+        self.recorder = recorder = CallRecorder(self.path, label=self.label)
+        party, target = self.streams
+        party.on_bridged, target.on_bridged = recorder.tap(CALLER), recorder.tap(OTHER)
+        return recorder
+
+    async def end(self) -> None:
+        for stream in self.streams:
+            stream.on_bridged = None
+        recorder = self.recorder
+        await recorder.close()
+        logger.info(
+            "%s: recorded %.2f s%s",
+            self.label,
+            recorder.seconds,
+            " (incomplete)" if recorder.incomplete else "",
+        )
+        try:
+            await self.recorded.done(self.row, recorder.seconds, recorder.incomplete)
+        except Exception:
+            logger.exception("%s: the recording could not be stored", self.label)
 
 
 @dataclass(frozen=True)
@@ -370,6 +445,7 @@ class Dialing:
     ledger: Callable[[int], Ledger]
     caller_ids: dict[str, tuple[str, tuple[tuple[str, str], ...]]]
     gone: Callable[[], Awaitable]
+    recorded: Callable[[], Recorded] | None = None  # a `dial` with `record: true` (issue 58)
 
 
 def script_ledger(db: Callable, *, owner_id, dial: int, call) -> Ledger:
@@ -386,6 +462,19 @@ def script_ledger(db: Callable, *, owner_id, dial: int, call) -> Ledger:
         bridged=lambda leg: db(services.dial_leg_bridged)(leg=leg),
         unbridged=lambda leg: db(services.dial_leg_unbridged)(leg=leg),
         ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
+    )
+
+
+def recorded_for(db: Callable, speech, *, call_id, announce: str = "") -> Recorded:
+    """The recording of a bridge of the call `call_id` (history.recordings), announced by
+    `announce` (empty: RECORDING_ANNOUNCEMENT) spoken through the speech cache."""
+    text = announce or settings.RECORDING_ANNOUNCEMENT
+    return Recorded(
+        announcement=lambda: asyncio.to_thread(speech.render, text, settings.TTS_DEFAULT_LANGUAGE),
+        open=lambda: db(recordings.call_recording_open)(call_id=call_id),
+        done=lambda row, seconds, incomplete: db(recordings.call_recording_done)(
+            recording=row, seconds=seconds, incomplete=incomplete
+        ),
     )
 
 

@@ -193,6 +193,7 @@ class ScriptedTalk:
             leg_done=dialing.places.give,
             label=f"{self.label}, dial {self.dials}",
             answer=self._ready,
+            recorded=dialing.recorded() if body.get("record") and dialing.recorded else None,
         )
         running = asyncio.ensure_future(dial.run())
         try:

@@ -15,7 +15,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core import parsing
-from core.fields import BoundedTextField, DialableNumberField, StrictCharField, WebhookUrlField
+from core.fields import (
+    BoundedTextField,
+    DialableNumberField,
+    StrictBooleanField,
+    StrictCharField,
+    WebhookUrlField,
+)
 from core.urls import destination_problem
 from voiceapps.languages import LANGUAGES
 
@@ -123,6 +129,8 @@ class DialVerb(Verb):
     timeout = _count(120, 20, minimum=5)
     callerId = serializers.ChoiceField(choices=["number", "caller"], default="number")  # noqa: N815
     actionHook = HookUrlField(required=False)  # noqa: N815
+    # Issue 58: both parties hear the recording's announcement, then the bridge is recorded.
+    record = StrictBooleanField(required=False, default=False)
 
 
 class PauseVerb(Verb):

@@ -28,7 +28,7 @@ from django.conf import settings
 from core.recordings import recordings_storage
 from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus
 from telephony import services
-from telephony.dial import Dialing, LegPlaces, diversion, script_ledger
+from telephony.dial import Dialing, LegPlaces, diversion, recorded_for, script_ledger
 from telephony.scripted import ScriptedTalk
 from telephony.sip.race import race
 from telephony.sip.uac import TALK_STOP_SECONDS
@@ -147,6 +147,9 @@ class AppSession:
                 ),
                 caller_ids=self._caller_ids(),
                 gone=self.call.ended.wait,
+                recorded=lambda: recorded_for(
+                    self.db, self.speech, call_id=self.ledger.pk, announce=number.recording_announce
+                ),
             ),
             answer=self._answer,
         )

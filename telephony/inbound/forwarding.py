@@ -38,7 +38,7 @@ from core.recordings import recordings_storage
 from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
-from telephony.dial import Dial, Ledger, RingTarget, diversion
+from telephony.dial import Dial, Ledger, RingTarget, diversion, recorded_for
 from telephony.sip.race import race, won
 from telephony.sip.uac import OutboundCall
 from telephony.sip.uas import InboundDialog
@@ -227,6 +227,11 @@ class Forwarder:
             answer=self._answer,
             screen=self._screened if number.forward_screening else None,
             music=number_music(self.speech, number.hold_music),
+            recorded=(
+                recorded_for(db, self.speech, call_id=ledger.pk, announce=number.recording_announce)
+                if number.recording_enabled
+                else None
+            ),
         )
 
     async def _watch_members(self, steps: list[list[RingTarget]]) -> None:

@@ -240,6 +240,8 @@ class RtpStream(Holding, asyncio.DatagramProtocol):
         # (`relay`), which sends it on in its own codec, payload types, sequence and SSRC.
         self._bridge: RtpStream | None = None
         self.relayed_packets = 0
+        # A recorded bridge (telephony.sip.recorder): what this end says while bridged.
+        self.on_bridged: Callable[[bytes, int], None] | None = None
         # Hold (RFC 3264 §8.4): the far end takes no audio now; nothing is sent to it, and
         # what it sends is not relayed: the stream it is bridged to plays `music` instead.
         self.held = False
@@ -330,6 +332,8 @@ class RtpStream(Holding, asyncio.DatagramProtocol):
         event = payload_type == self.dtmf_payload_type and self.dtmf_payload_type is not None
         if self._bridge is not None and not self.held:  # a held end's sound is not passed on
             self._bridge.relay(data, payload, event=event)
+            if self.on_bridged is not None and not event:
+                self.on_bridged(payload, payload_type)
         if event:
             self._telephone_event(struct.unpack("!I", data[4:8])[0], payload)
             return
