@@ -20,9 +20,10 @@ from django.utils import timezone
 
 from calls.models import Recording, RecordingKind
 from core.recordings import recordings_storage
+from harness.speech import SENTENCE, spoken_alaw
 from history.recordings import call_recording_done, call_recording_open
 from telephony.sip.recorder import CALLER, OTHER, CallRecorder
-from tests.conftest import api_key_client
+from tests.conftest import api_key_client, drain_tasks
 from tests.factories import (
     DEFAULT_PASSWORD,
     CallRecordFactory,
@@ -30,6 +31,7 @@ from tests.factories import (
     NumberMemberFactory,
     voicemail_on,
 )
+from tests.history.speech import CONTENT_WORDS, heard_words, require_speech
 from tests.records import voicemail_id
 from virtual_numbers.models import NumberMember
 from webhooks.models import WebhookDelivery
@@ -225,3 +227,41 @@ def test_deleting_the_account_deletes_its_recordings_and_their_files(
     assert not recordings_storage().exists(recording.name)
     assert Recording.objects.filter(pk=theirs.pk).exists()
     assert recordings_storage().exists(theirs.name)
+
+
+def test_the_transcript_is_made_per_channel_and_labelled_by_speaker(user, number, settings):
+    """Whisper (the engine voicemail uses) on a recording whose caller spoke on the left and
+    whose other party said nothing on the right: one line, the caller's."""
+    require_speech()
+    settings.TRANSCRIBE_ENGINE = "whisper"
+    webhook_set(user=user, url="https://hooks.example.com/relay", events=["recording.completed"])
+    alaw = spoken_alaw(SENTENCE)
+    record = CallRecordFactory(number=number, answered_by="forward", forwarded_to=TARGET)
+    row, path = call_recording_open(call_id=record.pk)
+
+    async def bridge():
+        recorder = CallRecorder(path, label="test")
+        caller, other = recorder.tap(CALLER), recorder.tap(OTHER)
+        for start in range(0, len(alaw), 160):
+            caller(alaw[start : start + 160], 8)
+            other(bytes([QUIET_A]) * 160, 8)
+            await asyncio.sleep(0.02)
+        await recorder.close()
+        return recorder
+
+    recorder = asyncio.run(bridge())
+    call_recording_done(recording=row, seconds=recorder.seconds, incomplete=False)
+    assert Recording.objects.get(pk=row.pk).transcript_status == "pending"
+    assert not WebhookDelivery.objects.filter(event_type="recording.completed").exists()
+
+    drain_tasks()
+
+    recording = Recording.objects.get(pk=row.pk)
+    assert recording.transcript_status == "done"
+    [line] = recording.transcript.splitlines()
+    assert line.startswith("caller: ")
+    assert len(heard_words(line) & CONTENT_WORDS) >= 3, line
+    # recording.completed is sent once, with the transcript.
+    [delivery] = WebhookDelivery.objects.filter(event_type="recording.completed")
+    body = json.loads(delivery.payload)
+    assert (body["transcript_status"], body["transcript"]) == ("done", recording.transcript)

@@ -23,6 +23,8 @@ from history.models import AnsweredBy, CallStatus
 from telephony.speech import Speech
 from tests.factories import NumberFactory
 from tests.telephony.conftest import bridge_log, call_in, sip_env, wait_for_records
+from voiceapps.services import voice_app_set
+from voiceapps.verbs import script_check
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -187,6 +189,29 @@ def test_a_number_that_does_not_record_makes_no_recording(relay, tmp_path, user,
         rf"inbound call {re.escape(record.sip_call_id)}: the recording announced",
         relay.log_path.read_text(),
     )
+
+
+def test_a_scripts_dial_with_record_is_recorded_after_the_announcement(
+    relay, tmp_path, user, tones
+):
+    number = NumberFactory(owner=user, alias="Shop")  # the number itself records nothing
+    dial = {"targets": [TARGET], "timeout": 10, "callerId": "caller", "record": True}
+    voice_app_set(number=number, script=script_check([{"dial": dial}]))
+
+    record = recorded_call(relay, tmp_path, number, tones, talk_ms=5000)
+
+    assert record.answered_by == "app"
+    recording = recording_of(record)
+    wav_path = relay.workdir / "recordings" / recording.name
+    with wave.open(str(wav_path)) as wav:
+        assert wav.getnchannels() == 2
+        assert abs(wav.getnframes() / 8000 - recording.seconds) < 0.01
+    assert recording.seconds >= 1.5
+    assert abs(channel_stat(wav_path, 1)["hz"] - CALLER_HZ) < 60
+    assert abs(channel_stat(wav_path, 2)["hz"] - TARGET_HZ) < 100
+    # The default announcement, from the speech cache.
+    key = Speech(relay.workdir / "tts").key("This call may be recorded.", "en")
+    assert list((relay.workdir / "tts").glob(f"{key}.*")), key
 
 
 @pytest.fixture

@@ -103,6 +103,7 @@ def test_exactly_one_of_message_and_script(client_jwt, fields):
         ([{"dial": {"targets": []}}], "script.0.dial.targets"),
         ([{"dial": {"targets": ["12345"]}}], "script.0.dial.targets.0"),
         ([{"dial": {"targets": ["+442079460120"], "callerId": "me"}}], "script.0.dial.callerId"),
+        ([{"dial": {"targets": ["+442079460120"], "record": "yes"}}], "script.0.dial.record"),
         ([{"record": {"maxSeconds": 601}}], "script.0.record.maxSeconds"),
         ([{"redirect": {}}], "script.0.redirect.url"),
         ([{"redirect": {"url": "ftp://example.com/app"}}], "script.0.redirect.url"),
