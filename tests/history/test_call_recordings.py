@@ -15,6 +15,7 @@ import zipfile
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -22,6 +23,7 @@ from calls.models import Recording, RecordingKind
 from core.recordings import recordings_storage
 from harness.speech import SENTENCE, spoken_alaw
 from history.recordings import call_recording_done, call_recording_open
+from matrix.models import MatrixMessage, MatrixRoom
 from telephony.sip.recorder import CALLER, OTHER, CallRecorder
 from tests.conftest import api_key_client, drain_tasks
 from tests.factories import (
@@ -29,6 +31,7 @@ from tests.factories import (
     CallRecordFactory,
     NumberFactory,
     NumberMemberFactory,
+    UserFactory,
     voicemail_on,
 )
 from tests.history.speech import CONTENT_WORDS, heard_words, require_speech
@@ -265,3 +268,38 @@ def test_the_transcript_is_made_per_channel_and_labelled_by_speaker(user, number
     [delivery] = WebhookDelivery.objects.filter(event_type="recording.completed")
     body = json.loads(delivery.payload)
     assert (body["transcript_status"], body["transcript"]) == ("done", recording.transcript)
+
+
+async def test_the_owners_and_a_members_sockets_get_recording_completed(
+    communicator, user, other_user
+):
+    number = await sync_to_async(NumberFactory)(owner=user, recording_enabled=True)
+    await sync_to_async(NumberMemberFactory)(number=number, user=other_user)
+    owner_ws, _ = await communicator(user)
+    member_ws, _ = await communicator(other_user)
+    outsider_ws, _ = await communicator(await sync_to_async(UserFactory)())
+
+    recording = await sync_to_async(recorded_call)(number)
+
+    for socket in (owner_ws, member_ws):
+        frame = await socket.receive_json_from(timeout=5)
+        while frame["type"] != "recording.completed":  # the call's own frames before it
+            frame = await socket.receive_json_from(timeout=5)
+        assert (frame["id"], frame["seconds"], frame["incomplete"]) == (
+            str(recording.pk),
+            recording.seconds,
+            False,
+        )
+    assert await outsider_ws.receive_nothing(timeout=0.3)
+
+
+def test_a_matrix_notice_goes_to_the_owners_joined_room(user, number, settings):
+    settings.MATRIX_ENABLED = True
+    room = MatrixRoom.objects.create(
+        user=user, matrix_id="@owner:localhost", room_id="!r:localhost", status="joined"
+    )
+
+    recording = recorded_call(number)
+
+    [notice] = MatrixMessage.objects.filter(room=room, key=f"recording:{recording.pk}")
+    assert f"to {number.number} recorded, {recording.seconds} s" in notice.body
