@@ -377,6 +377,7 @@ class _Recording:
         self.recorder: CallRecorder | None = None
 
     def start(self) -> CallRecorder:
+        self.started = time.monotonic()
         self.recorder = recorder = CallRecorder(self.path, label=self.label)
         party, target = self.streams
         party.on_bridged, target.on_bridged = recorder.tap(CALLER), recorder.tap(OTHER)
@@ -386,11 +387,13 @@ class _Recording:
         for stream in self.streams:
             stream.on_bridged = None
         recorder = self.recorder
+        bridge = time.monotonic() - self.started
         await recorder.close()
         logger.info(
-            "%s: recorded %.2f s%s",
+            "%s: recorded %.2f s of a %.2f s bridge%s",
             self.label,
             recorder.seconds,
+            bridge,
             " (incomplete)" if recorder.incomplete else "",
         )
         try:
