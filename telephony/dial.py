@@ -357,8 +357,19 @@ class Dial:
         except Exception:
             logger.exception("%s: the recording's announcement could not be spoken", self.label)
             audio = {}
-        plays = [s.play(audio.get(s.payload_type, b"")) for s in (party_stream, target_stream)]
-        await race(asyncio.gather(*plays), leg_over, self.gone(), keep=(leg_over,))
+        plays = [
+            asyncio.ensure_future(s.play(audio.get(s.payload_type, b"")))
+            for s in (party_stream, target_stream)
+        ]
+        try:
+            _played, _leg, gone = await race(
+                asyncio.wait(plays), leg_over, self.gone(), keep=(leg_over,)
+            )
+        finally:
+            for play in plays:
+                play.cancel()
+        if leg_over.done() or won(gone):
+            return None  # a party left during the announcement: no bridge to record
         logger.info("%s: the recording announced to both parties", self.label)
         try:
             row, path = await recorded.open()
