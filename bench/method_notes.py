@@ -263,6 +263,18 @@ METHOD_NOTES = """\
   is its CPU from the first caller to the last call's record, over the calls; a warm-up call
   (phone 1's) comes before each batch, on its fresh agent, and is not counted. Load-gen CPU
   is both SIPps' and the tab's.
+- **sip_recorded** (issue 58): recorded bridged calls at once on one agent (`SIP_AGENTS=1`,
+  2 places a call): the number forwarding to one phone (+44 113 496 0990, its ring list's one
+  entry, as sip_forward_cpu's; SIPp on the trunk, PCMU, 300 ms of ringing, `-rtp_echo`) with
+  recording on. SIPp places the calls within a second (`forward_caller.xml`), each caller
+  talking 10 s of A-law in 20 ms packets from its answer; both parties first hear the
+  announcement ("This call may be recorded.", about 1.7 s, from the speech cache), then the
+  bridge is recorded, one stereo WAV a call. The baseline, alternated with it in the same
+  run, is the same number with recording off on a fresh agent, the callers saying the same
+  talk: its bridges are the announcement's length longer. Agent CPU per call is the agent's
+  CPU (and its espeak-ng and sox) from the callers' start to the last call's end, over the
+  calls. Each recording is read back: its WAV's frames (from its header) against the
+  bridge's length the agent logged with it.
 - **sip_edge_400** and **sip_edge_rolling** (issue 42): calls from the trunk through the shipped
   SIP edge, `deploy/kamailio/relay-edge.cfg` as it is with its default probe interval (5 s)
   and timeout (2 s), to two telephony agents. One SIPp is every caller (`edge_caller.xml`: it

@@ -66,6 +66,9 @@ class Profile:
     ring_group_calls: int  # sip_ring_group: calls at once to a ring group, and its baseline's
     ring_group_talk_seconds: float  # each caller talks this long once answered
     ring_group_rounds: int  # batches of each kind, alternated forwarded, ring, ring, ...
+    recorded_calls: int  # sip_recorded: recorded forwarded calls at once, and its baseline's
+    recorded_talk_seconds: float  # each caller talks this long once answered
+    recorded_rounds: int  # batches of each kind, alternated unrecorded, recorded, ...
 
 
 FULL = Profile(
@@ -130,6 +133,9 @@ FULL = Profile(
     ring_group_calls=50,
     ring_group_talk_seconds=10,
     ring_group_rounds=2,
+    recorded_calls=50,
+    recorded_talk_seconds=10,
+    recorded_rounds=2,
 )
 
 SMOKE = Profile(
@@ -192,4 +198,7 @@ SMOKE = Profile(
     ring_group_calls=4,
     ring_group_talk_seconds=3,
     ring_group_rounds=1,
+    recorded_calls=4,
+    recorded_talk_seconds=4,
+    recorded_rounds=1,
 )

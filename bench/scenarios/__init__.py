@@ -23,6 +23,7 @@ from bench.scenarios.sip_calls import sip_50_calls
 from bench.scenarios.sip_edge import sip_edge_400, sip_edge_rolling
 from bench.scenarios.sip_forward import sip_forward_100, sip_forward_cpu
 from bench.scenarios.sip_legs import sip_200_calls, sip_tls_srtp_cpu
+from bench.scenarios.sip_recorded import sip_recorded
 from bench.scenarios.sip_ring_group import sip_ring_group
 from bench.scenarios.sip_scripted import sip_scripted_100
 from bench.scenarios.sip_speech import sip_speech_gather
@@ -47,7 +48,7 @@ SCENARIOS = [("http_bare_asgi", http_bare_asgi), ("http_me", http_me),
              ("sip_tls_srtp_cpu", sip_tls_srtp_cpu), ("sip_200_calls", sip_200_calls),
              ("sip_forward_cpu", sip_forward_cpu),
              ("sip_forward_100", sip_forward_100), ("sip_browser_50", sip_browser_50),
-             ("sip_ring_group", sip_ring_group),
+             ("sip_ring_group", sip_ring_group), ("sip_recorded", sip_recorded),
              ("sip_scripted_100", sip_scripted_100), ("sip_speech_gather", sip_speech_gather),
              ("sip_edge_400", sip_edge_400),
              ("sip_edge_rolling", sip_edge_rolling),
