@@ -303,3 +303,13 @@ def test_a_matrix_notice_goes_to_the_owners_joined_room(user, number, settings):
 
     [notice] = MatrixMessage.objects.filter(room=room, key=f"recording:{recording.pk}")
     assert f"to {number.number} recorded, {recording.seconds} s" in notice.body
+
+
+def test_giving_the_number_back_deletes_its_calls_recordings_and_their_files(client_jwt, number):
+    recording = recorded_call(number)
+
+    response = client_jwt.delete(f"/api/numbers/{number.pk}")
+
+    assert response.status_code in (200, 204), response.content
+    assert not Recording.objects.filter(pk=recording.pk).exists()
+    assert not recordings_storage().exists(recording.name)
