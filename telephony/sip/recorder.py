@@ -24,6 +24,7 @@ import logging
 import os
 import struct
 from collections.abc import Callable
+from functools import partial
 
 import numpy
 
@@ -105,14 +106,12 @@ class CallRecorder:
     def tap(self, channel: int) -> Callable[[bytes, int], None]:
         """What a stream calls with each payload it hears while bridged (and its payload
         type), for `channel` (CALLER or OTHER)."""
-        return lambda payload, payload_type: self._heard(channel, payload, payload_type)
+        return partial(self._heard, channel)  # one Python frame a packet, not two
 
     def _heard(self, index: int, payload: bytes, payload_type: int) -> None:
-        if self.closed or self.fd is None:
-            return
+        if self.fd is None or payload_type not in LINEAR:
+            return  # cut, closed (close() lets go of the file), or not G.711
         channel = self.channels[index]
-        if payload_type not in LINEAR:
-            return
         if channel.law is None:
             channel.law = payload_type
         elif payload_type != channel.law:
