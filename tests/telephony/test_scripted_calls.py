@@ -398,3 +398,30 @@ def test_record_keeps_what_the_callee_said_for_its_owner_alone(
     # (tests/settings.py; tests/realtime/test_recording_transcripts.py transcribes one).
     (listed,) = client_jwt.get(f"/api/calls/{call.call_id}").json()["recordings"]
     assert (listed["id"], listed["transcriptStatus"]) == (recording_id, "off")
+
+
+def test_a_dial_with_record_on_an_outbound_call_is_recorded_in_stereo(scripted, tmp_path, user):
+    """Issue 58: the callee and the target hear the announcement, then the bridge is recorded
+    (the callee on the left, the target on the right), a recording of the outbound call."""
+    from calls.models import Recording
+
+    sipp = dial_parties(scripted, tmp_path, talk_ms=4500)
+
+    call = run(user, [{"dial": {"targets": [TARGET], "timeout": 10, "record": True}}])
+
+    assert sipp.finish() == 0, sipp
+    [dialed] = reports(call)
+    assert dialed["result"]["dialStatus"] == "completed"
+    recording = wait_until(
+        lambda: Recording.objects.filter(call=call, kind="call", seconds__isnull=False).first(),
+        deadline=10,
+        what="the dial's recording",
+    )
+    assert recording.incomplete is False
+    assert 1.0 <= recording.seconds <= 4.5, recording.seconds
+    [path] = list(scripted.workdir.rglob(recording.name))
+    with wave.open(str(path)) as wav:
+        assert (wav.getnchannels(), wav.getframerate()) == (2, 8000)
+        assert abs(wav.getnframes() / 8000 - recording.seconds) <= 0.005
+    log = (scripted.workdir / "agent.log").read_text()
+    assert f"call {call.pk}, dial 1: the recording announced to both parties" in log
