@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("numbers", "0011_ring_list"),
+        ("numbers", "0012_hold_music"),
     ]
 
     operations = [
