@@ -17,6 +17,7 @@ goes on as it was (§14.2, RFC 3261 "the UAS ... MUST leave the session unchange
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from telephony.sip import sdp
 from telephony.sip.message import (
@@ -27,11 +28,12 @@ from telephony.sip.message import (
     response_to,
     uri_of,
 )
+from telephony.sip.refer import Refer, Refusal, refer_target
 from telephony.sip.transaction import FromTu, InviteServer, Received
 
 logger = logging.getLogger(__name__)
 
-ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"
+ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, REFER"
 # The bodies of an INFO that carry a key pressed: SIP INFO DTMF, as Cisco and most trunks send
 # it (`Signal=5`), and the bare key of application/dtmf.
 DTMF_TYPES = ("application/dtmf-relay", "application/dtmf")
@@ -92,6 +94,9 @@ class Dialog:
         self.stream = None
         self.rtp_port = 0
         self.reinvite: tuple[int, object] | None = None
+        # Who decides on a REFER in this dialog (refer.py): given the accepted Refer, a
+        # Refusal, or None to take it (202). None: every REFER is refused 403.
+        self.on_refer: Callable[[Refer], Awaitable[Refusal | None]] | None = None
 
     @property
     def local_crypto(self) -> sdp.Crypto | None:
@@ -182,6 +187,8 @@ class Dialog:
             await self.ua.reply(request, options_answer(request), source)
         elif request.method == "INFO":
             await self._info(request, source)
+        elif request.method == "REFER":
+            await self._refer(request, source)
         elif request.method == "CANCEL":
             # A CANCEL matching no pending INVITE transaction (§9.2).
             await self.ua.respond(request, 481, "Call/Transaction Does Not Exist", source)
@@ -227,6 +234,42 @@ class Dialog:
         response.set("Content-Type", "application/sdp")
         response.body = self.local_sdp
         transaction.feed(FromTu(response))
+
+    def accepts_peer(self, host: str) -> bool:
+        """Whether a request that moves the call (a REFER) may come from `host`: the hosts an
+        INVITE may come from (the trunk's)."""
+        return self.ua.accepts_source(host)
+
+    async def _refer(self, request: Message, source: tuple[str, int]) -> None:
+        """A REFER (RFC 3515): refused 403 where nobody takes one (`on_refer` None: a call
+        not bridged, or not one a transfer applies to), from a source that may not move the
+        call, or as `on_refer` says; a Refer-To that cannot be read is 400 (refer.py). Taken,
+        it is answered 202 and the peer is told "100 Trying" at once; whoever took it
+        notifies the rest. Either way the call goes on untouched until then."""
+        found = refer_target(request)
+        refusal = found if isinstance(found, Refusal) else None
+        if refusal is None and (self.on_refer is None or not self.established):
+            refusal = Refusal(403, "Forbidden (no transfer on this call)")
+        if refusal is None and not self.accepts_peer(source[0]):
+            logger.warning(
+                "call %s: REFER refused: %s is not an allowed source", self.sip_call_id, source[0]
+            )
+            refusal = Refusal(403, "Forbidden")
+        refer = None
+        if refusal is None:
+            refer = Refer(dialog=self, target=found, cseq=request.cseq[0])
+            refusal = await self.on_refer(refer)
+        if refusal is not None:
+            logger.info(
+                "call %s: REFER refused: %d %s", self.sip_call_id, refusal.status, refusal.reason
+            )
+            await self.ua.respond(request, refusal.status, refusal.reason, source)
+            return
+        response = response_to(request, 202, "Accepted", to_tag=self.local_tag)
+        response.set("Contact", self.ua.contact())
+        await self.ua.reply(request, response, source)
+        logger.info("call %s: REFER taken: a transfer", self.sip_call_id)
+        await refer.notify(100, "Trying")
 
     def take_offer(self, body: bytes) -> None:
         """Answer a re-INVITE's offer: check that Relay can take it (a codec it speaks, the

@@ -30,6 +30,8 @@ COMPACT = {
     "k": "Supported",
     "s": "Subject",
     "e": "Content-Encoding",
+    "r": "Refer-To",  # RFC 3515 §2.1
+    "o": "Event",  # RFC 6665 §8.2.1
 }
 # Names as RFC 3261 spells them; any other header keeps its own spelling.
 CANONICAL = {

@@ -280,6 +280,9 @@ class UserAgent:
             await self.reply(request, options_answer(request), source)
         elif method in ("BYE", "CANCEL", "INFO"):
             await self.respond(request, 481, "Call/Transaction Does Not Exist", source)
+        elif method == "REFER":
+            # RFC 3515 outside any dialog: a transfer of no call Relay holds.
+            await self.respond(request, 403, "Forbidden (REFER outside a call)", source)
         # Any other method was answered 405 or 501 by checks.check_request above.
 
     async def respond(self, request: Message, status: int, reason: str, destination) -> None:

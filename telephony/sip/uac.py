@@ -130,6 +130,13 @@ class OutboundCall(Dialog):
     def established(self) -> bool:
         return self.confirmed
 
+    def accepts_peer(self, host: str) -> bool:
+        """A request that moves the call may come from the trunk's hosts, or from the host
+        this call's INVITE went to (a SIP URI dialled directly)."""
+        return super().accepts_peer(host) or (
+            self.destination is not None and host == self.destination[0]
+        )
+
     def hang_up(self, *, reason: str = "") -> None:
         """CANCEL while it rings, BYE once answered; a CANCEL carries `reason` as its Reason
         header (RFC 3326), the first one given."""
