@@ -262,16 +262,19 @@ class LegRole(models.TextChoices):
     CALLEE = "callee", "Callee"
     FORWARD_TARGET = "forward_target", "Forwarding target"
     DIAL_TARGET = "dial_target", "Dial target"
+    TRANSFER_TARGET = "transfer_target", "Transfer target"
 
 
 # The roles of legs Relay dials out on the owner's behalf: they count in the plan's quotas.
-DIALLED_ROLES = (LegRole.FORWARD_TARGET, LegRole.DIAL_TARGET)
+DIALLED_ROLES = (LegRole.FORWARD_TARGET, LegRole.DIAL_TARGET, LegRole.TRANSFER_TARGET)
 
 
 class Leg(models.Model):
     """One party of a call besides its own: a forwarding target of an inbound call
     (`forward_target`, `dial` 0), a target of the n-th `dial` verb its script ran
-    (`dial_target`, `dial` n), or a tab of the owner that took it (`kind` browser).
+    (`dial_target`, `dial` n), the target a bridged party handed the call on to
+    (`transfer_target`, issue 58: `dial` one more than the call's legs had), or a tab of the
+    owner that took it (`kind` browser).
 
     Its target is typed: a `phone` (E.164) or a `sip_uri` for a SIP leg, the `user` whose
     browser for a browser one (and, on a SIP leg a ring list's member entry rang, the member

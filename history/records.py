@@ -5,7 +5,8 @@ rows of its own (docs/decisions.md, "History is a read of the ledger").
 `Record` carries what the history API, the console, the mail and the frames show of a call, in
 the history's words (`status` answered|missed|blocked, `answered_by` forward|voicemail|app,
 `forwarded_to` a phone, a SIP URI or "browser", `ring_entry` and `answered_member_*`: which
-entry of the ring list took it, and whose), with `id` the call's own. `record_rows` reads
+entry of the ring list took it, and whose; `transferred_to`: who that person handed it on
+to), with `id` the call's own. `record_rows` reads
 records with one statement: the call, its number's two columns, its voicemail (a LEFT JOIN)
 and, for a call a person took, the leg that took it (subqueries on that row only).
 """
@@ -77,6 +78,7 @@ class Record:
     transcript_status: str | None = None
     voicemail_id: uuid.UUID | None = None  # its calls.Recording, if it ever had one
     ring_entry: int | None = None  # the ring list's entry that took it (issue 57)
+    transferred_to: str | None = None  # who the person who took it handed it on to (issue 58)
     answered_member_id: uuid.UUID | None = None  # the person whose tab or ring phone took it
     answered_member_email: str | None = None
     seq: int = 0  # the number of the call's newest event (its end, or what came after)
@@ -134,6 +136,21 @@ def _forwarded_phone():
     )
 
 
+def _transferred_to():
+    """The phone or SIP URI a call a person answered was last handed on to (issue 58: its
+    newest `transfer_target` leg, taken or not), else null."""
+    latest = (
+        Leg.objects.filter(call=OuterRef("pk"), role=LegRole.TRANSFER_TARGET)
+        .order_by("-dial")
+        .annotate(reached=Coalesce(NullIf("phone", Value("")), "sip_uri"))
+    )
+    return Case(
+        When(answered_by=LedgerAnsweredBy.PERSON, then=Subquery(latest.values("reached")[:1])),
+        default=Value(None),
+        output_field=CharField(),
+    )
+
+
 def _forwarded_by(field: str, output_field):
     """A column of the leg that took a forwarded call (`field`: its ring list entry, the
     member whose entry it was, their address), else null."""
@@ -181,6 +198,7 @@ def record_rows(calls: QuerySet) -> QuerySet:
         *CALL_COLUMNS,
         *(f"voicemail__{name}" for name in VOICEMAIL_COLUMNS),
         forwarded_phone=_forwarded_phone(),
+        transferred_to=_transferred_to(),
         ring_entry=_forwarded_by("ring_entry", IntegerField()),
         member_id=_forwarded_by("user_id", UUIDField()),
         member_email=_forwarded_by("user__email", CharField()),
@@ -209,6 +227,7 @@ def record_of(row: dict) -> Record:
         answered_by=ANSWERED_BY.get(by),
         forwarded_to=BROWSER if by == LedgerAnsweredBy.BROWSER else row["forwarded_phone"],
         ring_entry=row["ring_entry"],
+        transferred_to=row["transferred_to"],
         answered_member_id=row["member_id"],
         answered_member_email=row["member_email"],
         recording=row["voicemail__name"] or "",

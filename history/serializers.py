@@ -38,6 +38,13 @@ class CallRecordOutput(serializers.Serializer):
         help_text='the phone (E.164) or SIP URI that took a forwarded call, or "browser" '
         "when a console tab took it; else null",
     )
+    transferred_to = serializers.CharField(
+        allow_null=True,
+        help_text="the phone (E.164) or SIP URI the person who took a forwarded call handed it "
+        "on to (a blind transfer: their phone's REFER, the browser phone's Transfer, or POST "
+        "/api/calls/:call/transfer), whether or not it was taken there (then voicemail "
+        "answered); null when it was not transferred",
+    )
     ring_entry = serializers.IntegerField(
         allow_null=True,
         help_text="the index of the number's ring list entry that took a forwarded call, as "

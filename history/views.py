@@ -29,6 +29,7 @@ HISTORY_EXAMPLE = {
             "answered_by": "voicemail",
             "forwarded_to": None,
             "ring_entry": None,
+            "transferred_to": None,
             "answered_member_id": None,
             "answered_member_email": None,
             "transcript": "hi it's sam please call me back about the delivery",

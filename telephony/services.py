@@ -255,6 +255,42 @@ def dial_legs_open(
     return legs
 
 
+def transfer_target_refusal(*, call: Call, target: str) -> str | None:
+    """Why `call` may not be handed on to `target` (a phone or a SIP URI a bridged party
+    named in a REFER, or a user by the API) now, in words for the REFER's 403; None when it
+    may: the dialing policy and the inventory as for forwarding (targets_dialable), a SIP
+    URI's host (sip_target_problem), and the owner's plan quotas (one more leg)."""
+    owner = User.objects.get(pk=call.owner_id)
+    if target.lower().startswith(("sip:", "sips:")):
+        if problem := sip_target_problem(target):
+            return problem
+    elif not targets_dialable(targets=[target], owner=owner):
+        return "the dialing policy does not allow this destination"
+    try:
+        quota_check(user=owner, now=timezone.now())
+    except QuotaExceeded:
+        return "a quota of the plan is used up"
+    return None
+
+
+def transfer_legs_open(*, call: Call, sip_call_ids: dict[str, str]) -> list[Leg]:
+    """The leg of a transfer of `call` (`sip_call_ids`: its one target -> its Call-ID):
+    a `transfer_target` leg, the call's dial one more than any of its legs had, so that a
+    target rung before (by the ring list, or an earlier transfer) may be dialled again. The
+    dialing policy and the quotas are checked again as it is written (dial_legs_open)."""
+    with transaction.atomic():
+        user_lock(call.owner_id)
+        last = Leg.objects.filter(call=call).order_by("-dial").values_list("dial", flat=True)
+        return dial_legs_open(
+            owner_id=call.owner_id,
+            targets=list(sip_call_ids),
+            sip_call_ids=sip_call_ids,
+            call=call,
+            dial=(last.first() or 0) + 1,
+            role=LegRole.TRANSFER_TARGET,
+        )
+
+
 def forward_leg_bridged(*, call: Call, leg: Leg) -> int | None:
     """`leg` answered and is bridged to the caller: the call is answered, by a person on
     `leg`'s phone (so that recovery records it forwarded), and the leg is granted its talk

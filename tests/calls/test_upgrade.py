@@ -93,7 +93,10 @@ LEDGER_KEYS = frozenset(
 # number's uploaded music on hold, none on the release's).
 # A call record may say which entry of the ring list took it, and whose (issue 57): null on
 # every call of the release's. The recordings of bridged calls (issue 58): none then.
-RECORD_KEYS = frozenset({"ring_entry", "answered_member_id", "answered_member_email"})
+# And who a person who took it handed it on to (issue 58): null on every call of the release's.
+RECORD_KEYS = frozenset(
+    {"ring_entry", "answered_member_id", "answered_member_email", "transferred_to"}
+)
 EXPORT_KEYS = (
     frozenset(
         {

@@ -43,6 +43,7 @@ def test_history_lists_records_newest_first_with_joined_fields(client_jwt, recor
     first = body["history"][0]
     assert set(first) == {
         "ring_entry",
+        "transferred_to",
         "answered_member_id",
         "answered_member_email",
         "id",

@@ -266,6 +266,7 @@ async def test_a_recorded_inbound_call_is_pushed_as_call_record(ws, user):
         "answered_by": "forward",
         "forwarded_to": "+447400123456",
         "ring_entry": None,  # recorded by hand, not by a ring list
+        "transferred_to": None,  # nobody handed it on (issue 58)
         "answered_member_id": None,
         "answered_member_email": None,
         "transcript": "",
