@@ -220,3 +220,62 @@ def touch(path: Path, *, after_ms: int) -> str:
         f'  <pause milliseconds="{after_ms}"/>\n'
         f'  <nop><action><exec command="touch {path}"/></action></nop>\n'
     )
+
+
+def refer(refer_to: str, *, expect: int, cseq: int = 1, after_ms: int = 0) -> str:
+    """SIPp steps of a phone in harness/sipp/transfer_phones.xml (a UAS that answered Relay's
+    INVITE): wait `after_ms`, send REFER (RFC 3515) in the dialog with `refer_to` as its
+    Refer-To value, and receive its final response `expect` (202, or a refusal)."""
+    wait = f'  <pause milliseconds="{after_ms}"/>\n' if after_ms else ""
+    return (
+        wait
+        + f"""  <send retrans="500">
+    <![CDATA[
+REFER [$relay_contact] SIP/2.0
+Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+Max-Forwards: 70
+From:[$invite_to];tag=[pid]SIPpTag01[call_number]
+To:[$relay_from]
+Call-ID: [call_id]
+CSeq: {cseq} REFER
+Contact: <sip:[local_ip]:[local_port];transport=[transport]>
+Refer-To: {refer_to}
+Referred-By: <sip:[local_ip]:[local_port]>
+Content-Length: 0
+
+    ]]>
+  </send>
+  <recv response="{expect}"/>
+"""
+    )
+
+
+def notified(*statuses: str) -> str:
+    """SIPp steps of that phone: receive a NOTIFY (`Event: refer`, a message/sipfrag body)
+    for each of `statuses` in order ("100 Trying", "200 OK"...), checking its body, and answer
+    each 200."""
+    steps = []
+    for status in statuses:
+        steps.append(
+            f"""  <recv request="NOTIFY">
+    <action>
+      <ereg regexp="^SIP/2\\.0 {status}" search_in="body" check_it="true"
+            assign_to="frag"/>
+      <ereg regexp="refer" search_in="hdr" header="Event:" check_it="true" assign_to="event"/>
+    </action>
+  </recv>
+  <send>
+    <![CDATA[
+SIP/2.0 200 OK
+[last_Via:]
+[last_From:]
+[last_To:]
+[last_Call-ID:]
+[last_CSeq:]
+Content-Length: 0
+
+    ]]>
+  </send>
+"""
+        )
+    return "".join(steps)

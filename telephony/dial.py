@@ -12,6 +12,9 @@
   (rtp.RtpStream.relay: PCMU and PCMA transcoded, RFC 4733 events re-typed) until either
   end hangs up or the bridge reaches its cap (SIP_MAX_CALL_SECONDS, or less when the owner's
   answered seconds run short).
+- Given a `transfer` (forwarding's, telephony.inbound.transfer), the bridged SIP target may
+  hand the call on with REFER (RFC 3515): the bridge ends, the transfer dials its target for
+  the party, and the result carries how that went (`transfer`).
 - The result says how it went: `completed` (bridged, with the target and the seconds),
   `busy`, `no_answer` or `failed` (nobody could be dialled, or every leg failed).
 """
@@ -24,6 +27,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from django.conf import settings
 
@@ -34,6 +38,7 @@ from telephony.sip import sdp
 from telephony.sip.message import new_sip_call_id
 from telephony.sip.race import race, won
 from telephony.sip.recorder import CALLER, OTHER, CallRecorder
+from telephony.sip.refer import Refusal
 from telephony.sip.rtp import RtpStream
 from telephony.sip.uac import OutboundCall, Outcome
 
@@ -96,6 +101,8 @@ class DialResult:
     status: str  # completed, busy, no_answer or failed
     target: str | None = None  # the target bridged
     duration: int = 0  # seconds bridged
+    # A bridged target that handed the call on (REFER): how the transfer's own dial went.
+    transfer: DialResult | None = None
 
     def as_verb_result(self) -> dict:
         """The `dial` verb's result (docs/voice-apps.md)."""
@@ -132,8 +139,10 @@ class Dial:
         rings: list[RingTarget] | None = None,
         music: Callable[[int], Awaitable[bytes | None]] | None = None,
         recorded: Recorded | None = None,
+        transfer: Transfer | None = None,
     ) -> None:
         self.ua, self.party, self.gone, self.targets = ua, party, gone, targets
+        self.transfer = transfer  # given: a bridged SIP target may hand the call on (REFER)
         self.ring_seconds, self.caller, self.headers = ring_seconds, caller, headers
         self.ledger, self.leg_done, self.label = ledger, leg_done, label
         self.answer, self.screen, self.recorded = answer, screen, recorded
@@ -320,16 +329,34 @@ class Dial:
         cap = settings.SIP_MAX_CALL_SECONDS
         if grant is not None:
             cap = min(cap, grant)
+        referred = self._referable(sip)
         try:
-            _leg, party_over = await race(leg_over, self.gone(), timeout=cap, keep=(leg_over,))
+            _leg, party_over, refer = await race(
+                leg_over, self.gone(), referred, timeout=cap, keep=(leg_over,)
+            )
             self.party_gone = won(party_over)
         finally:
             party_stream.bridge = target_stream.bridge = None
             if recorder is not None:
                 await asyncio.shield(recording.end())
+            sip.on_refer = None
+        transfer = None
+        if won(refer) and self.party_gone:
+            await refer.result().notify(487, "Request Terminated")  # the caller left as it came
+        elif won(refer):
+            self._log_bridge(round(time.monotonic() - bridged), party_stream, target_stream)
+            # The target handed the call on: the caller goes to the transfer's target, and
+            # the target's leg stays up until that call's final response is told to it.
+            transfer = await self.transfer.run(refer.result(), sip)
         self.bridge_over.set()
         sip.hang_up()
         duration = max(0, round(time.monotonic() - bridged))
+        if transfer is not None:
+            return DialResult("completed", target=leg.target, duration=duration, transfer=transfer)
+        self._log_bridge(duration, party_stream, target_stream)
+        return DialResult("completed", target=leg.target, duration=duration)
+
+    def _log_bridge(self, duration: int, party_stream, target_stream) -> None:
         logger.info(
             "%s: bridged %d s (caller %s, target %s); relayed %d packets to the target, %d to "
             "the caller",
@@ -340,7 +367,26 @@ class Dial:
             target_stream.relayed_packets,
             party_stream.relayed_packets,
         )
-        return DialResult("completed", target=leg.target, duration=duration)
+
+    def _referable(self, sip) -> asyncio.Future:
+        """A future set to the Refer (telephony.sip.refer) the bridged `sip` leg sends and
+        the transfer takes: a REFER to a target `transfer.check` refuses is answered with its
+        refusal, and the bridge goes on. Never set when the dial has no transfer, or for a
+        tab (no SIP dialog)."""
+        referred: asyncio.Future = asyncio.get_running_loop().create_future()
+        if self.transfer is None or not isinstance(sip, OutboundCall):
+            return referred
+
+        async def on_refer(refer) -> Refusal | None:
+            if referred.done():
+                return Refusal(491, "Request Pending (a transfer is under way)")
+            refusal = await self.transfer.check(refer.target)
+            if refusal is None and not referred.done():
+                referred.set_result(refer)
+            return refusal
+
+        sip.on_refer = on_refer
+        return referred
 
     async def _record_start(self, party_stream, target_stream, leg_over) -> _Recording | None:
         """A bridge to record: the announcement played to both parties (until either leaves),
@@ -377,6 +423,17 @@ class Dial:
             logger.exception("%s: the recording could not begin", self.label)
             return None
         return _Recording(recorded, row, path, party_stream, target_stream, self.label)
+
+
+class Transfer(Protocol):
+    """What a dial's bridged target may hand the call on to (REFER, RFC 3515): `check(target)`
+    the refusal a target earns now (the dialing policy, the quotas), else None; `run(refer,
+    sip)` dials the target for the party, tells the referring leg `sip` how it goes, ends
+    that leg, and returns how the transfer's dial went."""
+
+    async def check(self, target: str) -> Refusal | None: ...
+
+    async def run(self, refer, sip: OutboundCall) -> DialResult: ...
 
 
 class _Recording:

@@ -20,6 +20,9 @@ number with a list, when the agent has room for its legs (ring_places).
   silence hangs that leg up.
 - Bridged, the call is recorded `answered` by the target once either end hangs up or the
   bridge reaches its cap.
+- A bridged SIP target may hand the call on with REFER (blind transfer, issue 58:
+  telephony.inbound.transfer): the caller is bridged to the new target, or, when it does not
+  take the call, voicemail answers; the call is recorded `answered` either way.
 - No leg accepted (no answer within ringSeconds, busy, failed, declined): run() returns
   False, and voicemail answers. A caller who hangs up first is `missed`, every leg CANCELed.
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -39,6 +43,8 @@ from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
 from telephony.dial import Dial, Ledger, RingTarget, diversion, recorded_for
+from telephony.inbound.transfer import BlindTransfer
+from telephony.inbound.voicemail import Voicemail
 from telephony.sip.race import race, won
 from telephony.sip.uac import OutboundCall
 from telephony.sip.uas import InboundDialog
@@ -159,12 +165,31 @@ class Forwarder:
                 self.dials.append(dial)
                 result = await dial.run()
                 if result.status == "completed":
+                    duration, recording = result.duration, {}
+                    if self._transfer_missed(result):
+                        # Handed on to someone who did not take it: voicemail, never silence.
+                        started = time.monotonic()
+                        recording = await self._voicemail()
+                        duration += max(0, round(time.monotonic() - started))
                     await self.call.hang_up()
-                    await self.record(CallStatus.ANSWERED, duration=result.duration)
+                    await self.record(CallStatus.ANSWERED, duration=duration, **recording)
                     return True
         finally:
             watch.cancel()
         return False
+
+    def _transfer_missed(self, result) -> bool:
+        """Whether the bridged target handed the call on (REFER, telephony.inbound.transfer)
+        to a target that did not take it, the caller still on the line."""
+        transfer = result.transfer
+        return (
+            transfer is not None and transfer.status != "completed" and not self.call.ended.is_set()
+        )
+
+    async def _voicemail(self) -> dict:
+        """Voicemail on the answered call: the recording's fields for the record."""
+        logger.info("inbound call %s: the transfer was not taken; voicemail", self.call.sip_call_id)
+        return await Voicemail(self.call, self.speech, self.db, self.number).run()
 
     def _targets(self, entries: list) -> list[RingTarget]:
         """What `entries` ring (services.RingEntry): each phone and SIP URI once, and for a
@@ -189,7 +214,7 @@ class Forwarder:
 
     def _dial(self, targets: list[RingTarget], leg_done, label: str) -> Dial:
         number, ledger, db = self.number, self.ledger, self.db
-        caller, headers = self._from()
+        caller, headers = self.caller_from()
         entries = {
             t.target: (t.entry, t.member and uuid.UUID(str(t.member)))
             for t in targets
@@ -232,6 +257,7 @@ class Forwarder:
                 if number.recording_enabled
                 else None
             ),
+            transfer=BlindTransfer(self),
         )
 
     async def _watch_members(self, steps: list[list[RingTarget]]) -> None:
@@ -291,7 +317,7 @@ class Forwarder:
     async def _answer(self) -> bool:
         return await self.call.answer() is not None
 
-    def _from(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def caller_from(self) -> tuple[str, tuple[tuple[str, str], ...]]:
         """The legs' From user, and their extra headers: the caller with a Diversion header
         naming the number (RFC 5806), or the number itself."""
         number = self.number

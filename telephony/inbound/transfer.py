@@ -1,0 +1,113 @@
+"""Blind transfer of a forwarded call (issue 58): the phone bridged to the caller sends REFER
+(RFC 3515, telephony.sip.refer) naming someone else, and the caller is handed on to them.
+
+- The REFER is checked before it is taken: a target the dialing policy, the inventory or the
+  owner's quotas refuse now is answered 403 (telephony.services.transfer_target_refusal),
+  and the call goes on bridged as it was.
+- Taken (202, NOTIFY "100 Trying"): the caller is unbridged from the phone and the target is
+  dialled as the number's owner, with the From the ring list's legs have, as a
+  `transfer_target` leg of the call (calls.Leg, a dial of its own), for the number's ring
+  seconds. The phone's leg stays up meanwhile.
+- The target answers: the phone is told "SIP/2.0 200 OK" (the last NOTIFY), its leg is hung
+  up (BYE), and the caller is bridged to the target until either hangs up (telephony.dial).
+- It does not (no answer, busy, refused, nothing dialled): the phone is told the target's
+  final response and hung up, and the caller goes to voicemail (the forwarder runs it), never
+  to silence.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from telephony import services
+from telephony.dial import Dial, DialResult, Ledger
+from telephony.sip.refer import Refer, Refusal
+from telephony.sip.uac import OutboundCall
+
+logger = logging.getLogger(__name__)
+
+# What the phone is told when the transfer's dial ends without a final response to report.
+NO_RESPONSE = {
+    "no_answer": (480, "Temporarily Unavailable"),
+    "busy": (486, "Busy Here"),
+    "failed": (503, "Service Unavailable"),
+}
+
+
+def _kept() -> None:
+    """The transfer's leg holds no place of the agent's capacity of its own: it takes the
+    place of the phone's leg it replaces."""
+
+
+class BlindTransfer:
+    """The Transfer (telephony.dial) of a forwarded call: `forwarder` is its
+    forwarding.Forwarder, whose caller, number, ledger and From the transfer's leg shares."""
+
+    def __init__(self, forwarder) -> None:
+        self.forwarder = forwarder
+        self.to: str | None = None  # the target of the transfer taken, once one is
+
+    @property
+    def label(self) -> str:
+        return f"inbound call {self.forwarder.call.sip_call_id}, transferred"
+
+    async def check(self, target: str) -> Refusal | None:
+        problem = await self.forwarder.db(services.transfer_target_refusal)(
+            call=self.forwarder.ledger, target=target
+        )
+        if problem is None:
+            return None
+        logger.info("%s: transfer refused: %s", self.label, problem)
+        return Refusal(403, f"Forbidden ({problem})")
+
+    async def run(self, refer: Refer, sip: OutboundCall) -> DialResult:
+        forwarder = self.forwarder
+        call, db, ledger = forwarder.call, forwarder.db, forwarder.ledger
+        self.to = refer.target
+        logger.info("%s: the phone handed the call on; dialling the transfer's target", self.label)
+
+        async def answered() -> bool:
+            # The target took it: the phone hears so, and hangs up before the bridge.
+            await refer.notify(200, "OK")
+            sip.hang_up()
+            return not call.ended.is_set()
+
+        caller, headers = forwarder.caller_from()
+        dial = Dial(
+            ua=forwarder.ua,
+            party=call,
+            gone=call.ended.wait,
+            targets=[refer.target],
+            ring_seconds=forwarder.number.forward_ring_seconds,
+            caller=caller,
+            headers=headers,
+            ledger=Ledger(
+                open=lambda sip_call_ids: db(services.transfer_legs_open)(
+                    call=ledger, sip_call_ids=sip_call_ids
+                ),
+                bridged=lambda leg: db(services.dial_leg_bridged)(leg=leg),
+                unbridged=lambda leg: db(services.dial_leg_unbridged)(leg=leg),
+                ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
+            ),
+            leg_done=_kept,
+            label=self.label,
+            answer=answered,
+        )
+        try:
+            result = await dial.run()
+        finally:
+            status, reason = _final(dial)
+            await refer.notify(status, reason)  # nothing when 200 was told already
+            sip.hang_up()
+        logger.info("%s: the transfer's dial ended: %s", self.label, result.status)
+        return result
+
+
+def _final(dial: Dial) -> tuple[int, str]:
+    """The target's final response as the phone is told it: its refusal (busy, declined...),
+    else what the dial's status means in SIP (a target that rang out was CANCELed by Relay:
+    480, not the 487 it answered the CANCEL with)."""
+    for outcome in reversed(dial.outcomes):
+        if outcome.kind == "rejected" and outcome.code >= 300:
+            return outcome.code, outcome.phrase or "Unknown"
+    return NO_RESPONSE.get(dial._unbridged_status(), NO_RESPONSE["failed"])

@@ -1,0 +1,260 @@
+"""Blind transfer over SIP (issue 58): the phone that took a forwarded call sends REFER (RFC
+3515) and the caller is handed on. SIPp is the caller (calling the agent) and the trunk: the
+phone that answers and refers, and the transfer's target (harness/sipp/transfer_phones.xml,
+its REFER and NOTIFY steps from harness.sip.refer and .notified). What the agent relayed each
+way after the transfer is read from its log line of the new bridge."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+
+import pytest
+
+from calls.models import Call, Leg, LegRole
+from harness.live import RelayProcess, wait_until
+from harness.ports import udp_port_taken
+from harness.sip import Sipp, free_udp_port, notified, refer
+from history.models import AnsweredBy, CallStatus
+from telephony.sip.message import Message
+from telephony.sip.refer import Refusal, refer_target
+from tests.factories import NumberFactory
+from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+PHONE = "+441134960200"  # the number's ring list: the phone that takes the call
+TARGET = "+441134960300"  # who it is handed on to, and answers
+NOBODY = "+441134960301"  # who it is handed on to, and rings out
+REFUSED = "+33123456789"  # a country DIAL_ALLOWED_COUNTRIES leaves out
+REPLACES = "abc%3Bto-tag%3D1%3Bfrom-tag%3D2"  # RFC 3891, escaped in a URI: attended
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory, django_db_setup):
+    """runrelay with the SIP agent; SIPp on `relay.trunk_port` is the trunk a test starts."""
+    workdir = tmp_path_factory.mktemp("transfer")
+    trunk_port = free_udp_port()
+    env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2)
+    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
+    process.workdir, process.agent, process.trunk_port = workdir, env["SIP_BIND"], trunk_port
+    yield process
+    process.stop()
+
+
+def forwarding(user, ring_seconds=5):
+    return NumberFactory(
+        owner=user,
+        alias="Shop",
+        greeting="Hi.",
+        forward_targets=[PHONE],
+        forward_ring_seconds=ring_seconds,
+    )
+
+
+def trunk(relay, tmp_path, phone_actions: str, *, calls: int) -> Sipp:
+    """SIPp as the trunk: PHONE answers and runs `phone_actions`, TARGET answers and plays
+    SIPp's capture, any other number rings out."""
+    return Sipp(
+        tmp_path / "trunk",
+        "transfer_phones",
+        port=relay.trunk_port,
+        calls=calls,
+        phone=re.escape(PHONE),
+        target=re.escape(TARGET),
+        answer_ms=300,
+        phone_actions=phone_actions,
+    )
+
+
+def transfer_bridge(relay, call_id: str) -> tuple[int, int, int]:
+    """The agent's log line of the bridge after the transfer: (seconds, packets relayed to
+    the new target, packets relayed to the caller)."""
+    match = wait_until(
+        lambda: re.search(
+            rf"inbound call {re.escape(call_id)}, transferred: bridged (\d+) s \(caller \w+, "
+            r"target \w+\); relayed (\d+) packets to the target, (\d+) to the caller",
+            relay.log_path.read_text(),
+        ),
+        deadline=10,
+        what="the transfer's bridge log line",
+    )
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def invited(sipp: Sipp) -> list[str]:
+    return [
+        re.search(r"^INVITE sip:([^@]+)@", block, re.MULTILINE).group(1)
+        for block in sipp.received("INVITE")
+    ]
+
+
+def legs_of(record) -> list[tuple[str, str, bool]]:
+    return [
+        (leg.role, leg.target, leg.answered_at is not None)
+        for leg in Leg.objects.filter(call_id=record.pk).order_by("created_at")
+    ]
+
+
+def test_a_refer_hands_the_caller_on_to_the_target_and_the_phone_is_told_and_hung_up(
+    relay, tmp_path, user
+):
+    number = forwarding(user)
+    phone = refer(f"<sip:{TARGET}@127.0.0.1;user=phone>", expect=202, after_ms=1000) + notified(
+        "100 Trying", "200 OK"
+    )
+    sipp = trunk(relay, tmp_path, phone, calls=2)
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=6000
+    )
+    assert caller.finish() == 0, caller
+    assert sipp.finish() == 0, sipp  # 202, both NOTIFYs and the BYE came to the phone
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.answered_by, record.forwarded_to, record.transferred_to) == (
+        CallStatus.ANSWERED,
+        AnsweredBy.FORWARD,
+        PHONE,
+        TARGET,
+    )
+    assert 4 <= record.duration <= 8, record.duration
+    assert not record.recording  # no voicemail: the target took it
+    # One call in the ledger, the phone's leg and the transfer's, both taken.
+    assert Call.objects.filter(number=number).count() == 1
+    assert legs_of(record) == [
+        (LegRole.FORWARD_TARGET, PHONE, True),
+        (LegRole.TRANSFER_TARGET, TARGET, True),
+    ]
+    # The target was dialled once, from the caller, and the caller heard it: the capture it
+    # played was relayed to the caller (several seconds of 20 ms packets), and back.
+    assert invited(sipp) == [PHONE, TARGET]
+    invite = sipp.received("INVITE")[1]
+    assert re.search(rf"^From: <sip:{re.escape(CALLER)}@", invite, re.MULTILINE), invite
+    seconds, to_target, to_caller = transfer_bridge(relay, record.sip_call_id)
+    assert seconds >= 2 and to_caller >= 100 and to_target >= 100, (seconds, to_target, to_caller)
+    # The NOTIFYs: an implicit subscription (Event: refer), the last one ending it.
+    notifies = sipp.received("NOTIFY")
+    assert len(notifies) == 2, notifies
+    assert "message/sipfrag" in notifies[0] and "active" in notifies[0], notifies[0]
+    assert "terminated" in notifies[1] and "SIP/2.0 200 OK" in notifies[1], notifies[1]
+
+
+def test_refused_refers_leave_the_call_bridged_as_it_was(relay, tmp_path, user):
+    number = forwarding(user)
+    phone = (
+        refer("<http://example.com/>", expect=400, after_ms=800)
+        + refer(f"<tel:{REFUSED}>", expect=403, cseq=2)
+        + refer(f"<sip:{TARGET}@127.0.0.1?Replaces={REPLACES}>", expect=403, cseq=3)
+    )
+    sipp = trunk(relay, tmp_path, phone, calls=1)
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=4000
+    )
+    assert caller.finish() == 0, caller
+    assert sipp.finish() == 0, sipp  # the refusals, then the BYE once the caller hung up
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.forwarded_to, record.transferred_to) == (
+        CallStatus.ANSWERED,
+        PHONE,
+        None,
+    )
+    assert 3 <= record.duration <= 6, record.duration
+    assert invited(sipp) == [PHONE]  # nobody else was dialled
+    assert sipp.received("NOTIFY") == []
+    assert legs_of(record) == [(LegRole.FORWARD_TARGET, PHONE, True)]
+
+
+def test_a_transfer_target_that_does_not_answer_sends_the_caller_to_voicemail(
+    relay, tmp_path, user
+):
+    number = forwarding(user)
+    phone = refer(f"<tel:{NOBODY}>", expect=202, after_ms=1000) + notified(
+        "100 Trying", "480 Temporarily Unavailable"
+    )
+    sipp = trunk(relay, tmp_path, phone, calls=2)
+    # The caller talks from 6 s after the answer on: past the 5 s NOBODY rings, the
+    # greeting and the beep, into the voicemail's recording.
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=6000, message_ms=5500
+    )
+    assert caller.finish() == 0, caller
+    assert sipp.finish() == 0, sipp  # the phone was told 480 and hung up; NOBODY CANCELed
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.forwarded_to, record.transferred_to) == (
+        CallStatus.ANSWERED,
+        PHONE,
+        NOBODY,
+    )
+    assert record.recording, "voicemail recorded nothing"
+    assert invited(sipp) == [PHONE, NOBODY]
+    assert sipp.received("CANCEL"), sipp
+    assert legs_of(record) == [
+        (LegRole.FORWARD_TARGET, PHONE, True),
+        (LegRole.TRANSFER_TARGET, NOBODY, False),
+    ]
+
+
+def test_a_refer_outside_any_call_is_refused_403(relay):
+    host, port = relay.agent.rsplit(":", 1)
+    wait_until(lambda: udp_port_taken(int(port)), deadline=30, what="the agent")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.settimeout(10)
+        me = f"127.0.0.1:{sock.getsockname()[1]}"
+        request = (
+            f"REFER sip:relay@{host}:{port} SIP/2.0\r\n"
+            f"Via: SIP/2.0/UDP {me};branch=z9hG4bK-refer-{time.monotonic_ns()}\r\n"
+            "Max-Forwards: 70\r\n"
+            f"From: <sip:phone@{me}>;tag=1\r\n"
+            f"To: <sip:relay@{host}:{port}>\r\n"
+            f"Call-ID: refer-{time.monotonic_ns()}@127.0.0.1\r\n"
+            "CSeq: 1 REFER\r\n"
+            f"Contact: <sip:phone@{me}>\r\n"
+            f"Refer-To: <tel:{TARGET}>\r\n"
+            "Content-Length: 0\r\n\r\n"
+        )
+        sock.sendto(request.encode(), (host, int(port)))
+        answer = sock.recv(65535).decode()
+    assert answer.startswith("SIP/2.0 403 "), answer
+
+
+NOT_SIP = "Bad Request (Refer-To is not a sip:, sips: or tel: URI)"
+NO_USER = "Bad Request (a SIP Refer-To must name a user and a host)"
+REFER_TOS = [
+    (f"<tel:{TARGET}>", TARGET),
+    ("<tel:+44-113-496-0300;phone-context=+44>", TARGET),
+    (f"<sip:{TARGET}@trunk.example.com;user=phone>", TARGET),
+    (f'"Desk" <sips:{TARGET}@trunk.example.com>', TARGET),
+    ("<sip:alice@pbx.example.com;transport=tcp>", "sip:alice@pbx.example.com"),
+    ("sip:alice@pbx.example.com", "sip:alice@pbx.example.com"),
+    (
+        "<http://example.com/>",
+        Refusal(400, "Bad Request (Refer-To is not a sip:, sips: or tel: URI)"),
+    ),
+    ("<tel:0113 496 0300>", Refusal(400, "Bad Request (a tel: Refer-To must be a global number)")),
+    (
+        "<sip:pbx.example.com>",
+        Refusal(400, "Bad Request (a SIP Refer-To must name a user and a host)"),
+    ),
+    (
+        "<sip:bob@pbx.example.com?Replaces=1%3Bto-tag%3D2%3Bfrom-tag%3D3>",
+        Refusal(403, "Forbidden (attended transfer, Replaces, is not taken)"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), REFER_TOS)
+def test_a_refer_to_is_read_as_a_number_a_sip_uri_or_refused(value, expected):
+    request = Message(method="REFER", uri="sip:relay@127.0.0.1")
+    request.headers = [("Refer-To", value)]
+    assert refer_target(request) == expected
+
+
+def test_none_or_two_refer_tos_are_400():
+    request = Message(method="REFER", uri="sip:relay@127.0.0.1")
+    assert refer_target(request).status == 400
+    request.headers = [("Refer-To", f"<tel:{TARGET}>"), ("Refer-To", f"<tel:{NOBODY}>")]
+    assert refer_target(request).status == 400
