@@ -120,6 +120,11 @@ class ErrorCode(StrEnum):
     EMAIL_TAKEN = ("email_taken", 409, "The e-mail address is already registered.")
     NUMBER_LIMIT_REACHED = ("number_limit_reached", 409, "The plan's numbers are all held.")
     CALL_NOT_CANCELABLE = ("call_not_cancelable", 409, "The call has already ended.")
+    CALL_NOT_TRANSFERABLE = (
+        "call_not_transferable",
+        409,
+        "The call is not in progress bridged to one of its number's phones or tabs.",
+    )
     TWO_FACTOR_ON = (
         "two_factor_on",
         409,

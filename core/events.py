@@ -41,6 +41,12 @@ def phone_group(user_id: UUID | str) -> str:
     return f"phone.{user_id}"
 
 
+def call_group(call_id: UUID | str) -> str:
+    """The telephony agent that holds a bridged inbound call (the ledger's id), while it is
+    bridged: told of a transfer asked for by the API or the browser phone (issue 58)."""
+    return f"call.{call_id}"
+
+
 def _send(group: str, message: dict) -> None:
     async_to_sync(send_collected)([(group, message)])
 

@@ -5,7 +5,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.core.files import File
-from django.db.models import CharField, OuterRef, Subquery
+from django.db.models import CharField, OuterRef, Q, Subquery
 
 from accounts.models import User
 from calls.models import Call, CallCounter, Direction, Recording, RecordingKind
@@ -19,7 +19,7 @@ from core.pagination import Cursor, Page, page_rows
 from core.platform.compiled import CompiledInQuery
 from core.recordings import recording_open, recording_opener
 from realtime.serializers import CallDetailOutput
-from virtual_numbers.selectors import numbers_column, numbers_from_column
+from virtual_numbers.selectors import numbers_column, numbers_from_column, numbers_shared_with
 
 
 def call_find(*, user: User, call_id) -> Call | None:
@@ -111,6 +111,24 @@ def calls_ended(*, pks: list) -> list:
 def call_access(*, user: User, call_id: str) -> Call:
     """The user's call with this callId; NotFound for one that is unknown or another user's."""
     call = call_find(user=user, call_id=call_id)
+    if call is None:
+        raise NotFound()
+    return call
+
+
+def inbound_call_reachable(*, user: User, call_ref) -> Call:
+    """The inbound call `call_ref` (its ledger id) of a number `user` owns or is an active
+    member of; NotFound for an id that is malformed, unknown, outbound, or of anyone else's
+    number (never saying which)."""
+    try:
+        pk = uuid.UUID(str(call_ref))
+    except ValueError:
+        raise NotFound() from None
+    call = (
+        Call.objects.filter(pk=pk, direction=Direction.INBOUND)
+        .filter(Q(number__owner=user) | Q(number__in=numbers_shared_with(user)))
+        .first()
+    )
     if call is None:
         raise NotFound()
     return call

@@ -14,6 +14,7 @@ from core.fields import (
 )
 from core.pagination import PageOutput, PageParameters, PageQuery
 from core.webrtc import offer_problem
+from virtual_numbers.serializers import SipUriField
 from voiceapps.verbs import (
     MUST_BE_A_STRING,
     TEXT_MAX,
@@ -271,3 +272,45 @@ class CallListOutput(PageOutput):
 
 
 extend_schema_field(OpenApiTypes.INT)(MillisecondsField)
+
+
+TRANSFER_TO_PROBLEM = (
+    "A phone number in E.164 form, like +441134960123, or a SIP URI (sip: or sips:, then "
+    "user@host)."
+)
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 255,
+        "description": "a phone number (E.164) or a SIP URI",
+        "example": "+441134960456",
+    }
+)
+class TransferTargetField(serializers.Field):
+    """Who a call is handed on to: a phone number Relay may dial (DialableNumberField's
+    rules) or a SIP URI (SipUriField's), normalised."""
+
+    default_error_messages = {"invalid": TRANSFER_TO_PROBLEM}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if data[:4].lower() == "sip:" or data[:5].lower() == "sips:":
+            return SipUriField().run_validation(data)
+        return DialableNumberField().run_validation(data)
+
+    def to_representation(self, value):
+        return value
+
+
+class CallTransferInput(serializers.Serializer):
+    to = TransferTargetField(help_text="who the caller is handed on to")
+
+
+class CallTransferOutput(serializers.Serializer):
+    call = serializers.UUIDField(source="pk", help_text="Relay's own id of the call")
+    to = serializers.CharField(help_text="who the caller is being handed on to")
+    status = serializers.CharField(help_text='"transferring": the agent holding the call was told')

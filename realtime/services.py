@@ -21,8 +21,17 @@ from accounts.models import DialRefusal, User
 from accounts.services import refusals_record
 from accounts.verification import EmailUnverified, email_verified_check
 from calls import services as ledger
-from calls.models import Call, CallCounter, Direction, Recording, TranscriptStatus
-from calls.states import ACTIVE_STATES, CallState
+from calls.models import (
+    AnsweredBy,
+    Call,
+    CallCounter,
+    Direction,
+    Leg,
+    LegRole,
+    Recording,
+    TranscriptStatus,
+)
+from calls.states import ACTIVE_STATES, CallState, LegState
 from core import dialing, events, ratelimit, taskqueue
 from core.counters import Drift, counters_recount
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
@@ -32,8 +41,9 @@ from core.recordings import recordings_delete_on_commit
 from history.tasks import schedule_transcription, transcript_status_for
 from realtime import pipeline, selectors, tasks
 from realtime.providers import Step, get_provider
-from realtime.serializers import BrowserCallInput, CallSubmitInput
+from realtime.serializers import BrowserCallInput, CallSubmitInput, CallTransferInput
 from virtual_numbers.selectors import inventory_among
+from virtual_numbers.services import dial_target_check, sip_target_problem
 from voiceapps.verbs import dial_targets
 
 logger = logging.getLogger(__name__)
@@ -392,3 +402,50 @@ def call_counters_recount() -> list[Drift]:
     beside live writers: core.counters.counters_recount); return the corrections."""
     outbound = Call.objects.filter(direction=Direction.OUTBOUND)
     return counters_recount(outbound, CallCounter, ["owner_id", "status"])
+
+
+TRANSFERABLE_BY = (AnsweredBy.PERSON, AnsweredBy.BROWSER)
+
+
+def call_transfer(*, user: User, call_ref: str, data) -> tuple[Call, str]:
+    """`POST /api/calls/:call/transfer` (issue 58): hand the caller of an inbound call, bridged
+    now to one of its number's phones or tabs, on to `to` (a blind transfer). `call_ref` is
+    the call's ledger id; a call of a number `user` neither owns nor is an active member of,
+    or no such call, is NotFound. Checked here: the shape of `to` (400 naming it), the rate
+    of calls (RATE_LIMIT_CALLS_PER_USER: a transfer dials), the dialing policy and inventory
+    as for forwarding (destination_not_allowed, a SIP URI's host), and that the call is in
+    progress and bridged by its ring list (else call_not_transferable). The agent holding the
+    call is told through the channel layer (events.call_group) once this commits; it checks
+    the target again as the owner (quotas too), dials it, and the caller goes to voicemail
+    when it does not answer. Returns the call and the target."""
+    call = selectors.inbound_call_reachable(user=user, call_ref=call_ref)
+    values = validated(CallTransferInput, data)
+    to = values["to"]
+    ratelimit.hit("calls:user", str(user.pk), settings.RATE_LIMIT_CALLS_PER_USER)
+    owner = User.objects.get(pk=call.owner_id)
+    if to.startswith(("sip:", "sips:")):
+        if problem := sip_target_problem(to):
+            raise ApplicationError(
+                problem, code=ErrorCode.DESTINATION_NOT_ALLOWED, fields={"to": [problem]}
+            )
+    else:
+        dial_target_check(owner=owner, target=to, field="to")
+    bridged = (
+        Leg.objects.filter(call=call, role=LegRole.FORWARD_TARGET, answered_at__isnull=False)
+        .exclude(status=LegState.ENDED)
+        .exists()
+    )
+    transferred = Leg.objects.filter(call=call, role=LegRole.TRANSFER_TARGET).exists()
+    if (
+        call.status != CallState.IN_PROGRESS
+        or call.answered_by not in TRANSFERABLE_BY
+        or not bridged
+        or transferred
+    ):
+        raise ApplicationError(
+            f"The call is not bridged to one of its number's phones or tabs now ({call.status}).",
+            code=ErrorCode.CALL_NOT_TRANSFERABLE,
+        )
+    events.send_on_commit(events.call_group(call.pk), {"type": "call.transfer", "to": to})
+    logger.info("call %s: a transfer asked for by user %s", call.pk, user.pk)
+    return call, to

@@ -17,6 +17,8 @@ from realtime.serializers import (
     CallOutput,
     CallsQuery,
     CallSubmitInput,
+    CallTransferInput,
+    CallTransferOutput,
 )
 
 CALL_ID = "order-1234"
@@ -153,6 +155,45 @@ class CallViewSet(ResourceViewSet):
     def cancel(self, request, call_id):
         call = services.call_cancel(call=selectors.call_access(user=request.user, call_id=call_id))
         return self.answer(CallOutput, call)
+
+    @operation(
+        "calls_transfer",
+        summary="Hand an inbound call on to someone else (blind transfer)",
+        description="For an inbound call of a number you own or are a member of, in progress "
+        "and bridged now to one of the number's phones or a console tab (by its ring list): "
+        "the agent holding the call dials `to` (a phone number, E.164, or a SIP URI) as the "
+        "number's owner and bridges the caller to it, ending the phone's or tab's side; a "
+        "target that does not answer sends the caller to voicemail. `:call` is the call's id "
+        "(a `call_record`'s `id`, an `incoming_call`'s `call`). 202: the agent was told. 404 "
+        "for another user's call or an unknown id; 400 for a bad `to` (naming it) or one the "
+        "dialing policy refuses (`destination_not_allowed`); 409 `call_not_transferable` for "
+        "a call that is not so bridged now (ringing, ended, voicemail, transferred already); "
+        "429 past `RATE_LIMIT_CALLS_PER_USER`, counted with the calls you place.",
+        request=(CallTransferInput, {"to": "+441134960456"}),
+        responses={
+            202: (
+                CallTransferOutput,
+                {
+                    "call": "2e4f6a8c-0b1d-4e3f-a5b7-c9d1e3f5a7b9",
+                    "to": "+441134960456",
+                    "status": "transferring",
+                },
+            )
+        },
+        errors=[
+            ErrorCode.NOT_FOUND,
+            ErrorCode.DESTINATION_NOT_ALLOWED,
+            ErrorCode.CALL_NOT_TRANSFERABLE,
+            ErrorCode.RATE_LIMITED,
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def transfer(self, request, call_id):
+        call, to = services.call_transfer(user=request.user, call_ref=call_id, data=request.data)
+        return Response(
+            {"call": str(call.pk), "to": to, "status": "transferring"},
+            status=status.HTTP_202_ACCEPTED,
+        )
 
     @wav_download_operation(
         "calls_recording_get",

@@ -330,6 +330,11 @@ class Dial:
         if grant is not None:
             cap = min(cap, grant)
         referred = self._referable(sip)
+        listening = (
+            asyncio.ensure_future(self.transfer.listen(referred))
+            if self.transfer is not None
+            else None
+        )
         try:
             _leg, party_over, refer = await race(
                 leg_over, self.gone(), referred, timeout=cap, keep=(leg_over,)
@@ -340,6 +345,8 @@ class Dial:
             if recorder is not None:
                 await asyncio.shield(recording.end())
             sip.on_refer = None
+            if listening is not None:
+                listening.cancel()
         transfer = None
         if won(refer) and self.party_gone:
             await refer.result().notify(487, "Request Terminated")  # the caller left as it came
@@ -371,8 +378,9 @@ class Dial:
     def _referable(self, sip) -> asyncio.Future:
         """A future set to the Refer (telephony.sip.refer) the bridged `sip` leg sends and
         the transfer takes: a REFER to a target `transfer.check` refuses is answered with its
-        refusal, and the bridge goes on. Never set when the dial has no transfer, or for a
-        tab (no SIP dialog)."""
+        refusal, and the bridge goes on. `transfer.listen` may set it too (a transfer asked
+        for by the API or the browser phone, for a phone's leg or a tab's). Never set when
+        the dial has no transfer."""
         referred: asyncio.Future = asyncio.get_running_loop().create_future()
         if self.transfer is None or not isinstance(sip, OutboundCall):
             return referred
@@ -429,9 +437,12 @@ class Transfer(Protocol):
     """What a dial's bridged target may hand the call on to (REFER, RFC 3515): `check(target)`
     the refusal a target earns now (the dialing policy, the quotas), else None; `run(refer,
     sip)` dials the target for the party, tells the referring leg `sip` how it goes, ends
-    that leg, and returns how the transfer's dial went."""
+    that leg, and returns how the transfer's dial went; `listen(referred)`, while bridged,
+    sets `referred` to a transfer asked for from elsewhere (the API, the browser phone)."""
 
     async def check(self, target: str) -> Refusal | None: ...
+
+    async def listen(self, referred: asyncio.Future) -> None: ...
 
     async def run(self, refer, sip: OutboundCall) -> DialResult: ...
 

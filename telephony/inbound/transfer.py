@@ -17,8 +17,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from dataclasses import dataclass
 
+from channels.layers import get_channel_layer
+
+from core import events
 from telephony import services
 from telephony.dial import Dial, DialResult, Ledger
 from telephony.sip.refer import Refer, Refusal
@@ -59,6 +65,28 @@ class BlindTransfer:
             return None
         logger.info("%s: transfer refused: %s", self.label, problem)
         return Refusal(403, f"Forbidden ({problem})")
+
+    async def listen(self, referred: asyncio.Future) -> None:
+        """While the call is bridged: a transfer asked for by the API (POST
+        /api/calls/:call/transfer) or the browser phone reaches the agent through the channel
+        layer (core.events.call_group) as `{"type": "call.transfer", "to": ...}`; checked as
+        a REFER is, it sets `referred` (an Asked: nobody to notify)."""
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        group = events.call_group(self.forwarder.ledger.pk)
+        await layer.group_add(group, channel)
+        try:
+            while not referred.done():
+                message = await layer.receive(channel)
+                target = message.get("to")
+                if message.get("type") != "call.transfer" or not isinstance(target, str):
+                    continue
+                logger.info("%s: a transfer asked for from the API or the console", self.label)
+                if await self.check(target) is None and not referred.done():
+                    referred.set_result(Asked(target=target))
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(layer.group_discard(group, channel))
 
     async def run(self, refer: Refer, sip: OutboundCall) -> DialResult:
         forwarder = self.forwarder
@@ -101,6 +129,17 @@ class BlindTransfer:
             sip.hang_up()
         logger.info("%s: the transfer's dial ended: %s", self.label, result.status)
         return result
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A transfer asked for from the API or the browser phone: the target, and no REFER
+    subscription to tell how it goes."""
+
+    target: str
+
+    async def notify(self, status: int, reason: str) -> None:
+        return None
 
 
 def _final(dial: Dial) -> tuple[int, str]:

@@ -110,6 +110,7 @@ SHOWN: dict[str, dict[str, tuple]] = {
         "+442079460001": (HELD,),
         "+447700900123": (CALLER,),
         "+441134960200": (FORWARDED_TO,),
+        "+441134960300": (FORWARDED_TO,),  # a blind transfer's target (issue 58)
         "+442079460000": (CALLER,),  # as SERVICE_CALLER_ID
     },
     "docs/voice-apps.md": {

@@ -33,6 +33,7 @@ RATE_LIMITED = {
     "captcha_issue": {"rate_limited"},
     "captcha_verify": {"rate_limited"},
     "calls_submit": {"rate_limited", "quota_exceeded"},
+    "calls_transfer": {"rate_limited"},
     "numbers_pin_change": {"pin_locked"},
     "numbers_forwarding_set": {"rate_limited"},
     "numbers_hold_music_set": {"rate_limited"},

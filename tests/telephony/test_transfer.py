@@ -12,8 +12,9 @@ import time
 
 import pytest
 
+from accounts.services import session_open
 from calls.models import Call, Leg, LegRole
-from harness.live import RelayProcess, wait_until
+from harness.live import RelayProcess, http, wait_until
 from harness.ports import udp_port_taken
 from harness.sip import Sipp, free_udp_port, notified, refer
 from history.models import AnsweredBy, CallStatus
@@ -138,6 +139,47 @@ def test_a_refer_hands_the_caller_on_to_the_target_and_the_phone_is_told_and_hun
     assert len(notifies) == 2, notifies
     assert "message/sipfrag" in notifies[0] and "active" in notifies[0], notifies[0]
     assert "terminated" in notifies[1] and "SIP/2.0 200 OK" in notifies[1], notifies[1]
+
+
+def test_the_api_hands_a_bridged_call_on_and_the_agent_hangs_the_phone_up(relay, tmp_path, user):
+    number = forwarding(user)
+    sipp = trunk(relay, tmp_path, "", calls=2)  # the phone only waits for its BYE
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=6000
+    )
+    leg = wait_until(
+        lambda: Leg.objects.filter(
+            call__number=number, phone=PHONE, answered_at__isnull=False
+        ).first(),
+        deadline=20,
+        what="the phone's leg bridged",
+    )
+    token = session_open(user=user).token
+    status, body = http(
+        "POST", f"{relay.base}/api/calls/{leg.call_id}/transfer", {"to": TARGET}, token
+    )
+    assert (status, body) == (
+        202,
+        {"call": str(leg.call_id), "to": TARGET, "status": "transferring"},
+    ), body
+    assert caller.finish() == 0, caller
+    assert sipp.finish() == 0, sipp  # the phone got its BYE, the target answered
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.forwarded_to, record.transferred_to) == (
+        CallStatus.ANSWERED,
+        PHONE,
+        TARGET,
+    )
+    assert invited(sipp) == [PHONE, TARGET]
+    assert sipp.received("NOTIFY") == []  # no REFER, nobody to notify
+    _seconds, _to_target, to_caller = transfer_bridge(relay, record.sip_call_id)
+    assert to_caller >= 100, to_caller
+    # Once transferred, the call is no longer one the API can hand on.
+    status, body = http(
+        "POST", f"{relay.base}/api/calls/{leg.call_id}/transfer", {"to": TARGET}, token
+    )
+    assert (status, body["code"]) == (409, "call_not_transferable"), body
 
 
 def test_refused_refers_leave_the_call_bridged_as_it_was(relay, tmp_path, user):

@@ -1,0 +1,118 @@
+"""POST /api/calls/:call/transfer (issue 58): who may ask, for which calls, with what `to`;
+the agent holding the call is told through the channel layer. The transfer itself, with a
+live agent and SIPp, is in tests/telephony/test_transfer.py."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from calls.models import Call
+from core import events
+from telephony import services
+from tests.conftest import jwt_client
+from tests.factories import NumberFactory, NumberMemberFactory, UserFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PHONE = "+441134960200"
+TARGET = "+441134960300"
+
+
+def inbound_call(number, *, bridged: bool = True) -> Call:
+    """A call to `number` from the ledger's services: ringing, or bridged to PHONE."""
+    call = services.inbound_call_open(
+        sip_call_id=f"{number.pk}@test", number=number, caller_num="+447700900123", ringing=False
+    )
+    if bridged:
+        [leg] = services.forward_legs_open(
+            call=call, number=number, sip_call_ids={PHONE: f"leg-{number.pk}@test"}
+        )
+        services.forward_leg_bridged(call=call, leg=leg)
+    return Call.objects.get(pk=call.pk)
+
+
+@pytest.fixture
+def number(user):
+    return NumberFactory(owner=user, forward_targets=[PHONE])
+
+
+def listening(call: Call) -> str:
+    """A channel in the call's group, as the agent holding it listens."""
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(events.call_group(call.pk), channel)
+    return channel
+
+
+def told(channel: str) -> dict:
+    return async_to_sync(get_channel_layer().receive)(channel)
+
+
+def test_the_owner_transfers_a_bridged_call_and_the_agent_is_told(client_jwt, number):
+    call = inbound_call(number)
+    channel = listening(call)
+    response = client_jwt.post(f"/api/calls/{call.pk}/transfer", {"to": TARGET}, format="json")
+    assert response.status_code == 202, response.json()
+    assert response.json() == {"call": str(call.pk), "to": TARGET, "status": "transferring"}
+    assert told(channel) == {"type": "call.transfer", "to": TARGET}
+
+
+def test_a_member_may_transfer_and_a_sip_uri_is_taken(number, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    member = NumberMemberFactory(number=number).user
+    call = inbound_call(number)
+    client = jwt_client(_token(member))
+    uri = "sip:desk@pbx.example.com"
+    response = client.post(f"/api/calls/{call.pk}/transfer", {"to": uri}, format="json")
+    assert response.status_code == 202, response.json()
+    assert response.json()["to"] == uri
+
+
+def _token(user) -> str:
+    from accounts import services as accounts
+
+    return accounts.session_open(user=user).token
+
+
+def test_another_users_call_or_an_unknown_id_is_404(client_jwt):
+    stranger = NumberFactory(owner=UserFactory(), forward_targets=[PHONE])
+    call = inbound_call(stranger)
+    for ref in (call.pk, "no-such-call", "6f1c2a4e-8d2b-4f4e-9a51-3c7e0b9d1a22"):
+        response = client_jwt.post(f"/api/calls/{ref}/transfer", {"to": TARGET}, format="json")
+        assert response.status_code == 404, (ref, response.json())
+        assert response.json()["code"] == "not_found"
+
+
+def test_a_call_not_bridged_is_409(client_jwt, number):
+    call = inbound_call(number, bridged=False)
+    response = client_jwt.post(f"/api/calls/{call.pk}/transfer", {"to": TARGET}, format="json")
+    assert response.status_code == 409, response.json()
+    assert response.json()["code"] == "call_not_transferable"
+
+
+@pytest.mark.parametrize(
+    ("to", "code"),
+    [
+        ("", "invalid_request"),
+        (42, "invalid_request"),
+        ("0113 496 0300", "invalid_request"),
+        ("http://example.com/", "invalid_request"),
+        ("sip:", "invalid_request"),
+        ("+33123456789", "destination_not_allowed"),
+    ],
+)
+def test_a_bad_or_refused_to_is_400_naming_it(client_jwt, number, to, code):
+    call = inbound_call(number)
+    response = client_jwt.post(f"/api/calls/{call.pk}/transfer", {"to": to}, format="json")
+    assert response.status_code == 400, response.json()
+    body = response.json()
+    assert body["code"] == code and "to" in body["fields"], body
+
+
+def test_a_missing_to_is_400(client_jwt, number):
+    call = inbound_call(number)
+    response = client_jwt.post(f"/api/calls/{call.pk}/transfer", {}, format="json")
+    assert response.status_code == 400
+    assert "to" in response.json()["fields"]
