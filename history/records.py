@@ -137,15 +137,18 @@ def _forwarded_phone():
 
 
 def _transferred_to():
-    """The phone or SIP URI a call a person answered was last handed on to (issue 58: its
-    newest `transfer_target` leg, taken or not), else null."""
+    """The phone or SIP URI a call a person answered (on a phone or a tab) was handed on to
+    (issue 58: its `transfer_target` leg, taken or not), else null."""
     latest = (
         Leg.objects.filter(call=OuterRef("pk"), role=LegRole.TRANSFER_TARGET)
-        .order_by("-dial")
+        .order_by()  # one at most: a call is transferred once (telephony.inbound.transfer)
         .annotate(reached=Coalesce(NullIf("phone", Value("")), "sip_uri"))
     )
     return Case(
-        When(answered_by=LedgerAnsweredBy.PERSON, then=Subquery(latest.values("reached")[:1])),
+        When(
+            answered_by__in=(LedgerAnsweredBy.PERSON, LedgerAnsweredBy.BROWSER),
+            then=Subquery(latest.values("reached")[:1]),
+        ),
         default=Value(None),
         output_field=CharField(),
     )
