@@ -180,6 +180,14 @@ def _browser_call_hang_up(user, call_id: str) -> None:
     services.browser_call_hang_up(user=user, call_id=call_id)
 
 
+@database_sync_to_async
+def _call_transfer(user, call_ref, frame: dict) -> dict:
+    call, to = services.call_transfer(
+        user=user, call_ref=str(call_ref), data={k: v for k, v in frame.items() if k == "to"}
+    )
+    return {"type": "call_transfer", "call": str(call.pk), "to": to, "status": "transferring"}
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -344,6 +352,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if kind == "phone":
             await self.on_phone(self.phone.switch, frame)
             return
+        if kind == "call_transfer":
+            await self.handle_transfer(frame)
+            return
         await self.send_error(InvalidRequest(f"Unknown frame type {kind[:32]!r}."))
 
     async def on_phone(self, handler, frame: dict) -> None:
@@ -375,6 +386,21 @@ class RelayConsumer(AsyncWebsocketConsumer):
         except (OperationalError, InterfaceError) as exc:
             logger.warning("database unavailable for a hang-up frame: %s", type(exc).__name__)
             await self.send_error(DatabaseUnavailable(), frame=frame)
+
+    async def handle_transfer(self, frame: dict) -> None:
+        """`call_transfer` (issue 58): `POST /api/calls/:call/transfer` as a frame, for the
+        browser phone's Transfer button: `{"type": "call_transfer", "call", "to"}`, answered
+        `{"type": "call_transfer", "call", "to", "status": "transferring"}` or an error frame
+        (the API's codes; `ring` echoed when the frame names one)."""
+        try:
+            reply = await _call_transfer(self.scope["user"], frame.get("call"), frame)
+        except ApplicationError as exc:
+            await self.send_error(exc, frame=frame)
+        except (OperationalError, InterfaceError) as exc:
+            logger.warning("database unavailable for a transfer frame: %s", type(exc).__name__)
+            await self.send_error(DatabaseUnavailable(), frame=frame)
+        else:
+            await self.send_json(reply)
 
     async def handle_call(self, frame: dict, *, browser: bool = False) -> None:
         """A call frame: handed to the batcher at once, in arrival order, and answered by a

@@ -15,7 +15,7 @@ import pytest
 
 from harness.browser import launched_chromium
 from harness.live import wait_until
-from harness.sip import Sipp, free_udp_port
+from harness.sip import SIPP_SHARE, Sipp, free_udp_port
 from harness.speech import sox_level
 from history.models import AnsweredBy, CallStatus
 from telephony.sip.rtp import FRAME_SAMPLES, hold_music, pcm_from_g711, wav_from_g711
@@ -386,3 +386,63 @@ def held_by(recorder) -> str:
 def music_level(packets, path):
     path.write_bytes(wav_from_g711(b"".join(payload for _, _, payload in packets), PCMA))
     return sox_level(path)
+
+
+def test_transfer_hands_the_caller_on_to_a_phone_and_the_tab_is_done(
+    real_hashers, relay, phone_page, inspector, user, tmp_path
+):
+    # Issue 58: the tab that took a ring types a number and presses Transfer; the agent dials
+    # it (SIPp on the trunk answers and plays its capture), bridges the caller to it and ends
+    # the tab's side.
+    page = phone_page
+    target = "+441134960300"
+    number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
+    log_in(page, relay.base, user)
+    switch_on(page)
+    phone = Sipp(
+        tmp_path / "target",
+        "forward_target",
+        port=relay.trunk_port,
+        answering=re.escape(target),
+        codec=PCMA,
+        codec_name="PCMA",
+        answer_ms=500,
+        actions=f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/g711a.pcap"/></action></nop>',
+    )
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=9000
+    )
+    page.get_by_role("button", name="Answer").click(timeout=DEADLINE_MS)
+    page.get_by_role("button", name="Hang up").wait_for(timeout=DEADLINE_MS)
+    transfer_to = page.get_by_label("Transfer to")
+    assert transfer_to.is_visible()
+    inspector.look(page, "phone-transfer")
+
+    transfer_to.fill("+33123456789")  # a destination the dialing policy refuses: it stays
+    page.get_by_role("button", name="Transfer").click()
+    page.locator(".phone-alert").get_by_text(re.compile(".")).wait_for(timeout=DEADLINE_MS)
+    assert page.get_by_role("button", name="Hang up").is_visible()
+
+    transfer_to.fill(target)
+    page.get_by_role("button", name="Transfer").click()
+    page.get_by_text(f"The call was transferred to {target}.").wait_for(timeout=DEADLINE_MS)
+    assert caller.finish() == 0, caller
+    assert phone.finish() == 0, phone  # answered, then Relay's BYE after the caller's
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.forwarded_to, record.transferred_to) == (
+        CallStatus.ANSWERED,
+        "browser",
+        target,
+    )
+    match = wait_until(
+        lambda: re.search(
+            rf"inbound call {re.escape(record.sip_call_id)}, transferred: bridged \d+ s .*"
+            r"relayed \d+ packets to the target, (\d+) to the caller",
+            relay.log_path.read_text(),
+        ),
+        deadline=10,
+        what="the transfer's bridge log line",
+    )
+    assert int(match[1]) >= 100, match[0]  # the caller heard the target
+    assert inspector.violations == []

@@ -4,8 +4,10 @@ live agent and SIPp, is in tests/telephony/test_transfer.py."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 
 from calls.models import Call
@@ -116,3 +118,36 @@ def test_a_missing_to_is_400(client_jwt, number):
     response = client_jwt.post(f"/api/calls/{call.pk}/transfer", {}, format="json")
     assert response.status_code == 400
     assert "to" in response.json()["fields"]
+
+
+async def test_the_socket_frame_transfers_as_the_api_does_and_refuses_alike(communicator, user):
+    number = await sync_to_async(NumberFactory)(owner=user, forward_targets=[PHONE])
+    call = await sync_to_async(inbound_call)(number)
+    layer = get_channel_layer()
+    agent = await layer.new_channel()
+    await layer.group_add(events.call_group(call.pk), agent)
+    ws, accepted = await communicator(user)
+    assert accepted
+    ring = "ring-0123456789abcdef"
+
+    frame = {"type": "call_transfer", "call": str(call.pk), "ring": ring}
+    await ws.send_json_to({**frame, "to": "+33123456789"})
+    refused = await ws.receive_json_from(timeout=5)
+    assert (refused["type"], refused["code"], refused["ring"]) == (
+        "error",
+        "destination_not_allowed",
+        ring,
+    )
+    assert "to" in refused["fields"]
+    await ws.send_json_to({"type": "call_transfer", "call": "nobody's", "to": TARGET})
+    assert (await ws.receive_json_from(timeout=5))["code"] == "not_found"
+
+    await ws.send_json_to({**frame, "to": TARGET})
+    assert await ws.receive_json_from(timeout=5) == {
+        "type": "call_transfer",
+        "call": str(call.pk),
+        "to": TARGET,
+        "status": "transferring",
+    }
+    async with asyncio.timeout(5):
+        assert await layer.receive(agent) == {"type": "call.transfer", "to": TARGET}

@@ -24,6 +24,7 @@
     mute: panel.querySelector(".phone-mute"),
     hold: panel.querySelector(".phone-hold"),
     hangup: panel.querySelector(".phone-hangup"),
+    transfer: panel.querySelector(".phone-transfer"),
     keypad: panel.querySelector(".phone-keypad"),
     audio: new Audio(), // the caller's voice; not in the page: a player there is a message's
   };
@@ -232,6 +233,8 @@
     panel.hidden = false;
     el.mute.setAttribute("aria-pressed", "false");
     showHeld(false);
+    el.transfer.hidden = !details.call; // a ring taken (an inbound call), not a call placed
+    el.transfer.querySelector("[name=to]").value = "";
     say("On a call with " + details.label + ".");
     el.hangup.focus();
   }
@@ -282,6 +285,22 @@
     var frame = about("rtc_hold", call);
     frame.hold = el.hold.getAttribute("aria-pressed") !== "true";
     if (!send(frame)) warn("Relay cannot be reached just now: try again in a moment.");
+  });
+
+  // Transfer (issue 58): a ring this tab took is handed on (call_transfer, the API's
+  // POST /api/calls/:call/transfer as a frame); the agent ends this tab's side once the
+  // target answers, and voicemail takes the caller if it does not.
+  el.transfer.addEventListener("submit", function (event) {
+    event.preventDefault();
+    if (!call || !call.call || !call.talking || call.transferring) return;
+    var to = el.transfer.querySelector("[name=to]").value.trim();
+    warn("");
+    call.transferring = to;
+    var frame = { type: "call_transfer", call: call.call, ring: call.ring, to: to };
+    if (!send(frame)) {
+      call.transferring = null;
+      warn("Relay cannot be reached just now: try again in a moment.");
+    }
   });
 
   el.keypad.addEventListener("click", function (event) {
@@ -337,7 +356,14 @@
         "On a call with " + call.label + ".");
       return;
     }
+    if (frame.type === "call_transfer" && call && frame.call === call.call) {
+      say("Transferring " + call.label + " to " + frame.to + "…");
+      return;
+    }
     if (frame.type === "rtc_hangup") {
+      if (call && concerns(frame, call) && call.transferring) {
+        return ended(call, "The call was transferred to " + call.transferring + ".");
+      }
       if (call && concerns(frame, call)) {
         return ended(call, frame.reason === "answered_elsewhere" ?
           "The call was taken elsewhere." : "The call ended.");
@@ -358,6 +384,11 @@
       if (["completed", "busy", "no_answer", "failed", "canceled"].indexOf(frame.status) !== -1) {
         ended(call, "The call ended (" + frame.status.replace("_", " ") + ").");
       }
+      return;
+    }
+    if (frame.type === "error" && call && concerns(frame, call) && call.transferring) {
+      call.transferring = null; // the transfer was refused: the call goes on here
+      warn(frame.error);
       return;
     }
     if (frame.type === "error" && call && concerns(frame, call)) {
