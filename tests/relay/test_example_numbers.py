@@ -126,6 +126,7 @@ SHOWN: dict[str, dict[str, tuple]] = {
         "+442079460001": (HELD,),
         "+447700900123": (CALLER,),
         "+447700900456": (DRAMA_MOBILE_REFUSED,),
+        "+441134960300": (FORWARDED_TO,),  # a call_transfer's target (issue 58)
     },
     "examples/quickstart.py": {"+442079460123": (CALLED,)},
     "examples/quickstart-socket.mjs": {"+442079460123": (CALLED,)},
