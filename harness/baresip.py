@@ -79,6 +79,7 @@ class Baresip(ChildProcess):
         tls: tuple[Path, Path] | None = None,
         mediaenc: str | None = None,
         codecs: str = "PCMU,PCMA",
+        also: tuple[str, ...] = (),
     ):
         self.workdir = workdir
         self.heard_dir = workdir / "heard"
@@ -106,8 +107,10 @@ class Baresip(ChildProcess):
         (confdir / "config").write_text(config)
         params = f";regint=0;audio_codecs={codecs}" + (";answermode=auto" if answer else "")
         params += f";mediaenc={mediaenc}" if mediaenc else ""
-        aor = f"<sip:{number}@127.0.0.1;transport={transport}>{params}"
-        (confdir / "accounts").write_text(aor + "\n")
+        # `also`: more numbers it answers as, each an account of its own with the same
+        # settings (one phone that is also a transfer's target, issue 58).
+        aors = [f"<sip:{n}@127.0.0.1;transport={transport}>{params}" for n in (number, *also)]
+        (confdir / "accounts").write_text("\n".join(aors) + "\n")
         (confdir / "contacts").write_text("")
         super().__init__(
             [tool("baresip"), "-f", str(confdir)], dict(os.environ), log=workdir / "baresip.log"

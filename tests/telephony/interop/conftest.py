@@ -174,6 +174,7 @@ def phones(edge, tmp_path, transport, test_ca):
         answer: bool = False,
         srtp: bool = True,
         codecs: str = "PCMU,PCMA",
+        also: tuple[str, ...] = (),
     ) -> Baresip:
         tls = None
         if transport == "tls":
@@ -189,6 +190,7 @@ def phones(edge, tmp_path, transport, test_ca):
             tls=tls,
             mediaenc="srtp-mand" if tls and srtp else None,
             codecs=codecs,
+            also=also,
         )
         started.append(phone)
         return phone
