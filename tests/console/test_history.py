@@ -294,3 +294,28 @@ def test_a_transcript_not_done_says_where_it_stands(browser_client, voicemail, s
     assert "Automatic transcript" not in html
     for sentence in ("Transcribing…", "could not be transcribed"):
         assert (sentence in html) == (sentence == words)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transferred_call_is_one_answered_call_saying_who_it_was_transferred_to(
+    browser_client, number
+):
+    # As the agent writes it (issue 58): forwarded to a phone that took it, then handed on.
+    from telephony import services
+
+    call = services.inbound_call_open(
+        sip_call_id="transferred@test", number=number, caller_num="+447700900002", ringing=False
+    )
+    [leg] = services.forward_legs_open(
+        call=call, number=number, sip_call_ids={"+441134960200": "phone@test"}
+    )
+    services.forward_leg_bridged(call=call, leg=leg)
+    [moved] = services.transfer_legs_open(call=call, sip_call_ids={"+441134960300": "to@test"})
+    services.dial_leg_bridged(leg=moved)
+    services.inbound_call_record(call=call, status="answered", duration=40)
+
+    page = browser_client.get("/history").content.decode()
+
+    assert page.count("+447700900002") == 1  # one call
+    assert "Answered" in page and "Forwarded to</dt><dd>+441134960200" in page
+    assert "Transferred to</dt><dd>+441134960300" in page
