@@ -138,16 +138,19 @@ def _forwarded_phone():
 
 def _transferred_to():
     """The phone or SIP URI a call a person answered (on a phone or a tab) was handed on to
-    (issue 58: its `transfer_target` leg, taken or not), else null."""
-    latest = (
+    (issue 58: its `transfer_target` leg that took it, else one tried), else null."""
+    legs = (
         Leg.objects.filter(call=OuterRef("pk"), role=LegRole.TRANSFER_TARGET)
-        .order_by()  # one at most: a call is transferred once (telephony.inbound.transfer)
+        .order_by()  # no sort: the one taken, else any (one unless an attended one failed)
         .annotate(reached=Coalesce(NullIf("phone", Value("")), "sip_uri"))
     )
+    taken = legs.filter(answered_at__isnull=False)
     return Case(
         When(
             answered_by__in=(LedgerAnsweredBy.PERSON, LedgerAnsweredBy.BROWSER),
-            then=Subquery(latest.values("reached")[:1]),
+            then=Coalesce(
+                Subquery(taken.values("reached")[:1]), Subquery(legs.values("reached")[:1])
+            ),
         ),
         default=Value(None),
         output_field=CharField(),

@@ -43,7 +43,8 @@ class CallRecordOutput(serializers.Serializer):
         help_text="the phone (E.164) or SIP URI the person who took a forwarded call handed it "
         "on to (a blind transfer: their phone's REFER, the browser phone's Transfer, or POST "
         "/api/calls/:call/transfer), whether or not it was taken there (then voicemail "
-        "answered); null when it was not transferred",
+        "answered, or for an attended transfer the phone had the caller back); null when it "
+        "was not transferred",
     )
     ring_entry = serializers.IntegerField(
         allow_null=True,

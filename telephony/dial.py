@@ -329,32 +329,28 @@ class Dial:
         cap = settings.SIP_MAX_CALL_SECONDS
         if grant is not None:
             cap = min(cap, grant)
-        referred = self._referable(sip)
-        listening = (
-            asyncio.ensure_future(self.transfer.listen(referred))
-            if self.transfer is not None
-            else None
-        )
-        try:
-            _leg, party_over, refer = await race(
-                leg_over, self.gone(), referred, timeout=cap, keep=(leg_over,)
-            )
-            self.party_gone = won(party_over)
-        finally:
-            party_stream.bridge = target_stream.bridge = None
-            if recorder is not None:
-                await asyncio.shield(recording.end())
-            sip.on_refer = None
-            if listening is not None:
-                listening.cancel()
         transfer = None
-        if won(refer) and self.party_gone:
-            await refer.result().notify(487, "Request Terminated")  # the caller left as it came
-        elif won(refer):
+        try:
+            refer = await self._bridged(leg_over, sip, cap)
+        finally:
+            if recorder is not None:  # what is recorded is this bridge, not a transfer's
+                await asyncio.shield(recording.end())
+        while refer is not None:
+            if self.party_gone:
+                await refer.notify(487, "Request Terminated")  # the caller left as it came
+                break
             self._log_bridge(round(time.monotonic() - bridged), party_stream, target_stream)
             # The target handed the call on: the caller goes to the transfer's target, and
             # the target's leg stays up until that call's final response is told to it.
-            transfer = await self.transfer.run(refer.result(), sip)
+            transfer = await self.transfer.run(refer, sip)
+            if not self._back_to_transferor(refer, transfer, leg_over):
+                break
+            # An attended transfer the target did not take: the caller and the transferor
+            # are bridged again, as before the REFER (the transferor still on the line).
+            logger.info("%s: the transfer was not taken; back to the transferor", self.label)
+            transfer = None
+            party_stream.bridge, target_stream.bridge = target_stream, party_stream
+            refer = await self._bridged(leg_over, sip, cap - (time.monotonic() - bridged))
         self.bridge_over.set()
         sip.hang_up()
         duration = max(0, round(time.monotonic() - bridged))
@@ -362,6 +358,39 @@ class Dial:
             return DialResult("completed", target=leg.target, duration=duration, transfer=transfer)
         self._log_bridge(duration, party_stream, target_stream)
         return DialResult("completed", target=leg.target, duration=duration)
+
+    async def _bridged(self, leg_over: asyncio.Future, sip, cap: float):
+        """The bridge as it is, until the leg or the party ends it, `cap` seconds pass, or
+        the leg hands the call on: then the Refer (the bridge undone), else None."""
+        referred = self._referable(sip)
+        listening = (
+            asyncio.ensure_future(self.transfer.listen(referred))
+            if self.transfer is not None
+            else None
+        )
+        party_stream, target_stream = self.party.stream, sip.stream
+        try:
+            _leg, party_over, refer = await race(
+                leg_over, self.gone(), referred, timeout=max(0.0, cap), keep=(leg_over,)
+            )
+            self.party_gone = won(party_over)
+        finally:
+            party_stream.bridge = target_stream.bridge = None
+            sip.on_refer = None
+            if listening is not None:
+                listening.cancel()
+        return refer.result() if won(refer) else None
+
+    def _back_to_transferor(self, refer, transfer: DialResult, leg_over) -> bool:
+        """Whether the caller goes back to the leg that referred: an attended transfer
+        (Replaces) the target did not take, the caller and that leg both still there."""
+        party_ended = getattr(self.party, "ended", None)
+        return (
+            bool(getattr(refer, "replaces", ""))
+            and transfer.status != "completed"
+            and not leg_over.done()
+            and not (party_ended is not None and party_ended.is_set())
+        )
 
     def _log_bridge(self, duration: int, party_stream, target_stream) -> None:
         logger.info(

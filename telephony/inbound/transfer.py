@@ -13,6 +13,10 @@
 - It does not (no answer, busy, refused, nothing dialled): the phone is told the target's
   final response and hung up, and the caller goes to voicemail (the forwarder runs it), never
   to silence.
+- Attended (the REFER's Refer-To carries `Replaces`, RFC 3891): the target's INVITE carries
+  it, so that the target swaps its own call with the phone for this one; when the target does
+  not take it, the phone is told so but kept, and telephony.dial bridges the caller back to
+  it.
 """
 
 from __future__ import annotations
@@ -72,9 +76,13 @@ class BlindTransfer:
         layer (core.events.call_group) as `{"type": "call.transfer", "to": ...}`; checked as
         a REFER is, it sets `referred` (an Asked: nobody to notify)."""
         layer = get_channel_layer()
-        channel = await layer.new_channel()
         group = events.call_group(self.forwarder.ledger.pk)
-        await layer.group_add(group, channel)
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add(group, channel)
+        except Exception as exc:  # the layer's Redis unreachable: a REFER still works
+            logger.warning("%s: transfers by the API cannot reach this call: %s", self.label, exc)
+            return
         try:
             while not referred.done():
                 message = await layer.receive(channel)
@@ -84,6 +92,10 @@ class BlindTransfer:
                 logger.info("%s: a transfer asked for from the API or the console", self.label)
                 if await self.check(target) is None and not referred.done():
                     referred.set_result(Asked(target=target))
+        except Exception as exc:  # the layer failed mid-call: the call goes on, REFER works
+            logger.warning(
+                "%s: transfers by the API no longer reach this call: %s", self.label, exc
+            )
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(layer.group_discard(group, channel))
@@ -94,13 +106,20 @@ class BlindTransfer:
         self.to = refer.target
         logger.info("%s: the phone handed the call on; dialling the transfer's target", self.label)
 
+        taken: list[bool] = []
+        attended = bool(getattr(refer, "replaces", ""))
+
         async def answered() -> bool:
             # The target took it: the phone hears so, and hangs up before the bridge.
+            taken.append(True)
             await refer.notify(200, "OK")
             sip.hang_up()
             return not call.ended.is_set()
 
         caller, headers = forwarder.caller_from()
+        if attended:
+            # RFC 3891: the target replaces its call with the referrer by this one.
+            headers = (*headers, ("Replaces", refer.replaces))
         dial = Dial(
             ua=forwarder.ua,
             party=call,
@@ -126,7 +145,8 @@ class BlindTransfer:
         finally:
             status, reason = _final(dial)
             await refer.notify(status, reason)  # nothing when 200 was told already
-            sip.hang_up()
+            if taken or not attended:
+                sip.hang_up()  # attended and not taken: the referrer keeps the caller
         logger.info("%s: the transfer's dial ended: %s", self.label, result.status)
         return result
 

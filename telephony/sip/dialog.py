@@ -28,7 +28,7 @@ from telephony.sip.message import (
     response_to,
     uri_of,
 )
-from telephony.sip.refer import Refer, Refusal, refer_target
+from telephony.sip.refer import Refer, Refusal, refer_replaces, refer_target
 from telephony.sip.transaction import FromTu, InviteServer, Received
 
 logger = logging.getLogger(__name__)
@@ -257,7 +257,12 @@ class Dialog:
             refusal = Refusal(403, "Forbidden")
         refer = None
         if refusal is None:
-            refer = Refer(dialog=self, target=found, cseq=request.cseq[0])
+            refer = Refer(
+                dialog=self,
+                target=found,
+                cseq=request.cseq[0],
+                replaces=refer_replaces(request),
+            )
             refusal = await self.on_refer(refer)
         if refusal is not None:
             logger.info(

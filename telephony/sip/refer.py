@@ -11,7 +11,8 @@ REFER is refused 403 and the call goes on untouched.
 - The Refer-To must be a sip:, sips: or tel: URI (else 400). A tel: URI, or a sip: URI whose
   user is a global number (`+` and digits, RFC 3966's visual separators dropped), is that
   phone number, dialled through the trunk; another sip: URI is dialled as it is. A Refer-To
-  carrying `Replaces` (RFC 3891, an attended transfer) is refused 403: it is not taken.
+  carrying `Replaces` (RFC 3891 §3, an attended transfer: the referrer's own call with the
+  target) has it read by `refer_replaces`, and the target is sent it in Relay's INVITE.
 - Accepted: 202 Accepted (§2.4.2), then NOTIFY `Event: refer` with a `message/sipfrag`
   body (§2.4.5): "SIP/2.0 100 Trying" at once, then the status line of the new call's final
   response, `Subscription-State: terminated;reason=noresource` (§2.4.6: the last one).
@@ -54,8 +55,8 @@ def refer_target(request: Message) -> str | Refusal:
     if scheme not in SCHEMES or not rest:
         return Refusal(400, "Bad Request (Refer-To is not a sip:, sips: or tel: URI)")
     address, _, headers = rest.partition("?")
-    if "replaces=" in unquote(headers).lower():
-        return Refusal(403, "Forbidden (attended transfer, Replaces, is not taken)")
+    if _headers(headers).keys() - {"replaces"}:
+        return Refusal(403, "Forbidden (a Refer-To header other than Replaces)")
     if scheme == "tel":
         number = _VISUAL.sub("", address.split(";", 1)[0])
         if not _GLOBAL.match(number):
@@ -69,6 +70,25 @@ def refer_target(request: Message) -> str | Refusal:
     return f"{scheme}:{address.split(';', 1)[0]}"
 
 
+def _headers(text: str) -> dict[str, str]:
+    """The headers of a URI (`?name=value&...`, RFC 3261 §19.1.1), names lowercased, values
+    unescaped."""
+    found = {}
+    for part in text.split("&") if text else []:
+        name, _, value = part.partition("=")
+        found[unquote(name).strip().lower()] = unquote(value).strip()
+    return found
+
+
+def refer_replaces(request: Message) -> str:
+    """The Replaces value (RFC 3891: `call-id;to-tag=...;from-tag=...`) a REFER's Refer-To
+    carries as a URI header, unescaped; "" for none (a blind transfer)."""
+    values = [v for value in request.get_all("Refer-To") for v in split_commas(value)]
+    if len(values) != 1:
+        return ""
+    return _headers(uri_of(values[0]).partition("?")[2]).get("replaces", "")
+
+
 @dataclass
 class Refer:
     """A REFER accepted on `dialog`: `target` is what to dial; `notify` reports the new call's
@@ -78,6 +98,7 @@ class Refer:
     dialog: object
     target: str
     cseq: int
+    replaces: str = ""  # an attended transfer's (RFC 3891), sent on in the target's INVITE
     sent: list[int] = field(default_factory=list)  # the statuses notified, in order
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 

@@ -19,7 +19,7 @@ from harness.ports import udp_port_taken
 from harness.sip import Sipp, free_udp_port, notified, refer
 from history.models import AnsweredBy, CallStatus
 from telephony.sip.message import Message
-from telephony.sip.refer import Refusal, refer_target
+from telephony.sip.refer import Refusal, refer_replaces, refer_target
 from tests.factories import NumberFactory
 from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records
 
@@ -29,7 +29,7 @@ PHONE = "+441134960200"  # the number's ring list: the phone that takes the call
 TARGET = "+441134960300"  # who it is handed on to, and answers
 NOBODY = "+441134960301"  # who it is handed on to, and rings out
 REFUSED = "+33123456789"  # a country DIAL_ALLOWED_COUNTRIES leaves out
-REPLACES = "abc%3Bto-tag%3D1%3Bfrom-tag%3D2"  # RFC 3891, escaped in a URI: attended
+REPLACES = "abc%40x%3Bto-tag%3D1%3Bfrom-tag%3D2"  # RFC 3891, escaped in a URI: attended
 
 
 @pytest.fixture(scope="module")
@@ -182,12 +182,59 @@ def test_the_api_hands_a_bridged_call_on_and_the_agent_hangs_the_phone_up(relay,
     assert (status, body["code"]) == (409, "call_not_transferable"), body
 
 
+def test_an_attended_transfer_sends_the_targets_invite_replaces(relay, tmp_path, user):
+    number = forwarding(user)
+    phone = refer(
+        f"<sip:{TARGET}@127.0.0.1;user=phone?Replaces={REPLACES}>", expect=202, after_ms=1000
+    ) + notified("100 Trying", "200 OK")
+    sipp = trunk(relay, tmp_path, phone, calls=2)
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=5000
+    )
+    assert caller.finish() == 0, caller
+    assert sipp.finish() == 0, sipp
+
+    [record] = wait_for_records(number, 1)
+    assert (record.forwarded_to, record.transferred_to) == (PHONE, TARGET)
+    invite = sipp.received("INVITE")[1]
+    # RFC 3891: the target is asked to replace its call with the phone by Relay's.
+    assert re.search(r"^Replaces: abc@x;to-tag=1;from-tag=2\r?$", invite, re.MULTILINE), invite
+    _seconds, _to_target, to_caller = transfer_bridge(relay, record.sip_call_id)
+    assert to_caller >= 100, to_caller
+
+
+def test_an_attended_transfer_not_taken_brings_the_caller_back_to_the_phone(relay, tmp_path, user):
+    number = forwarding(user)
+    phone = refer(f"<tel:{NOBODY}?Replaces={REPLACES}>", expect=202, after_ms=1000) + notified(
+        "100 Trying", "480 Temporarily Unavailable"
+    )
+    sipp = trunk(relay, tmp_path, phone, calls=2)
+    # The caller stays past NOBODY's 5 s of ringing, then hangs up: the phone gets the BYE.
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=9000
+    )
+    assert caller.finish() == 0, caller
+    assert sipp.finish() == 0, sipp  # 480 told, no BYE until the caller left
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.forwarded_to, record.recording) == (
+        CallStatus.ANSWERED,
+        PHONE,
+        "",
+    )  # no voicemail: back to the phone
+    assert 8 <= record.duration <= 11, record.duration
+    log = relay.log_path.read_text()
+    assert "the transfer was not taken; back to the transferor" in log
+    bye = sipp.received("BYE")
+    assert len(bye) == 1, bye  # the phone's, after the caller's; NOBODY was CANCELed
+
+
 def test_refused_refers_leave_the_call_bridged_as_it_was(relay, tmp_path, user):
     number = forwarding(user)
     phone = (
         refer("<http://example.com/>", expect=400, after_ms=800)
         + refer(f"<tel:{REFUSED}>", expect=403, cseq=2)
-        + refer(f"<sip:{TARGET}@127.0.0.1?Replaces={REPLACES}>", expect=403, cseq=3)
+        + refer(f"<sip:{TARGET}@127.0.0.1?Subject=hello>", expect=403, cseq=3)
     )
     sipp = trunk(relay, tmp_path, phone, calls=1)
     caller = call_in(
@@ -281,9 +328,10 @@ REFER_TOS = [
         "<sip:pbx.example.com>",
         Refusal(400, "Bad Request (a SIP Refer-To must name a user and a host)"),
     ),
+    ("<sip:bob@pbx.example.com?Replaces=1%3Bto-tag%3D2%3Bfrom-tag%3D3>", "sip:bob@pbx.example.com"),
     (
-        "<sip:bob@pbx.example.com?Replaces=1%3Bto-tag%3D2%3Bfrom-tag%3D3>",
-        Refusal(403, "Forbidden (attended transfer, Replaces, is not taken)"),
+        "<sip:bob@pbx.example.com?Subject=hello>",
+        Refusal(403, "Forbidden (a Refer-To header other than Replaces)"),
     ),
 ]
 
@@ -293,6 +341,17 @@ def test_a_refer_to_is_read_as_a_number_a_sip_uri_or_refused(value, expected):
     request = Message(method="REFER", uri="sip:relay@127.0.0.1")
     request.headers = [("Refer-To", value)]
     assert refer_target(request) == expected
+
+
+def test_an_attended_transfers_replaces_is_read_unescaped():
+    request = Message(method="REFER", uri="sip:relay@127.0.0.1")
+    request.headers = [("Refer-To", f"<sip:{TARGET}@pbx.example.com?Replaces={REPLACES}>")]
+    assert (refer_target(request), refer_replaces(request)) == (
+        TARGET,
+        "abc@x;to-tag=1;from-tag=2",
+    )
+    request.headers = [("Refer-To", f"<tel:{TARGET}>")]
+    assert refer_replaces(request) == ""
 
 
 def test_none_or_two_refer_tos_are_400():
