@@ -359,3 +359,30 @@ def test_none_or_two_refer_tos_are_400():
     assert refer_target(request).status == 400
     request.headers = [("Refer-To", f"<tel:{TARGET}>"), ("Refer-To", f"<tel:{NOBODY}>")]
     assert refer_target(request).status == 400
+
+
+def test_a_refer_from_the_caller_is_refused_403_and_the_call_goes_on(relay, tmp_path, user):
+    # The caller's own dialog is no bridged phone's: a caller cannot send itself elsewhere
+    # on the owner's account.
+    number = forwarding(user)
+    sipp = trunk(relay, tmp_path, "", calls=1)
+    caller = call_in(
+        relay.agent,
+        tmp_path,
+        "caller_refers",
+        number.number,
+        refer_ms=1000,
+        refer_to=f"<tel:{TARGET}>",
+        refer_status=403,
+        message_ms=2000,
+    )
+    assert caller.finish() == 0, caller  # 403, then its own BYE answered
+    assert sipp.finish() == 0, sipp  # the phone stayed bridged until the caller left
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.forwarded_to, record.transferred_to) == (
+        CallStatus.ANSWERED,
+        PHONE,
+        None,
+    )
+    assert invited(sipp) == [PHONE]
