@@ -151,3 +151,16 @@ async def test_the_socket_frame_transfers_as_the_api_does_and_refuses_alike(comm
     }
     async with asyncio.timeout(5):
         assert await layer.receive(agent) == {"type": "call.transfer", "to": TARGET}
+
+
+def test_transfers_count_with_the_calls_placed_and_are_rate_limited(client_jwt, number, settings):
+    settings.RATE_LIMIT_CALLS_PER_USER = "2/m"
+    call = inbound_call(number)
+    url = f"/api/calls/{call.pk}/transfer"
+    assert [client_jwt.post(url, {"to": TARGET}, format="json").status_code for _ in "ab"] == [
+        202,
+        202,
+    ]
+    limited = client_jwt.post(url, {"to": TARGET}, format="json")
+    assert limited.status_code == 429, limited.json()
+    assert limited.json()["code"] == "rate_limited" and int(limited["Retry-After"]) >= 1
