@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("calls", "0007_leg_ring_entry"),
+        ("calls", "0008_recording_of_bridged_calls"),
     ]
 
     operations = [
