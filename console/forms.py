@@ -341,6 +341,27 @@ class GreetingForm(ConsoleForm):
     )
 
 
+class CallRecordingForm(ConsoleForm):
+    """A number's recording of its forwarded calls (RecordingInput, issue 58)."""
+
+    enabled = forms.BooleanField(label="Record this number's forwarded calls", required=False)
+    announce = text(
+        "Announcement",
+        help_text="What both parties hear before the call is joined, read out by the phone "
+        "system: up to 500 characters. Leave it empty for the default, "
+        '"This call may be recorded."',
+        widget=forms.Textarea,
+        rows=3,
+    )
+
+    def recording_values(self) -> dict:
+        """The form as RecordingInput takes it."""
+        return {
+            "enabled": bool(self.cleaned_data.get("enabled")),
+            "announce": self.cleaned_data.get("announce") or "",
+        }
+
+
 RING_STRATEGY_CHOICES = [
     ("all", "All at once: the first to answer takes the call"),
     ("in_order", "In order: each for its own ring time, then the next"),

@@ -81,6 +81,11 @@ urlpatterns = [
         number_settings.hold_music_remove,
         name="hold_music_remove",
     ),
+    path(
+        "numbers/<str:number_id>/recording",
+        number_settings.call_recording,
+        name="call_recording",
+    ),
     # History
     path("history", history.history_list, name="history"),
     path("history/<str:record_id>", history.history_record, name="history_record"),

@@ -1,9 +1,9 @@
 """A number's settings: the callers it blocks, where it forwards its calls, its voicemail
 greeting (the text, and the one recorded by phone, played and removed here), its opening
-hours and do-not-disturb, and its music on hold (uploaded, played and removed here). Each
-form goes through the API's input serializer (BlockedCallerInput, ForwardingInput,
-GreetingInput, HoursInput) or the service NumberViewSet calls, so the console holds no rule
-of its own."""
+hours and do-not-disturb, its music on hold (uploaded, played and removed here), and whether
+its forwarded calls are recorded. Each form goes through the API's input serializer
+(BlockedCallerInput, ForwardingInput, GreetingInput, HoursInput, RecordingInput) or the
+service NumberViewSet calls, so the console holds no rule of its own."""
 
 import uuid
 
@@ -16,6 +16,7 @@ from console.forms import (
     CALLER_ID_CHOICES,
     RING_STRATEGY_CHOICES,
     BlockedCallerForm,
+    CallRecordingForm,
     ForwardingForm,
     GreetingForm,
     HoursForm,
@@ -34,6 +35,7 @@ from virtual_numbers.serializers import (
     ForwardingInput,
     GreetingInput,
     HoursInput,
+    RecordingInput,
     RingingInput,
 )
 
@@ -446,3 +448,35 @@ def hold_music_remove(request, number):
             missing=f"{number.number} has no music of its own.",
         )
     return redirect("console:hold_music", number.pk)
+
+
+@number_page(["GET", "POST"])
+def call_recording(request, number):
+    """Whether the number's forwarded calls are recorded, and the announcement both parties
+    hear first: RecordingInput and number_recording_set, as NumberViewSet.recording_set does;
+    the owner's alone (number_access: a member, a manager or anyone else gets the 404 page)."""
+    form = CallRecordingForm(
+        posted(request),
+        initial={"enabled": number.recording_enabled, "announce": number.recording_announce},
+    )
+
+    def save():
+        data = validated(RecordingInput, form.recording_values())
+        numbers_services.number_recording_set(
+            number=number, enabled=data["enabled"], announce=data["announce"]
+        )
+        if data["enabled"]:
+            messages.success(request, f"Forwarded calls to {number.number} are recorded.")
+        else:
+            messages.success(request, f"Forwarded calls to {number.number} are not recorded.")
+        return redirect("console:call_recording", number.pk)
+
+    return form_page(
+        request,
+        "console/call_recording.html",
+        form,
+        save,
+        number=number,
+        announcement=number.recording_announce or settings.RECORDING_ANNOUNCEMENT,
+        retention_days=settings.CALL_RECORDING_RETENTION_DAYS,
+    )
