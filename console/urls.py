@@ -92,6 +92,12 @@ urlpatterns = [
     path("history/<str:record_id>/recording", history.recording, name="recording"),
     path("history/<str:record_id>/heard", history.recording_heard, name="recording_heard"),
     path("history/<str:record_id>/delete", history.recording_delete, name="recording_delete"),
+    path("call-recordings/<str:recording_id>", history.call_recording, name="call_recording_file"),
+    path(
+        "call-recordings/<str:recording_id>/delete",
+        history.call_recording_delete,
+        name="call_recording_delete",
+    ),
     # Calls
     path("calls", calls.call_list, name="calls"),
     path("calls/socket-token", calls.socket_token, name="socket_token"),

@@ -160,6 +160,21 @@ def call_recording_access(*, user: User, recording_id, owner: bool = False) -> R
     return found
 
 
+def call_recordings_by_call(*, user: User, call_ids) -> dict[uuid.UUID, list[Recording]]:
+    """The bridged calls' recordings of the calls `call_ids` that the user may hear (as
+    call_recording_access judges), by call, each call's in the order they began: what the
+    console's history shows beside each record."""
+    rows = (
+        Recording.objects.filter(_reachable(user), call_id__in=call_ids, kind=RecordingKind.CALL)
+        .exclude(name="")
+        .order_by("created_at")
+    )
+    found: dict[uuid.UUID, list[Recording]] = {}
+    for row in rows:
+        found.setdefault(row.call_id, []).append(row)
+    return found
+
+
 def call_recordings_of(user: User) -> QuerySet:
     """The recordings of bridged calls of the user's own calls (their export, their erasure)."""
     return Recording.objects.filter(kind=RecordingKind.CALL, call__owner=user).exclude(name="")

@@ -1,11 +1,10 @@
 from rest_framework.decorators import action
 
 from core.errors import ErrorCode
-from core.recordings import recording_download as wav_download
 from core.schema import operation, success_operation, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from history import recordings, selectors, services
-from history.responses import recording_download
+from history.responses import call_recording_download, recording_download
 from history.serializers import (
     HistoryListParameters,
     HistoryOutput,
@@ -113,8 +112,7 @@ class CallRecordingViewSet(ResourceViewSet):
         "members; 404 for anyone else's and for an id that is no bridged call's recording.",
     )
     def retrieve(self, request, recording_id):
-        found = self.recording()
-        return wav_download(request, found.name, filename=f"call-recording-{found.pk}.wav")
+        return call_recording_download(request, self.recording())
 
     @success_operation(
         "recordings_delete",

@@ -237,6 +237,51 @@ def voicemail_on(
     )
 
 
+def stereo_wav(seconds: float = 1.0) -> bytes:
+    """A bridged call's recording as the recorder writes it: 8 kHz, 16-bit, two channels (the
+    caller a steady hum on the left, the other party quieter on the right)."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(2)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"\x10\x00\x04\x00" * int(8000 * seconds))
+    return buffer.getvalue()
+
+
+def call_recorded_on(
+    number,
+    *,
+    seconds: float = 1.0,
+    caller="+447700900123",
+    incomplete: bool = False,
+    transcript: str = "",
+    transcript_confidence: float | None = None,
+):
+    """A forwarded call to `number` whose bridge was recorded, through history.recordings as
+    the agent records it: its record (CallRecordFactory), the recording opened, its WAV
+    (stereo_wav, `seconds` long) written where call_recording_open says, and closed
+    (call_recording_done, `incomplete` when cut); with a `transcript`, stored as the worker
+    stores one ("caller: ..." and "callee: ..." lines). Returns the Recording."""
+    from calls.models import Recording
+    from history.recordings import call_recording_done, call_recording_open
+
+    record = CallRecordFactory(
+        number=number, caller_num=caller, answered_by="forward", forwarded_to="+441134960200"
+    )
+    row, path = call_recording_open(call_id=record.pk)
+    with open(path, "wb") as file:
+        file.write(stereo_wav(seconds))
+    call_recording_done(recording=row, seconds=seconds, incomplete=incomplete)
+    if transcript:
+        Recording.objects.filter(pk=row.pk).update(
+            transcript=transcript,
+            transcript_confidence=transcript_confidence,
+            transcript_status="done",
+        )
+    return Recording.objects.get(pk=row.pk)
+
+
 def totp_now(secret: str, *, steps: int = 0) -> str:
     """The TOTP code of `secret` at the server's now, `steps` steps of 30 s later."""
     return pyotp.TOTP(secret).at(timezone.now(), counter_offset=steps)
