@@ -13,7 +13,13 @@ from django.urls import URLPattern, reverse
 from django.urls import path as url_path
 
 from console.urls import urlpatterns as console_routes
-from tests.factories import CallFactory, CallRecordFactory, NumberFactory, NumberMemberFactory
+from tests.factories import (
+    CallFactory,
+    CallRecordFactory,
+    NumberFactory,
+    NumberMemberFactory,
+    call_recorded_on,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -49,6 +55,7 @@ def test_every_console_route_answers_under_the_strict_policy(browser_client, use
         "session_id": browser_client.login_session.pk,
         "token": "0" * 32 + ".not-a-live-token",  # a mailed link's: its page says it is dead
         "member_id": NumberMemberFactory(number=number).id,
+        "recording_id": call_recorded_on(number).pk,
     }
     routes = [route for route in console_routes if isinstance(route, URLPattern)]
     assert len(routes) == len(console_routes)  # no include() whose routes this loop would miss
