@@ -99,12 +99,14 @@ NO_STORE_ROUTES = frozenset(
         "user-export",
         "webhook",
         "webhook-rotate-secret",
-        # Recordings: voicemail, a call's `record` verb, greetings recorded by phone.
+        # Recordings: voicemail, a call's `record` verb, greetings recorded by phone, a
+        # number's music on hold, a bridged call's recording.
         "history-recording",
         "call-recording",
         "number-greeting-recording",
         "number-closed-greeting",
         "number-hold-music",
+        "recordings-detail",
         # The console: sign-in, mailed links, the pages that show the key, a secret or codes.
         "console:login",
         "console:login_code",
@@ -124,6 +126,7 @@ NO_STORE_ROUTES = frozenset(
         "console:greeting_recording",
         "console:closed_greeting_recording",
         "console:hold_music_file",
+        "console:call_recording_file",
         "console:socket_token",
     }
 )

@@ -26,6 +26,7 @@ from tests.factories import (
     DEFAULT_PASSWORD,
     CallFactory,
     NumberFactory,
+    call_recorded_on,
     two_factor_on,
     voicemail_on,
     wav_bytes,
@@ -186,6 +187,9 @@ VISITS = {
     "number-hold-music": lambda v: v.api.get(
         f"/api/numbers/{hold_music_uploaded(v).pk}/hold-music"
     ),
+    "recordings-detail": lambda v: v.api.get(
+        f"/api/recordings/{call_recorded_on(NumberFactory(owner=v.user)).pk}"
+    ),
     "console:login": lambda v: v.anonymous_browser.post(
         "/login", {"email": v.user.email, "password": DEFAULT_PASSWORD}
     ),
@@ -221,6 +225,9 @@ VISITS = {
     ),
     "console:closed_greeting_recording": lambda v: v.browser.get(
         f"/numbers/{closed_greeting_recorded(v).pk}/hours/closed-greeting"
+    ),
+    "console:call_recording_file": lambda v: v.browser.get(
+        f"/call-recordings/{call_recorded_on(NumberFactory(owner=v.user)).pk}"
     ),
     "console:socket_token": lambda v: v.browser.post("/calls/socket-token"),
 }
@@ -270,6 +277,8 @@ NOT_SECRET = {
     "console:two_factor_disable": "turns the factor off; shows nothing of it",
     "console:webhook_delete": "removes the webhook; shows no secret",
     "console:greeting_recording_remove": "deletes the recording; a redirect",
+    "number-recording": "whether a number's calls are recorded; no recording",
+    "console:call_recording": "the page of that setting; no recording",
 }
 
 
