@@ -147,7 +147,7 @@ class Dial:
         self.ledger, self.leg_done, self.label = ledger, leg_done, label
         self.answer, self.screen, self.recorded = answer, screen, recorded
         # The music either end of the bridge hears while the other holds, in place of Relay's
-        # own (a number's, issue 58; rtp.RtpStream.music_source).
+        # own (a number's, issue 58; rtp.Holding.music_source): a phone or a browser's tab.
         self.music = music
         # What is rung: `rings` (a ring list's targets, each with its seconds), or `targets`
         # for `ring_seconds` each. The target "browser": the owner's tabs
@@ -318,9 +318,8 @@ class Dial:
             self.party_gone = True
             return None
         party_stream, target_stream = self.party.stream, sip.stream
-        for stream in (party_stream, target_stream):
-            if isinstance(stream, RtpStream):  # a browser's stream plays no music
-                stream.music_source = self.music
+        for stream in (party_stream, target_stream):  # a phone's, or a browser's (issue 58)
+            stream.music_source = self.music
         leg_over = self.tasks[winning]  # the leg's own task: it goes on to its end
         recording = await self._record_start(party_stream, target_stream, leg_over)
         bridged = time.monotonic()

@@ -4,9 +4,10 @@ that audio really travelled. For voicemail, what comes back can also be recorded
 into a WAV file), and DTMF arrives as RFC 4733 telephone events.
 
 A far end that puts the call on hold (its SDP stops receiving, telephony.sip.dialog) is sent
-nothing (`hold`); when its stream is bridged to another, that other party hears Relay's
-music on hold (telephony.sip.music), or the number's own (`music_source`, issue 58), instead
-of what the held end sends, until it resumes.
+nothing (`hold`); when its stream is bridged to another, that other party (a phone, or a
+browser's tab: `Holding`, shared with telephony.webrtc.leg) hears Relay's music on hold
+(telephony.sip.music), or the number's own (`music_source`, issue 58), instead of what the
+held end sends, until it resumes.
 """
 
 from __future__ import annotations
@@ -176,11 +177,16 @@ class Holding:
     """The hold of one end of a bridge (RFC 3264 §8.4), shared by a SIP leg's RtpStream and a
     browser's stream (telephony.webrtc.leg): while `held`, nothing is sent to this end and
     what it sends is not relayed; the stream it is bridged to plays the music on hold
-    (RtpStream.start_music; a browser's stream plays none) until it resumes or the bridge
-    ends. Subclasses set `_bridge` and `held` and honour `held` where they send and relay."""
+    (`start_music`, on either kind of stream: a phone hears it, and so does a tab) until it
+    resumes or the bridge ends. Subclasses set `_bridge` and `held` and honour `held` where
+    they send and relay, and send a frame of what `play` plays with `_send`."""
 
     _bridge = None
     held = False
+    # The music played here in place of Relay's own (the number's, issue 58): awaited as the
+    # music starts, its G.711 in the law asked; None (or no source): Relay's own.
+    music_source: Callable[[int], Awaitable[bytes | None]] | None = None
+    music: asyncio.Task | None = None  # the music playing here
 
     @property
     def bridge(self):
@@ -192,9 +198,9 @@ class Holding:
         # A held stream's music plays on the stream it is bridged to while the bridge lasts.
         old, self._bridge = self._bridge, other
         if self.held and old is not None and old is not other:
-            _stop_music(old)
+            old.stop_music()
         if self.held and other is not None and old is not other:
-            _start_music(other)
+            other.start_music()
 
     def hold(self, held: bool) -> None:
         """This end takes no audio (`held`), or takes it again. Bridged, the other party
@@ -203,7 +209,54 @@ class Holding:
             return
         self.held = held
         if self._bridge is not None:
-            (_start_music if held else _stop_music)(self._bridge)
+            (self._bridge.start_music if held else self._bridge.stop_music)()
+
+    @property
+    def law(self) -> int:
+        """The G.711 payload type of what `play` sends (the music too): this stream's."""
+        return self.payload_type
+
+    def start_music(self) -> None:
+        """Play the music on hold, over and over, until stop_music."""
+        if self.music is None or self.music.done():
+            self.music = asyncio.get_running_loop().create_task(self._play_music())
+
+    async def _play_music(self) -> None:
+        law = self.law
+        audio = None
+        if self.music_source is not None:
+            audio = await self.music_source(law)
+        if not audio:
+            # Made once per law, off the loop (a fraction of a second the calls never feel).
+            audio = await asyncio.to_thread(hold_music, law)
+        while True:
+            await self.play(audio)
+
+    def stop_music(self) -> None:
+        if self.music is not None:
+            self.music.cancel()
+            self.music = None
+
+    async def play(self, audio: bytes) -> None:
+        """Send `audio` (G.711 of `law`) in real time, one frame per 20 ms
+        against this stream's own fixed schedule (the loop's monotonic clock from the first
+        frame), so that a late wake-up never stretches the message; return once its last
+        frame has had its 20 ms. The loop's Pacer sends the frames of every stream
+        playing, each through the stream's `_send(frame, marker=...)`."""
+        loop = asyncio.get_running_loop()
+        silence = SILENCE.get(self.law, b"\x00" * FRAME_SAMPLES)
+        frames = [audio[i : i + FRAME_SAMPLES] for i in range(0, len(audio), FRAME_SAMPLES)]
+        if frames and len(frames[-1]) < FRAME_SAMPLES:
+            frames[-1] += silence[len(frames[-1]) :]
+        if not frames:
+            return
+        playout = _Playout(self, frames, loop.time(), loop.create_future())
+        pacer = Pacer.of(loop)
+        pacer.add(playout)
+        try:
+            await playout.done
+        finally:
+            pacer.playing.discard(playout)
 
 
 class RtpStream(Holding, asyncio.DatagramProtocol):
@@ -243,12 +296,10 @@ class RtpStream(Holding, asyncio.DatagramProtocol):
         # A recorded bridge (telephony.sip.recorder): what this end says while bridged.
         self.on_bridged: Callable[[bytes, int], None] | None = None
         # Hold (RFC 3264 §8.4): the far end takes no audio now; nothing is sent to it, and
-        # what it sends is not relayed: the stream it is bridged to plays `music` instead.
+        # what it sends is not relayed: the stream it is bridged to plays its music instead
+        # (Holding: `music`, from `music_source` or Relay's own).
         self.held = False
         self.music: asyncio.Task | None = None
-        # The music played here in place of Relay's own (a forwarded call's number's, issue 58):
-        # awaited as the music starts, its G.711 in this stream's law; None (or no source):
-        # Relay's own.
         self.music_source: Callable[[int], Awaitable[bytes | None]] | None = None
         self.remote_key: bytes | None = None  # the far end's SRTP key (`secure`)
         # The other leg's SSRC -> what is added to its timestamps to make ours: the timing
@@ -271,25 +322,8 @@ class RtpStream(Holding, asyncio.DatagramProtocol):
             pylibsrtp.Policy(key=remote_key, ssrc_type=pylibsrtp.Policy.SSRC_ANY_INBOUND)
         )
 
-    def start_music(self) -> None:
-        """Play the music on hold, over and over, until stop_music."""
-        if self.music is None or self.music.done():
-            self.music = asyncio.get_running_loop().create_task(self._play_music())
-
-    async def _play_music(self) -> None:
-        audio = None
-        if self.music_source is not None:
-            audio = await self.music_source(self.payload_type)
-        if not audio:
-            # Made once per law, off the loop (a fraction of a second the calls never feel).
-            audio = await asyncio.to_thread(hold_music, self.payload_type)
-        while True:
-            await self.play(audio)
-
     def stop_music(self) -> None:
-        if self.music is not None:
-            self.music.cancel()
-            self.music = None
+        super().stop_music()
         # What is relayed from now on is timed from where the music left off.
         self._timestamp_offsets.clear()
 
@@ -433,41 +467,11 @@ class RtpStream(Holding, asyncio.DatagramProtocol):
         self.recording = bytearray()
         self.last_sound = asyncio.get_running_loop().time()
 
-    async def play(self, audio: bytes) -> None:
-        """Send `audio` (G.711 in this stream's codec) in real time, one frame per 20 ms
-        against this stream's own fixed schedule (the loop's monotonic clock from the first
-        frame), so that a late wake-up never stretches the message; return once its last
-        frame has had its 20 ms. The loop's Pacer sends the frames of every stream playing."""
-        loop = asyncio.get_running_loop()
-        silence = SILENCE.get(self.payload_type, b"\x00" * FRAME_SAMPLES)
-        frames = [audio[i : i + FRAME_SAMPLES] for i in range(0, len(audio), FRAME_SAMPLES)]
-        if frames and len(frames[-1]) < FRAME_SAMPLES:
-            frames[-1] += silence[len(frames[-1]) :]
-        if not frames:
-            return
-        playout = _Playout(self, frames, loop.time(), loop.create_future())
-        pacer = Pacer.of(loop)
-        pacer.add(playout)
-        try:
-            await playout.done
-        finally:
-            pacer.playing.discard(playout)
-
     def close(self) -> None:
         self.stop_music()
         if self.sock is not None:
             self.sock.close()
             self.sock = None
-
-
-def _start_music(stream) -> None:
-    if isinstance(stream, RtpStream):  # a browser's leg (telephony.webrtc) plays none
-        stream.start_music()
-
-
-def _stop_music(stream) -> None:
-    if isinstance(stream, RtpStream):
-        stream.stop_music()
 
 
 EARLY_SECONDS = 0.001  # a frame may leave this much before its time, with others due with it

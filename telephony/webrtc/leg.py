@@ -122,7 +122,10 @@ class OpusTranscoder:
 class BrowserStream(Holding):
     """The browser's side of a bridge, with a SIP leg's RtpStream interface. Its tab's Hold
     (`rtc_hold`) holds it as a SIP phone's re-INVITE holds an RtpStream (Holding): the
-    other party hears the music on hold, and nothing passes either way until the resume."""
+    other party hears the music on hold, and nothing passes either way until the resume.
+    The other way, a phone that holds has the tab hear the music (Holding.start_music):
+    played at its pace into this stream's audio out, as the phone's audio would come, in
+    the tab's G.711 law (an Opus tab's is PCMU, transcoded on the way), until the resume."""
 
     dtmf_payload_type = None  # keys go from the browser to the phone, not the other way
 
@@ -139,21 +142,37 @@ class BrowserStream(Holding):
         self.ssrc, self.timestamp = struct.unpack("!II", os.urandom(8))
         self.keys = asyncio.Lock()
 
+    @property
+    def law(self) -> int:
+        """The G.711 law the music is played in: the tab's, PCMU for an Opus tab."""
+        return self.payload_type if self.opus is None else G711["PCMU"]
+
     def relay(self, packet: bytes, payload: bytes, *, event: bool) -> None:
         """A packet the other leg heard, on to the browser in this leg's codec."""
         if event or self.held:  # a held tab is sent nothing (as a held phone, RtpStream)
             return
+        if self._to_browser(payload, packet[1] & 0x7F):
+            self.relayed_packets += 1
+
+    def _send(self, payload: bytes, *, marker: bool = False) -> None:
+        """A 20 ms frame of what `play` plays (the music on hold, G.711 of `law`), to the
+        browser as a relayed packet goes (the Pacer's call; `marker` is the fast path's)."""
+        if not self.held:
+            self._to_browser(payload, self.law)
+
+    def _to_browser(self, payload: bytes, payload_type: int) -> bool:
+        """A G.711 payload on to the browser in this leg's codec; False when it cannot be."""
         if self.opus is not None:
-            frame = self.opus.to_browser(payload, packet[1] & 0x7F)
+            frame = self.opus.to_browser(payload, payload_type)
         else:
-            frame = g711_in(payload, packet[1] & 0x7F, self.payload_type)
+            frame = g711_in(payload, payload_type, self.payload_type)
         if frame is None:
-            return
+            return False
         if self.fast is not None and isinstance(frame, bytes):
             self.fast.send(frame)
         else:
             self.track.push(frame)  # Opus to encode, or the leg not yet connected
-        self.relayed_packets += 1
+        return True
 
     async def heard(self, packet, arrival_time_ms: int) -> None:
         """An RTP packet from the browser on aiortc's path (its receiver hands it here,
@@ -340,6 +359,7 @@ class BrowserLeg:
     async def close(self) -> None:
         for task in self.tasks:
             task.cancel()
+        self.stream.stop_music()
         if self.stream.fast is not None:
             self.stream.fast.close()
             self.stream.fast = None

@@ -362,6 +362,106 @@ async def test_a_held_browser_has_the_phone_hear_the_music_and_nothing_of_its_ow
         phone.close()
 
 
+@pytest.mark.parametrize(
+    ("phone_codec", "fast_path"),
+    [(8, True), (0, False)],
+    ids=["pcma-phone", "pcmu-phone-aiortc-path"],
+)
+async def test_a_phone_that_holds_has_the_browser_hear_the_music_until_it_resumes(
+    settings, phone_codec, fast_path
+):
+    # The other way round (issue 58): the phone's end holds, as its re-INVITE does; the tab
+    # hears Relay's music in its own law, on either path, and the phone again at the resume.
+    settings.WEBRTC_FAST_PATH = fast_path
+    browser, leg, phone = Browser(), BrowserLeg(label="test"), Phone(phone_codec)
+    music = hold_music(phone_codec)
+    frames = {music[i : i + FRAME_SAMPLES] for i in range(0, len(music), FRAME_SAMPLES)}
+    try:
+        await phone.open()
+        await browser.take(await leg.answer(await browser.offer(), law=phone_codec))
+        await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
+        assert (leg.stream.fast is not None) == fast_path
+        leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+        assert len(await both_talk(browser, phone)) >= 10
+
+        phone.stream.hold(True)
+        before = len(browser.received)
+        for n in range(200, 400):  # the phone goes on sending, as a PBX's own music would
+            phone.say(n)
+            if sum(payload in frames for _, payload in browser.received[before:]) >= 50:
+                break
+            await asyncio.sleep(0.02)
+        held = browser.received[before:]
+        # A frame or two of the phone's was on its way; then the music alone, in the tab's
+        # law (the phone's: answered in it), none of the phone's words.
+        since = next(i for i, (_, payload) in enumerate(held) if payload in frames)
+        assert since <= 5, since
+        assert {payload_type for payload_type, _ in held} == {phone_codec}
+        assert all(payload in frames for _, payload in held[since:])
+        assert sum(payload in frames for _, payload in held) >= 50
+
+        phone.stream.hold(False)
+        assert leg.stream.music is None  # the music stops at the resume
+        await both_talk(browser, phone)
+        for n in range(400, 500):  # until what the tab hears is the phone again, alone
+            phone.say(n)
+            if [payload for _, payload in browser.received[-5:]] == [PHONE_SAYS] * 5:
+                break
+            await asyncio.sleep(0.02)
+        assert [payload for _, payload in browser.received[-5:]] == [PHONE_SAYS] * 5
+    finally:
+        await leg.close()
+        await browser.pc.close()
+        phone.close()
+    assert leg.stream.music is None
+
+
+async def test_an_opus_tab_hears_the_number_s_music_transcoded_while_the_phone_holds():
+    # The tab speaks Opus alone; the bridge's music is the number's own (music_source, here a
+    # 1 kHz tone in PCMU, the law an Opus tab's music is played in): the tab decodes 1 kHz.
+    browser, leg, phone = Browser(codecs=("audio/opus",)), BrowserLeg(label="test"), Phone(0)
+    decoder = av.CodecContext.create("libopus", "r")
+    decoder.sample_rate, decoder.layout, decoder.format = 48000, "mono", "s16"
+    asked: list[int] = []
+
+    async def own_music(law: int) -> bytes:
+        asked.append(law)
+        return b"".join(pcmu(tone(1000, n)) for n in range(50))
+
+    try:
+        await phone.open()
+        await browser.take(await leg.answer(await browser.offer()))
+        await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
+        leg.stream.music_source = phone.stream.music_source = own_music
+        leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+        for n in range(1, 100):  # the phone speaks (440 Hz) until the tab hears it
+            phone.say(n, tone(440, n))
+            if len(browser.received) >= 10:
+                break
+            await asyncio.sleep(0.02)
+
+        phone.stream.hold(True)
+        before = len(browser.received)
+        for n in range(100, 300):  # the held phone goes on sending its 440 Hz, unheard
+            phone.say(n, tone(440, n))
+            if len(browser.received) - before >= 60:
+                break
+            await asyncio.sleep(0.02)
+        assert asked == [0]
+        decoded = [
+            sample
+            for _, payload in browser.received[-25:]
+            for frame in decoder.decode(av.Packet(payload))
+            for sample in linear(frame)
+        ]
+        assert 950 < pitch(decoded, 48000) < 1050
+    finally:
+        await leg.close()
+        await browser.pc.close()
+        phone.close()
+    assert leg.stream.music is None  # the leg's close stopped it
+
+
 async def test_the_legs_candidates_take_ports_of_rtc_port_range_and_the_sip_sockets_do_not():
     ports = free_rtp_range(10)
     browser, leg = Browser(), BrowserLeg(label="test", ports=ports)
