@@ -18,13 +18,24 @@ from calls.models import Call
 from harness.live import wait_until
 from harness.sip import Sipp
 from history.models import AnsweredBy, CallStatus
+from telephony.sip.rtp import hold_music
 from tests.factories import NumberFactory
 from tests.telephony.browser_peer import BROWSER_SAYS, Browser, until
 from tests.telephony.conftest import agent_relay, bridge_log, call_in, wait_for_records
+from tests.telephony.holding import (
+    AS_CALLER,
+    PLAY,
+    SPEECH,
+    frames_of,
+    pause,
+    reinvite,
+    sdp_lines,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 TARGET = "+441134960200"
+PCMA = 8
 
 
 @pytest.fixture(scope="module")
@@ -297,3 +308,48 @@ async def test_a_caller_who_hangs_up_while_talking_ends_the_tabs_call(relay, tmp
         AnsweredBy.FORWARD,
         "browser",
     )
+
+
+async def test_a_caller_that_holds_has_the_tab_hear_the_music_on_hold_then_the_caller_again(
+    relay, tmp_path, user, login
+):
+    # Issue 58: the tab takes the ring; the caller (SIPp, PCMA, playing its recording)
+    # holds with a=sendonly 2 s after the answer and resumes 3 s later. The number has no
+    # music of its own: the tab hears Relay's, in the caller's law (the tab's, answered in it).
+    number = await sync_to_async(forwarding)(user, "browser")
+    music = frames_of(hold_music(PCMA))
+    [tab] = tabs = await tabs_of(relay, login, 1)
+    try:
+        caller = await in_thread(
+            call_in,
+            relay.agent,
+            tmp_path,
+            "reinvite_caller",
+            number.number,
+            sdp_port="[media_port]",
+            actions=PLAY
+            + pause(2000)
+            + reinvite(AS_CALLER, 2, sdp_lines(direction="sendonly"), expect="a=recvonly")
+            + pause(3000)
+            + reinvite(AS_CALLER, 3, sdp_lines(version=3), expect="a=sendrecv")
+            + PLAY
+            + pause(2000),
+        )
+        ring = await tab.next("incoming_call", ringBrowser=True)
+        await tab.answer(ring["ring"])
+        assert await in_thread(caller.finish) == 0, caller  # its BYE was answered
+        assert (await tab.next("rtc_hangup", ring=ring["ring"]))["reason"] == "ended"
+    finally:
+        await closed(tabs)
+
+    # The tab heard the caller, then the music alone (the caller's recording, which went on,
+    # was not passed on), then the caller again.
+    received = tab.browser.received
+    assert {payload_type for payload_type, _ in received} == {PCMA}
+    what = "".join(
+        "m" if payload in music else "s" if payload in SPEECH else "o" for _, payload in received
+    )
+    assert re.fullmatch(r"o*s+m+o?s+o*", what), what
+    assert 2.5 <= what.count("m") * 0.02 <= 3.6, what
+    [record] = await in_thread(wait_for_records, number, 1)
+    assert (record.status, record.forwarded_to) == (CallStatus.ANSWERED, "browser")

@@ -12,19 +12,27 @@ payload a frame of it in A-law as sox makes it).
 from __future__ import annotations
 
 import re
-import struct
 import time
 from pathlib import Path
 
 import pytest
 
 from harness.live import RelayProcess, wait_until
-from harness.sip import SIPP_SHARE, Sipp, free_udp_port
+from harness.sip import Sipp, free_udp_port
 from harness.speech import sox_level
 from telephony.sip.rtp import FRAME_SAMPLES, hold_music, wav_from_g711
-from telephony.speech import Speech
-from tests.factories import NumberFactory, music_wav
+from tests.factories import NumberFactory
 from tests.telephony.conftest import call_in, sip_env, wait_for_records
+from tests.telephony.holding import (
+    AS_CALLER,
+    AS_TARGET,
+    PLAY,
+    SPEECH,
+    pause,
+    reinvite,
+    sdp_lines,
+    upload_music,
+)
 from tests.telephony.rtp_recorder import Recorder
 from virtual_numbers.models import Number
 
@@ -32,7 +40,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 TARGET = "+441134960200"
 PCMA = 8
-PLAY = f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/g711a.pcap"/></action></nop>\n'
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +62,6 @@ def recorder():
     listening.close()
 
 
-def capture_payloads(path: Path) -> set[bytes]:
-    """The RTP payloads of a capture (Ethernet, IPv4 and UDP frames, as SIPp's)."""
-    data, offset, payloads = path.read_bytes(), 24, set()
-    while offset < len(data):
-        captured = struct.unpack("<I", data[offset + 8 : offset + 12])[0]
-        payloads.add(data[offset + 16 + 42 + 12 : offset + 16 + captured])
-        offset += 16 + captured
-    return payloads
-
-
-SPEECH = capture_payloads(SIPP_SHARE / "g711a.pcap")
 MUSIC = {
     hold_music(PCMA)[start : start + FRAME_SAMPLES]
     for start in range(0, len(hold_music(PCMA)), FRAME_SAMPLES)
@@ -79,89 +75,6 @@ def heard(recorder: Recorder) -> str:
         "m" if payload in MUSIC else "s" if payload in SPEECH else "o"
         for _, _, payload in recorder.packets
     )
-
-
-def sdp_lines(*, port="[media_port]", address="[media_ip]", version=2, formats=(8, 101),
-              direction="sendrecv", profile="RTP/AVP") -> str:  # fmt: skip
-    names = {0: "PCMU/8000", 8: "PCMA/8000", 18: "G729/8000", 101: "telephone-event/8000"}
-    return "\n".join(
-        [
-            "v=0",
-            f"o=sipp 1 {version} IN IP4 [local_ip]",
-            "s=-",
-            f"c=IN IP4 {address}",
-            "t=0 0",
-            f"m=audio {port} {profile} {' '.join(map(str, formats))}",
-            *(f"a=rtpmap:{pt} {names[pt]}" for pt in formats),
-            f"a={direction}",
-        ]
-    )
-
-
-# The lines of a request in the dialog: as the caller (From its own, To Relay's with its tag)
-# and as the target (From its To with its tag, To Relay's From, as hold_target.xml kept them).
-AS_CALLER = (
-    "sip:relay@[remote_ip]:[remote_port]",
-    "From: <sip:[caller]@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]\n"
-    "To: [$relay_to]\n"
-    "Contact: <sip:sipp@[local_ip]:[local_port]>",
-)
-AS_TARGET = (
-    "[$relay_contact]",
-    "From: [$callee];tag=[pid]SIPpTag01[call_number]\n"
-    "To: [$relay_from]\n"
-    "Contact: <sip:[local_ip]:[local_port];transport=[transport]>",
-)
-
-
-def reinvite(as_who, cseq: int, body: str, *, status: int = 200, expect: str = "") -> str:
-    """SIPp actions: a re-INVITE with `body` (CSeq `cseq`, in the dialog as `as_who`), its
-    response `status` (its SDP matching `expect`, when given), and the ACK (RFC 3261
-    §13.2.2.4 for a 2xx, in a branch of its own; §17.1.1.3 for a refusal, in the INVITE's)."""
-    uri, lines = as_who
-    branch = f"z9hG4bK-reinvite-[pid]-{cseq}"
-    check = (
-        f'<action><ereg regexp="{expect}" search_in="body" check_it="true" '
-        f'assign_to="answer{cseq}"/></action>'
-        if expect
-        else ""
-    )
-    ack_branch = branch if status >= 300 else f"{branch}-ack"
-    return f"""  <send retrans="500">
-    <![CDATA[
-INVITE {uri} SIP/2.0
-Via: SIP/2.0/[transport] [local_ip]:[local_port];branch={branch}
-{lines}
-Call-ID: [call_id]
-CSeq: {cseq} INVITE
-Max-Forwards: 70
-Content-Type: application/sdp
-Content-Length: [len]
-
-{body}
-
-    ]]>
-  </send>
-  <recv response="100" optional="true"/>
-  <recv response="{status}">{check}</recv>
-  <send>
-    <![CDATA[
-ACK {uri} SIP/2.0
-Via: SIP/2.0/[transport] [local_ip]:[local_port];branch={ack_branch}
-{lines}
-Call-ID: [call_id]
-CSeq: {cseq} ACK
-Max-Forwards: 70
-Content-Length: 0
-
-    ]]>
-  </send>
-{f'  <Reference variables="answer{cseq}"/>' if expect else ""}
-"""
-
-
-def pause(ms: int) -> str:
-    return f'  <pause milliseconds="{ms}"/>\n'
 
 
 def final_responses(sipp: Sipp, cseq: int) -> list[str]:
@@ -377,24 +290,9 @@ def test_a_re_invite_to_another_port_moves_what_relay_sends_there(relay, tmp_pat
 def test_a_number_s_own_music_is_what_the_held_caller_hears(
     relay, tmp_path, user, recorder, client_jwt, settings
 ):
-    # The owner uploads a 440 Hz tone (22.05 kHz, stereo) as the number's music on hold,
-    # through the API, into the storage the agent reads (what every host shares).
-    recordings = {
-        **settings.STORAGES["recordings"],
-        "OPTIONS": {"location": str(relay.workdir / "recordings")},
-    }
-    settings.STORAGES = {**settings.STORAGES, "recordings": recordings}
+    # The owner uploads a 440 Hz tone as the number's music; the agent plays it in A-law.
     number = forwarding(user)
-    response = client_jwt.put(
-        f"/api/numbers/{number.pk}/hold-music", data=music_wav(1.0), content_type="audio/wav"
-    )
-    assert response.status_code == 200, response.content
-    number.refresh_from_db()
-    # The music as the agent plays it: the stored file in A-law (sox, as the agent converts
-    # it), 20 ms a packet.
-    stored = (relay.workdir / "recordings" / number.hold_music).read_bytes()
-    own = Speech(tmp_path / "tts").telephone_audio(stored, PCMA)
-    own_frames = {own[i : i + FRAME_SAMPLES] for i in range(0, len(own), FRAME_SAMPLES)}
+    own_frames = upload_music(client_jwt, settings, number, relay.workdir, tmp_path / "tts", PCMA)
     assert not own_frames & MUSIC
 
     # The target talks, holds with a=sendonly after 2 s, resumes 3 s later and talks again.
