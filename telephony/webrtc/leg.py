@@ -133,6 +133,9 @@ class BrowserStream(Holding):
         self.payload_type = G711["PCMU"]  # until the answer says which
         self.opus: OpusTranscoder | None = None  # set when the answer is Opus
         self.fast: FastPath | None = None  # RTP's short path, once the leg is connected
+        # Set once the leg is connected and its fast path opened, or not (WEBRTC_FAST_PATH
+        # off, or aiortc's internals missing): which path G.711 leaves on is decided.
+        self.path_decided = False
         self.sequence = 0  # of the G.711 packets made from Opus
         self.track = RelayedAudio()
         self.relayed_packets = 0
@@ -170,8 +173,15 @@ class BrowserStream(Holding):
             return False
         if self.fast is not None and isinstance(frame, bytes):
             self.fast.send(frame)
+        elif isinstance(frame, bytes) and not self.path_decided:
+            # Before the connection, G.711 is not queued for aiortc's sender: it would start
+            # the sender's RTP sequence, and the fast path's own, opened a moment later, would
+            # fall behind it, its packets dropped by the tab's SRTP as replays (a callee that
+            # speaks as it answers). The tab loses only what aiortc would have sent it late,
+            # once connected (its queue's last half second).
+            return False
         else:
-            self.track.push(frame)  # Opus to encode, or the leg not yet connected
+            self.track.push(frame)  # Opus to encode, or aiortc's own path
         return True
 
     async def heard(self, packet, arrival_time_ms: int) -> None:
@@ -286,6 +296,7 @@ class BrowserLeg:
         def _state() -> None:
             if self.pc.connectionState == "connected":
                 self._open_fast_path()
+                self.stream.path_decided = True
                 self.connected.set()
             if self.pc.connectionState in ("closed", "failed"):
                 self.ended.set()

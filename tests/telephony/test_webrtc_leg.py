@@ -110,6 +110,38 @@ async def test_g711_crosses_the_bridge_both_ways(settings, phone_codec, fast_pat
         phone.close()
 
 
+async def test_a_phone_that_speaks_before_the_tab_connects_is_heard_once_it_has():
+    # A callee that speaks as it answers (a call from the browser answered before the tab's
+    # connection is up): the bridge relays to the leg before it connects. What comes after
+    # the connection reaches the tab, every frame: nothing went out on aiortc's path first
+    # whose RTP sequence the fast path's would fall behind (the tab's SRTP drops such
+    # packets as replays).
+    browser, leg, phone = Browser(), BrowserLeg(label="test"), Phone(0)
+    try:
+        await phone.open()
+        answer = await leg.answer(await browser.offer(), law=0)
+        leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+        for n in range(1, 6):  # before the tab has even the answer
+            phone.say(n)
+            await asyncio.sleep(0.02)
+        await browser.take(answer)
+        n = 6
+        while leg.pc.connectionState != "connected" and n < 500:
+            phone.say(n)
+            n += 1
+            await asyncio.sleep(0.02)
+        connected = n
+        for n in range(connected, connected + 50):
+            phone.say(n)
+            await asyncio.sleep(0.02)
+        await until(lambda: len(browser.received) >= 45, "the phone's frames in the tab")
+        assert set(browser.received) == {(0, PHONE_SAYS)}
+    finally:
+        await leg.close()
+        await browser.pc.close()
+        phone.close()
+
+
 @pytest.mark.parametrize("phone_codec", [0, 8], ids=["pcmu-phone", "pcma-phone"])
 async def test_a_browser_offering_both_laws_is_answered_in_the_phone_legs_and_nothing_is_converted(
     phone_codec,
