@@ -35,7 +35,14 @@ from realtime.providers import QUOTA_REASON, Step, quota_cut
 from realtime.selectors import calls_ended
 from realtime.services import call_recording_add, calls_claim, calls_extend
 from telephony import services
-from telephony.dial import Dialing, LegPlaces, any_of, recorded_for, script_ledger
+from telephony.dial import (
+    Dialing,
+    LegPlaces,
+    any_of,
+    number_music_read,
+    recorded_for,
+    script_ledger,
+)
 from telephony.inbound.routing import InboundDesk
 from telephony.outbound import BrowserRun, MessageRun, OutboundRun, ScriptedRun
 from telephony.sip.message import new_sip_call_id
@@ -308,7 +315,7 @@ class TelephonyAgent:
         browser (it brings an offer), a scripted call, or a message."""
         record = live.record
         if record.rtc_offer:
-            return BrowserRun(record, ports=self.ua.config.rtc_ports)
+            return BrowserRun(record, ports=self.ua.config.rtc_ports, music=self._music(record))
         if record.script is not None:
             return ScriptedRun(
                 record,
@@ -414,7 +421,13 @@ class TelephonyAgent:
             caller_ids={"number": (record.caller_id, ()), "caller": (record.caller_id, ())},
             gone=lambda: any_of(live.sip.remote_hangup, live.sip.hangup_requested),
             recorded=lambda: recorded_for(_in_db_thread, self.speech, call_id=record.pk),
+            music=self._music(record),
         )
+
+    def _music(self, record: Call):
+        """The music on hold of outbound call `record`'s bridge: its number's, the one it
+        calls from (read as a call holds); Relay's own for a call that carries none."""
+        return number_music_read(self.speech, _in_db_thread, record.number_id)
 
     def _keeper(self, live: LiveCall):
         """Where a scripted call's recordings are kept: a row of the call each

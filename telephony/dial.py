@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from django.conf import settings
+from django.db import DatabaseError
 
+from core.recordings import recordings_storage
 from core.webrtc import BROWSER
 from history import recordings
 from telephony import services
@@ -41,6 +43,7 @@ from telephony.sip.recorder import CALLER, OTHER, CallRecorder
 from telephony.sip.refer import Refusal
 from telephony.sip.rtp import RtpStream
 from telephony.sip.uac import OutboundCall, Outcome
+from telephony.speech import Speech, SpeechError
 
 logger = logging.getLogger(__name__)
 
@@ -526,6 +529,58 @@ async def _nothing() -> None:
     return None
 
 
+def number_music(speech: Speech, name: str) -> Callable[[int], Awaitable[bytes | None]] | None:
+    """A number's uploaded music on hold (`name` in the recordings storage; "": none) as a
+    bridged stream plays it in place of Relay's own (rtp.Holding.music_source): G.711 in
+    the stream's law, converted by sox the first time a call plays it and kept by the speech
+    cache under its name (a new upload is a new name). None from it when the file cannot be
+    read: Relay's own plays, and a WARNING says so."""
+    if not name:
+        return None
+
+    def fetch() -> bytes:
+        with recordings_storage().open(name, "rb") as wav:
+            return wav.read()
+
+    async def music(payload_type: int) -> bytes | None:
+        try:
+            audio = await asyncio.to_thread(
+                speech.clip,
+                f"hold-music:{name}",
+                fetch,
+                max_seconds=settings.HOLD_MUSIC_MAX_SECONDS + 1,
+            )
+        except (OSError, SpeechError):
+            logger.warning("a number's music on hold could not be played; Relay's own plays")
+            return None
+        return audio.get(payload_type)
+
+    return music
+
+
+def number_music_read(
+    speech: Speech, db: Callable, number_id
+) -> Callable[[int], Awaitable[bytes | None]] | None:
+    """The music on hold of the number a call carries (`number_id`; None: the call has none,
+    and Relay's own plays), for a bridge whose number is not at hand (an outbound call's:
+    from the browser, or a script's dial): the number's file is read from the database
+    (`db`, the agent's thread) as a call holds, so nothing is read while nobody holds, and a
+    music changed since the call began is the one heard."""
+    if number_id is None:
+        return None
+
+    async def music(payload_type: int) -> bytes | None:
+        try:
+            name = await db(services.number_hold_music)(number_id=number_id)
+        except DatabaseError:
+            logger.warning("a number's music on hold could not be read; Relay's own plays")
+            return None
+        played = number_music(speech, name)
+        return None if played is None else await played(payload_type)
+
+    return music
+
+
 class LegPlaces:
     """The places of an agent's capacity that scripts' dial legs hold: `room()` says how many
     more calls the agent may take (these places already counted)."""
@@ -548,7 +603,8 @@ class LegPlaces:
 class Dialing:
     """What a script's `dial` needs of the agent and of the call it runs on: the user agent;
     the agent's places; `ledger(n)`, the ledger of the call's n-th dial; the legs' From user
-    and headers by the verb's callerId; `gone()`, awaitable once the call has ended."""
+    and headers by the verb's callerId; `gone()`, awaitable once the call has ended; `music`,
+    the call's number's music on hold (number_music)."""
 
     ua: object
     places: LegPlaces
@@ -556,6 +612,9 @@ class Dialing:
     caller_ids: dict[str, tuple[str, tuple[tuple[str, str], ...]]]
     gone: Callable[[], Awaitable]
     recorded: Callable[[], Recorded] | None = None  # a `dial` with `record: true` (issue 58)
+    # The music either end of its bridge hears while the other holds: the number's (issue
+    # 58); None: Relay's own.
+    music: Callable[[int], Awaitable[bytes | None]] | None = None
 
 
 def script_ledger(db: Callable, *, owner_id, dial: int, call) -> Ledger:

@@ -153,11 +153,18 @@ class ScriptedRun(OutboundRun):
 
 class BrowserRun(OutboundRun):
     """A call from the browser: the browser's leg (telephony.webrtc.leg), bridged to the call
-    once answered. `ports` is the agent's share of RTC_PORT_RANGE."""
+    once answered. `ports` is the agent's share of RTC_PORT_RANGE; `music` the music on hold
+    either end hears while the other holds (the number the call is from; None: Relay's)."""
 
-    def __init__(self, record: Call, *, ports: range) -> None:
+    def __init__(
+        self,
+        record: Call,
+        *,
+        ports: range,
+        music: Callable[[int], Awaitable[bytes | None]] | None = None,
+    ) -> None:
         super().__init__(record)
-        self.ports = ports
+        self.ports, self.music = ports, music
         self.leg: BrowserLeg | None = None
         self.gone: asyncio.Future | None = None
 
@@ -183,7 +190,7 @@ class BrowserRun(OutboundRun):
         frame = {"type": "rtc_answer", "callId": record.call_id, "sdp": answer}
         message = {"type": "relay.event", "event": frame, "peer": leg.signals}
         await events.send_collected([(events.user_group(record.owner_id), message)])
-        self.leg, self.talk = leg, BrowserTalk(leg)
+        self.leg, self.talk = leg, BrowserTalk(leg, music=self.music)
         return None
 
     def placed(self, sip: OutboundCall) -> None:

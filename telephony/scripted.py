@@ -194,6 +194,7 @@ class ScriptedTalk:
             label=f"{self.label}, dial {self.dials}",
             answer=self._ready,
             recorded=dialing.recorded() if body.get("record") and dialing.recorded else None,
+            music=dialing.music,
         )
         running = asyncio.ensure_future(dial.run())
         try:

@@ -186,6 +186,13 @@ def ring_member_ids(*, number_id) -> set[str]:
     return set() if number is None else ring_members(number=number)
 
 
+def number_hold_music(*, number_id) -> str:
+    """The name of a number's music on hold in the recordings storage ("": none, or the
+    number is gone)."""
+    name = Number.objects.filter(pk=number_id).values_list("hold_music", flat=True).first()
+    return name or ""
+
+
 def forward_legs_open(
     *, call: Call, number: Number, sip_call_ids: dict[str, str], entries: dict | None = None
 ) -> list:

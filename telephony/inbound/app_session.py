@@ -28,7 +28,7 @@ from django.conf import settings
 from core.recordings import recordings_storage
 from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus
 from telephony import services
-from telephony.dial import Dialing, LegPlaces, diversion, recorded_for, script_ledger
+from telephony.dial import Dialing, LegPlaces, diversion, number_music, recorded_for, script_ledger
 from telephony.scripted import ScriptedTalk
 from telephony.sip.race import race
 from telephony.sip.uac import TALK_STOP_SECONDS
@@ -150,6 +150,7 @@ class AppSession:
                 recorded=lambda: recorded_for(
                     self.db, self.speech, call_id=self.ledger.pk, announce=number.recording_announce
                 ),
+                music=number_music(self.speech, number.hold_music),
             ),
             answer=self._answer,
         )

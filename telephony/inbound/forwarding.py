@@ -34,15 +34,14 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from django.conf import settings
 
-from core.recordings import recordings_storage
 from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
-from telephony.dial import Dial, Ledger, RingTarget, diversion, recorded_for
+from telephony.dial import Dial, Ledger, RingTarget, diversion, number_music, recorded_for
 from telephony.inbound.transfer import BlindTransfer
 from telephony.inbound.voicemail import Voicemail
 from telephony.sip.race import race, won
@@ -80,35 +79,6 @@ def screening_prompt(alias: str, caller: str) -> str:
     """What a screened target hears. The caller's number digit by digit, as people read it."""
     who = "an unknown number" if caller == ANONYMOUS_CALLER else " ".join(caller.lstrip("+"))
     return f"Call for {alias or 'your number'} from {who}. Press 1 to accept."
-
-
-def number_music(speech: Speech, name: str) -> Callable[[int], Awaitable[bytes | None]] | None:
-    """A number's uploaded music on hold (`name` in the recordings storage; "": none) as a
-    bridged stream plays it in place of Relay's own (rtp.RtpStream.music_source): G.711 in
-    the stream's law, converted by sox the first time a call plays it and kept by the speech
-    cache under its name (a new upload is a new name). None from it when the file cannot be
-    read: Relay's own plays, and a WARNING says so."""
-    if not name:
-        return None
-
-    def fetch() -> bytes:
-        with recordings_storage().open(name, "rb") as wav:
-            return wav.read()
-
-    async def music(payload_type: int) -> bytes | None:
-        try:
-            audio = await asyncio.to_thread(
-                speech.clip,
-                f"hold-music:{name}",
-                fetch,
-                max_seconds=settings.HOLD_MUSIC_MAX_SECONDS + 1,
-            )
-        except (OSError, SpeechError):
-            logger.warning("a number's music on hold could not be played; Relay's own plays")
-            return None
-        return audio.get(payload_type)
-
-    return music
 
 
 class Forwarder:

@@ -383,15 +383,17 @@ class BrowserLeg:
 class BrowserTalk:
     """An answered SIP call's talk (telephony.sip.uac) for a call from the browser: the leg
     and the call bridged both ways until the browser is gone (returning hangs the call up),
-    or the call ends first (then this is cancelled)."""
+    or the call ends first (then this is cancelled). `music` is what either end hears while
+    the other holds (Holding.music_source; None: Relay's own)."""
 
     ended_by = ""  # no script limit ends it
 
-    def __init__(self, leg: BrowserLeg) -> None:
-        self.leg = leg
+    def __init__(self, leg: BrowserLeg, *, music=None) -> None:
+        self.leg, self.music = leg, music
 
     async def __call__(self, call) -> None:
         browser, phone = self.leg.stream, call.stream
+        browser.music_source = phone.music_source = self.music
         browser.bridge, phone.bridge = phone, browser
         try:
             await self.leg.ended.wait()

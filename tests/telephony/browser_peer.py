@@ -91,11 +91,13 @@ async def until_status(ws, call_id: str, status: str) -> None:
                 return
 
 
-async def call_from_the_browser(ws, browser: Browser, call_id: str, to: str) -> None:
-    """Place a call from `browser` on socket `ws` (`rtc_offer`), take the agent's answer, and
-    return once the callee has answered and the tab's connection is up."""
+async def call_from_the_browser(ws, browser: Browser, call_id: str, to: str, **fields) -> None:
+    """Place a call from `browser` on socket `ws` (`rtc_offer`, with `fields` such as `from`),
+    take the agent's answer, and return once the callee has answered and the tab's
+    connection is up."""
     offer = await browser.offer()
-    await ws.send(json.dumps({"type": "rtc_offer", "callId": call_id, "to": to, "sdp": offer}))
+    frame = {"type": "rtc_offer", "callId": call_id, "to": to, "sdp": offer, **fields}
+    await ws.send(json.dumps(frame))
     await browser.take((await next_frame(ws, call_id, "rtc_answer"))["sdp"])
     await until_status(ws, call_id, "in_progress")
     await until(lambda: browser.pc.connectionState == "connected", "the connection")

@@ -7,7 +7,9 @@ hangs up; `rtc_hangup` ends the call as a cancel does."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
 import socket
 
 import pytest
@@ -16,7 +18,8 @@ from websockets.asyncio.client import connect
 
 from calls.models import Call
 from harness.sip import free_udp_port
-from telephony.sip.rtp import FRAME_SAMPLES, hold_music
+from telephony.sip.rtp import FRAME_SAMPLES, TRANSCODE, hold_music
+from tests.factories import NumberFactory
 from tests.ledger import aack
 from tests.telephony.browser_peer import (
     BROWSER_SAYS,
@@ -27,11 +30,22 @@ from tests.telephony.browser_peer import (
     until,
     until_status,
 )
+from tests.telephony.holding import (
+    AS_TARGET,
+    PLAY,
+    SPEECH,
+    frames_of,
+    pause,
+    reinvite,
+    sdp_lines,
+    upload_music,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
 
 TO = "+442079460123"
 PCMU = 0
+PCMA = 8
 
 
 async def test_a_call_from_the_browser_talks_to_the_callee_and_ends_when_the_tab_hangs_up(
@@ -199,3 +213,56 @@ async def test_a_call_from_the_browser_held_has_the_callee_hear_the_music_until_
         await browser.pc.close()
         audio.close()
     assert await asyncio.to_thread(far_end.finish) == 0
+
+
+async def test_a_callee_that_holds_has_the_tab_hear_the_music_of_the_number_it_calls_from(
+    sip_relay, sipp, login, user, client_jwt, settings, tmp_path
+):
+    # Issue 58: a call from the browser "from" a number whose owner uploaded music; the
+    # callee (SIPp, PCMA, playing its recording) holds with a=sendonly 2 s after the answer
+    # and resumes 3 s later. The tab (answered in PCMU before the callee existed) hears the
+    # number's music in its own law, never Relay's, then the callee again (PCMA translated).
+    number = await sync_to_async(NumberFactory)(owner=user)
+    own = await sync_to_async(upload_music)(
+        client_jwt, settings, number, sip_relay.workdir, tmp_path / "tts", PCMU
+    )
+    relay_music = frames_of(hold_music(PCMU))
+    speech = {payload.translate(TRANSCODE[(PCMA, PCMU)]) for payload in SPEECH}
+    assert not own & relay_music
+    far_end = sipp(
+        "hold_target",
+        sdp_port="[media_port]",
+        actions=PLAY
+        + pause(2000)
+        + reinvite(AS_TARGET, 1, sdp_lines(direction="sendonly"), expect="a=recvonly")
+        + pause(3000)
+        + reinvite(AS_TARGET, 2, sdp_lines(version=3), expect="a=sendrecv")
+        + PLAY,
+    )
+    browser = Browser()
+
+    def heard() -> str:
+        return "".join(
+            "n" if payload in own else "m" if payload in relay_music else "s" if payload in speech
+            else "o"
+            for _, payload in browser.received
+        )  # fmt: skip
+
+    try:
+        async with connect(f"{sip_relay.ws_base}/ws?token={login.token}") as ws:
+            await call_from_the_browser(ws, browser, "b6", TO, **{"from": number.number})
+            # Until the tab hears the callee again, half a second of it after the music (or
+            # the deadline: what it heard is asserted below).
+            with contextlib.suppress(AssertionError):
+                await until(lambda: re.search(r"n+o?s{25}", heard()), "the callee after music")
+            await browser.pc.close()  # the tab hangs up
+            assert (await status_frames(ws, "b6"))[-1] == "completed"
+    finally:
+        await browser.pc.close()
+    what = heard()
+    assert {payload_type for payload_type, _ in browser.received} == {PCMU}
+    assert re.fullmatch(r"o*s+n+o?s+o*", what), what
+    assert 2.5 <= what.count("n") * 0.02 <= 3.6, what
+    assert await asyncio.to_thread(far_end.finish) == 0  # the agent's BYE ended SIPp's call
+    call = await sync_to_async(Call.objects.get)(call_id="b6")
+    assert (call.status, call.number_id) == ("completed", number.pk)

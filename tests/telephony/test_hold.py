@@ -35,6 +35,8 @@ from tests.telephony.holding import (
 )
 from tests.telephony.rtp_recorder import Recorder
 from virtual_numbers.models import Number
+from voiceapps.services import voice_app_set
+from voiceapps.verbs import script_check
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -325,6 +327,42 @@ def test_a_number_s_own_music_is_what_the_held_caller_hears(
     assert 0.14 < measured.rms < 0.2, measured
     [record] = wait_for_records(number, 1)
     assert record.forwarded_to == TARGET
+
+
+def test_a_voice_app_s_dial_plays_the_number_s_own_music_to_the_held_caller(
+    relay, tmp_path, user, recorder, client_jwt, settings
+):
+    # The number's voice application dials the target (answer on bridge); its music is the
+    # number's own, as a forwarded call's is.
+    number = forwarding(user)
+    dial = {"targets": [TARGET], "timeout": 10, "callerId": "caller"}
+    voice_app_set(number=number, script=script_check([{"dial": dial}]))
+    own_frames = upload_music(client_jwt, settings, number, relay.workdir, tmp_path / "tts", PCMA)
+
+    phone = target(
+        relay,
+        tmp_path,
+        PLAY
+        + pause(2000)
+        + reinvite(AS_TARGET, 1, sdp_lines(direction="sendonly"), expect="a=recvonly")
+        + pause(3000)
+        + reinvite(AS_TARGET, 2, sdp_lines(version=3), expect="a=sendrecv")
+        + PLAY,
+    )
+    calling = caller(relay, tmp_path, number, recorder, pause(8000))
+    assert calling.finish() == 0, calling
+    assert phone.finish() == 0, phone
+
+    # The caller heard the target, then the number's music, never Relay's, then the target.
+    what = "".join(
+        "n" if payload in own_frames else "m" if payload in MUSIC else "s" if payload in SPEECH
+        else "o"
+        for _, _, payload in recorder.packets
+    )  # fmt: skip
+    assert re.fullmatch(r"o*s+n+o?s+o*", what), what
+    assert 2.5 <= what.count("n") * 0.02 <= 3.6, what
+    [record] = wait_for_records(number, 1)
+    assert record.answered_by == "app"
 
 
 def test_a_number_s_music_that_cannot_be_read_gives_way_to_relay_s_own(
