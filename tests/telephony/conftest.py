@@ -116,12 +116,12 @@ def sip_relay(tmp_path_factory, django_db_setup):
 
 def agent_relay(workdir: Path, **extra) -> RelayProcess:
     """runrelay with the SIP agent (sip_env, calls ringing INBOUND_RING_SECONDS=2), its log in
-    `relay.log`; `agent` is the agent's host:port for callers, `trunk_port` the port of the
-    trunk a test starts (SIPp)."""
+    `relay.log` under `workdir`; `agent` is the agent's host:port for callers, `trunk_port`
+    the port of the trunk a test starts (SIPp)."""
     trunk_port = free_udp_port()
     env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2, **extra)
     process = RelayProcess(workdir, log=workdir / "relay.log", **env)
-    process.agent, process.trunk_port = env["SIP_BIND"], trunk_port
+    process.workdir, process.agent, process.trunk_port = workdir, env["SIP_BIND"], trunk_port
     return process
 
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from calls.models import Call, Recording, RecordingKind
-from harness.live import RelayProcess, wait_until
-from harness.sip import Sipp, free_udp_port, pcap_from_alaw
+from harness.live import wait_until
+from harness.sip import Sipp, pcap_from_alaw
 from history.models import AnsweredBy, CallStatus
 from telephony.speech import Speech
 from tests.factories import NumberFactory
-from tests.telephony.conftest import bridge_log, call_in, sip_env, wait_for_records
+from tests.telephony.conftest import agent_relay, bridge_log, call_in, wait_for_records
 from voiceapps.services import voice_app_set
 from voiceapps.verbs import script_check
 
@@ -61,17 +61,9 @@ def channel_stat(wav: Path, channel: int) -> dict[str, float]:
     return {"rms": values["RMS     amplitude"], "hz": values["Rough   frequency"]}
 
 
-def start_relay(workdir: Path, **extra) -> RelayProcess:
-    trunk_port = free_udp_port()
-    env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2, **extra)
-    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
-    process.workdir, process.agent, process.trunk_port = workdir, env["SIP_BIND"], trunk_port
-    return process
-
-
 @pytest.fixture(scope="module")
 def relay(tmp_path_factory, django_db_setup):
-    process = start_relay(tmp_path_factory.mktemp("call-recording"))
+    process = agent_relay(tmp_path_factory.mktemp("call-recording"))
     yield process
     process.stop()
 
@@ -234,7 +226,7 @@ def test_a_disk_that_fills_up_cuts_the_recording_and_the_call_goes_on(
     tmp_path, user, tones, tiny_disk, django_db_setup
 ):
     (tmp_path / "relay").mkdir()
-    process = start_relay(
+    process = agent_relay(
         tmp_path / "relay", RECORDING_STORAGE_OPTIONS=f'{{"location": "{tiny_disk}"}}'
     )
     try:

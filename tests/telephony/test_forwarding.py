@@ -15,12 +15,18 @@ import pytest
 from django.conf import settings
 
 from calls.models import Call, Leg
-from harness.live import RelayProcess, wait_until
-from harness.sip import SIPP_SHARE, Sipp, free_udp_port, pcap_packets_within, presses
+from harness.live import wait_until
+from harness.sip import SIPP_SHARE, Sipp, pcap_packets_within, presses
 from history.models import AnsweredBy, CallStatus
 from telephony.speech import Speech
 from tests.factories import NumberFactory
-from tests.telephony.conftest import CALLER, bridge_log, call_in, sip_env, wait_for_records
+from tests.telephony.conftest import (
+    CALLER,
+    agent_relay,
+    bridge_log,
+    call_in,
+    wait_for_records,
+)
 from virtual_numbers.models import OpeningHours
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -33,11 +39,7 @@ PCMA, PCMU = ("8", "PCMA"), ("0", "PCMU")
 @pytest.fixture(scope="module")
 def relay(tmp_path_factory, django_db_setup):
     """runrelay with the SIP agent; SIPp on `relay.trunk_port` is the trunk a test starts."""
-    workdir = tmp_path_factory.mktemp("forwarding")
-    trunk_port = free_udp_port()
-    env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2)
-    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
-    process.workdir, process.agent, process.trunk_port = workdir, env["SIP_BIND"], trunk_port
+    process = agent_relay(tmp_path_factory.mktemp("forwarding"))
     yield process
     process.stop()
 

@@ -133,15 +133,10 @@ def level(packets, path: Path):
     return sox_level(path)
 
 
-def test_a_target_that_holds_has_the_caller_hear_the_music_until_it_resumes(
-    relay, tmp_path, user, recorder
-):
-    number = forwarding(user)
-    # The target talks (7 s of audio, which goes on while it holds), puts the call on hold
-    # after 2 s (sendonly), resumes 3 s later (sendrecv) and talks again until the caller
-    # hangs up, 8 s after the answer. (A SIPp pause is never cut short by a BYE: each side
-    # waits for the other's BYE once its own steps are over.)
-    phone = target(
+def holding_target(relay, tmp_path) -> Sipp:
+    """The target's phone: it talks, holds with a=sendonly after 2 s, resumes 3 s later and
+    talks again."""
+    return target(
         relay,
         tmp_path,
         PLAY
@@ -151,6 +146,27 @@ def test_a_target_that_holds_has_the_caller_hear_the_music_until_it_resumes(
         + reinvite(AS_TARGET, 2, sdp_lines(version=3), expect="a=sendrecv")
         + PLAY,
     )
+
+
+def heard_with_own_music(recorder: Recorder, own_frames: set[bytes]) -> str:
+    """What the caller heard, a letter a packet: n the number's own music, m Relay's, s the
+    target's speech, o anything else."""
+    return "".join(
+        "n" if payload in own_frames else "m" if payload in MUSIC else "s" if payload in SPEECH
+        else "o"
+        for _, _, payload in recorder.packets
+    )  # fmt: skip
+
+
+def test_a_target_that_holds_has_the_caller_hear_the_music_until_it_resumes(
+    relay, tmp_path, user, recorder
+):
+    number = forwarding(user)
+    # The target talks (7 s of audio, which goes on while it holds), puts the call on hold
+    # after 2 s (sendonly), resumes 3 s later (sendrecv) and talks again until the caller
+    # hangs up, 8 s after the answer. (A SIPp pause is never cut short by a BYE: each side
+    # waits for the other's BYE once its own steps are over.)
+    phone = holding_target(relay, tmp_path)
     calling = caller(relay, tmp_path, number, recorder, pause(8000))
     assert calling.finish() == 0, calling
     assert phone.finish() == 0, phone
@@ -298,27 +314,14 @@ def test_a_number_s_own_music_is_what_the_held_caller_hears(
     assert not own_frames & MUSIC
 
     # The target talks, holds with a=sendonly after 2 s, resumes 3 s later and talks again.
-    phone = target(
-        relay,
-        tmp_path,
-        PLAY
-        + pause(2000)
-        + reinvite(AS_TARGET, 1, sdp_lines(direction="sendonly"), expect="a=recvonly")
-        + pause(3000)
-        + reinvite(AS_TARGET, 2, sdp_lines(version=3), expect="a=sendrecv")
-        + PLAY,
-    )
+    phone = holding_target(relay, tmp_path)
     calling = caller(relay, tmp_path, number, recorder, pause(8000))
     assert calling.finish() == 0, calling
     assert phone.finish() == 0, phone
 
     # The caller heard the target, then the number's music (over and over: it lasts 1 s,
     # the hold 3), never Relay's own, then the target again.
-    what = "".join(
-        "n" if payload in own_frames else "m" if payload in MUSIC else "s" if payload in SPEECH
-        else "o"
-        for _, _, payload in recorder.packets
-    )  # fmt: skip
+    what = heard_with_own_music(recorder, own_frames)
     assert re.fullmatch(r"o*s+n+o?s+o*", what), what
     music = [packet for packet, kind in zip(recorder.packets, what, strict=True) if kind == "n"]
     assert 2.5 <= len(music) * 0.02 <= 3.6, len(music)
@@ -339,26 +342,13 @@ def test_a_voice_app_s_dial_plays_the_number_s_own_music_to_the_held_caller(
     voice_app_set(number=number, script=script_check([{"dial": dial}]))
     own_frames = upload_music(client_jwt, settings, number, relay.workdir, tmp_path / "tts", PCMA)
 
-    phone = target(
-        relay,
-        tmp_path,
-        PLAY
-        + pause(2000)
-        + reinvite(AS_TARGET, 1, sdp_lines(direction="sendonly"), expect="a=recvonly")
-        + pause(3000)
-        + reinvite(AS_TARGET, 2, sdp_lines(version=3), expect="a=sendrecv")
-        + PLAY,
-    )
+    phone = holding_target(relay, tmp_path)
     calling = caller(relay, tmp_path, number, recorder, pause(8000))
     assert calling.finish() == 0, calling
     assert phone.finish() == 0, phone
 
     # The caller heard the target, then the number's music, never Relay's, then the target.
-    what = "".join(
-        "n" if payload in own_frames else "m" if payload in MUSIC else "s" if payload in SPEECH
-        else "o"
-        for _, _, payload in recorder.packets
-    )  # fmt: skip
+    what = heard_with_own_music(recorder, own_frames)
     assert re.fullmatch(r"o*s+n+o?s+o*", what), what
     assert 2.5 <= what.count("n") * 0.02 <= 3.6, what
     [record] = wait_for_records(number, 1)

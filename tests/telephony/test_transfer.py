@@ -14,14 +14,14 @@ import pytest
 
 from accounts.services import session_open
 from calls.models import Call, Leg, LegRole
-from harness.live import RelayProcess, http, wait_until
+from harness.live import http, wait_until
 from harness.ports import udp_port_taken
-from harness.sip import Sipp, free_udp_port, notified, refer
+from harness.sip import Sipp, notified, refer
 from history.models import AnsweredBy, CallStatus
 from telephony.sip.message import Message
 from telephony.sip.refer import Refusal, refer_replaces, refer_target
 from tests.factories import NumberFactory
-from tests.telephony.conftest import CALLER, call_in, sip_env, wait_for_records
+from tests.telephony.conftest import CALLER, agent_relay, call_in, wait_for_records
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -35,11 +35,7 @@ REPLACES = "abc%40x%3Bto-tag%3D1%3Bfrom-tag%3D2"  # RFC 3891, escaped in a URI: 
 @pytest.fixture(scope="module")
 def relay(tmp_path_factory, django_db_setup):
     """runrelay with the SIP agent; SIPp on `relay.trunk_port` is the trunk a test starts."""
-    workdir = tmp_path_factory.mktemp("transfer")
-    trunk_port = free_udp_port()
-    env = sip_env(workdir, trunk_port, INBOUND_RING_SECONDS=2)
-    process = RelayProcess(workdir, log=workdir / "relay.log", **env)
-    process.workdir, process.agent, process.trunk_port = workdir, env["SIP_BIND"], trunk_port
+    process = agent_relay(tmp_path_factory.mktemp("transfer"))
     yield process
     process.stop()
 
