@@ -82,7 +82,11 @@ run: install $(VAR_DIR)/secret_key $(VAR_DIR)/metrics_token
 # (tests/durations.json).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
 XDIST := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
-TEST_ENV := SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}"
+# Bytecode is cached even where the environment turns it off (PYTHONDONTWRITEBYTECODE, set on
+# many CI images): every worker and every live process would otherwise compile Relay and
+# rewrite the tests' asserts again, about 10 s of CPU a pytest process.
+TEST_ENV := SECRET_KEY="$${SECRET_KEY:-test-only-secret-key-not-for-production}" \
+	PYTHONDONTWRITEBYTECODE=
 
 test: install
 	$(TEST_ENV) $(PY) -m pytest $(XDIST) --durations=25 $(PYTEST_ARGS)
