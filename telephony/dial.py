@@ -41,7 +41,6 @@ from telephony.sip.message import new_sip_call_id
 from telephony.sip.race import race, won
 from telephony.sip.recorder import CALLER, OTHER, CallRecorder
 from telephony.sip.refer import Refusal
-from telephony.sip.rtp import RtpStream
 from telephony.sip.uac import OutboundCall, Outcome
 from telephony.speech import Speech, SpeechError
 
@@ -429,13 +428,12 @@ class Dial:
 
     async def _record_start(self, party_stream, target_stream, leg_over) -> _Recording | None:
         """A bridge to record: the announcement played to both parties (until either leaves),
-        then the recording's row; None when the bridge is not recorded (not asked for, or a
-        browser took the call: only SIP legs are recorded)."""
+        then the recording's row; None when the bridge is not recorded (not asked for). Either
+        end may be a phone's RtpStream or a browser's tab (telephony.webrtc.leg.BrowserStream,
+        issue 58): each plays the announcement in its own G.711 law (`law`) and hands the
+        recorder what it hears (`on_bridged`)."""
         recorded = self.recorded
         if recorded is None:
-            return None
-        if not (isinstance(party_stream, RtpStream) and isinstance(target_stream, RtpStream)):
-            logger.info("%s: a browser took the call: the bridge is not recorded", self.label)
             return None
         try:
             audio = await recorded.announcement()
@@ -443,7 +441,7 @@ class Dial:
             logger.exception("%s: the recording's announcement could not be spoken", self.label)
             audio = {}
         plays = [
-            asyncio.ensure_future(s.play(audio.get(s.payload_type, b"")))
+            asyncio.ensure_future(s.play(audio.get(s.law, b"")))
             for s in (party_stream, target_stream)
         ]
         try:

@@ -2,7 +2,9 @@
 on the left and the other party on the right, from the moment of the bridge to its end.
 
 Each end's stream hands what it hears to its channel (`tap(channel)`, set as the stream's
-`on_bridged`), in its G.711 law, at C speed (a bytearray appended). Once a FLUSH_SECONDS the
+`on_bridged`), in its G.711 law, at C speed (a bytearray appended): a phone's RtpStream as
+it relays a packet, a browser tab's stream (telephony.webrtc.leg) the same once SRTP is
+unprotected and Opus, if any, transcoded. Once a FLUSH_SECONDS the
 channels are written out together up to LAG_SECONDS ago, decoded and interleaved by numpy,
 and the header's two sizes are rewritten in place: the file is a valid WAV of everything up
 to the last flush at every moment, so a crash loses at most the last seconds. A packet is

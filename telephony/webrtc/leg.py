@@ -2,13 +2,14 @@
 (aiortc: ICE, DTLS-SRTP) and relays G.711 through the same bridge as a SIP leg.
 
 `BrowserLeg.stream` has the relay interface of a SIP leg's `RtpStream` (`bridge`, `relay`,
-`payload_type`, `relayed_packets`), so `telephony.dial` bridges it to a SIP leg as it bridges
-two SIP legs. Audio is not transcoded on the common path: when the browser offers G.711 the
-answer keeps G.711 alone, what the SIP leg relays goes to aiortc as encoded packets (its
-encoder only packs them), and what the browser sends is taken off aiortc's receiver as RTP,
-before its decoder, and relayed on (PCMU and PCMA translated by table where the legs differ,
-as between two SIP legs). A browser that offers Opus and no G.711 is answered with Opus, and
-its audio transcoded (OpusTranscoder): the SIP leg always speaks G.711.
+`payload_type`, `relayed_packets`, `on_bridged`), so `telephony.dial` bridges it to a SIP leg,
+and records that bridge (issue 58), as it does two SIP legs. Audio is not transcoded on the
+common path: when the browser offers G.711 the answer keeps G.711 alone, what the SIP leg
+relays goes to aiortc as encoded packets (its encoder only packs them), and what the browser
+sends is taken off aiortc's receiver as RTP, before its decoder, and relayed on (PCMU and PCMA
+translated by table where the legs differ, as between two SIP legs). A browser that offers
+Opus and no G.711 is answered with Opus, and its audio transcoded (OpusTranscoder): the SIP
+leg always speaks G.711.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import fractions
 import logging
 import os
 import struct
+from collections.abc import Callable
 
 import av
 from aiortc import (
@@ -144,6 +146,44 @@ class BrowserStream(Holding):
         # as that stream's, at its time, so the other leg re-stamps both alike.
         self.ssrc, self.timestamp = struct.unpack("!II", os.urandom(8))
         self.keys = asyncio.Lock()
+        # A recorded bridge (telephony.sip.recorder, issue 58): what the tab says while
+        # bridged, in G.711, as a SIP leg's RtpStream hands it on (`on_bridged`).
+        self._on_bridged: Callable[[bytes, int], None] | None = None
+        # Where what the tab says goes (`_wire`): the bridged stream's `relay`, or a tap that
+        # also hands it to the recorder; None unbridged.
+        self._onward: Callable[..., None] | None = None
+
+    @Holding.bridge.setter
+    def bridge(self, other) -> None:
+        Holding.bridge.fset(self, other)
+        self._wire()
+
+    @property
+    def on_bridged(self) -> Callable[[bytes, int], None] | None:
+        return self._on_bridged
+
+    @on_bridged.setter
+    def on_bridged(self, tap: Callable[[bytes, int], None] | None) -> None:
+        self._on_bridged = tap
+        self._wire()
+
+    def _wire(self) -> None:
+        """Where the tab's packets go, chosen as the bridge or the recording's tap changes,
+        never per packet: an unrecorded call pays nothing for the recording of others. The
+        tap hears each G.711 payload as it is relayed, after SRTP (the fast path's or
+        aiortc's) and after Opus is transcoded, with its payload type; not RFC 4733 keys."""
+        other, tap = self._bridge, self._on_bridged
+        if other is None or tap is None:
+            self._onward = None if other is None else other.relay
+            return
+        relay = other.relay
+
+        def tapped(packet: bytes, payload: bytes, *, event: bool) -> None:
+            relay(packet, payload, event=event)
+            if not event:
+                tap(payload, packet[1] & 0x7F)
+
+        self._onward = tapped
 
     @property
     def law(self) -> int:
@@ -199,11 +239,12 @@ class BrowserStream(Holding):
     def heard_rtp(self, payload_type, marker, sequence, timestamp, ssrc, payload) -> None:
         """An RTP packet from the browser, decrypted: on to the other leg."""
         self.heard_packets += 1
-        if self.bridge is None or self.held:  # a held tab's sound is not passed on
+        onward = self._onward
+        if onward is None or self.held:  # a held tab's sound is not passed on (nor recorded)
             return
         if self.opus is not None:
             if payload_type == self.payload_type:
-                self._relay_transcoded(ssrc, payload)
+                self._relay_transcoded(onward, ssrc, payload)
             return
         if payload_type not in G711.values():
             return
@@ -211,9 +252,9 @@ class BrowserStream(Holding):
         header = struct.pack(
             "!BBHII", 0x80, (0x80 if marker else 0) | payload_type, sequence, timestamp, ssrc
         )
-        self.bridge.relay(header + payload, payload, event=False)
+        onward(header + payload, payload, event=False)
 
-    def _relay_transcoded(self, ssrc: int, opus: bytes) -> None:
+    def _relay_transcoded(self, onward, ssrc: int, opus: bytes) -> None:
         """The browser's Opus packet, on to the other leg as PCMU packets of this stream's
         own: the browser's SSRC, an 8 kHz clock and a sequence of their own."""
         self.ssrc = ssrc
@@ -223,7 +264,7 @@ class BrowserStream(Holding):
             header = struct.pack(
                 "!BBHII", 0x80, G711["PCMU"], self.sequence, self.timestamp, self.ssrc
             )
-            self.bridge.relay(header + payload, payload, event=False)
+            onward(header + payload, payload, event=False)
 
     async def press(self, digits: str) -> None:
         """The page's keypad: each key (of DTMF_KEYS) sent on to the other leg as an RFC 4733
@@ -247,13 +288,14 @@ class BrowserStream(Holding):
         self.timestamp = (start + 8 * (KEY_MS + KEY_GAP_MS)) & 0xFFFFFFFF
 
     def _event(self, event: int, start: int, duration: int, *, end: bool, first: bool) -> None:
-        if self.bridge is None or self.held:  # keys pressed on hold are not passed on either
+        onward = self._onward
+        if onward is None or self.held:  # keys pressed on hold are not passed on either
             return
         header = struct.pack(
             "!BBHII", 0x80, (0x80 if first else 0) | EVENT_PAYLOAD_TYPE, 0, start, self.ssrc
         )
         payload = struct.pack("!BBH", event, (0x80 if end else 0) | KEY_VOLUME, duration)
-        self.bridge.relay(header + payload, payload, event=True)
+        onward(header + payload, payload, event=True)
 
 
 class BrowserLeg:

@@ -92,6 +92,8 @@ async def test_g711_crosses_the_bridge_both_ways(settings, phone_codec, fast_pat
         # RTP takes the short path (telephony/webrtc/fastpath), unless it is switched off.
         assert (leg.stream.fast is not None) == fast_path
         leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+        tapped: list[tuple[int, bytes]] = []  # a recorder's tap on the tab (issue 58)
+        leg.stream.on_bridged = lambda payload, payload_type: tapped.append((payload_type, payload))
 
         heard_by_phone = await both_talk(browser, phone)
 
@@ -104,6 +106,9 @@ async def test_g711_crosses_the_bridge_both_ways(settings, phone_codec, fast_pat
         to_phone = TRANSCODE.get((browser_codec, phone_codec))
         expected = BROWSER_SAYS.translate(to_phone) if to_phone else BROWSER_SAYS
         assert set(heard_by_phone) == {(phone_codec, expected)}
+        # The recorder hears the tab as it came, decrypted, on either path, every frame.
+        assert set(tapped) == {(browser_codec, BROWSER_SAYS)}
+        assert len(tapped) >= len(heard_by_phone)
     finally:
         await leg.close()
         await browser.pc.close()
@@ -161,6 +166,8 @@ async def test_a_browser_offering_both_laws_is_answered_in_the_phone_legs_and_no
         await browser.take(answer)
         await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
         leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+        tapped: list[tuple[int, bytes]] = []  # a recorder's tap on the tab (issue 58)
+        leg.stream.on_bridged = lambda payload, payload_type: tapped.append((payload_type, payload))
 
         heard_by_phone = await both_talk(browser, phone)
 
@@ -240,6 +247,8 @@ async def test_a_browser_that_offers_opus_alone_is_answered_with_opus_and_both_h
         await browser.take(answer)
         await until(lambda: leg.pc.connectionState == "connected", "the DTLS-SRTP connection")
         leg.stream.bridge, phone.stream.bridge = phone.stream, leg.stream
+        tapped: list[tuple[int, bytes]] = []  # a recorder's tap on the tab (issue 58)
+        leg.stream.on_bridged = lambda payload, payload_type: tapped.append((payload_type, payload))
 
         heard_by_phone: list[tuple[int, bytes]] = []
         for n in range(1, 400):
@@ -257,6 +266,11 @@ async def test_a_browser_that_offers_opus_alone_is_answered_with_opus_and_both_h
             for code in payload
         ]
         assert 400 < pitch(samples, 8000) < 480
+        # The recorder hears the tab transcoded, as the phone does: the same PCMU frames.
+        assert [payload for _, payload in tapped[: len(heard_by_phone)]] == [
+            payload for _, payload in heard_by_phone
+        ]
+        assert {pt for pt, _ in tapped} == {0}
         opus_type = leg.stream.payload_type
         assert {pt for pt, _ in browser.received} == {opus_type}
         decoded = [
