@@ -1,20 +1,23 @@
 """The browser phone in Chromium (issue 43), against a real `manage.py runrelay` with the SIP
-agent: Chromium's fake microphone (a tone) is the owner's voice, SIPp the caller or the
-callee. The page is observed, never steered from inside: each RTCPeerConnection it makes is
-kept in a list, so the test can read what the page received (getStats). Each state of the
-phone is scanned with axe-core (tests/browser.py)."""
+agent: Chromium's fake microphone (a tone from a WAV file) is the owner's voice, SIPp the
+caller or the callee. The page is observed, never steered from inside: each RTCPeerConnection
+it makes is kept in a list, so the test can read what the page received (getStats). Each
+state of the phone is scanned with axe-core (tests/browser.py)."""
 
 from __future__ import annotations
 
 import re
 import socket
 import struct
+import subprocess
 import time
+import wave
+from pathlib import Path
 
 import pytest
 
 from harness.browser import launched_chromium
-from harness.live import wait_until
+from harness.live import tool, wait_until
 from harness.sip import SIPP_SHARE, Sipp, free_udp_port
 from harness.speech import sox_level
 from history.models import AnsweredBy, CallStatus
@@ -31,6 +34,7 @@ from tests.console.pages import log_in
 from tests.factories import NumberFactory
 from tests.telephony.conftest import agent_relay, bridge_log, call_in, wait_for_records
 from tests.telephony.test_answering_machines import Recorder
+from tests.telephony.test_call_recording import channel_stat, recording_of, tone_pcap
 
 pytestmark = [pytest.mark.django_db(transaction=True), NEEDS_CHROMIUM, pytest.mark.timeout(300)]
 
@@ -39,6 +43,7 @@ DEADLINE_MS = 30_000
 RECEIVED_ENERGY = rtp_stat("inbound-rtp", "totalAudioEnergy")
 SENT_PACKETS = rtp_stat("outbound-rtp", "packetsSent")
 PCMA = 8
+TAB_HZ, CALLER_HZ = 1000, 440  # the tab's microphone, and the caller's tone in the recording test
 MUSIC = {
     hold_music(PCMA)[start : start + FRAME_SAMPLES]
     for start in range(0, len(hold_music(PCMA)), FRAME_SAMPLES)
@@ -59,11 +64,27 @@ def relay(tmp_path_factory, django_db_setup):
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    """Chromium whose microphone is its fake device (a tone), which plays audio without a
-    click first; a page gets the microphone only where its context grants it."""
+def microphone(tmp_path_factory) -> Path:
+    """The tab's voice: a tone of TAB_HZ, as Chromium's fake capture file wants it (a 48 kHz
+    mono WAV, played again and again)."""
+    path = tmp_path_factory.mktemp("browser-microphone") / "tone.wav"
+    synth = ["synth", "10", "sine", str(TAB_HZ), "vol", "0.5"]
+    subprocess.run(  # noqa: S603
+        [tool("sox"), "-n", "-r", "48000", "-c", "1", "-b", "16", str(path), *synth],
+        check=True,
+        timeout=60,
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def chromium(microphone):
+    """Chromium whose microphone is its fake device playing `microphone`, which plays audio
+    without a click first; a page gets the microphone only where its context grants it."""
     with launched_chromium(
-        "--use-fake-device-for-media-stream", "--autoplay-policy=no-user-gesture-required"
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={microphone}",
+        "--autoplay-policy=no-user-gesture-required",
     ) as browser:
         yield browser
 
@@ -446,3 +467,70 @@ def test_transfer_hands_the_caller_on_to_a_phone_and_the_tab_is_done(
     )
     assert int(match[1]) >= 100, match[0]  # the caller heard the target
     assert inspector.violations == []
+
+
+def test_a_recorded_call_the_tab_takes_has_the_caller_left_and_the_tab_right(
+    real_hashers, relay, phone_page, user, tmp_path
+):
+    # Issue 58: a number that records its calls rings the tab, which answers a caller (SIPp)
+    # playing a tone. The tab hears the announcement too, then the bridge is recorded as a
+    # phone's: the caller's tone on the left channel, the tab's microphone on the right.
+    page = phone_page
+    number = NumberFactory(
+        owner=user,
+        alias="Shop",
+        forward_targets=["browser"],
+        recording_enabled=True,
+        recording_announce="Calls to the shop are recorded.",
+    )
+    log_in(page, relay.base, user)
+    switch_on(page)
+    caller = call_in(
+        relay.agent,
+        tmp_path,
+        "inbound_message",
+        number.number,
+        greeting_ms=0,
+        message_ms=8000,
+        pcap=tone_pcap(tmp_path / "caller.pcap", CALLER_HZ),
+    )
+    page.get_by_role("button", name="Answer").click(timeout=DEADLINE_MS)
+
+    def heard_before_the_bridge() -> str | None:
+        """ "heard" once the tab has heard sound while the announcement was still playing
+        (the agent logs its end as the bridge starts), "late" if only after it."""
+        announced = "the recording announced" in relay.log_path.read_text()
+        if page.evaluate(RECEIVED_ENERGY) > 0:
+            return "late" if announced else "heard"
+        return "late" if announced else None
+
+    assert wait_until(heard_before_the_bridge, deadline=20, what="the announcement") == "heard"
+    page.get_by_text(re.compile("^The call ended")).wait_for(timeout=DEADLINE_MS)
+    assert caller.finish() == 0, caller
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.answered_by, record.forwarded_to) == (
+        CallStatus.ANSWERED,
+        AnsweredBy.FORWARD,
+        "browser",
+    )
+    recording = recording_of(record)
+    assert (recording.incomplete, recording.transcript_status) == (False, "off")
+    wav_path = relay.workdir / "recordings" / recording.name
+    with wave.open(str(wav_path)) as wav:
+        assert (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (2, 2, 8000)
+        wav_seconds = wav.getnframes() / 8000
+    match = wait_until(
+        lambda: bridge_log(relay.log_path.read_text(), record.sip_call_id),
+        deadline=10,
+        what="the bridge's log line",
+    )
+    assert f"inbound call {record.sip_call_id}: the recording announced" in match.string
+    bridged = int(match[1])
+    assert abs(wav_seconds - recording.seconds) < 0.01
+    assert abs(wav_seconds - bridged) <= 0.6 and wav_seconds >= 2.0, (wav_seconds, bridged)
+    # Each party on its own channel: the caller's tone left, the tab's right (the tab's
+    # tone lower than it was played: Chromium's processing of its microphone, some 20 dB).
+    left, right = channel_stat(wav_path, 1), channel_stat(wav_path, 2)
+    assert left["rms"] > 0.1 and abs(left["hz"] - CALLER_HZ) < 60, left
+    assert right["rms"] > 0.02 and abs(right["hz"] - TAB_HZ) < 100, right
