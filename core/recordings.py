@@ -4,11 +4,13 @@ file; deleting a file waits for the commit that forgets it, so a rolled-back del
 leaves a record pointing at nothing."""
 
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from django.core.files import File
 from django.core.files.storage import Storage, storages
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpResponseBase
 
 from core.downloads import file_download
@@ -35,6 +37,29 @@ def recordings_delete_on_commit(names) -> None:
     names = [name for name in names if name]
     if names:
         transaction.on_commit(partial(_delete, names), robust=True)
+
+
+PURGE_BATCH = 500
+
+
+def recordings_purge(rows: QuerySet, *, settle: Callable[[QuerySet], object]) -> int:
+    """Purge the recordings `rows` (a queryset of rows with `name` and `created_at`), oldest
+    first, PURGE_BATCH at a time, each batch in its own transaction: its rows locked,
+    `settle` applied to them (deleted, or emptied of their file: either way they must leave
+    `rows`), and their files deleted once it commits. Return how many rows were purged."""
+    purged = 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                rows.select_for_update()
+                .order_by("created_at")
+                .values_list("pk", "name")[:PURGE_BATCH]
+            )
+            if not batch:
+                return purged
+            settle(rows.model.objects.filter(pk__in=[pk for pk, _ in batch]))
+            recordings_delete_on_commit([name for _, name in batch])
+        purged += len(batch)
 
 
 def recording_open(name: str) -> File:

@@ -30,7 +30,12 @@ from accounts.models import User
 from calls.models import Call, Recording, RecordingKind
 from core import events
 from core.errors import NotFound
-from core.recordings import recording_opener, recordings_delete_on_commit, recordings_storage
+from core.recordings import (
+    recording_opener,
+    recordings_delete_on_commit,
+    recordings_purge,
+    recordings_storage,
+)
 from history.models import TranscriptStatus
 from history.tasks import schedule_transcription, transcript_status_for
 from virtual_numbers.selectors import number_members_heard, numbers_shared_with
@@ -206,20 +211,8 @@ def call_recordings_purge(*, now: datetime | None = None) -> int:
     and files; return how many."""
     now = now or timezone.now()
     cutoff = now - timedelta(days=settings.CALL_RECORDING_RETENTION_DAYS)
-    deleted = 0
-    while True:
-        with transaction.atomic():
-            batch = list(
-                Recording.objects.select_for_update()
-                .filter(kind=RecordingKind.CALL, created_at__lt=cutoff)
-                .order_by("created_at")
-                .values_list("pk", "name")[:500]
-            )
-            if not batch:
-                return deleted
-            Recording.objects.filter(pk__in=[pk for pk, _ in batch]).delete()
-            recordings_delete_on_commit([name for _, name in batch])
-        deleted += len(batch)
+    expired = Recording.objects.filter(kind=RecordingKind.CALL, created_at__lt=cutoff)
+    return recordings_purge(expired, settle=lambda rows: rows.delete())
 
 
 def call_recordings_erase(*, user: User) -> None:

@@ -19,7 +19,12 @@ from core import events, metrics
 from core.counters import Drift, counters_recount
 from core.errors import InvalidRequest, NotFound, invalid_fields
 from core.phone import e164_possible, e164_problem
-from core.recordings import recordings_delete_on_commit, recordings_storage
+from core.recordings import (
+    PURGE_BATCH,
+    recordings_delete_on_commit,
+    recordings_purge,
+    recordings_storage,
+)
 from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, AnsweredBy, CallStatus, TranscriptStatus
 from history.notifications import call_mail_queue, voicemail_mail_withdraw
@@ -264,7 +269,6 @@ def call_record_mark_heard(*, record: Record) -> None:
     record.heard = True
 
 
-PURGE_BATCH = 500
 ORPHAN_AGE = timedelta(hours=1)
 
 
@@ -274,21 +278,10 @@ def call_record_recordings_purge(*, now: datetime | None = None) -> int:
     than an hour (their call was deleted with its owner); return the files deleted."""
     now = now or timezone.now()
     cutoff = now - timedelta(days=settings.VOICEMAIL_RETENTION_DAYS)
-    deleted = 0
-    while True:
-        with transaction.atomic():
-            batch = list(
-                Recording.objects.select_for_update()
-                .filter(kind=RecordingKind.VOICEMAIL, created_at__lt=cutoff)
-                .exclude(name="")
-                .order_by("created_at")
-                .values_list("pk", "name")[:PURGE_BATCH]
-            )
-            if not batch:
-                break
-            Recording.objects.filter(pk__in=[pk for pk, _ in batch]).update(**NO_MESSAGE)
-            recordings_delete_on_commit([name for _, name in batch])
-        deleted += len(batch)
+    expired = Recording.objects.filter(kind=RecordingKind.VOICEMAIL, created_at__lt=cutoff).exclude(
+        name=""
+    )
+    deleted = recordings_purge(expired, settle=lambda rows: rows.update(**NO_MESSAGE))
     return deleted + _orphans_purge(now=now)
 
 
