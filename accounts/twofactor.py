@@ -17,8 +17,10 @@ import io
 import logging
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
+from uuid import UUID
 
 import pyotp
 import segno
@@ -82,6 +84,49 @@ class TwoFactorOn(ApplicationError):
 class TwoFactorOff(ApplicationError):
     code = ErrorCode.TWO_FACTOR_OFF
     message = "No second factor is on."
+
+
+@dataclass(frozen=True)
+class PendingLogin:
+    """A login whose password was right and whose code is still to come, kept in the
+    browser's Django session under `key` for `seconds`: the user's id, until when the code
+    page takes it, and where to go next; never the password. The console's and the admin's
+    code pages each keep their own, for the users `allowed` to finish there."""
+
+    key: str
+    seconds: int
+    allowed: Callable[[User], bool]
+
+    def remember(self, request, user: User, *, next_url: str) -> None:
+        """Remember that `user` gave the right password, under a new session key (as a
+        sign-in is)."""
+        request.session.cycle_key()
+        request.session[self.key] = {
+            "user": str(user.pk),
+            "until": timezone.now().timestamp() + self.seconds,
+            "next": next_url,
+        }
+
+    def take(self, request) -> tuple[User, str] | None:
+        """The user whose code the page waits for, and where to go next; None when no login
+        waits, or it waited too long, or the user is no longer allowed (then it is
+        forgotten)."""
+        pending = request.session.get(self.key)
+        if not isinstance(pending, dict):
+            return None
+        user = None
+        if timezone.now().timestamp() <= pending.get("until", 0):
+            try:
+                user = User.objects.filter(pk=UUID(pending["user"])).first()
+            except (KeyError, ValueError, TypeError):
+                user = None
+        if user is None or not self.allowed(user):
+            self.forget(request)
+            return None
+        return user, pending.get("next") or ""
+
+    def forget(self, request) -> None:
+        request.session.pop(self.key, None)
 
 
 @dataclass(frozen=True)

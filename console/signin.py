@@ -3,16 +3,15 @@ LoginSession's id, and every console request checks that session is still active
 it from the API (or the dashboard) signs the browser out on its next request."""
 
 from functools import wraps
-from uuid import UUID
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import timezone
 
 from accounts import selectors, services
-from accounts.models import LoginSession, User
+from accounts.models import LoginSession
+from accounts.twofactor import PendingLogin
 from core.errors import ApplicationError, ErrorCode, NotFound
 
 SESSION_KEY = "console_login_session"
@@ -20,6 +19,7 @@ SESSION_KEY = "console_login_session"
 # user's id, until when the code page takes it, and where to go next. Never the password.
 PENDING_KEY = "console_login_pending"
 PENDING_SECONDS = 300
+PENDING_LOGIN = PendingLogin(PENDING_KEY, PENDING_SECONDS, allowed=lambda user: user.is_active)
 
 
 def sign_in(request, session: LoginSession) -> None:
@@ -30,40 +30,6 @@ def sign_in(request, session: LoginSession) -> None:
         services.session_end(session=previous)
     request.session.cycle_key()
     request.session[SESSION_KEY] = str(session.pk)
-
-
-def code_awaited(request, user: User, *, next_url: str) -> None:
-    """Remember, for PENDING_SECONDS, that `user` gave the right password and the code page
-    should finish the login; under a new session key, as a sign-in is."""
-    request.session.cycle_key()
-    request.session[PENDING_KEY] = {
-        "user": str(user.pk),
-        "until": timezone.now().timestamp() + PENDING_SECONDS,
-        "next": next_url,
-    }
-
-
-def code_pending(request) -> tuple[User, str] | None:
-    """The user whose code the code page waits for, and where to go next; None when no login
-    waits, or it waited too long (then it is forgotten), or the user was deactivated."""
-    pending = request.session.get(PENDING_KEY)
-    if not isinstance(pending, dict):
-        return None
-    if timezone.now().timestamp() > pending.get("until", 0):
-        code_forget(request)
-        return None
-    try:
-        user = User.objects.filter(pk=UUID(pending["user"]), is_active=True).first()
-    except (KeyError, ValueError, TypeError):
-        user = None
-    if user is None:
-        code_forget(request)
-        return None
-    return user, pending.get("next", "")
-
-
-def code_forget(request) -> None:
-    request.session.pop(PENDING_KEY, None)
 
 
 def current_session(request) -> LoginSession | None:

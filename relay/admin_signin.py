@@ -37,14 +37,13 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from accounts import selectors
 from accounts import services as accounts
 from accounts.models import User
 from accounts.serializers import CredentialsInput, LoginCodeInput
-from accounts.twofactor import OtpRequired
+from accounts.twofactor import OtpRequired, PendingLogin
 from core.clientip import client_ip
 from core.errors import ApplicationError, InvalidRequest, RateLimited
 from core.fields import validated
@@ -56,6 +55,7 @@ SIGN_IN_KEY = "relay_admin_sign_in"
 # A password found right whose code is still to come: {"user", "until", "next"}.
 PENDING_KEY = "relay_admin_login_pending"
 PENDING_SECONDS = 300
+PENDING_LOGIN = PendingLogin(PENDING_KEY, PENDING_SECONDS, allowed=lambda user: _is_staff(user))
 # The backend django.contrib.auth.login records; user_login authenticates through it.
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -160,7 +160,7 @@ def login_code(site, request):
     """The second step of an admin login: the code of the staff member whose password was
     right in the last PENDING_SECONDS, checked as the API checks `otp`
     (user_login_second_step: single use, RATE_LIMIT_OTP_PER_USER, the 429 page past it)."""
-    pending = _code_pending(request)
+    pending = PENDING_LOGIN.take(request)
     if pending is None:
         return HttpResponseRedirect(reverse("admin:login", current_app=site.name))
     user, next_url = pending
@@ -174,7 +174,7 @@ def login_code(site, request):
         except ApplicationError as refused:
             form.add_error("otp", refused.message)
         else:
-            request.session.pop(PENDING_KEY, None)
+            PENDING_LOGIN.forget(request)
             _sign_in(request, result, second_factor=selectors.two_factor_enabled(user=user))
             return HttpResponseRedirect(next_url or reverse("admin:index", current_app=site.name))
     return _page(
@@ -306,27 +306,4 @@ def _code_awaited(request, user: User, *, next_url: str) -> None:
     key; whoever was signed in to the admin in this browser is signed out first."""
     if request.user.is_authenticated:
         auth_logout(request)
-    request.session.cycle_key()
-    request.session[PENDING_KEY] = {
-        "user": str(user.pk),
-        "until": timezone.now().timestamp() + PENDING_SECONDS,
-        "next": next_url,
-    }
-
-
-def _code_pending(request) -> tuple[User, str] | None:
-    """The staff member whose code the code page waits for, and where to go next; None (and
-    forgotten) when none waits, it waited too long, or the user is no longer active staff."""
-    pending = request.session.get(PENDING_KEY)
-    if not isinstance(pending, dict):
-        return None
-    user = None
-    if timezone.now().timestamp() <= pending.get("until", 0):
-        try:
-            user = User.objects.filter(pk=UUID(pending["user"])).first()
-        except (KeyError, ValueError, TypeError):
-            user = None
-    if user is None or not _is_staff(user):
-        request.session.pop(PENDING_KEY, None)
-        return None
-    return user, pending.get("next") or ""
+    PENDING_LOGIN.remember(request, user, next_url=next_url)

@@ -68,7 +68,7 @@ def login(request):
         except OtpRequired as asked:
             # The password was right: the code is asked for on a page of its own, and the
             # password is never sent again (nor kept anywhere).
-            signin.code_awaited(
+            signin.PENDING_LOGIN.remember(
                 request, asked.user, next_url=next_page(request, reverse("console:numbers"))
             )
             return redirect("console:login_code")
@@ -83,8 +83,8 @@ def login(request):
 def login_code(request):
     """The second step of logging in to an account with a second factor: the code of the
     authenticator app or a recovery code, for the login whose password was right a moment
-    ago (signin.code_awaited); its errors and rate limit are the API's."""
-    pending = signin.code_pending(request)
+    ago (signin.PENDING_LOGIN); its errors and rate limit are the API's."""
+    pending = signin.PENDING_LOGIN.take(request)
     if pending is None:
         if request.method == "POST":
             messages.error(request, "That took too long: log in again.")
@@ -95,7 +95,7 @@ def login_code(request):
     def finish():
         values = validated(LoginCodeInput, form.values("otp"))
         result = accounts.user_login_second_step(user=user, otp=values["otp"])
-        signin.code_forget(request)
+        signin.PENDING_LOGIN.forget(request)
         signin.sign_in(request, result.session)
         return landing(result.user, wanted or reverse("console:numbers"))
 
