@@ -425,35 +425,50 @@ def number_hold_music_remove(*, number: Number) -> Number:
     return number
 
 
+@dataclass(frozen=True, kw_only=True)
+class RingSettings:
+    """How a number's calls ring, whoever they ring: forwarding and the ring list share these
+    (Number.forward_ring_seconds, _screening, _caller_id)."""
+
+    ring_seconds: int = FORWARD_RING_SECONDS_DEFAULT
+    screening: bool = False
+    caller_id: str = ForwardCallerId.CALLER
+
+    @staticmethod
+    def stored(number: Number) -> dict:
+        """The settings as the number stores them."""
+        return {
+            "ring_seconds": number.forward_ring_seconds,
+            "screening": number.forward_screening,
+            "caller_id": number.forward_caller_id,
+        }
+
+    @staticmethod
+    def given(data: dict) -> dict:
+        """The settings as an input serializer validated them (the API's names)."""
+        return {
+            "ring_seconds": data["ringSeconds"],
+            "screening": data["screening"],
+            "caller_id": data["callerId"],
+        }
+
+
 @dataclass(frozen=True)
-class Forwarding:
+class Forwarding(RingSettings):
     """Where a number forwards its calls, as PUT .../forwarding names it: the phones of its
     ring list, and "browser" for the owner's own entry (Number.forward_targets); no targets:
     off. The ring list is the one storage (RingList): forwarding reads and writes it."""
 
     targets: list[str]
-    ring_seconds: int = FORWARD_RING_SECONDS_DEFAULT
-    screening: bool = False
-    caller_id: str = ForwardCallerId.CALLER
 
     @classmethod
     def of(cls, number: Number) -> Forwarding:
-        return cls(
-            targets=number.forward_targets,
-            ring_seconds=number.forward_ring_seconds,
-            screening=number.forward_screening,
-            caller_id=number.forward_caller_id,
-        )
+        return cls(targets=number.forward_targets, **cls.stored(number))
 
     @classmethod
     def from_input(cls, data: dict) -> Forwarding:
         """The settings as ForwardingInput validated them (the API's names)."""
-        return cls(
-            targets=data["targets"],
-            ring_seconds=data["ringSeconds"],
-            screening=data["screening"],
-            caller_id=data["callerId"],
-        )
+        return cls(targets=data["targets"], **cls.given(data))
 
     def ring_list(self, *, owner_id) -> RingList:
         """The ring list these settings are: each target an entry, all rung at once."""
@@ -470,37 +485,26 @@ class Forwarding:
 
 
 @dataclass(frozen=True)
-class RingList:
-    """Who a number's calls ring, and how (Number.ring_*, forward_ring_seconds, _screening,
-    _caller_id; issue 57): `entries` as the API names them ({"phone"}, {"sip"} or
-    {"member"}, each with an optional "ringSeconds"); none: the calls go to voicemail."""
+class RingList(RingSettings):
+    """Who a number's calls ring, and how (Number.ring_*, and RingSettings; issue 57):
+    `entries` as the API names them ({"phone"}, {"sip"} or {"member"}, each with an optional
+    "ringSeconds"); none: the calls go to voicemail."""
 
     entries: list[dict]
     strategy: str = RingStrategy.ALL
-    ring_seconds: int = FORWARD_RING_SECONDS_DEFAULT
-    screening: bool = False
-    caller_id: str = ForwardCallerId.CALLER
 
     @classmethod
     def of(cls, number: Number) -> RingList:
         return cls(
             entries=[dict(entry) for entry in number.ring_entries],
             strategy=number.ring_strategy,
-            ring_seconds=number.forward_ring_seconds,
-            screening=number.forward_screening,
-            caller_id=number.forward_caller_id,
+            **cls.stored(number),
         )
 
     @classmethod
     def from_input(cls, data: dict) -> RingList:
         """The list as RingingInput validated it (the API's names)."""
-        return cls(
-            entries=list(data["entries"]),
-            strategy=data["strategy"],
-            ring_seconds=data["ringSeconds"],
-            screening=data["screening"],
-            caller_id=data["callerId"],
-        )
+        return cls(entries=list(data["entries"]), strategy=data["strategy"], **cls.given(data))
 
 
 def dial_target_check(*, owner: User, target: str, field: str = "targets") -> None:
