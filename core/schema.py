@@ -74,6 +74,14 @@ QUOTA_HEADERS = {
 _ERROR_COMPONENTS: dict[str, tuple[ErrorCode, ...]] = {}
 
 UUID_PATH_SCHEMA = {"type": "string", "format": "uuid"}
+
+
+def uuid_path_parameter(name: str, *, description: str) -> OpenApiParameter:
+    """A path parameter that is a UUID (an id of Relay's), for an action whose path holds one
+    besides the ViewSet's own lookup (which core.viewsets documents)."""
+    return OpenApiParameter(name, UUID_PATH_SCHEMA, OpenApiParameter.PATH, description=description)
+
+
 # The Range header of a file download (core.downloads), as every such operation documents it.
 RANGE_PARAMETER = OpenApiParameter(
     "Range",

@@ -1,4 +1,3 @@
-from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -6,7 +5,7 @@ from rest_framework.response import Response
 from core import metrics
 from core.downloads import file_download
 from core.errors import ErrorCode
-from core.schema import operation, wav_download_operation
+from core.schema import operation, uuid_path_parameter, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from realtime import pipeline, selectors, services
 from realtime.serializers import (
@@ -40,11 +39,8 @@ CALL_EXAMPLE = {
 }
 
 
-RECORDING_ID_PARAMETER = OpenApiParameter(
-    "recording_id",
-    {"type": "string", "format": "uuid"},
-    OpenApiParameter.PATH,
-    description="the `recordingId` of the call's `recorded` event",
+RECORDING_ID_PARAMETER = uuid_path_parameter(
+    "recording_id", description="the `recordingId` of the call's `recorded` event"
 )
 
 

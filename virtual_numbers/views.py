@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from core.audio import WAV_MEDIA_TYPES
 from core.errors import ApplicationError, ErrorCode
 from core.passwords import hashes_passwords
-from core.schema import operation, success_operation, wav_download_operation
+from core.schema import operation, success_operation, uuid_path_parameter, wav_download_operation
 from core.viewsets import JsonErrorsOnly, ResourceViewSet
 from mail.links import public_base_url
 from virtual_numbers import selectors, services
@@ -133,11 +133,8 @@ SHARED_EXAMPLE = {
     "missedCallEmail": False,
     "voicemailEmail": False,
 }
-SHARED_NUMBER_ID_PARAMETER = OpenApiParameter(
-    "number_id",
-    {"type": "string", "format": "uuid"},
-    OpenApiParameter.PATH,
-    description="the shared number's `id`",
+SHARED_NUMBER_ID_PARAMETER = uuid_path_parameter(
+    "number_id", description="the shared number's `id`"
 )
 SHARED_NOTIFICATIONS_DESCRIPTION = (
     "Your sockets always get a shared number's `incoming_call`, `call_record` and "
@@ -150,11 +147,8 @@ SHARED_NOTIFICATIONS_DESCRIPTION = (
     "(PUT /api/user/notifications) stay those of your own numbers. 404 for a number of your "
     "own, one not shared with you, or one you left."
 )
-MEMBER_ID_PARAMETER = OpenApiParameter(
-    "member_id",
-    {"type": "string", "format": "uuid"},
-    OpenApiParameter.PATH,
-    description="the member's (or invitation's) `id`",
+MEMBER_ID_PARAMETER = uuid_path_parameter(
+    "member_id", description="the member's (or invitation's) `id`"
 )
 MEMBERS_DESCRIPTION = (
     "A number is shared with up to 20 people (members and pending invitations together), "
