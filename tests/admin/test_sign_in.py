@@ -149,6 +149,17 @@ def test_the_code_page_without_a_right_password_or_after_five_minutes_is_the_log
     assert not in_admin(client)
 
 
+def test_staff_no_longer_staff_while_the_code_is_awaited_get_the_login(client, enrolled_staff):
+    staff, secret = enrolled_staff
+    post_login(client)
+    staff.is_staff = False
+    staff.save(update_fields=["is_staff"])
+
+    assert client.post(CODE, {"otp": code_now(secret)})["Location"] == LOGIN
+    assert admin_signin.PENDING_KEY not in client.session
+    assert active_sessions(staff) == 0
+
+
 def test_wrong_codes_past_the_limit_answer_429_and_then_the_right_one_too(
     client, enrolled_staff, settings
 ):

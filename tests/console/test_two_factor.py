@@ -137,6 +137,20 @@ def test_the_pending_login_expires(client, user, enrolled, clock):
     assert SESSION_KEY not in client.session and PENDING_KEY not in client.session
 
 
+def test_a_user_deactivated_while_the_code_is_awaited_is_sent_back_to_log_in(
+    client, user, enrolled
+):
+    secret, _ = enrolled
+    password_step(client, user)
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+
+    response = client.post("/login/code", {"otp": code_now(secret)})
+
+    assert response.status_code == 302 and response.url == "/login"
+    assert SESSION_KEY not in client.session and PENDING_KEY not in client.session
+
+
 def test_the_code_page_is_rate_limited_per_user(client, user, enrolled, settings, clock):
     settings.RATE_LIMIT_OTP_PER_USER = "2/h"
     secret, _ = enrolled
