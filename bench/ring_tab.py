@@ -32,6 +32,7 @@ from websockets.asyncio.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.tab_process import tab_main  # noqa: E402 - after the path
 from telephony.webrtc.leg import RelayedAudio  # noqa: E402 - after the path
 
 
@@ -119,14 +120,11 @@ async def main_async(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ws", required=True)
     parser.add_argument("--rings", type=int, required=True)
     parser.add_argument("--answer-suffix", default="")
     parser.add_argument("--ready", required=True)
     parser.add_argument("--deadline", type=float, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    args.out.write_text(json.dumps(asyncio.run(main_async(args))))
+    tab_main(parser, main_async)
 
 
 if __name__ == "__main__":
