@@ -39,14 +39,24 @@ class OutboxRow(models.Model):
 
 
 def outbox_indexes(
-    *, in_order: list[str], in_order_name: str, due_name: str, newest_name: str
+    *,
+    due_name: str,
+    newest_name: str,
+    in_order: list[str] | None = None,
+    in_order_name: str = "",
 ) -> list[models.Index]:
-    """The indexes of the three reads every outbox makes: its pending rows in sending order
-    (`in_order`, then id: is an earlier row pending, which row is next), its pending rows by
-    due time (the sweep), and its newest rows (admin)."""
+    """The indexes of the reads an outbox makes: its pending rows in sending order, for an
+    outbox whose rows go out in an order (`in_order`, then id: is an earlier row pending,
+    which row is next; mail has none), its pending rows by due time (the sweep), and its
+    newest rows (admin)."""
     pending = Q(status=PENDING)
+    ordered = (
+        [models.Index(fields=[*in_order, "id"], condition=pending, name=in_order_name)]
+        if in_order
+        else []
+    )
     return [
-        models.Index(fields=[*in_order, "id"], condition=pending, name=in_order_name),
+        *ordered,
         models.Index(fields=["next_attempt_at"], condition=pending, name=due_name),
         models.Index(fields=["-created_at"], name=newest_name),
     ]

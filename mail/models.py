@@ -1,6 +1,6 @@
 from django.db import models
 
-from core.outbox import PENDING, OutboxRow
+from core.outbox import PENDING, OutboxRow, outbox_indexes
 
 
 class MailStatus(models.TextChoices):
@@ -31,12 +31,7 @@ class OutboundMail(OutboxRow):
 
     class Meta:
         indexes = [
-            models.Index(
-                fields=["next_attempt_at"],
-                condition=models.Q(status=PENDING),
-                name="mail_pending_due",
-            ),
-            models.Index(fields=["-created_at"], name="mail_newest"),
+            *outbox_indexes(due_name="mail_pending_due", newest_name="mail_newest"),
             models.Index(fields=["to", "-created_at"], name="mail_to_newest"),
             models.Index(
                 fields=["topic", "-created_at"], condition=~models.Q(topic=""), name="mail_topic"
