@@ -1,10 +1,11 @@
 from django.contrib import admin
 
+from core.admin_links import ReadOnlyAdmin
 from mail.models import OutboundMail
 
 
 @admin.register(OutboundMail)
-class OutboundMailAdmin(admin.ModelAdmin):
+class OutboundMailAdmin(ReadOnlyAdmin):
     """What was sent to whom and how it went; never a mail's parts, which may carry a link
     that is a secret."""
 
@@ -24,9 +25,3 @@ class OutboundMailAdmin(admin.ModelAdmin):
         "created_at",
     )
     readonly_fields = fields
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
