@@ -170,6 +170,8 @@ def agent_config(index: int = 0) -> UaConfig:
         srtp=settings.SIP_SRTP,
         dns_servers=tuple(settings.SIP_DNS_SERVERS),
         rtc_ports=agent_rtc_ports(index),
+        # The one switch for every address Relay reaches on a user's word (core.urls).
+        allow_private_targets=settings.WEBHOOK_ALLOW_PRIVATE,
     )
 
 

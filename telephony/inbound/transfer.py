@@ -65,6 +65,9 @@ class BlindTransfer:
         problem = await self.forwarder.db(services.transfer_target_refusal)(
             call=self.forwarder.ledger, target=target
         )
+        if problem is None and target.lower().startswith(("sip:", "sips:")):
+            # Where the agent itself would send the INVITE (RFC 3263), not the host alone.
+            problem = await self.forwarder.ua.uri_problem(target)
         if problem is None:
             return None
         logger.info("%s: transfer refused: %s", self.label, problem)

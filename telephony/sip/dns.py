@@ -5,6 +5,11 @@ transport, the name it was found under, a port and one address. The lookups them
 dnspython's, each with a timeout, and answers are cached for their TTL (dnspython's cache).
 Nothing here sends SIP: the user agent (ua.py) tries the targets.
 
+A SIP URI a user named (a ring list's sip: entry, a transfer's target) is resolved the same way,
+and then `allowed_targets` keeps only the targets whose address is public (core.urls.is_public,
+as for webhooks) unless private addresses are allowed: every address the user agent would try
+is checked, and the INVITE goes to that same address, never to a name resolved again.
+
 With `nameservers` every lookup goes to those servers. Without, NAPTR and SRV go to the
 system's resolvers (/etc/resolv.conf) and A/AAAA to the operating system's own resolution
 (getaddrinfo), which also reads /etc/hosts and container names, as the agent always did.
@@ -24,6 +29,8 @@ import dns.exception
 import dns.name
 import dns.nameserver
 import dns.resolver
+
+from core.urls import is_public
 
 LOOKUP_TIMEOUT = 2.0  # seconds for one lookup, all servers and retries included
 
@@ -56,6 +63,34 @@ class Target:
 class TrunkNotFound(OSError):
     """No target for the trunk's host. An OSError, like the socket.gaierror it replaces:
     whatever handled a host that does not resolve handles this too."""
+
+
+class TargetRefused(TrunkNotFound):
+    """A SIP URI a user named resolves, but only to addresses it may not lead to (private,
+    loopback, link-local...: allowed_targets)."""
+
+
+def public_address(host: str) -> bool:
+    """Whether `host` is an IP address (text) that leads to the public Internet
+    (core.urls.is_public: IPv6 forms that carry an IPv4 address judged by it). A name is
+    not: it has not been checked, and resolving it again would not be the address checked."""
+    try:
+        return is_public(host)
+    except ValueError:
+        return False
+
+
+def allowed_targets(
+    targets: list[Target], *, allow_private: bool
+) -> tuple[list[Target], list[Target]]:
+    """`targets` (of a SIP URI a user named) split into those that may be tried, in their
+    order, and those refused: with `allow_private` (WEBHOOK_ALLOW_PRIVATE) every one may;
+    otherwise only those whose address is public (public_address). Every NAPTR, SRV and A/AAAA
+    result is a Target with its address, so each address the INVITE could go to is judged."""
+    if allow_private:
+        return list(targets), []
+    allowed = [target for target in targets if public_address(target.address)]
+    return allowed, [target for target in targets if target not in allowed]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from telephony.sip import auth, checks
 from telephony.sip.dialog import ALLOW, Dialog, options_answer
-from telephony.sip.dns import Target, TrunkNotFound, TrunkResolver
+from telephony.sip.dns import Target, TargetRefused, TrunkNotFound, TrunkResolver, allowed_targets
 from telephony.sip.message import (
     Message,
     host_port_of,
@@ -83,6 +83,9 @@ class UaConfig:
     srtp: str = "off"  # off, optional or required (SDES keys; only over TLS)
     dns_servers: tuple[tuple[str, int], ...] = ()  # (ip, port); none: the system's resolvers
     rtc_ports: range | None = None  # the browsers' legs (telephony.webrtc); None: the kernel's
+    # Whether a SIP URI dialled directly (a user's word: a ring list's sip: entry, a transfer's
+    # target) may lead to private or loopback addresses (WEBHOOK_ALLOW_PRIVATE); the trunk may.
+    allow_private_targets: bool = False
 
 
 class UserAgent:
@@ -142,17 +145,48 @@ class UserAgent:
         logger.info("trunk targets, in order: %s", ", ".join(t.described() for t in targets))
 
     async def uri_targets(self, uri: str) -> list[Target]:
-        """Where to send an INVITE for a SIP URI dialled directly (a ring list's sip: entry):
-        its host's targets (RFC 3263, dns.py) over this agent's transport and address family.
-        TrunkNotFound (an OSError) when there is none."""
+        """Where to send an INVITE for a SIP URI dialled directly (a ring list's sip: entry, a
+        transfer's target: a user's word): its host's targets (RFC 3263, dns.py) over this
+        agent's transport and address family, those at a private or local address left out
+        unless `allow_private_targets` (dns.allowed_targets). The addresses returned are the
+        ones checked: the call sends to them, never to the name again. TrunkNotFound (an
+        OSError) when there is none; TargetRefused (one too) when every one was left out."""
         found = await self.resolver.resolve(uri, transport=self.config.transport)
-        targets = self._reachable(found)
-        if not targets:
+        reachable = self._reachable(found)
+        if not reachable:
             raise TrunkNotFound(f"{uri} has no target over {self.config.transport}")
+        targets, refused = allowed_targets(
+            reachable, allow_private=self.config.allow_private_targets
+        )
+        if refused:
+            logger.info(
+                "%s: not tried, a private or local address: %s",
+                uri,
+                ", ".join(target.described() for target in refused),
+            )
+        if not targets:
+            raise TargetRefused(
+                f"{uri} not dialled: its host now resolves to a private or local address "
+                f"only ({', '.join(sorted({target.address for target in refused}))}), which "
+                "WEBHOOK_ALLOW_PRIVATE does not allow"
+            )
         host = host_port_of(uri, self.default_port)[0]
         for target in targets:
             self.peer_names[(target.address, target.port)] = host  # its TLS name
         return targets
+
+    async def uri_problem(self, uri: str) -> str | None:
+        """Why a SIP URI a user named may not be dialled now, as `uri_targets` resolves it
+        (every address it would try at a private or local address), or None: a host that
+        does not resolve is no problem here (its dial fails on its own). For a refusal in
+        words (a transfer's 403) before any leg exists; the dial resolves and checks again."""
+        try:
+            await self.uri_targets(uri)
+        except TargetRefused:
+            return f"{host_port_of(uri)[0]} resolves to a private or local address"
+        except (OSError, ValueError):
+            return None
+        return None
 
     def _reachable(self, found: list[Target]) -> list[Target]:
         """The targets of `found` this agent can send to: over its transport, and (a UDP

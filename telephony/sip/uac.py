@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from telephony.sip import sdp
 from telephony.sip.dialog import ALLOW, Dialog, contact_uri
+from telephony.sip.dns import public_address
 from telephony.sip.message import Message, host_port_of, new_branch, new_sip_call_id, new_tag
 from telephony.sip.race import race, won
 from telephony.sip.rtp import ReceivedAudio, RtpStream
@@ -136,6 +137,26 @@ class OutboundCall(Dialog):
         return super().accepts_peer(host) or (
             self.destination is not None and host == self.destination[0]
         )
+
+    def next_hop(self) -> tuple[str, int]:
+        """Where a request in the dialog goes (the ACK of a 2xx, BYE, a NOTIFY...): as any
+        dialog's, but for a SIP URI dialled directly (a user's word) whose private addresses
+        are not allowed, only to an address checked: the route's or Contact's when it is a
+        public IP address or the one the INVITE went to, else that one (a name there would
+        be resolved again, unchecked; a private Contact is the peer behind a NAT)."""
+        hop = super().next_hop()
+        if (
+            not self.direct
+            or self.ua.config.allow_private_targets
+            or self.destination is None
+            or hop == self.destination
+            or public_address(hop[0])
+        ):
+            return hop
+        logger.debug(
+            "call %s: %s:%s unchecked; to %s:%s", self.sip_call_id, *hop, *self.destination
+        )
+        return self.destination
 
     def hang_up(self, *, reason: str = "") -> None:
         """CANCEL while it rings, BYE once answered; a CANCEL carries `reason` as its Reason
