@@ -6,18 +6,21 @@ and a ring list's call through the agent to a SIPp phone that DNS puts on loopba
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from harness.dnsmasq import Dnsmasq
 from harness.live import AgentProcess, wait_until
 from harness.ports import udp_port_taken
-from harness.sip import Sipp, free_udp_port
+from harness.sip import Sipp, free_udp_port, refer
 from history.models import AnsweredBy, CallStatus
 from telephony.sip.dns import Target, TargetRefused, allowed_targets, public_address
 from telephony.sip.ua import UaConfig, UserAgent
 from telephony.sip.uac import OutboundCall
+from tests.telephony import test_transfer as transfer
 from tests.telephony.conftest import call_in, require_dnsmasq, sip_env, wait_for_records
-from tests.telephony.test_ring_groups import legs_of, phone, ring_group
+from tests.telephony.test_ring_groups import legs_of, ring_group
 
 # Addresses a user's SIP host may not lead to, however the address is written.
 PRIVATE = {
@@ -173,71 +176,149 @@ def test_the_dialogs_requests_go_only_to_the_address_checked(dns_server):
     assert hop("sip:desk@127.0.0.1:5060", allow_private=True) == ("127.0.0.1", 5060)
 
 
-# --- a ring list's call through the agent ----------------------------------------------------
-def desk_behind_dns(tmp_path) -> tuple[Dnsmasq, Sipp]:
-    """A SIPp phone that answers `desk`, on loopback, which pbx.relay.test's SRV names."""
-    require_dnsmasq()
-    desk = phone(tmp_path, "desk", answers=True)
-    port = int(desk.address.rsplit(":", 1)[1])
-    dns = Dnsmasq(
-        tmp_path / "dns",
-        [
-            f"--srv-host=_sip._udp.pbx.relay.test,desk.relay.test,{port},10,10",
-            "--host-record=desk.relay.test,127.0.0.1",
-        ],
-    )
-    return dns, desk
+# --- calls through the agent ------------------------------------------------------------------
+ENTRY = "sip:desk@pbx.relay.test"
 
 
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.timeout(60)
-@pytest.mark.parametrize("allow_private", [False, True], ids=["private-refused", "allowed"])
-def test_a_sip_entry_that_dns_leads_to_loopback_is_rung_only_where_private_is_allowed(
-    tmp_path, user, allow_private
-):
-    """The ring-time check of the host alone (the system's resolver: relay.test is unknown to
-    it) lets the entry through; the agent's own SRV lookup leads to 127.0.0.1, which it does
-    not dial unless WEBHOOK_ALLOW_PRIVATE: the entry is skipped and logged, voicemail answers."""
-    dns, desk = desk_behind_dns(tmp_path)
-    entry = "sip:desk@pbx.relay.test"
-    number = ring_group(user, "in_order", {"sip": entry, "ringSeconds": 5})
-    env = sip_env(
-        tmp_path,
-        free_udp_port(),
-        INBOUND_RING_SECONDS=1,
-        SIP_DNS_SERVERS=dns.address,
-        WEBHOOK_ALLOW_PRIVATE=str(allow_private).lower(),
-    )
-    agent = AgentProcess(tmp_path, env)
-    try:
-        port = int(env["SIP_BIND"].rsplit(":", 1)[1])
+class Guarded:
+    """An agent (AgentProcess, its trunk SIPp on `trunk_port`) whose DNS (dnsmasq) says
+    pbx.relay.test's SIP service is desk.relay.test:`desk_port`, at 127.0.0.1, where a test
+    starts the desk's SIPp; private addresses allowed or not (WEBHOOK_ALLOW_PRIVATE)."""
+
+    def __init__(self, workdir, *, allow_private: bool) -> None:
+        require_dnsmasq()
+        self.workdir, self.desk_port = workdir, free_udp_port()
+        self.dns = Dnsmasq(
+            workdir / "dns",
+            [
+                f"--srv-host=_sip._udp.pbx.relay.test,desk.relay.test,{self.desk_port},10,10",
+                "--host-record=desk.relay.test,127.0.0.1",
+            ],
+        )
+        self.trunk_port = free_udp_port()
+        env = sip_env(
+            workdir,
+            self.trunk_port,
+            INBOUND_RING_SECONDS=1,
+            SIP_DNS_SERVERS=self.dns.address,
+            WEBHOOK_ALLOW_PRIVATE=str(allow_private).lower(),
+        )
+        self.address = env["SIP_BIND"]
+        self.process = AgentProcess(workdir, env)
+        port = int(self.address.rsplit(":", 1)[1])
         wait_until(lambda: udp_port_taken(port), deadline=30, what="the agent")
+
+    def desk(self) -> Sipp:
+        """The desk's phone (harness/sipp/forward_target.xml), answering a call to `desk`."""
+        return Sipp(
+            self.workdir / f"desk-{time.monotonic_ns()}",
+            "forward_target",
+            port=self.desk_port,
+            answering="desk",
+            codec="0",
+            codec_name="PCMU",
+            answer_ms=500,
+            actions="",
+        )
+
+    def log(self) -> str:
+        return self.process.log_path.read_text()
+
+    def stop(self) -> None:
+        self.process.stop()
+        self.dns.stop()
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory, django_db_setup):
+    agent = Guarded(tmp_path_factory.mktemp("guarded"), allow_private=False)
+    yield agent
+    agent.stop()
+
+
+def ring_list_call(agent: Guarded, tmp_path, user, *, greeting_ms: int):
+    """A call to a number whose ring list is ENTRY, and the desk's SIPp: (record, desk)."""
+    number = ring_group(user, "in_order", {"sip": ENTRY, "ringSeconds": 5})
+    desk = agent.desk()
+    try:
         caller = call_in(
-            env["SIP_BIND"],
+            agent.address,
             tmp_path,
             "inbound_message",
             number.number,
-            greeting_ms=0 if allow_private else 1500,
+            greeting_ms=greeting_ms,
             message_ms=1000,
         )
         assert caller.finish() == 0, caller
         [record] = wait_for_records(number, 1)
-        [leg] = legs_of(record)
-        wait_until(lambda: legs_of(record)[0].ended_at is not None, deadline=10, what="leg end")
+        wait_until(lambda: legs_of(record)[0].ended_at, deadline=10, what="the leg's end")
     finally:
-        agent.stop()
-        dns.stop()
         if desk.proc.poll() is None:
             desk.stop()
-    log = agent.log_path.read_text()
-    if allow_private:
-        assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, entry)
-        assert len(desk.invites()) == 1
-        return
+    return record, desk
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_a_sip_entry_that_dns_leads_to_loopback_is_skipped_and_voicemail_answers(
+    guarded, tmp_path, user
+):
+    """The ring-time check of the host alone (the system's resolver: relay.test is unknown to
+    it) lets the entry through; the agent's own SRV lookup leads to 127.0.0.1, which it does
+    not dial: the entry is skipped and logged, and voicemail answers."""
+    record, desk = ring_list_call(guarded, tmp_path, user, greeting_ms=1500)
+
     assert desk.invites() == [], desk  # nothing reached the phone on loopback
     assert (record.status, record.answered_by) == (CallStatus.ANSWERED, AnsweredBy.VOICEMAIL)
-    assert leg.answered_at is None
+    [leg] = legs_of(record)
+    assert (leg.sip_uri, leg.answered_at) == (ENTRY, None)
     assert (
-        f"{entry} not dialled: its host now resolves to a private or local address only "
-        "(127.0.0.1), which WEBHOOK_ALLOW_PRIVATE does not allow" in log
-    ), log
+        f"{ENTRY} not dialled: its host now resolves to a private or local address only "
+        "(127.0.0.1), which WEBHOOK_ALLOW_PRIVATE does not allow"
+    ) in guarded.log()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_with_private_addresses_allowed_the_same_entry_is_rung(tmp_path, user):
+    agent = Guarded(tmp_path, allow_private=True)
+    try:
+        record, desk = ring_list_call(agent, tmp_path, user, greeting_ms=0)
+    finally:
+        agent.stop()
+
+    assert (record.answered_by, record.forwarded_to) == (AnsweredBy.FORWARD, ENTRY)
+    assert len(desk.invites()) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_a_refer_to_a_sip_uri_that_dns_leads_to_loopback_is_refused(guarded, tmp_path, user):
+    """The phone bridged through the trunk hands the call on to ENTRY: 403, and the call goes
+    on bridged as it was; nothing reaches the desk."""
+    number = transfer.forwarding(user)
+    phone = transfer.trunk(
+        guarded, tmp_path, refer(f"<{ENTRY}>", expect=403, after_ms=500), calls=1
+    )
+    desk = guarded.desk()
+    try:
+        caller = call_in(
+            guarded.address,
+            tmp_path,
+            "inbound_message",
+            number.number,
+            greeting_ms=0,
+            message_ms=2000,
+        )
+        assert caller.finish() == 0, caller
+        assert phone.finish() == 0, phone  # its REFER got 403, then the BYE
+    finally:
+        if desk.proc.poll() is None:
+            desk.stop()
+
+    [record] = wait_for_records(number, 1)
+    assert (record.forwarded_to, record.transferred_to) == (transfer.PHONE, None)
+    assert desk.invites() == []
+    [forbidden] = [m for m in phone.messages.read_text().split("\n") if "SIP/2.0 403" in m]
+    assert "pbx.relay.test resolves to a private or local address" in forbidden, forbidden
+    assert "transfer refused: pbx.relay.test resolves to a private" in guarded.log()
