@@ -263,18 +263,26 @@ class LegRole(models.TextChoices):
     FORWARD_TARGET = "forward_target", "Forwarding target"
     DIAL_TARGET = "dial_target", "Dial target"
     TRANSFER_TARGET = "transfer_target", "Transfer target"
+    CONSULT_TARGET = "consult_target", "Consultation target"
 
 
 # The roles of legs Relay dials out on the owner's behalf: they count in the plan's quotas.
-DIALLED_ROLES = (LegRole.FORWARD_TARGET, LegRole.DIAL_TARGET, LegRole.TRANSFER_TARGET)
+DIALLED_ROLES = (
+    LegRole.FORWARD_TARGET,
+    LegRole.DIAL_TARGET,
+    LegRole.TRANSFER_TARGET,
+    LegRole.CONSULT_TARGET,
+)
 
 
 class Leg(models.Model):
     """One party of a call besides its own: a forwarding target of an inbound call
     (`forward_target`, `dial` 0), a target of the n-th `dial` verb its script ran
     (`dial_target`, `dial` n), the target a bridged party handed the call on to
-    (`transfer_target`, issue 58: `dial` one more than the call's legs had), or a tab of the
-    owner that took it (`kind` browser).
+    (`transfer_target`, issue 58: `dial` one more than the call's legs had), the target a
+    tab consults before handing the call on (`consult_target`, an attended transfer from the
+    browser phone: `dial` as a transfer's; it becomes the `transfer_target` once the tab
+    completes the transfer), or a tab of the owner that took it (`kind` browser).
 
     Its target is typed: a `phone` (E.164) or a `sip_uri` for a SIP leg, the `user` whose
     browser for a browser one (and, on a SIP leg a ring list's member entry rang, the member

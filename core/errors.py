@@ -125,6 +125,16 @@ class ErrorCode(StrEnum):
         409,
         "The call is not in progress bridged to one of its number's phones or tabs.",
     )
+    NO_CONSULT = (
+        "no_consult",
+        409,
+        "No consultation (attended transfer) of this tab's is under way on the call.",
+    )
+    CONSULT_NOT_ANSWERED = (
+        "consult_not_answered",
+        409,
+        "The consultation's target has not answered yet: only Cancel is possible now.",
+    )
     TWO_FACTOR_ON = (
         "two_factor_on",
         409,

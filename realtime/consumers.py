@@ -17,7 +17,7 @@ from accounts import selectors as accounts_selectors
 from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import pipeline, services
-from realtime.phone import Phone, ring_echo, rings_answer
+from realtime.phone import CONSULT_FRAMES, Phone, ring_echo, rings_answer
 from realtime.sequence import CallFrames
 
 logger = logging.getLogger(__name__)
@@ -188,6 +188,20 @@ def _call_transfer(user, call_ref, frame: dict) -> dict:
     return {"type": "call_transfer", "call": str(call.pk), "to": to, "status": "transferring"}
 
 
+@database_sync_to_async
+def _call_consult(user, call_ref, frame: dict) -> tuple[str, str]:
+    call, to = services.call_consult(
+        user=user, call_ref=str(call_ref), data={k: v for k, v in frame.items() if k == "to"}
+    )
+    return str(call.pk), to
+
+
+@database_sync_to_async
+def _call_consult_decide(user, call_ref, *, complete: bool) -> str:
+    call = services.call_consult_decide(user=user, call_ref=str(call_ref), complete=complete)
+    return str(call.pk)
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -355,6 +369,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if kind == "call_transfer":
             await self.handle_transfer(frame)
             return
+        if kind in CONSULT_FRAMES:
+            await self.handle_consult(kind, frame)
+            return
         await self.send_error(InvalidRequest(f"Unknown frame type {kind[:32]!r}."))
 
     async def on_phone(self, handler, frame: dict) -> None:
@@ -401,6 +418,33 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.send_error(DatabaseUnavailable(), frame=frame)
         else:
             await self.send_json(reply)
+
+    async def handle_consult(self, kind: str, frame: dict) -> None:
+        """`call_consult`, `call_consult_complete` and `call_consult_cancel` (issue 58, an
+        attended transfer from the browser phone): for a ring this socket took (`ring`, else
+        not_found) of the inbound call `call` (not_found for anyone else's), checked by
+        realtime.services, then passed to the agent of the ring, which tells the tab how it
+        goes (docs/websocket.md). Answered `{"type": kind, "ring", "call", ...}` with
+        `status` `consulting`, `completing` or `canceling`, or an error frame."""
+        try:
+            agent = self.phone.ring_agent(frame)
+            user, call_ref = self.scope["user"], frame.get("call")
+            if kind == "call_consult":
+                call, to = await _call_consult(user, call_ref, frame)
+                await self.phone.consult(agent, {"type": "rtc.consult", "to": to})
+                reply = {"call": call, "to": to, "status": "consulting"}
+            else:
+                complete = kind == "call_consult_complete"
+                call = await _call_consult_decide(user, call_ref, complete=complete)
+                await self.phone.consult(agent, {"type": CONSULT_FRAMES[kind]})
+                reply = {"call": call, "status": "completing" if complete else "canceling"}
+        except ApplicationError as exc:
+            await self.send_error(exc, frame=frame)
+        except (OperationalError, InterfaceError) as exc:
+            logger.warning("database unavailable for a consult frame: %s", type(exc).__name__)
+            await self.send_error(DatabaseUnavailable(), frame=frame)
+        else:
+            await self.send_json({"type": kind, "ring": frame["ring"], **reply})
 
     async def handle_call(self, frame: dict, *, browser: bool = False) -> None:
         """A call frame: handed to the batcher at once, in arrival order, and answered by a

@@ -31,6 +31,12 @@ from core.errors import InvalidRequest, NotFound
 from core.webrtc import candidate_problem, offer_problem
 
 RING_PREFIX = "ring-"
+# A tab's frames of an attended transfer (issue 58), and what each is to its ring's agent.
+CONSULT_FRAMES = {
+    "call_consult": "rtc.consult",
+    "call_consult_complete": "rtc.consult_complete",
+    "call_consult_cancel": "rtc.consult_cancel",
+}
 RING_MAX = 64  # what a tab may send as `ring`; Relay's own are "ring-" and 16 hex digits
 MAX_DIGITS = 32
 DIGITS = re.compile(rf"[0-9*#A-D]{{1,{MAX_DIGITS}}}")
@@ -165,6 +171,20 @@ class Phone:
         if not isinstance(hold, bool):
             raise InvalidRequest("hold must be true or false.", fields={"hold": ["true or false."]})
         await self._to(agent, {"type": "rtc.hold", "hold": hold})
+
+    def ring_agent(self, frame: dict) -> str:
+        """The agent's channel of the frame's `ring`, which it must name (invalid_request
+        naming it) and which must be this socket's (else NotFound): a consultation's frames
+        (CONSULT_FRAMES) are a ring's alone."""
+        if "ring" not in frame:
+            why = "The ring this tab took, which the frame is about."
+            raise InvalidRequest(f"ring: {why}", fields={"ring": [why]})
+        return self._ringing(ring_of(frame))
+
+    async def consult(self, agent: str, message: dict) -> None:
+        """A consultation's step (rtc.consult with its `to`, rtc.consult_complete or
+        rtc.consult_cancel), checked by the socket already, to the ring's agent."""
+        await self._to(agent, message)
 
     async def hang_up(self, frame: dict) -> None:
         """`rtc_hangup` naming a `ring`: that ring is left; NotFound for no ring of this

@@ -414,10 +414,56 @@ def call_transfer(*, user: User, call_ref: str, data) -> tuple[Call, str]:
     or no such call, is NotFound. Checked here: the shape of `to` (400 naming it), the rate
     of calls (RATE_LIMIT_CALLS_PER_USER: a transfer dials), the dialing policy and inventory
     as for forwarding (destination_not_allowed, a SIP URI's host), and that the call is in
-    progress and bridged by its ring list (else call_not_transferable). The agent holding the
+    progress and bridged by its ring list, with no transfer or consultation under way or
+    done (else call_not_transferable). The agent holding the
     call is told through the channel layer (events.call_group) once this commits; it checks
     the target again as the owner (quotas too), dials it, and the caller goes to voicemail
     when it does not answer. Returns the call and the target."""
+    call, to = _handing_on(user=user, call_ref=call_ref, data=data, by=TRANSFERABLE_BY)
+    events.send_on_commit(events.call_group(call.pk), {"type": "call.transfer", "to": to})
+    logger.info("call %s: a transfer asked for by user %s", call.pk, user.pk)
+    return call, to
+
+
+def call_consult(*, user: User, call_ref: str, data) -> tuple[Call, str]:
+    """`call_consult` (issue 58, an attended transfer from the browser phone): the tab that
+    took the inbound call `call_ref` consults `to` before handing the caller on. Checked as
+    call_transfer checks a transfer (NotFound, the shape and the dialing policy of `to`, the
+    rate of calls, call_not_transferable), and the call must have been taken by a tab. The
+    caller (the socket) passes the consultation on to the agent of the tab's ring, which
+    checks the target again as the owner (quotas too). Returns the call and the target."""
+    call, to = _handing_on(user=user, call_ref=call_ref, data=data, by=(AnsweredBy.BROWSER,))
+    logger.info("call %s: a consultation asked for by user %s", call.pk, user.pk)
+    return call, to
+
+
+def call_consult_decide(*, user: User, call_ref: str, complete: bool) -> Call:
+    """`call_consult_complete` (`complete`) or `call_consult_cancel` of the consultation under
+    way on the inbound call `call_ref` (NotFound as call_transfer). No consultation leg
+    dialled and not over: no_consult; completing one whose target has not answered yet:
+    consult_not_answered (cancelling it is fine). Returns the call; the socket tells the agent."""
+    call = selectors.inbound_call_reachable(user=user, call_ref=call_ref)
+    consult = (
+        Leg.objects.filter(call=call, role=LegRole.CONSULT_TARGET)
+        .exclude(status=LegState.ENDED)
+        .order_by("-dial")
+        .first()
+    )
+    if consult is None or call.status != CallState.IN_PROGRESS:
+        raise ApplicationError(
+            "No consultation is under way on this call.", code=ErrorCode.NO_CONSULT
+        )
+    if complete and consult.answered_at is None:
+        raise ApplicationError(
+            "The consultation's target has not answered yet: cancel it, or wait.",
+            code=ErrorCode.CONSULT_NOT_ANSWERED,
+        )
+    return call
+
+
+def _handing_on(*, user: User, call_ref: str, data, by: tuple) -> tuple[Call, str]:
+    """The checks a transfer and a consultation share (call_transfer); `by`: who may have
+    answered the call."""
     call = selectors.inbound_call_reachable(user=user, call_ref=call_ref)
     values = validated(CallTransferInput, data)
     to = values["to"]
@@ -435,17 +481,22 @@ def call_transfer(*, user: User, call_ref: str, data) -> tuple[Call, str]:
         .exclude(status=LegState.ENDED)
         .exists()
     )
+    # One transfer a call; a consultation may follow another that went back to the tab.
     transferred = Leg.objects.filter(call=call, role=LegRole.TRANSFER_TARGET).exists()
+    consulting = (
+        Leg.objects.filter(call=call, role=LegRole.CONSULT_TARGET)
+        .exclude(status=LegState.ENDED)
+        .exists()
+    )
     if (
         call.status != CallState.IN_PROGRESS
-        or call.answered_by not in TRANSFERABLE_BY
+        or call.answered_by not in by
         or not bridged
         or transferred
+        or consulting
     ):
         raise ApplicationError(
             f"The call is not bridged to one of its number's phones or tabs now ({call.status}).",
             code=ErrorCode.CALL_NOT_TRANSFERABLE,
         )
-    events.send_on_commit(events.call_group(call.pk), {"type": "call.transfer", "to": to})
-    logger.info("call %s: a transfer asked for by user %s", call.pk, user.pk)
     return call, to
