@@ -341,13 +341,22 @@ class Dial:
                 await refer.notify(487, "Request Terminated")  # the caller left as it came
                 break
             self._log_bridge(round(time.monotonic() - bridged), party_stream, target_stream)
-            # The target handed the call on: the caller goes to the transfer's target, and
-            # the target's leg stays up until that call's final response is told to it.
-            transfer = await self.transfer.run(refer, sip)
+            if isinstance(refer, Consulted):
+                # The tab consults someone first (an attended transfer from the browser
+                # phone): the caller holds meanwhile, and the consultation ends with the
+                # caller handed on to its target, or back here.
+                transfer = await self.transfer.consult(refer, sip, leg_over)
+            else:
+                # The target handed the call on: the caller goes to the transfer's target,
+                # and the target's leg stays up until that call's final response is told to
+                # it.
+                transfer = await self.transfer.run(refer, sip)
+            self.party_gone = self.party_gone or _ended(self.party)
             if not self._back_to_transferor(refer, transfer, leg_over):
                 break
-            # An attended transfer the target did not take: the caller and the transferor
-            # are bridged again, as before the REFER (the transferor still on the line).
+            # An attended transfer the target did not take (or a consultation that ended
+            # without the handing on): the caller and the transferor are bridged again, as
+            # before the REFER (the transferor still on the line).
             logger.info("%s: the transfer was not taken; back to the transferor", self.label)
             transfer = None
             party_stream.bridge, target_stream.bridge = target_stream, party_stream
@@ -378,6 +387,8 @@ class Dial:
         finally:
             party_stream.bridge = target_stream.bridge = None
             sip.on_refer = None
+            if hasattr(sip, "on_consult"):
+                sip.on_consult = None
             if listening is not None:
                 listening.cancel()
         return refer.result() if won(refer) else None
@@ -385,12 +396,12 @@ class Dial:
     def _back_to_transferor(self, refer, transfer: DialResult, leg_over) -> bool:
         """Whether the caller goes back to the leg that referred: an attended transfer
         (Replaces) the target did not take, the caller and that leg both still there."""
-        party_ended = getattr(self.party, "ended", None)
+        attended = bool(getattr(refer, "replaces", "")) or isinstance(refer, Consulted)
         return (
-            bool(getattr(refer, "replaces", ""))
+            attended
             and transfer.status != "completed"
             and not leg_over.done()
-            and not (party_ended is not None and party_ended.is_set())
+            and not _ended(self.party)
         )
 
     def _log_bridge(self, duration: int, party_stream, target_stream) -> None:
@@ -412,6 +423,15 @@ class Dial:
         for by the API or the browser phone, for a phone's leg or a tab's). Never set when
         the dial has no transfer."""
         referred: asyncio.Future = asyncio.get_running_loop().create_future()
+        if self.transfer is not None and hasattr(sip, "on_consult"):
+            # A tab (telephony.webrtc.ring): its Consult (the socket checked it) ends the
+            # bridge as a REFER does; its Complete and Cancel belong to the consultation.
+            def on_consult(kind: str, message: dict) -> None:
+                target = message.get("to")
+                if kind == "rtc.consult" and isinstance(target, str) and not referred.done():
+                    referred.set_result(Consulted(target=target))
+
+            sip.on_consult = on_consult
         if self.transfer is None or not isinstance(sip, OutboundCall):
             return referred
 
@@ -474,6 +494,29 @@ class Transfer(Protocol):
     async def listen(self, referred: asyncio.Future) -> None: ...
 
     async def run(self, refer, sip: OutboundCall) -> DialResult: ...
+
+    async def consult(self, asked: Consulted, ring, ring_over: asyncio.Future) -> DialResult:
+        """The tab of `ring` consults `asked.target` with the party on hold: how the
+        consultation's dial went (`completed`: the party was handed on to the target and
+        that bridge is over; else the tab has the party back, when both are there)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Consulted:
+    """A tab's Consult (an attended transfer from the browser phone, issue 58): the target
+    it consults, and no REFER subscription to tell how it goes."""
+
+    target: str
+
+    async def notify(self, status: int, reason: str) -> None:
+        return None
+
+
+def _ended(party) -> bool:
+    """Whether the party's call has ended (a party with no `ended` never says so)."""
+    ended = getattr(party, "ended", None)
+    return ended is not None and ended.is_set()
 
 
 class _Recording:

@@ -280,11 +280,14 @@ def transfer_target_refusal(*, call: Call, target: str) -> str | None:
     return None
 
 
-def transfer_legs_open(*, call: Call, sip_call_ids: dict[str, str]) -> list[Leg]:
+def transfer_legs_open(
+    *, call: Call, sip_call_ids: dict[str, str], role: str = LegRole.TRANSFER_TARGET
+) -> list[Leg]:
     """The leg of a transfer of `call` (`sip_call_ids`: its one target -> its Call-ID):
-    a `transfer_target` leg, the call's dial one more than any of its legs had, so that a
-    target rung before (by the ring list, or an earlier transfer) may be dialled again. The
-    dialing policy and the quotas are checked again as it is written (dial_legs_open)."""
+    a `transfer_target` leg (`role`: a tab's consultation's is a `consult_target`), the
+    call's dial one more than any of its legs had, so that a target rung before (by the ring
+    list, or an earlier transfer or consultation) may be dialled again. The dialing policy
+    and the quotas are checked again as it is written (dial_legs_open)."""
     with transaction.atomic():
         user_lock(call.owner_id)
         last = Leg.objects.filter(call=call).order_by("-dial").values_list("dial", flat=True)
@@ -294,8 +297,22 @@ def transfer_legs_open(*, call: Call, sip_call_ids: dict[str, str]) -> list[Leg]
             sip_call_ids=sip_call_ids,
             call=call,
             dial=(last.first() or 0) + 1,
-            role=LegRole.TRANSFER_TARGET,
+            role=role,
         )
+
+
+def consult_legs_open(*, call: Call, sip_call_ids: dict[str, str]) -> list[Leg]:
+    """The leg of a tab's consultation of `call` (an attended transfer from the browser
+    phone, issue 58): as transfer_legs_open, a `consult_target` leg."""
+    return transfer_legs_open(call=call, sip_call_ids=sip_call_ids, role=LegRole.CONSULT_TARGET)
+
+
+def consult_leg_completed(*, leg: Leg) -> None:
+    """The tab that consulted `leg`'s target completed the transfer (issue 58): the caller is
+    handed on to it, so the leg is the call's `transfer_target` from now on (history's
+    `transferred_to`; no other transfer of the call)."""
+    leg.role = LegRole.TRANSFER_TARGET
+    leg.save(update_fields=["role"])
 
 
 def forward_leg_bridged(*, call: Call, leg: Leg) -> int | None:

@@ -101,6 +101,8 @@ class Forwarder:
         self.call, self.number, self.ledger = call, number, ledger
         self.record, self.leg_done = record, leg_done
         self.dials: list[Dial] = []  # the list's dials so far (in_order: one per entry)
+        # What either end of a bridge hears while the other holds: the number's music on hold.
+        self.music = number_music(speech, number.hold_music)
 
     async def run(self) -> bool:
         """Ring the ring list. True when a target was bridged and the call recorded; False
@@ -221,7 +223,7 @@ class Forwarder:
             label=label,
             answer=self._answer,
             screen=self._screened if number.forward_screening else None,
-            music=number_music(self.speech, number.hold_music),
+            music=self.music,
             recorded=(
                 recorded_for(db, self.speech, call_id=ledger.pk, announce=number.recording_announce)
                 if number.recording_enabled

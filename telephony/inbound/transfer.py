@@ -30,7 +30,8 @@ from channels.layers import get_channel_layer
 
 from core import events
 from telephony import services
-from telephony.dial import Dial, DialResult, Ledger
+from telephony.dial import Consulted, Dial, DialResult, Ledger
+from telephony.sip.race import race
 from telephony.sip.refer import Refer, Refusal
 from telephony.sip.uac import OutboundCall
 
@@ -152,6 +153,114 @@ class BlindTransfer:
                 sip.hang_up()  # attended and not taken: the referrer keeps the caller
         logger.info("%s: the transfer's dial ended: %s", self.label, result.status)
         return result
+
+    async def consult(self, asked: Consulted, ring, ring_over: asyncio.Future) -> DialResult:
+        """A tab's consultation (an attended transfer from the browser phone, issue 58): the
+        caller hears the music on hold, and `asked.target` is dialled as a transfer's target
+        is (checked again as the owner; a `consult_target` leg). Answered, the tab of `ring`
+        talks with it, told `call_consult` `answered`, until its Complete (the caller is
+        handed on: the leg becomes the `transfer_target`, the tab is told `completed` and its
+        side ends), its Cancel, the target's hang-up or the caller's. Not answered, refused,
+        cancelled or hung up: the tab is told `returned` with the reason, and the bridge takes
+        it back to the caller (telephony.dial). The tab gone meanwhile: the caller is handed on
+        all the same (answered now, or when it answers; voicemail when it does not), never
+        left in silence. Returns the consultation's dial's result."""
+        forwarder = self.forwarder
+        call, db, ledger = forwarder.call, forwarder.db, forwarder.ledger
+        label = f"inbound call {call.sip_call_id}, consulting"
+        target = asked.target
+        self.to = target
+        if await self.check(target) is not None:
+            await ring.tell("call_consult", status="returned", reason="failed", to=target)
+            return DialResult("failed")
+        complete, cancel = asyncio.Event(), asyncio.Event()
+        talked: list[bool] = []
+        dial: Dial | None = None
+
+        def on_consult(kind: str, message: dict) -> None:
+            if kind == "rtc.consult_complete":
+                complete.set()
+            elif kind == "rtc.consult_cancel":
+                cancel.set()
+                if not talked and dial is not None:
+                    for sip in dial.sips.values():  # still ringing: CANCEL
+                        sip.hang_up()
+
+        async def answered() -> bool:
+            leg, sip = dial.winner.result()
+            target_over = dial.tasks[leg.target]
+            talked.append(True)
+            if not ring_over.done() and not cancel.is_set():
+                tab, other = ring.stream, sip.stream
+                tab.bridge, other.bridge = other, tab
+                logger.info("%s: the target answered; the tab talks with it", label)
+                await ring.tell("call_consult", status="answered", to=target)
+                try:
+                    await race(
+                        target_over,
+                        call.ended.wait(),
+                        ring_over,
+                        complete.wait(),
+                        cancel.wait(),
+                        keep=(target_over, ring_over),
+                    )
+                finally:
+                    tab.bridge = other.bridge = None
+            if call.ended.is_set() or target_over.done() or cancel.is_set():
+                return False
+            # Completed, or the tab left as it consulted: the caller is handed on.
+            await db(services.consult_leg_completed)(leg=leg)
+            call.stream.stop_music()
+            logger.info("%s: the transfer completed; the caller is handed on", label)
+            await ring.tell("call_consult", status="completed", to=target)
+            ring.hang_up()
+            return not call.ended.is_set()
+
+        caller, headers = forwarder.caller_from()
+        dial = Dial(
+            ua=forwarder.ua,
+            party=call,
+            gone=call.ended.wait,
+            targets=[target],
+            ring_seconds=forwarder.number.forward_ring_seconds,
+            caller=caller,
+            headers=headers,
+            ledger=Ledger(
+                open=lambda sip_call_ids: db(services.consult_legs_open)(
+                    call=ledger, sip_call_ids=sip_call_ids
+                ),
+                bridged=lambda leg: db(services.dial_leg_bridged)(leg=leg),
+                unbridged=_talked,  # the leg talked with the tab: it ends with its seconds
+                ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
+            ),
+            leg_done=_kept,
+            label=label,
+            answer=answered,
+            music=forwarder.music,
+        )
+        ring.on_consult = on_consult
+        call.stream.start_music()
+        logger.info("%s: the caller holds; dialling the consultation's target", label)
+        try:
+            result = await dial.run()
+        finally:
+            ring.on_consult = None
+            call.stream.stop_music()
+        logger.info("%s: the consultation's dial ended: %s", label, result.status)
+        if result.status != "completed" and not ring_over.done() and not call.ended.is_set():
+            if cancel.is_set():
+                reason = "canceled"
+            elif talked:
+                reason = "hung_up"
+            else:
+                reason = result.status
+            await ring.tell("call_consult", status="returned", reason=reason, to=target)
+        return result
+
+
+async def _talked(leg) -> None:
+    """A consultation's leg is not unbridged when the tab goes back to the caller: it talked
+    (with the tab), and leg_ended gives it its seconds."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ same layer that carries every event to sockets:
   (`rtc_answer` to that tab alone); the call is the tab's once its connection is up (ICE and
   DTLS with the fingerprint it signalled). Later offers, and every other tab, get
   `rtc_hangup` with the reason `answered_elsewhere`;
+- `rtc.consult`, `rtc.consult_complete` and `rtc.consult_cancel` (issue 58: an attended
+  transfer, checked by the socket) from the answering tab go to `on_consult`, which the
+  bridge sets while it may consult (telephony.dial); a consultation asked for when it may
+  not is told `call_consult` `returned` (`failed`) at once;
 - `rtc.candidate` adds the answering tab's trickled candidates; `rtc.hangup` is a tab that
   declined, switched its phone off or closed: the ring is over when no tab is left, and the
   talk when the answering tab leaves.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from channels.layers import get_channel_layer
 
@@ -63,6 +68,9 @@ class BrowserRing:
         self.receiver: asyncio.Task | None = None
         self.law: int | None = None  # the caller's, from ring()
         self.removed = False  # remove(): the person is no member of the number any more
+        # The bridge's taker of the answering tab's consultation frames (kind, message), while
+        # it may consult (telephony.dial); None: no consultation now.
+        self.on_consult: Callable[[str, dict], None] | None = None
 
     @property
     def stream(self):
@@ -136,6 +144,11 @@ class BrowserRing:
         ring = self.ring_id
         return {"type": kind, "ring": ring, "call": self.call, "callId": ring, **fields}
 
+    async def tell(self, kind: str, **fields) -> None:
+        """A frame about this ring to the tab that took it (nothing before one did)."""
+        if self.answering:
+            await self._tell(self.answering, self._frame(kind, **fields))
+
     async def _tell(self, tab: str, frame: dict) -> None:
         with contextlib.suppress(Exception):  # a socket gone, the layer down: the tab is over
             await self.layer.send(tab, {"type": "rtc.event", "event": frame})
@@ -165,6 +178,13 @@ class BrowserRing:
         elif kind in ("rtc.candidate", "rtc.dtmf", "rtc.hold"):
             if tab == self.answering and self.leg is not None:
                 await signal_taken(self.leg, message)
+        elif kind in ("rtc.consult", "rtc.consult_complete", "rtc.consult_cancel"):
+            if tab != self.answering:
+                return  # a tab that did not take the call: the socket allows none
+            if self.on_consult is not None:
+                self.on_consult(kind, message)
+            elif kind == "rtc.consult":
+                await self.tell("call_consult", status="returned", reason="failed")
         elif kind == "rtc.hangup":
             self.tabs.discard(tab)
             if tab == self.answering or not self.tabs:

@@ -534,3 +534,135 @@ def test_a_recorded_call_the_tab_takes_has_the_caller_left_and_the_tab_right(
     left, right = channel_stat(wav_path, 1), channel_stat(wav_path, 2)
     assert left["rms"] > 0.1 and abs(left["hz"] - CALLER_HZ) < 60, left
     assert right["rms"] > 0.02 and abs(right["hz"] - TAB_HZ) < 100, right
+
+
+def consult_target(tmp_path, relay, target: str, *, calls: int = 1) -> Sipp:
+    """SIPp on the trunk as the phone a tab consults: `target` answers after 0.5 s, plays its
+    capture (PCMA) and waits for Relay's BYE; any other number rings until cancelled."""
+    return Sipp(
+        tmp_path / "target",
+        "forward_target",
+        port=relay.trunk_port,
+        calls=calls,
+        answering=re.escape(target),
+        codec=PCMA,
+        codec_name="PCMA",
+        answer_ms=500,
+        actions=f'  <nop><action><exec play_pcap_audio="{SIPP_SHARE}/g711a.pcap"/></action></nop>',
+    )
+
+
+def test_consult_talks_to_the_target_while_the_caller_holds_and_complete_hands_the_caller_on(
+    real_hashers, relay, phone_page, inspector, user, tmp_path
+):
+    # Issue 58, an attended transfer: Consult has the agent call the number in the Transfer
+    # field (SIPp answers and plays its capture) with the caller on hold; the tab hears the
+    # target; Complete bridges caller and target and ends the tab's side.
+    page = phone_page
+    target = "+441134960300"
+    number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
+    log_in(page, relay.base, user)
+    switch_on(page)
+    phone = consult_target(tmp_path, relay, target)
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=9000
+    )
+    page.get_by_role("button", name="Answer").click(timeout=DEADLINE_MS)
+    page.get_by_role("button", name="Hang up").wait_for(timeout=DEADLINE_MS)
+    page.get_by_label("Transfer to").fill(target)
+    page.get_by_role("button", name="Consult").click()
+
+    complete = page.get_by_role("button", name="Complete")
+    page.get_by_text(re.compile(rf"^On a call with {re.escape(target)}; ")).wait_for(
+        timeout=DEADLINE_MS
+    )
+    assert complete.is_enabled()
+    assert not page.get_by_label("Transfer to").is_visible()
+    inspector.look(page, "phone-consulting")
+    # The target's capture reaches the page (the caller, on hold, is not relayed to it).
+    heard = page.evaluate(RECEIVED_ENERGY)
+    until_page(page, RECEIVED_ENERGY, lambda energy: energy > heard, "the target in the page")
+
+    complete.click()
+    page.get_by_text(f"The call was transferred to {target}.").wait_for(timeout=DEADLINE_MS)
+    assert caller.finish() == 0, caller
+    assert phone.finish() == 0, phone  # answered, then Relay's BYE after the caller's
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.forwarded_to, record.transferred_to) == (
+        CallStatus.ANSWERED,
+        "browser",
+        target,
+    )
+    match = wait_until(
+        lambda: re.search(
+            rf"inbound call {re.escape(record.sip_call_id)}, consulting: bridged \d+ s .*"
+            r"relayed \d+ packets to the target, (\d+) to the caller",
+            relay.log_path.read_text(),
+        ),
+        deadline=10,
+        what="the transfer's bridge log line",
+    )
+    assert int(match[1]) >= 50, match[0]  # the caller heard the target once handed on
+    assert inspector.violations == []
+
+
+def test_cancel_of_a_consultation_ringing_or_answered_brings_the_tab_back_to_the_caller(
+    real_hashers, relay, phone_page, user, tmp_path
+):
+    # As in the hold test, the caller's SDP names a socket of the test's: it hears the tab,
+    # the music on hold while the tab consults (a number SIPp lets ring, then one it
+    # answers), and the tab again after each Cancel.
+    page = phone_page
+    target, unanswered = "+441134960300", "+441134960301"
+    number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
+    phone = consult_target(tmp_path, relay, target, calls=2)
+    recorder = Recorder()
+    try:
+        log_in(page, relay.base, user)
+        switch_on(page)
+        caller = call_in(
+            relay.agent,
+            tmp_path,
+            "reinvite_caller",
+            number.number,
+            sdp_port=recorder.port,
+            actions='  <pause milliseconds="14000"/>\n',
+        )
+        page.get_by_role("button", name="Answer").click(timeout=DEADLINE_MS)
+        page.get_by_role("button", name="Hang up").wait_for(timeout=DEADLINE_MS)
+        wait_until(lambda: len(recorder.packets) >= 25, deadline=15, what="the tab's audio")
+
+        transfer_to = page.get_by_label("Transfer to")
+        transfer_to.fill(unanswered)
+        page.get_by_role("button", name="Consult").click()
+        page.get_by_text(re.compile(rf"^Calling {re.escape(unanswered)} for you")).wait_for(
+            timeout=DEADLINE_MS
+        )
+        assert not page.get_by_role("button", name="Complete").is_enabled()  # not answered
+        wait_until(lambda: held_by(recorder).endswith("m" * 25), deadline=15, what="music")
+        page.get_by_role("button", name="Cancel").click()
+        page.get_by_text(re.compile("^You cancelled the consultation: back on")).wait_for(
+            timeout=DEADLINE_MS
+        )
+        wait_until(lambda: re.search(r"m+o{25,}$", held_by(recorder)), deadline=15, what="tab")
+
+        transfer_to.fill(target)
+        page.get_by_role("button", name="Consult").click()
+        page.get_by_text(re.compile(rf"^On a call with {re.escape(target)}; ")).wait_for(
+            timeout=DEADLINE_MS
+        )
+        page.get_by_role("button", name="Cancel").click()
+        page.get_by_text(re.compile("^You cancelled the consultation: back on")).wait_for(
+            timeout=DEADLINE_MS
+        )
+        assert page.get_by_role("button", name="Hang up").is_visible()
+        wait_until(lambda: re.search(r"m+o{25,}$", held_by(recorder)), deadline=15, what="tab")
+        assert phone.finish() == 0, phone  # the first CANCELed, the second BYE'd
+        page.get_by_text(re.compile("^The call ended")).wait_for(timeout=40_000)
+        assert caller.finish() == 0, caller
+    finally:
+        recorder.close()
+    assert re.fullmatch(r"o+m+o+m+o+", held_by(recorder)), held_by(recorder)
+    [record] = wait_for_records(number, 1)
+    assert (record.forwarded_to, record.transferred_to) == ("browser", None)

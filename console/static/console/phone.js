@@ -25,6 +25,10 @@
     hold: panel.querySelector(".phone-hold"),
     hangup: panel.querySelector(".phone-hangup"),
     transfer: panel.querySelector(".phone-transfer"),
+    consult: panel.querySelector(".phone-consult"),
+    consulting: panel.querySelector(".phone-consulting"),
+    complete: panel.querySelector(".phone-complete"),
+    cancel: panel.querySelector(".phone-cancel"),
     keypad: panel.querySelector(".phone-keypad"),
     audio: new Audio(), // the caller's voice; not in the page: a player there is a message's
   };
@@ -235,6 +239,7 @@
     showHeld(false);
     el.transfer.hidden = !details.call; // a ring taken (an inbound call), not a call placed
     el.transfer.querySelector("[name=to]").value = "";
+    showConsulting(null);
     say("On a call with " + details.label + ".");
     el.hangup.focus();
   }
@@ -250,6 +255,7 @@
     stop(details.stream);
     el.audio.srcObject = null;
     el.talking.hidden = true;
+    el.consulting.hidden = true;
     showSwitch();
     if (text) say(text);
     if (dial) dial.querySelector("button[type=submit]").disabled = false;
@@ -302,6 +308,87 @@
       warn("Relay cannot be reached just now: try again in a moment.");
     }
   });
+
+  // Consult (issue 58, an attended transfer): the caller holds (music) while the agent calls
+  // the number in the Transfer field and this tab talks with it once it answers; Complete puts
+  // the caller through to it (this tab's side ends), Cancel comes back to the caller. The
+  // frames are call_consult, call_consult_complete and call_consult_cancel.
+  function showConsulting(to) {
+    var consulting = !!to;
+    el.consulting.hidden = !consulting;
+    el.transfer.hidden = consulting || !(call && call.call);
+    el.complete.disabled = true;
+    if (call) {
+      call.consulting = to;
+      call.consultAnswered = false;
+    }
+  }
+
+  function consultFrame(type) {
+    return { type: type, call: call.call, ring: call.ring };
+  }
+
+  el.consult.addEventListener("click", function () {
+    if (!call || !call.call || !call.talking || call.transferring || call.consulting) return;
+    var field = el.transfer.querySelector("[name=to]");
+    var to = field.value.trim();
+    if (!to) { field.reportValidity(); return; }
+    warn("");
+    var frame = consultFrame("call_consult");
+    frame.to = to;
+    call.asked = "call_consult";
+    if (!send(frame)) {
+      call.asked = null;
+      warn("Relay cannot be reached just now: try again in a moment.");
+    }
+  });
+
+  [[el.complete, "call_consult_complete"], [el.cancel, "call_consult_cancel"]].forEach(
+    function (pair) {
+      pair[0].addEventListener("click", function () {
+        if (!call || !call.consulting) return;
+        warn("");
+        call.asked = pair[1];
+        if (!send(consultFrame(pair[1]))) {
+          call.asked = null;
+          warn("Relay cannot be reached just now: try again in a moment.");
+        }
+      });
+    });
+
+  var RETURNED = {
+    canceled: "You cancelled the consultation",
+    no_answer: "did not answer",
+    busy: "was busy",
+    failed: "could not be reached",
+    hung_up: "hung up",
+  };
+
+  function consulted(frame) {
+    if (frame.status === "consulting") {
+      call.asked = null;
+      showConsulting(frame.to);
+      say("Calling " + frame.to + " for you; " + call.label + " is on hold, hearing music.");
+      el.cancel.focus();
+    } else if (frame.status === "answered" && call.consulting) {
+      call.consultAnswered = true;
+      el.complete.disabled = false;
+      say("On a call with " + frame.to + "; " + call.label + " is on hold. " +
+        "Complete puts them through, Cancel brings you back.");
+      el.complete.focus();
+    } else if (frame.status === "completing" || frame.status === "canceling") {
+      call.asked = null;
+    } else if (frame.status === "completed") {
+      call.transferring = frame.to;
+    } else if (frame.status === "returned") {
+      var to = call.consulting || frame.to;
+      showConsulting(null);
+      var why = RETURNED[frame.reason] || "could not be reached";
+      say((frame.reason === "canceled" ? why : to + " " + why) +
+        ": back on the call with " + call.label + ".");
+      el.hangup.focus();
+    }
+  }
 
   el.keypad.addEventListener("click", function (event) {
     var key = event.target.closest("button[data-key]");
@@ -356,6 +443,11 @@
         "On a call with " + call.label + ".");
       return;
     }
+    if (frame.type === "call_consult" || frame.type === "call_consult_complete" ||
+        frame.type === "call_consult_cancel") {
+      if (call && call.ring && frame.ring === call.ring) consulted(frame);
+      return;
+    }
     if (frame.type === "call_transfer" && call && frame.call === call.call) {
       say("Transferring " + call.label + " to " + frame.to + "…");
       return;
@@ -384,6 +476,11 @@
       if (["completed", "busy", "no_answer", "failed", "canceled"].indexOf(frame.status) !== -1) {
         ended(call, "The call ended (" + frame.status.replace("_", " ") + ").");
       }
+      return;
+    }
+    if (frame.type === "error" && call && concerns(frame, call) && call.asked) {
+      call.asked = null; // a consultation's step refused: the call goes on as it was
+      warn(frame.error);
       return;
     }
     if (frame.type === "error" && call && concerns(frame, call) && call.transferring) {
