@@ -16,6 +16,9 @@ agent's side; docs/websocket.md the frames).
 - `rtc_candidate`, `rtc_dtmf` (the keypad's keys) and `rtc_hold` for a call this socket
   placed from the browser go to the agent that answered its offer (the `peer` its
   `rtc_answer` came with).
+- A ring this socket took may be consulted on, then completed or cancelled (an attended
+  transfer, issue 58: CONSULT_FRAMES, checked by the consumer and realtime.services): each
+  goes to the ring's agent, which takes it only from the tab that talks.
 - Switching the phone off, or the socket closing, leaves every ring it was in.
 """
 

@@ -14,7 +14,10 @@
   answered seconds run short).
 - Given a `transfer` (forwarding's, telephony.inbound.transfer), the bridged SIP target may
   hand the call on with REFER (RFC 3515): the bridge ends, the transfer dials its target for
-  the party, and the result carries how that went (`transfer`).
+  the party, and the result carries how that went (`transfer`). A bridged tab may consult
+  someone first (the browser phone's Consult, issue 58): the bridge ends the same way, and
+  the transfer's `consult` holds the party, lets the tab talk with the target, and hands the
+  party on (Complete) or gives it back to the tab (Cancel, or no answer).
 - The result says how it went: `completed` (bridged, with the target and the seconds),
   `busy`, `no_answer` or `failed` (nobody could be dialled, or every leg failed).
 """

@@ -22,7 +22,8 @@ number with a list, when the agent has room for its legs (ring_places).
   bridge reaches its cap.
 - A bridged SIP target may hand the call on with REFER (blind transfer, issue 58:
   telephony.inbound.transfer): the caller is bridged to the new target, or, when it does not
-  take the call, voicemail answers; the call is recorded `answered` either way.
+  take the call, voicemail answers; the call is recorded `answered` either way. A tab that
+  took the call may consult someone first (an attended transfer, BlindTransfer.consult).
 - No leg accepted (no answer within ringSeconds, busy, failed, declined): run() returns
   False, and voicemail answers. A caller who hangs up first is `missed`, every leg CANCELed.
 """

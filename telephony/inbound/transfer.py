@@ -17,6 +17,10 @@
   it, so that the target swaps its own call with the phone for this one; when the target does
   not take it, the phone is told so but kept, and telephony.dial bridges the caller back to
   it.
+- Attended from the browser phone (`consult`): a tab's Consult holds the caller (music),
+  dials the target as a `consult_target` leg and bridges it to the tab; Complete hands the
+  caller on (the leg becomes the `transfer_target`), Cancel or a target that does not take
+  the consultation gives the caller back to the tab (docs/telephony.md).
 """
 
 from __future__ import annotations
