@@ -612,11 +612,12 @@ def test_cancel_of_a_consultation_ringing_or_answered_brings_the_tab_back_to_the
 ):
     # As in the hold test, the caller's SDP names a socket of the test's: it hears the tab,
     # the music on hold while the tab consults (a number SIPp lets ring, then one it
-    # answers), and the tab again after each Cancel.
+    # answers), and the tab again after each Cancel. Then the caller hangs up during a third
+    # consultation: the target is CANCELed and the tab told the call ended.
     page = phone_page
     target, unanswered = "+441134960300", "+441134960301"
     number = NumberFactory(owner=user, alias="Shop", forward_targets=["browser"])
-    phone = consult_target(tmp_path, relay, target, calls=2)
+    phone = consult_target(tmp_path, relay, target, calls=3)
     recorder = Recorder()
     try:
         log_in(page, relay.base, user)
@@ -658,11 +659,17 @@ def test_cancel_of_a_consultation_ringing_or_answered_brings_the_tab_back_to_the
         )
         assert page.get_by_role("button", name="Hang up").is_visible()
         wait_until(lambda: re.search(r"m+o{25,}$", held_by(recorder)), deadline=15, what="tab")
-        assert phone.finish() == 0, phone  # the first CANCELed, the second BYE'd
+
+        transfer_to.fill(unanswered)
+        page.get_by_role("button", name="Consult").click()
+        page.get_by_text(re.compile(rf"^Calling {re.escape(unanswered)} for you")).wait_for(
+            timeout=DEADLINE_MS
+        )
         page.get_by_text(re.compile("^The call ended")).wait_for(timeout=40_000)
-        assert caller.finish() == 0, caller
+        assert caller.finish() == 0, caller  # it hung up as the third one rang
+        assert phone.finish() == 0, phone  # CANCELed, BYE'd, CANCELed
     finally:
         recorder.close()
-    assert re.fullmatch(r"o+m+o+m+o+", held_by(recorder)), held_by(recorder)
+    assert re.fullmatch(r"o+m+o+m+o+m+", held_by(recorder)), held_by(recorder)
     [record] = wait_for_records(number, 1)
     assert (record.forwarded_to, record.transferred_to) == ("browser", None)
