@@ -173,7 +173,6 @@ class BlindTransfer:
         call, db, ledger = forwarder.call, forwarder.db, forwarder.ledger
         label = f"inbound call {call.sip_call_id}, consulting"
         target = asked.target
-        self.to = target
         if await self.check(target) is not None:
             await ring.tell("call_consult", status="returned", reason="failed", to=target)
             return DialResult("failed")
