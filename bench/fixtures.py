@@ -302,6 +302,7 @@ FORWARD_EMAIL = "bench-forward@relay.example"
 # user first. Birmingham's drama range: Ofcom's, never a real line.
 FORWARD_NUMBER = "+441214960990"
 FORWARD_TARGET = "+441134960990"
+TRANSFER_TARGET = "+441134960994"  # sip_transfer's: who FORWARD_TARGET hands its calls on to
 
 
 def _own_number(email: str, e164: str, **fields):

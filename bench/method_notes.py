@@ -275,6 +275,24 @@ METHOD_NOTES = """\
   CPU (and its espeak-ng and sox) from the callers' start to the last call's end, over the
   calls. Each recording is read back: its WAV's frames (from its header) against the
   bridge's length the agent logged with it.
+- **sip_transfer** (issue 58): blind transfers on one agent (`SIP_AGENTS=1`, 3 places a
+  call). SIPp places the calls at a steady rate (10 a second in the full run, `-r`;
+  `forward_caller.xml`, no audio, hanging up 4 s after its answer) to the number forwarding
+  to one phone (+44 113 496 0990, sip_forward_cpu's). The trunk is one SIPp running the
+  transfer tests' own scenario (`harness/sipp/transfer_phones.xml`): the phone rings 300 ms,
+  answers, and 1 s after its ACK sends REFER in that dialog, its `Refer-To` a `tel:` URI of
+  the target (+44 113 496 0994), takes the 202, the NOTIFYs ("100 Trying", then "200 OK")
+  and the agent's BYE; the target rings 300 ms, answers and plays SIPp's capture until the
+  caller hangs up. **The REFER to the target's first ring** is, per call, from the moment the
+  trunk SIPp sent the phone's REFER (its first transmission) to the moment the same SIPp
+  received the agent's INVITE to the target, which is when the target starts ringing (it
+  sends its 180 at once): both read from that one SIPp's message log, so one process's
+  clock. The two are paired through the ledger: the call's phone leg's Call-ID and its
+  transfer leg's. It holds what the agent does in between: the 202, the policy and quota
+  check as the owner, the NOTIFY "100 Trying", the unbridge, the transfer leg written, and
+  the INVITE sent. p95 over the calls (the note has p50 and the worst). A call counts as
+  lost unless it is recorded answered with its transfer leg answered. A warm-up call (a
+  whole transfer) comes first and is not counted.
 - **sip_edge_400** and **sip_edge_rolling** (issue 42): calls from the trunk through the shipped
   SIP edge, `deploy/kamailio/relay-edge.cfg` as it is with its default probe interval (5 s)
   and timeout (2 s), to two telephony agents. One SIPp is every caller (`edge_caller.xml`: it

@@ -69,6 +69,8 @@ class Profile:
     recorded_calls: int  # sip_recorded: recorded forwarded calls at once, and its baseline's
     recorded_talk_seconds: float  # each caller talks this long once answered
     recorded_rounds: int  # batches of each kind, alternated unrecorded, recorded, ...
+    transfer_calls: int  # sip_transfer: forwarded calls whose phone hands them on by REFER
+    transfer_rate: float  # ... placed at this many a second
 
 
 FULL = Profile(
@@ -136,6 +138,8 @@ FULL = Profile(
     recorded_calls=50,
     recorded_talk_seconds=10,
     recorded_rounds=2,
+    transfer_calls=50,
+    transfer_rate=10,
 )
 
 SMOKE = Profile(
@@ -201,4 +205,6 @@ SMOKE = Profile(
     recorded_calls=4,
     recorded_talk_seconds=4,
     recorded_rounds=1,
+    transfer_calls=3,
+    transfer_rate=3,
 )

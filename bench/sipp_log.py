@@ -98,3 +98,15 @@ def requests(message_log: Path, method: str) -> dict[str, str]:
             if call_id and call_id not in found:
                 found[call_id] = block
     return found
+
+
+def first_sent(message_log: Path, method: str) -> dict[str, float]:
+    """Call-ID -> when SIPp first sent a `method` request in that call, epoch seconds (its
+    retransmissions left out): sip_transfer's REFERs from the phone."""
+    found: dict[str, float] = {}
+    for at, received, block in _messages(message_log):
+        if not received and re.search(rf"^{method} \S+ SIP/2\.0", block, re.MULTILINE):
+            call_id = _header("Call-ID", block)
+            if call_id and call_id not in found:
+                found[call_id] = at
+    return found

@@ -27,6 +27,7 @@ from bench.scenarios.sip_recorded import sip_recorded
 from bench.scenarios.sip_ring_group import sip_ring_group
 from bench.scenarios.sip_scripted import sip_scripted_100
 from bench.scenarios.sip_speech import sip_speech_gather
+from bench.scenarios.sip_transfer import sip_transfer
 from bench.scenarios.transcribe import transcribe_rtf
 from bench.scenarios.voicemail import voicemail_mail
 from bench.scenarios.ws import (
@@ -49,6 +50,7 @@ SCENARIOS = [("http_bare_asgi", http_bare_asgi), ("http_me", http_me),
              ("sip_forward_cpu", sip_forward_cpu),
              ("sip_forward_100", sip_forward_100), ("sip_browser_50", sip_browser_50),
              ("sip_ring_group", sip_ring_group), ("sip_recorded", sip_recorded),
+             ("sip_transfer", sip_transfer),
              ("sip_scripted_100", sip_scripted_100), ("sip_speech_gather", sip_speech_gather),
              ("sip_edge_400", sip_edge_400),
              ("sip_edge_rolling", sip_edge_rolling),

@@ -94,6 +94,7 @@ SHOWN: dict[str, dict[str, tuple]] = {
     "docs/benchmarks.md": {
         "+441134960991": (FORWARDED_TO,),  # sip_ring_group's first phone
         "+441134960990": (FORWARDED_TO,),  # sip_recorded's phone (bench.fixtures.FORWARD_TARGET)
+        "+441134960994": (FORWARDED_TO,),  # sip_transfer's target (fixtures.TRANSFER_TARGET)
     },
     "docs/decisions.md": {"+442079460001": (HELD,), "+442079460000": (HELD,)},
     "docs/errors.md": {"+441134960123": IN_EVERY_REFUSAL},
