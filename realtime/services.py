@@ -37,6 +37,7 @@ from core.counters import Drift, counters_recount
 from core.errors import ApplicationError, ErrorCode, InvalidRequest
 from core.fields import validated
 from core.phone import e164_valid
+from core.platform.compiled import CompiledQuery
 from core.recordings import recordings_delete_on_commit
 from history.tasks import schedule_transcription, transcript_status_for
 from realtime import pipeline, selectors, tasks
@@ -372,11 +373,24 @@ def call_recording_add(*, call: Call, recording_id, name: str, seconds: float) -
             schedule_transcription(recording_id)
 
 
+def _queued_query():
+    return Call.objects.filter(status=CallState.QUEUED).order_by().values("pk")[:1]
+
+
+# Compiled once per process: an agent with room asks every SIP_POLL_INTERVAL (20 times a
+# second by default) and nearly always finds nothing; building the claim's queryset cost
+# ten times running this (docs/benchmarks.md, sip_ring_group).
+_ANY_QUEUED = CompiledQuery(_queued_query)
+
+
 def calls_claim(*, limit: int, sip_call_id: Callable[[], str]) -> list[Call]:
     """The due calls a telephony agent won, at most `limit`, oldest first: each moved
     queued -> dialing (call_transition) and committed, with its SIP Call-ID
     (`sip_call_id()`) recorded, before the agent's INVITE exists. Of agents claiming at
-    once only one wins a call (the conditional UPDATE), so no call is dialled twice."""
+    once only one wins a call (the conditional UPDATE), so no call is dialled twice.
+    Nothing queued (the usual answer) is found by one compiled statement."""
+    if not _ANY_QUEUED.rows():
+        return []
     # Oldest first, by step_deadline (set at submit): the partial index of active calls.
     due = Call.objects.filter(status=CallState.QUEUED).order_by("step_deadline")
     claimed = []
