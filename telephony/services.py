@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
-from accounts.quotas import QuotaExceeded, quota_check, talk_grant, user_lock
+from accounts.quotas import Admission, QuotaExceeded, quota_check, talk_grant, user_lock
 from calls import services as ledger
 from calls.models import AnsweredBy, Call, Direction, Leg, LegKind, LegRole, Outcome
 from calls.states import ACTIVE_STATES, LegState
@@ -225,7 +225,8 @@ def dial_legs_open(
     a SIP URI whose host is no private address unless allowed, sip_target_problem), while
     the owner's plan quotas allow another call, and never a target this dial of this call
     dialled before (the unique rows). `entries` gives a target's (ring list entry, member)
-    for its row. The owner's row is locked meanwhile, as a submit locks it."""
+    for its row. The owner's row is locked meanwhile, as a submit locks it, and their use read
+    once (quotas.Admission), each leg written counting in it as a call created and up."""
     entries = entries or {}
     uris = [t for t in targets if t.lower().startswith(("sip:", "sips:"))]
     phones = [t for t in targets if t not in uris]
@@ -236,11 +237,13 @@ def dial_legs_open(
         allowed |= set(targets_dialable(targets=phones, owner=owner))
         before = Leg.objects.filter(call=call, dial=dial).values_list("phone", "sip_uri")
         dialled = {value for pair in before for value in pair if value}
+        admission = None  # the owner's use, read once for every leg (a ring list's several)
         for target in targets:
             if target not in allowed or target in dialled or target not in sip_call_ids:
                 continue
             try:
-                quota_check(user=owner, now=timezone.now())
+                admission = admission or Admission(user=owner, now=timezone.now())
+                admission.admit()
             except QuotaExceeded:
                 break
             entry, member = entries.get(target, (None, None))
