@@ -169,62 +169,76 @@ class BlindTransfer:
         it back to the caller (telephony.dial). The tab gone meanwhile: the caller is handed on
         all the same (answered now, or when it answers; voicemail when it does not), never
         left in silence. Returns the consultation's dial's result."""
+        if await self.check(asked.target) is not None:
+            await ring.tell("call_consult", status="returned", reason="failed", to=asked.target)
+            return DialResult("failed")
+        return await Consultation(self.forwarder, asked.target, ring, ring_over).run()
+
+
+class Consultation:
+    """One consultation of BlindTransfer.consult, its target checked: the tab's Complete and
+    Cancel as they arrive (`on_consult`, from the ring), the dial of the target, and what the
+    tab is told."""
+
+    def __init__(self, forwarder, target: str, ring, ring_over: asyncio.Future) -> None:
+        self.forwarder, self.target, self.ring, self.ring_over = forwarder, target, ring, ring_over
+        self.call = forwarder.call
+        self.label = f"inbound call {self.call.sip_call_id}, consulting"
+        self.complete, self.cancel = asyncio.Event(), asyncio.Event()
+        self.talked = False
+        self.dial: Dial | None = None
+
+    def on_consult(self, kind: str, message: dict) -> None:
+        if kind == "rtc.consult_complete":
+            self.complete.set()
+        elif kind == "rtc.consult_cancel":
+            self.cancel.set()
+            if not self.talked and self.dial is not None:
+                for sip in self.dial.sips.values():  # still ringing: CANCEL
+                    sip.hang_up()
+
+    async def answered(self) -> bool:
+        """The target answered: the tab talks with it until the consultation is settled.
+        True when the caller is handed on (Complete, or the tab gone meanwhile)."""
+        call, ring, target = self.call, self.ring, self.target
+        leg, sip = self.dial.winner.result()
+        target_over = self.dial.tasks[leg.target]
+        self.talked = True
+        if not self.ring_over.done() and not self.cancel.is_set():
+            tab, other = ring.stream, sip.stream
+            tab.bridge, other.bridge = other, tab
+            logger.info("%s: the target answered; the tab talks with it", self.label)
+            await ring.tell("call_consult", status="answered", to=target)
+            try:
+                await race(
+                    target_over,
+                    call.ended.wait(),
+                    self.ring_over,
+                    self.complete.wait(),
+                    self.cancel.wait(),
+                    keep=(target_over, self.ring_over),
+                )
+            finally:
+                tab.bridge = other.bridge = None
+        if call.ended.is_set() or target_over.done() or self.cancel.is_set():
+            return False
+        # Completed, or the tab left as it consulted: the caller is handed on.
+        await self.forwarder.db(services.consult_leg_completed)(leg=leg)
+        call.stream.stop_music()
+        logger.info("%s: the transfer completed; the caller is handed on", self.label)
+        await ring.tell("call_consult", status="completed", to=target)
+        ring.hang_up()
+        return not call.ended.is_set()
+
+    def _dial(self) -> Dial:
         forwarder = self.forwarder
         call, db, ledger = forwarder.call, forwarder.db, forwarder.ledger
-        label = f"inbound call {call.sip_call_id}, consulting"
-        target = asked.target
-        if await self.check(target) is not None:
-            await ring.tell("call_consult", status="returned", reason="failed", to=target)
-            return DialResult("failed")
-        complete, cancel = asyncio.Event(), asyncio.Event()
-        talked: list[bool] = []
-        dial: Dial | None = None
-
-        def on_consult(kind: str, message: dict) -> None:
-            if kind == "rtc.consult_complete":
-                complete.set()
-            elif kind == "rtc.consult_cancel":
-                cancel.set()
-                if not talked and dial is not None:
-                    for sip in dial.sips.values():  # still ringing: CANCEL
-                        sip.hang_up()
-
-        async def answered() -> bool:
-            leg, sip = dial.winner.result()
-            target_over = dial.tasks[leg.target]
-            talked.append(True)
-            if not ring_over.done() and not cancel.is_set():
-                tab, other = ring.stream, sip.stream
-                tab.bridge, other.bridge = other, tab
-                logger.info("%s: the target answered; the tab talks with it", label)
-                await ring.tell("call_consult", status="answered", to=target)
-                try:
-                    await race(
-                        target_over,
-                        call.ended.wait(),
-                        ring_over,
-                        complete.wait(),
-                        cancel.wait(),
-                        keep=(target_over, ring_over),
-                    )
-                finally:
-                    tab.bridge = other.bridge = None
-            if call.ended.is_set() or target_over.done() or cancel.is_set():
-                return False
-            # Completed, or the tab left as it consulted: the caller is handed on.
-            await db(services.consult_leg_completed)(leg=leg)
-            call.stream.stop_music()
-            logger.info("%s: the transfer completed; the caller is handed on", label)
-            await ring.tell("call_consult", status="completed", to=target)
-            ring.hang_up()
-            return not call.ended.is_set()
-
         caller, headers = forwarder.caller_from()
-        dial = Dial(
+        return Dial(
             ua=forwarder.ua,
             party=call,
             gone=call.ended.wait,
-            targets=[target],
+            targets=[self.target],
             ring_seconds=forwarder.number.forward_ring_seconds,
             caller=caller,
             headers=headers,
@@ -237,27 +251,31 @@ class BlindTransfer:
                 ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
             ),
             leg_done=_kept,
-            label=label,
-            answer=answered,
+            label=self.label,
+            answer=self.answered,
             music=forwarder.music,
         )
-        ring.on_consult = on_consult
+
+    async def run(self) -> DialResult:
+        call, ring = self.call, self.ring
+        self.dial = self._dial()
+        ring.on_consult = self.on_consult
         call.stream.start_music()
-        logger.info("%s: the caller holds; dialling the consultation's target", label)
+        logger.info("%s: the caller holds; dialling the consultation's target", self.label)
         try:
-            result = await dial.run()
+            result = await self.dial.run()
         finally:
             ring.on_consult = None
             call.stream.stop_music()
-        logger.info("%s: the consultation's dial ended: %s", label, result.status)
-        if result.status != "completed" and not ring_over.done() and not call.ended.is_set():
-            if cancel.is_set():
+        logger.info("%s: the consultation's dial ended: %s", self.label, result.status)
+        if result.status != "completed" and not self.ring_over.done() and not call.ended.is_set():
+            if self.cancel.is_set():
                 reason = "canceled"
-            elif talked:
+            elif self.talked:
                 reason = "hung_up"
             else:
                 reason = result.status
-            await ring.tell("call_consult", status="returned", reason=reason, to=target)
+            await ring.tell("call_consult", status="returned", reason=reason, to=self.target)
         return result
 
 
