@@ -250,6 +250,29 @@ Content-Length: 0
     )
 
 
+def hang_up(*, after_ms: int, cseq: int = 20) -> str:
+    """SIPp steps of a party in harness/sipp/transfer_phones.xml (a UAS that answered Relay's
+    INVITE): wait `after_ms`, send its own BYE in the dialog, take the 200, and end the call
+    there (no BYE from Relay follows)."""
+    return f"""  <pause milliseconds="{after_ms}"/>
+  <send retrans="500">
+    <![CDATA[
+BYE [$relay_contact] SIP/2.0
+Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+Max-Forwards: 70
+From:[$invite_to];tag=[pid]SIPpTag01[call_number]
+To:[$relay_from]
+Call-ID: [call_id]
+CSeq: {cseq} BYE
+Contact: <sip:[local_ip]:[local_port];transport=[transport]>
+Content-Length: 0
+
+    ]]>
+  </send>
+  <recv response="200" next="end"/>
+"""
+
+
 def notified(*statuses: str) -> str:
     """SIPp steps of that phone: receive a NOTIFY (`Event: refer`, a message/sipfrag body)
     for each of `statuses` in order ("100 Trying", "200 OK"...), checking its body, and answer

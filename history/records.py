@@ -138,10 +138,12 @@ def _forwarded_phone():
 
 def _transferred_to():
     """The phone or SIP URI a call a person answered (on a phone or a tab) was handed on to
-    (issue 58: its `transfer_target` leg that took it, else one tried), else null."""
+    (issue 58: its last `transfer_target` leg that took it, else the last one tried), else
+    null. A call may be handed on again by whoever took it, each a dial of its own: the
+    latest dial wins, sorted among the call's few legs (its row's subquery alone)."""
     legs = (
         Leg.objects.filter(call=OuterRef("pk"), role=LegRole.TRANSFER_TARGET)
-        .order_by()  # no sort: the one taken, else any (one unless an attended one failed)
+        .order_by("-dial")
         .annotate(reached=Coalesce(NullIf("phone", Value("")), "sip_uri"))
     )
     taken = legs.filter(answered_at__isnull=False)

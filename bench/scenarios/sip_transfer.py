@@ -71,7 +71,7 @@ def sip_transfer(b: Bench) -> None:
     trunk = Sipp(workdir / "trunk", "transfer_phones", port=trunk_port, calls=2 * (1 + n),
                  timeout=180, phone=re.escape(fixtures.FORWARD_TARGET),
                  target=re.escape(fixtures.TRANSFER_TARGET), answer_ms=forward.ANSWER_MS,
-                 phone_actions=_phone_steps())  # fmt: skip
+                 phone_actions=_phone_steps(), relayer="none", target_actions="")  # fmt: skip
     agents = callers = None
     run = _Batch()
     try:

@@ -43,7 +43,7 @@ from core.webrtc import BROWSER
 from history.models import ANONYMOUS_CALLER, CallStatus
 from telephony import services
 from telephony.dial import Dial, Ledger, RingTarget, diversion, number_music, recorded_for
-from telephony.inbound.transfer import BlindTransfer
+from telephony.inbound.transfer import BlindTransfer, last_transfer
 from telephony.inbound.voicemail import Voicemail
 from telephony.sip.race import race, won
 from telephony.sip.uac import OutboundCall
@@ -154,7 +154,7 @@ class Forwarder:
     def _transfer_missed(self, result) -> bool:
         """Whether the bridged target handed the call on (REFER, telephony.inbound.transfer)
         to a target that did not take it, the caller still on the line."""
-        transfer = result.transfer
+        transfer = last_transfer(result)
         return (
             transfer is not None and transfer.status != "completed" and not self.call.ended.is_set()
         )

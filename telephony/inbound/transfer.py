@@ -10,6 +10,9 @@
   seconds. The phone's leg stays up meanwhile.
 - The target answers: the phone is told "SIP/2.0 200 OK" (the last NOTIFY), its leg is hung
   up (BYE), and the caller is bridged to the target until either hangs up (telephony.dial).
+  That target may hand the caller on again, as the phone did (its REFER, or the API): the
+  transfer's own dial takes this transfer, so each hand-on is a dial inside the last one's
+  bridge and a `transfer_target` leg of its own.
 - It does not (no answer, busy, refused, nothing dialled): the phone is told the target's
   final response and hung up, and the caller goes to voicemail (the forwarder runs it), never
   to silence.
@@ -56,15 +59,18 @@ def _kept() -> None:
 
 class BlindTransfer:
     """The Transfer (telephony.dial) of a forwarded call: `forwarder` is its
-    forwarding.Forwarder, whose caller, number, ledger and From the transfer's leg shares."""
+    forwarding.Forwarder, whose caller, number, ledger and From the transfer's leg shares
+    (or their like for the callee of a call from the browser, telephony.outbound_transfer,
+    with the log's `label`)."""
 
-    def __init__(self, forwarder) -> None:
+    def __init__(self, forwarder, *, label: str = "") -> None:
         self.forwarder = forwarder
         self.to: str | None = None  # the target of the transfer taken, once one is
+        self._label = label  # "": the forwarded call's
 
     @property
     def label(self) -> str:
-        return f"inbound call {self.forwarder.call.sip_call_id}, transferred"
+        return self._label or f"inbound call {self.forwarder.call.sip_call_id}, transferred"
 
     async def check(self, target: str) -> Refusal | None:
         problem = await self.forwarder.db(services.transfer_target_refusal)(
@@ -136,17 +142,14 @@ class BlindTransfer:
             ring_seconds=forwarder.number.forward_ring_seconds,
             caller=caller,
             headers=headers,
-            ledger=Ledger(
-                open=lambda sip_call_ids: db(services.transfer_legs_open)(
-                    call=ledger, sip_call_ids=sip_call_ids
-                ),
-                bridged=lambda leg: db(services.dial_leg_bridged)(leg=leg),
-                unbridged=lambda leg: db(services.dial_leg_unbridged)(leg=leg),
-                ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
-            ),
+            ledger=transfer_ledger(db, ledger),
             leg_done=_kept,
             label=self.label,
             answer=answered,
+            music=forwarder.music,
+            # The target that took the call may hand it on again (its own REFER, the API):
+            # each hand-on is a dial inside the last one's bridge.
+            transfer=self,
         )
         try:
             result = await dial.run()
@@ -279,6 +282,19 @@ class Consultation:
         return result
 
 
+def transfer_ledger(db, call) -> Ledger:
+    """The ledger of a transfer's dial of `call`: its `transfer_target` leg
+    (services.transfer_legs_open), in the agent's database thread `db`."""
+    return Ledger(
+        open=lambda sip_call_ids: db(services.transfer_legs_open)(
+            call=call, sip_call_ids=sip_call_ids
+        ),
+        bridged=lambda leg: db(services.dial_leg_bridged)(leg=leg),
+        unbridged=lambda leg: db(services.dial_leg_unbridged)(leg=leg),
+        ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
+    )
+
+
 async def _talked(leg) -> None:
     """A consultation's leg is not unbridged when the tab goes back to the caller: it talked
     (with the tab), and leg_ended gives it its seconds."""
@@ -303,3 +319,13 @@ def _final(dial: Dial) -> tuple[int, str]:
         if outcome.kind == "rejected" and outcome.code >= 300:
             return outcome.code, outcome.phrase or "Unknown"
     return NO_RESPONSE.get(dial._unbridged_status(), NO_RESPONSE["failed"])
+
+
+def last_transfer(result: DialResult) -> DialResult | None:
+    """The last hand-on of a call a dial bridged (`result.transfer`, and the transfer its
+    target made in turn...): whether the caller reached the last target is its status. None
+    when nobody handed the call on (or an attended transfer went back to its transferor)."""
+    transfer = result.transfer
+    while transfer is not None and transfer.transfer is not None:
+        transfer = transfer.transfer
+    return transfer
