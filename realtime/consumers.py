@@ -185,7 +185,10 @@ def _call_transfer(user, call_ref, frame: dict) -> dict:
     call, to = services.call_transfer(
         user=user, call_ref=str(call_ref), data={k: v for k, v in frame.items() if k == "to"}
     )
-    return {"type": "call_transfer", "call": str(call.pk), "to": to, "status": "transferring"}
+    reply = {"type": "call_transfer", "call": str(call.pk), "to": to, "status": "transferring"}
+    if call.call_id:  # a call placed from the browser: the tab's own name of it too
+        reply["callId"] = call.call_id
+    return reply
 
 
 @database_sync_to_async
@@ -408,9 +411,11 @@ class RelayConsumer(AsyncWebsocketConsumer):
         """`call_transfer` (issue 58): `POST /api/calls/:call/transfer` as a frame, for the
         browser phone's Transfer button: `{"type": "call_transfer", "call", "to"}`, answered
         `{"type": "call_transfer", "call", "to", "status": "transferring"}` or an error frame
-        (the API's codes; `ring` echoed when the frame names one)."""
+        (the API's codes; `ring` echoed when the frame names one). A call placed from this
+        browser may be named by its `callId` instead of `call`."""
+        call_ref = frame["call"] if "call" in frame else frame.get("callId")
         try:
-            reply = await _call_transfer(self.scope["user"], frame.get("call"), frame)
+            reply = await _call_transfer(self.scope["user"], call_ref, frame)
         except ApplicationError as exc:
             await self.send_error(exc, frame=frame)
         except (OperationalError, InterfaceError) as exc:

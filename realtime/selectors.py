@@ -1,5 +1,6 @@
 """Reads of outbound calls: the caller's own (a 404 for anything else) and their pages."""
 
+import contextlib
 import json
 import uuid
 from dataclasses import dataclass
@@ -130,6 +131,25 @@ def inbound_call_reachable(*, user: User, call_ref) -> Call:
         .first()
     )
     if call is None:
+        raise NotFound()
+    return call
+
+
+def call_transferable_find(*, user: User, call_ref) -> Call:
+    """The call a transfer names (`POST /api/calls/:call/transfer`, issue 58): an inbound call
+    `user` may reach by its ledger id (inbound_call_reachable), else an outbound call of
+    `user`'s own by its callId or its ledger id. NotFound for anything else (never saying
+    which)."""
+    try:
+        return inbound_call_reachable(user=user, call_ref=call_ref)
+    except NotFound:
+        pass
+    call = call_find(user=user, call_id=call_ref)
+    if call is None:
+        with contextlib.suppress(ValueError):
+            pk = uuid.UUID(str(call_ref))
+            call = Call.objects.filter(pk=pk, owner=user).first()
+    if call is None or call.direction != Direction.OUTBOUND:
         raise NotFound()
     return call
 

@@ -422,21 +422,71 @@ TRANSFERABLE_BY = (AnsweredBy.PERSON, AnsweredBy.BROWSER)
 
 
 def call_transfer(*, user: User, call_ref: str, data) -> tuple[Call, str]:
-    """`POST /api/calls/:call/transfer` (issue 58): hand the caller of an inbound call, bridged
-    now to one of its number's phones or tabs, on to `to` (a blind transfer). `call_ref` is
-    the call's ledger id; a call of a number `user` neither owns nor is an active member of,
-    or no such call, is NotFound. Checked here: the shape of `to` (400 naming it), the rate
-    of calls (RATE_LIMIT_CALLS_PER_USER: a transfer dials), the dialing policy and inventory
-    as for forwarding (destination_not_allowed, a SIP URI's host), and that the call is in
-    progress and bridged by its ring list, with no transfer or consultation under way or
-    done (else call_not_transferable). The agent holding the
-    call is told through the channel layer (events.call_group) once this commits; it checks
-    the target again as the owner (quotas too), dials it, and the caller goes to voicemail
-    when it does not answer. Returns the call and the target."""
-    call, to = _handing_on(user=user, call_ref=call_ref, data=data, by=TRANSFERABLE_BY)
+    """`POST /api/calls/:call/transfer` (issue 58): hand the other party of a bridged call on
+    to `to` (a blind transfer). Either an inbound call, bridged now to one of its number's
+    phones or tabs, or to whoever it was handed on to last (a second transfer), for its
+    number's owner or an active member; or an outbound call `user` placed from the browser
+    (`call_ref` its callId or ledger id), the tab bridged to the callee, or the callee to
+    whoever it was handed on to. `call_ref` of anything else is NotFound. Checked here: the
+    shape of `to` (400 naming it), the rate of calls (RATE_LIMIT_CALLS_PER_USER: a transfer
+    dials), the dialing policy and inventory as for forwarding (destination_not_allowed, a
+    SIP URI's host), and that the call is in progress and bridged, with no transfer ringing
+    and no consultation under way (else call_not_transferable; an outbound call that plays a
+    message or runs a script always is). The agent holding the call is told through the
+    channel layer (events.call_group) once this commits; it checks the target again as the
+    owner (quotas too) and dials it. Returns the call and the target."""
+    call = selectors.call_transferable_find(user=user, call_ref=call_ref)
+    if call.direction == Direction.OUTBOUND:
+        to = _outbound_handing_on(user=user, call=call, data=data)
+    else:
+        call, to = _handing_on(user=user, call_ref=call_ref, data=data, by=TRANSFERABLE_BY)
     events.send_on_commit(events.call_group(call.pk), {"type": "call.transfer", "to": to})
     logger.info("call %s: a transfer asked for by user %s", call.pk, user.pk)
     return call, to
+
+
+def _target_checked(*, user: User, owner: User, data) -> str:
+    """The `to` of a transfer or consultation, checked as the owner would dial it (the shape,
+    the policy, a SIP URI's host), the rate of calls counted for `user`."""
+    values = validated(CallTransferInput, data)
+    to = values["to"]
+    ratelimit.hit("calls:user", str(user.pk), settings.RATE_LIMIT_CALLS_PER_USER)
+    if to.startswith(("sip:", "sips:")):
+        if problem := sip_target_problem(to):
+            raise ApplicationError(
+                problem, code=ErrorCode.DESTINATION_NOT_ALLOWED, fields={"to": [problem]}
+            )
+    else:
+        dial_target_check(owner=owner, target=to, field="to")
+    return to
+
+
+def _transfer_ringing(call: Call) -> bool:
+    """Whether a transfer of `call` is dialling its target now (the target not answered)."""
+    return (
+        Leg.objects.filter(call=call, role=LegRole.TRANSFER_TARGET, answered_at__isnull=True)
+        .exclude(status=LegState.ENDED)
+        .exists()
+    )
+
+
+def _outbound_handing_on(*, user: User, call: Call, data) -> str:
+    """The checks of a transfer of an outbound call (call_transfer): a call from the browser
+    (one that plays a message or runs a script has no bridge to hand on: never transferable),
+    in progress, no transfer of it ringing."""
+    to = _target_checked(user=user, owner=user, data=data)
+    if not call.rtc_offer:
+        raise ApplicationError(
+            "Only a call placed from the browser can be handed on: this one plays a message "
+            "or runs a script.",
+            code=ErrorCode.CALL_NOT_TRANSFERABLE,
+        )
+    if call.status != CallState.IN_PROGRESS or _transfer_ringing(call):
+        raise ApplicationError(
+            f"The call is not in progress with its callee bridged now ({call.status}).",
+            code=ErrorCode.CALL_NOT_TRANSFERABLE,
+        )
+    return to
 
 
 def call_consult(*, user: User, call_ref: str, data) -> tuple[Call, str]:
@@ -476,39 +526,25 @@ def call_consult_decide(*, user: User, call_ref: str, complete: bool) -> Call:
 
 
 def _handing_on(*, user: User, call_ref: str, data, by: tuple) -> tuple[Call, str]:
-    """The checks a transfer and a consultation share (call_transfer); `by`: who may have
-    answered the call."""
+    """The checks a transfer and a consultation of an inbound call share (call_transfer);
+    `by`: who may have answered the call. Bridged: a leg of the ring list, or of a transfer
+    (the call handed on before: its target may hand it on again), answered and not ended;
+    a consultation is a tab's alone, so only the ring list's (the tab's) will do."""
     call = selectors.inbound_call_reachable(user=user, call_ref=call_ref)
-    values = validated(CallTransferInput, data)
-    to = values["to"]
-    ratelimit.hit("calls:user", str(user.pk), settings.RATE_LIMIT_CALLS_PER_USER)
     owner = User.objects.get(pk=call.owner_id)
-    if to.startswith(("sip:", "sips:")):
-        if problem := sip_target_problem(to):
-            raise ApplicationError(
-                problem, code=ErrorCode.DESTINATION_NOT_ALLOWED, fields={"to": [problem]}
-            )
-    else:
-        dial_target_check(owner=owner, target=to, field="to")
-    bridged = (
-        Leg.objects.filter(call=call, role=LegRole.FORWARD_TARGET, answered_at__isnull=False)
-        .exclude(status=LegState.ENDED)
-        .exists()
+    to = _target_checked(user=user, owner=owner, data=data)
+    consult = by == (AnsweredBy.BROWSER,)
+    roles = (
+        (LegRole.FORWARD_TARGET,) if consult else (LegRole.FORWARD_TARGET, LegRole.TRANSFER_TARGET)
     )
-    # One transfer a call; a consultation may follow another that went back to the tab.
-    transferred = Leg.objects.filter(call=call, role=LegRole.TRANSFER_TARGET).exists()
-    consulting = (
-        Leg.objects.filter(call=call, role=LegRole.CONSULT_TARGET)
-        .exclude(status=LegState.ENDED)
-        .exists()
-    )
-    if (
-        call.status != CallState.IN_PROGRESS
-        or call.answered_by not in by
-        or not bridged
-        or transferred
-        or consulting
-    ):
+    live = Leg.objects.filter(call=call).exclude(status=LegState.ENDED)
+    bridged = live.filter(role__in=roles, answered_at__isnull=False).exists()
+    # A consultation may follow another that went back to the tab, and a transfer may follow
+    # one taken (the new party hands it on again); never two at once.
+    busy = _transfer_ringing(call) or live.filter(role=LegRole.CONSULT_TARGET).exists()
+    if consult:
+        busy = busy or Leg.objects.filter(call=call, role=LegRole.TRANSFER_TARGET).exists()
+    if call.status != CallState.IN_PROGRESS or call.answered_by not in by or not bridged or busy:
         raise ApplicationError(
             f"The call is not bridged to one of its number's phones or tabs now ({call.status}).",
             code=ErrorCode.CALL_NOT_TRANSFERABLE,

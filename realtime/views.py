@@ -154,17 +154,21 @@ class CallViewSet(ResourceViewSet):
 
     @operation(
         "calls_transfer",
-        summary="Hand an inbound call on to someone else (blind transfer)",
+        summary="Hand a bridged call on to someone else (blind transfer)",
         description="For an inbound call of a number you own or are a member of, in progress "
-        "and bridged now to one of the number's phones or a console tab (by its ring list): "
-        "the agent holding the call dials `to` (a phone number, E.164, or a SIP URI) as the "
-        "number's owner and bridges the caller to it, ending the phone's or tab's side; a "
-        "target that does not answer sends the caller to voicemail. `:call` is the call's id "
-        "(a `call_record`'s `id`, an `incoming_call`'s `call`). 202: the agent was told. 404 "
-        "for another user's call or an unknown id; 400 for a bad `to` (naming it) or one the "
-        "dialing policy refuses (`destination_not_allowed`); 409 `call_not_transferable` for "
-        "a call that is not so bridged now (ringing, ended, voicemail, transferred already); "
-        "429 past `RATE_LIMIT_CALLS_PER_USER`, counted with the calls you place.",
+        "and bridged now to one of the number's phones or a console tab (by its ring list), or "
+        "to whoever it was handed on to last: the agent holding the call dials `to` (a phone "
+        "number, E.164, or a SIP URI) as the number's owner and bridges the caller to it, "
+        "ending the phone's or tab's side; a target that does not answer sends the caller to "
+        "voicemail. `:call` is the call's id (a `call_record`'s `id`, an `incoming_call`'s "
+        "`call`). For a call you placed from the browser (`:call` its `callId` or id), the "
+        "callee is handed on the same way and the tab's side ends; a target that does not "
+        "answer gives the callee back to the tab. 202: the agent was told. 404 for another "
+        "user's call or an unknown id; 400 for a bad `to` (naming it) or one the dialing "
+        "policy refuses (`destination_not_allowed`); 409 `call_not_transferable` for a call "
+        "that is not so bridged now (ringing, ended, voicemail, a transfer's target ringing, "
+        "an outbound call that plays a message or runs a script); 429 past "
+        "`RATE_LIMIT_CALLS_PER_USER`, counted with the calls you place.",
         request=(CallTransferInput, {"to": "+441134960456"}),
         responses={
             202: (

@@ -45,6 +45,7 @@ from telephony.dial import (
 )
 from telephony.inbound.routing import InboundDesk
 from telephony.outbound import BrowserRun, MessageRun, OutboundRun, ScriptedRun
+from telephony.outbound_transfer import BrowserCallTransfer
 from telephony.sip.message import new_sip_call_id
 from telephony.sip.ua import OutboundCall, Outcome, RegistrationError, UaConfig, UserAgent
 from telephony.speech import Speech
@@ -317,7 +318,11 @@ class TelephonyAgent:
         browser (it brings an offer), a scripted call, or a message."""
         record = live.record
         if record.rtc_offer:
-            return BrowserRun(record, ports=self.ua.config.rtc_ports, music=self._music(record))
+            music = self._music(record)
+            transfer = BrowserCallTransfer(ua=self.ua, db=_in_db_thread, record=record, music=music)
+            return BrowserRun(
+                record, ports=self.ua.config.rtc_ports, music=music, transfer=transfer
+            )
         if record.script is not None:
             return ScriptedRun(
                 record,

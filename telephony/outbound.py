@@ -7,7 +7,8 @@ agent speaks one language"):
 - a call from the browser (`BrowserRun`): the browser's leg answers its offer first (its
   answer sent to the owner's sockets), and is bridged to the call once answered; the tab
   gone, even while it rings, the call hangs up. An offer the leg cannot answer ends the call
-  `failed` with the reason.
+  `failed` with the reason. Once answered, the callee may be handed on to someone else
+  (a blind transfer, issue 58: telephony.outbound_transfer).
 
 The agent keeps the call's row and moves it (realtime.pipeline); a kind says what the call
 carries and how it ends, and writes nothing itself: a script's reports and recordings go
@@ -29,6 +30,7 @@ from realtime.providers import Step
 from telephony.detection import LEAVE_MESSAGE, Detected, DetectingTalk
 from telephony.dial import Dialing
 from telephony.machine_detection import DECIDE_SECONDS, SPEAK_CAP_SECONDS
+from telephony.outbound_transfer import BrowserCallTransfer
 from telephony.scripted import Report, ScriptedTalk, Store
 from telephony.sip.uac import OutboundCall
 from telephony.speech import Speech, SpeechError
@@ -162,9 +164,11 @@ class BrowserRun(OutboundRun):
         *,
         ports: range,
         music: Callable[[int], Awaitable[bytes | None]] | None = None,
+        transfer: BrowserCallTransfer | None = None,
     ) -> None:
         super().__init__(record)
         self.ports, self.music = ports, music
+        self.transfer = transfer  # the callee may be handed on (issue 58); None: never
         self.leg: BrowserLeg | None = None
         self.gone: asyncio.Future | None = None
 
@@ -190,12 +194,13 @@ class BrowserRun(OutboundRun):
         frame = {"type": "rtc_answer", "callId": record.call_id, "sdp": answer}
         message = {"type": "relay.event", "event": frame, "peer": leg.signals}
         await events.send_collected([(events.user_group(record.owner_id), message)])
-        self.leg, self.talk = leg, BrowserTalk(leg, music=self.music)
+        self.leg = leg
+        self.talk = BrowserTalk(leg, music=self.music, transfer=self.transfer)
         return None
 
     def placed(self, sip: OutboundCall) -> None:
         # The tab gone, even before this: the call hangs up too.
-        self.gone = asyncio.ensure_future(_hang_up_when_gone(sip, self.leg))
+        self.gone = asyncio.ensure_future(_hang_up_when_gone(sip, self.leg, self.transfer))
 
     async def close(self) -> None:
         if self.gone is not None:
@@ -204,11 +209,15 @@ class BrowserRun(OutboundRun):
             await self.leg.close()
 
 
-async def _hang_up_when_gone(sip: OutboundCall, leg: BrowserLeg) -> None:
+async def _hang_up_when_gone(
+    sip: OutboundCall, leg: BrowserLeg, transfer: BrowserCallTransfer | None
+) -> None:
     """The browser gone (its tab closed, its connection failed): the call too, ringing
-    (CANCEL) or answered (BYE)."""
+    (CANCEL) or answered (BYE); but not once the callee is being handed on (a transfer
+    taken): then the transfer's dial ends the call when it is over."""
     await leg.ended.wait()
-    sip.hang_up()
+    if transfer is None or not transfer.handing_on:
+        sip.hang_up()
 
 
 def _seconds_of(audio: dict[int, bytes]) -> float:

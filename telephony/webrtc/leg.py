@@ -38,6 +38,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from core.webrtc import G711, OfferRefused, ice_servers_for, offer_problem, offered_codec
+from telephony.sip.race import race, won
 from telephony.sip.rtp import DTMF_KEYS, Holding, g711_in
 from telephony.webrtc.fastpath import FastPath, hear_before_decoder
 from telephony.webrtc.ports import in_range
@@ -426,21 +427,35 @@ class BrowserTalk:
     """An answered SIP call's talk (telephony.sip.uac) for a call from the browser: the leg
     and the call bridged both ways until the browser is gone (returning hangs the call up),
     or the call ends first (then this is cancelled). `music` is what either end hears while
-    the other holds (Holding.music_source; None: Relay's own)."""
+    the other holds (Holding.music_source; None: Relay's own). Given a `transfer`
+    (telephony.outbound_transfer, issue 58), the callee may be handed on while bridged: its
+    `asked()` returns a target once one is asked for, and `hand_on(target, call, leg)` says
+    whether the tab has the callee back after (the target did not take it, both still on)."""
 
     ended_by = ""  # no script limit ends it
 
-    def __init__(self, leg: BrowserLeg, *, music=None) -> None:
-        self.leg, self.music = leg, music
+    def __init__(self, leg: BrowserLeg, *, music=None, transfer=None) -> None:
+        self.leg, self.music, self.transfer = leg, music, transfer
 
     async def __call__(self, call) -> None:
         browser, phone = self.leg.stream, call.stream
         browser.music_source = phone.music_source = self.music
-        browser.bridge, phone.bridge = phone, browser
-        try:
+        while True:
+            browser.bridge, phone.bridge = phone, browser
+            try:
+                target = await self._until_handed_on()
+            finally:
+                browser.bridge = phone.bridge = None
+            if target is None or not await self.transfer.hand_on(target, call, self.leg):
+                return
+
+    async def _until_handed_on(self) -> str | None:
+        """The target of a transfer asked for while bridged; None once the browser is gone."""
+        if self.transfer is None:
             await self.leg.ended.wait()
-        finally:
-            browser.bridge = phone.bridge = None
+            return None
+        _gone, asked = await race(self.leg.ended.wait(), self.transfer.asked())
+        return asked.result() if won(asked) else None
 
 
 def answer_codecs(offer: str, law: int | None) -> list[RTCRtpCodecCapability]:

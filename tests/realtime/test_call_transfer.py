@@ -10,16 +10,18 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 
-from calls.models import Call
+from calls.models import Call, Leg, LegRole
+from calls.states import CallState
 from core import events
 from telephony import services
 from tests.conftest import jwt_client
-from tests.factories import NumberFactory, NumberMemberFactory, UserFactory
+from tests.factories import CallFactory, NumberFactory, NumberMemberFactory, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PHONE = "+441134960200"
 TARGET = "+441134960300"
+SECOND = "+441134960302"
 
 
 def inbound_call(number, *, bridged: bool = True) -> Call:
@@ -164,3 +166,84 @@ def test_transfers_count_with_the_calls_placed_and_are_rate_limited(client_jwt, 
     limited = client_jwt.post(url, {"to": TARGET}, format="json")
     assert limited.status_code == 429, limited.json()
     assert limited.json()["code"] == "rate_limited" and int(limited["Retry-After"]) >= 1
+
+
+def transferred(call: Call, target: str = TARGET, *, answered: bool = True):
+    """A transfer of `call` to `target` as the agent writes it: its leg dialled and, when
+    `answered`, taken (the phone's leg then ended, as the agent hangs it up)."""
+    [leg] = services.transfer_legs_open(call=call, sip_call_ids={target: f"t-{call.pk}@test"})
+    if answered:
+        services.dial_leg_bridged(leg=leg)
+        for phone in Leg.objects.filter(call=call, role=LegRole.FORWARD_TARGET):
+            services.leg_ended(leg=phone)
+    return leg
+
+
+def test_a_call_handed_on_may_be_handed_on_again_but_not_while_its_target_rings(client_jwt, number):
+    call = inbound_call(number)
+    transferred(call)
+    channel = listening(call)
+    url = f"/api/calls/{call.pk}/transfer"
+    again = client_jwt.post(url, {"to": SECOND}, format="json")
+    assert again.status_code == 202, again.json()
+    assert told(channel) == {"type": "call.transfer", "to": SECOND}
+
+    transferred(call, SECOND, answered=False)  # the second transfer's target rings
+    ringing = client_jwt.post(url, {"to": TARGET}, format="json")
+    assert ringing.status_code == 409, ringing.json()
+    assert ringing.json()["code"] == "call_not_transferable"
+
+
+def browser_call(user, **fields) -> Call:
+    """An outbound call of `user` placed from the browser, answered (in progress)."""
+    fields = {"rtc_offer": "v=0", "message": "", "status": CallState.IN_PROGRESS, **fields}
+    return CallFactory(owner=user, **fields)
+
+
+def test_a_call_from_the_browser_is_transferred_by_its_call_id_or_its_id(client_jwt, user):
+    call = browser_call(user)
+    channel = listening(call)
+    for ref in (call.call_id, call.pk):
+        response = client_jwt.post(f"/api/calls/{ref}/transfer", {"to": TARGET}, format="json")
+        assert response.status_code == 202, response.json()
+        assert response.json() == {"call": str(call.pk), "to": TARGET, "status": "transferring"}
+        assert told(channel) == {"type": "call.transfer", "to": TARGET}
+
+
+def test_outbound_calls_that_play_text_ringing_or_transferring_are_409(client_jwt, user):
+    handing_on = browser_call(user)
+    transferred(handing_on, answered=False)  # its target rings
+    message = CallFactory(owner=user, status=CallState.IN_PROGRESS)  # plays text: no bridge
+    ringing = browser_call(user, status=CallState.RINGING)
+    for call in (message, ringing, handing_on):
+        response = client_jwt.post(
+            f"/api/calls/{call.call_id}/transfer", {"to": TARGET}, format="json"
+        )
+        assert response.status_code == 409, (call.call_id, response.json())
+        assert response.json()["code"] == "call_not_transferable"
+
+
+def test_another_users_call_from_the_browser_is_404(client_jwt):
+    call = browser_call(UserFactory())
+    for ref in (call.call_id, call.pk):
+        response = client_jwt.post(f"/api/calls/{ref}/transfer", {"to": TARGET}, format="json")
+        assert response.status_code == 404, response.json()
+
+
+async def test_the_socket_frame_names_a_call_from_the_browser_by_its_call_id(communicator, user):
+    call = await sync_to_async(browser_call)(user, call_id="web-7")
+    layer = get_channel_layer()
+    agent = await layer.new_channel()
+    await layer.group_add(events.call_group(call.pk), agent)
+    ws, accepted = await communicator(user)
+    assert accepted
+    await ws.send_json_to({"type": "call_transfer", "callId": "web-7", "to": TARGET})
+    assert await ws.receive_json_from(timeout=5) == {
+        "type": "call_transfer",
+        "call": str(call.pk),
+        "callId": "web-7",
+        "to": TARGET,
+        "status": "transferring",
+    }
+    async with asyncio.timeout(5):
+        assert await layer.receive(agent) == {"type": "call.transfer", "to": TARGET}

@@ -6,21 +6,25 @@ way after the transfer is read from its log line of the new bridge."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import time
 
 import pytest
+from asgiref.sync import sync_to_async
+from websockets.asyncio.client import connect
 
 from accounts.services import session_open
 from calls.models import Call, Leg, LegRole
 from harness.live import http, wait_until
 from harness.ports import udp_port_taken
-from harness.sip import Sipp, notified, refer
+from harness.sip import Sipp, hang_up, notified, refer
 from history.models import AnsweredBy, CallStatus
 from telephony.sip.message import Message
 from telephony.sip.refer import Refusal, refer_replaces, refer_target
 from tests.factories import NumberFactory
+from tests.telephony.browser_peer import Browser, call_from_the_browser, next_frame, status_frames
 from tests.telephony.conftest import CALLER, agent_relay, call_in, wait_for_records
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -28,6 +32,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 PHONE = "+441134960200"  # the number's ring list: the phone that takes the call
 TARGET = "+441134960300"  # who it is handed on to, and answers
 NOBODY = "+441134960301"  # who it is handed on to, and rings out
+SECOND = "+441134960302"  # who TARGET hands it on to in turn, and answers
 REFUSED = "+33123456789"  # a country DIAL_ALLOWED_COUNTRIES leaves out
 REPLACES = "abc%40x%3Bto-tag%3D1%3Bfrom-tag%3D2"  # RFC 3891, escaped in a URI: attended
 
@@ -50,34 +55,49 @@ def forwarding(user, ring_seconds=5):
     )
 
 
-def trunk(relay, tmp_path, phone_actions: str, *, calls: int) -> Sipp:
-    """SIPp as the trunk: PHONE answers and runs `phone_actions`, TARGET answers and plays
-    SIPp's capture, any other number rings out."""
+def trunk(
+    relay,
+    tmp_path,
+    phone_actions: str,
+    *,
+    calls: int,
+    phone: str = PHONE,
+    targets: tuple[str, ...] = (TARGET,),
+    relayer: str = "none",
+    target_actions: str = "",
+) -> Sipp:
+    """SIPp as the trunk: `phone` answers and runs `phone_actions`, `targets` answer and play
+    SIPp's capture (`relayer` among them runs `target_actions` then), any other number rings
+    out."""
     return Sipp(
         tmp_path / "trunk",
         "transfer_phones",
         port=relay.trunk_port,
         calls=calls,
-        phone=re.escape(PHONE),
-        target=re.escape(TARGET),
+        phone=re.escape(phone),
+        target="(" + "|".join(re.escape(target) for target in targets) + ")",
         answer_ms=300,
         phone_actions=phone_actions,
+        relayer=re.escape(relayer),
+        target_actions=target_actions,
     )
 
 
-def transfer_bridge(relay, call_id: str) -> tuple[int, int, int]:
-    """The agent's log line of the bridge after the transfer: (seconds, packets relayed to
-    the new target, packets relayed to the caller)."""
-    match = wait_until(
-        lambda: re.search(
-            rf"inbound call {re.escape(call_id)}, transferred: bridged (\d+) s \(caller \w+, "
-            r"target \w+\); relayed (\d+) packets to the target, (\d+) to the caller",
-            relay.log_path.read_text(),
-        ),
-        deadline=10,
-        what="the transfer's bridge log line",
+def transfer_bridge(relay, call_id: str, *, count: int = 1, kind: str = "inbound call"):
+    """The agent's log line of the `count`-th bridge after a transfer (each hand-on logs the
+    bridge it ends): (seconds, packets relayed to the new target, packets relayed to the
+    caller)."""
+    pattern = (
+        rf"{kind} {re.escape(call_id)}, transferred: bridged (\d+) s \(caller \w+, "
+        r"target \w+\); relayed (\d+) packets to the target, (\d+) to the caller"
     )
-    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+    def logged() -> list | None:
+        lines = re.findall(pattern, relay.log_path.read_text())
+        return lines if len(lines) >= count else None
+
+    found = wait_until(logged, deadline=10, what="the transfer's bridge log line")
+    return tuple(int(value) for value in found[count - 1])
 
 
 def invited(sipp: Sipp) -> list[str]:
@@ -176,6 +196,78 @@ def test_the_api_hands_a_bridged_call_on_and_the_agent_hangs_the_phone_up(relay,
         "POST", f"{relay.base}/api/calls/{leg.call_id}/transfer", {"to": TARGET}, token
     )
     assert (status, body["code"]) == (409, "call_not_transferable"), body
+
+
+def test_the_target_that_took_the_call_hands_it_on_again_with_its_own_refer(relay, tmp_path, user):
+    number = forwarding(user)
+    phone = refer(f"<tel:{TARGET}>", expect=202, after_ms=800) + notified("100 Trying", "200 OK")
+    again = refer(f"<tel:{SECOND}>", expect=202, after_ms=800) + notified("100 Trying", "200 OK")
+    sipp = trunk(
+        relay,
+        tmp_path,
+        phone,
+        calls=3,
+        targets=(TARGET, SECOND),
+        relayer=TARGET,
+        target_actions=again,
+    )
+    caller = call_in(
+        relay.agent, tmp_path, "inbound_message", number.number, greeting_ms=0, message_ms=6000
+    )
+    assert caller.finish() == 0, caller
+    assert sipp.finish() == 0, sipp  # both referrers were told 200 and hung up
+
+    [record] = wait_for_records(number, 1)
+    assert (record.status, record.forwarded_to, record.transferred_to) == (
+        CallStatus.ANSWERED,
+        PHONE,
+        SECOND,  # the last one taken
+    )
+    assert not record.recording
+    assert legs_of(record) == [
+        (LegRole.FORWARD_TARGET, PHONE, True),
+        (LegRole.TRANSFER_TARGET, TARGET, True),
+        (LegRole.TRANSFER_TARGET, SECOND, True),
+    ]
+    assert invited(sipp) == [PHONE, TARGET, SECOND]
+    # The caller ended bridged to SECOND: the second bridge after a transfer relayed its audio.
+    _seconds, _to_target, to_caller = transfer_bridge(relay, record.sip_call_id, count=2)
+    assert to_caller >= 50, to_caller
+    assert len(sipp.received("NOTIFY")) == 4  # two to the phone, two to TARGET
+
+
+async def test_the_api_hands_the_callee_of_a_call_from_the_browser_on(relay, tmp_path, user):
+    # The tab (aiortc) calls PHONE; the API hands PHONE on to TARGET, which answers, talks
+    # 2.5 s and hangs up; PHONE is then hung up by Relay.
+    await sync_to_async(NumberFactory)(owner=user, alias="Shop")
+    sipp = trunk(
+        relay, tmp_path, "", calls=2, relayer=TARGET, target_actions=hang_up(after_ms=2500)
+    )
+    token = (await sync_to_async(session_open)(user=user)).token
+    browser = Browser()
+    try:
+        async with connect(f"{relay.ws_base}/ws?token={token}") as ws:
+            await call_from_the_browser(ws, browser, "out-1", PHONE)
+            url = f"{relay.base}/api/calls/out-1/transfer"
+            status, body = await asyncio.to_thread(http, "POST", url, {"to": TARGET}, token)
+            assert (status, body["to"], body["status"]) == (202, TARGET, "transferring"), body
+            ended = await next_frame(ws, "out-1", "rtc_hangup")
+            assert (ended["reason"], ended["to"]) == ("transferred", TARGET)
+            assert (await status_frames(ws, "out-1"))[-1] == "completed"
+            # Over: nothing to hand on any more.
+            status, body = await asyncio.to_thread(http, "POST", url, {"to": TARGET}, token)
+            assert (status, body["code"]) == (409, "call_not_transferable"), body
+    finally:
+        await browser.pc.close()
+    assert await asyncio.to_thread(sipp.finish) == 0, sipp
+    call = await sync_to_async(Call.objects.get)(call_id="out-1")
+    assert await sync_to_async(legs_of)(call) == [(LegRole.TRANSFER_TARGET, TARGET, True)]
+    assert invited(sipp) == [PHONE, TARGET]
+    # The callee was bridged to TARGET: its audio relayed to the callee.
+    _seconds, _to_target, to_callee = await asyncio.to_thread(
+        transfer_bridge, relay, str(call.pk), kind="call"
+    )
+    assert to_callee >= 50, to_callee
 
 
 def test_an_attended_transfer_sends_the_targets_invite_replaces(relay, tmp_path, user):
