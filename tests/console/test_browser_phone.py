@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from calls.models import Call, LegRole
 from harness.browser import launched_chromium
 from harness.live import tool, wait_until
-from harness.sip import SIPP_SHARE, Sipp, free_udp_port
+from harness.sip import SIPP_SHARE, Sipp, free_udp_port, hang_up
 from harness.speech import sox_level
 from history.models import AnsweredBy, CallStatus
 from telephony.sip.rtp import FRAME_SAMPLES, hold_music, pcm_from_g711, wav_from_g711
@@ -467,6 +468,56 @@ def test_transfer_hands_the_caller_on_to_a_phone_and_the_tab_is_done(
     )
     assert int(match[1]) >= 100, match[0]  # the caller heard the target
     assert inspector.violations == []
+
+
+def test_transfer_hands_the_callee_of_a_call_from_the_browser_on(
+    real_hashers, relay, phone_page, user, tmp_path
+):
+    # Issue 58: a call placed from the browser phone (SIPp on the trunk answers as the callee)
+    # is handed on with the same Transfer field; the target answers, the tab's side ends, and
+    # the callee talks with the target until it hangs up.
+    page = phone_page
+    callee, target = "+442079460123", "+441134960300"
+    NumberFactory(owner=user, alias="Shop")
+    trunk = Sipp(
+        tmp_path / "trunk",
+        "transfer_phones",
+        port=relay.trunk_port,
+        calls=2,
+        phone=re.escape(callee),
+        target=re.escape(target),
+        relayer=re.escape(target),
+        answer_ms=300,
+        phone_actions="",
+        target_actions=hang_up(after_ms=2000),
+    )
+    log_in(page, relay.base, user, then="/calls")
+    page.wait_for_selector("#phone[data-phone]", state="attached", timeout=DEADLINE_MS)
+    page.fill("#browser-call-to", callee)
+    page.get_by_role("button", name="Call from the browser").click()
+    transfer_to = page.get_by_label("Transfer to")
+    transfer_to.wait_for(timeout=DEADLINE_MS)  # shown once the tab's connection is up
+    assert not page.get_by_role("button", name="Consult").is_visible()  # a ring's alone
+    page.wait_for_function(  # the callee answered: there is someone to hand on
+        "() => document.querySelector('.call .call-status').dataset.status === 'in_progress'",
+        timeout=DEADLINE_MS,
+    )
+    transfer_to.fill(target)
+    page.get_by_role("button", name="Transfer").click()
+    # The line says so as the tab's side ends (the panel itself goes, the phone being off).
+    page.get_by_text(f"The call was transferred to {target}.").wait_for(
+        state="attached", timeout=DEADLINE_MS
+    )
+    assert trunk.finish() == 0, trunk  # the target hung up, then Relay hung the callee up
+
+    call = Call.objects.get(owner=user)
+    wait_until(
+        lambda: Call.objects.get(pk=call.pk).status == "completed",
+        deadline=DEADLINE_MS / 1000,
+        what="the call's end",
+    )
+    legs = [(leg.role, leg.target, leg.answered_at is not None) for leg in call.legs.all()]
+    assert legs == [(LegRole.TRANSFER_TARGET, target, True)]
 
 
 def test_a_recorded_call_the_tab_takes_has_the_caller_left_and_the_tab_right(

@@ -26,6 +26,7 @@
     hangup: panel.querySelector(".phone-hangup"),
     transfer: panel.querySelector(".phone-transfer"),
     consult: panel.querySelector(".phone-consult"),
+    consultHelp: panel.querySelector("#phone-consult-help"),
     consulting: panel.querySelector(".phone-consulting"),
     complete: panel.querySelector(".phone-complete"),
     cancel: panel.querySelector(".phone-cancel"),
@@ -237,7 +238,11 @@
     panel.hidden = false;
     el.mute.setAttribute("aria-pressed", "false");
     showHeld(false);
-    el.transfer.hidden = !details.call; // a ring taken (an inbound call), not a call placed
+    // A ring taken (an inbound call) or a call placed from here may be handed on; only a
+    // ring taken may be consulted on first.
+    el.transfer.hidden = !(details.call || details.outbound);
+    el.consult.hidden = !details.call;
+    el.consultHelp.hidden = !details.call;
     el.transfer.querySelector("[name=to]").value = "";
     showConsulting(null);
     say("On a call with " + details.label + ".");
@@ -293,16 +298,19 @@
     if (!send(frame)) warn("Relay cannot be reached just now: try again in a moment.");
   });
 
-  // Transfer (issue 58): a ring this tab took is handed on (call_transfer, the API's
-  // POST /api/calls/:call/transfer as a frame); the agent ends this tab's side once the
-  // target answers, and voicemail takes the caller if it does not.
+  // Transfer (issue 58): a ring this tab took, or the callee of a call placed from here, is
+  // handed on (call_transfer, the API's POST /api/calls/:call/transfer as a frame); the agent
+  // ends this tab's side once the target answers. If it does not, voicemail takes an
+  // incoming caller, and a callee comes back to this tab (call_transfer "returned").
   el.transfer.addEventListener("submit", function (event) {
     event.preventDefault();
-    if (!call || !call.call || !call.talking || call.transferring) return;
+    if (!call || !(call.call || call.outbound) || !call.talking || call.transferring) return;
     var to = el.transfer.querySelector("[name=to]").value.trim();
     warn("");
     call.transferring = to;
-    var frame = { type: "call_transfer", call: call.call, ring: call.ring, to: to };
+    var frame = call.outbound ?
+      { type: "call_transfer", callId: call.callId, to: to } :
+      { type: "call_transfer", call: call.call, ring: call.ring, to: to };
     if (!send(frame)) {
       call.transferring = null;
       warn("Relay cannot be reached just now: try again in a moment.");
@@ -316,7 +324,7 @@
   function showConsulting(to) {
     var consulting = !!to;
     el.consulting.hidden = !consulting;
-    el.transfer.hidden = consulting || !(call && call.call);
+    el.transfer.hidden = consulting || !(call && (call.call || call.outbound));
     el.complete.disabled = true;
     if (call) {
       call.consulting = to;
@@ -448,7 +456,15 @@
       if (call && call.ring && frame.ring === call.ring) consulted(frame);
       return;
     }
-    if (frame.type === "call_transfer" && call && frame.call === call.call) {
+    if (frame.type === "call_transfer" && call &&
+        (call.outbound ? frame.callId === call.callId : frame.call === call.call)) {
+      if (frame.status === "returned") { // the target did not take the callee: back here
+        call.transferring = null;
+        say(frame.to + " " + (RETURNED[frame.reason] || "could not be reached") +
+          ": back on the call with " + call.label + ".");
+        el.hangup.focus();
+        return;
+      }
       say("Transferring " + call.label + " to " + frame.to + "…");
       return;
     }
