@@ -13,6 +13,7 @@ from channels.layers import get_channel_layer
 from calls.models import Call, Leg, LegRole
 from calls.states import CallState
 from core import events
+from history.records import record_rows
 from telephony import services
 from tests.conftest import jwt_client
 from tests.factories import CallFactory, NumberFactory, NumberMemberFactory, UserFactory
@@ -171,7 +172,8 @@ def test_transfers_count_with_the_calls_placed_and_are_rate_limited(client_jwt, 
 def transferred(call: Call, target: str = TARGET, *, answered: bool = True):
     """A transfer of `call` to `target` as the agent writes it: its leg dialled and, when
     `answered`, taken (the phone's leg then ended, as the agent hangs it up)."""
-    [leg] = services.transfer_legs_open(call=call, sip_call_ids={target: f"t-{call.pk}@test"})
+    sip_call_id = f"{target}-{call.pk}@test"
+    [leg] = services.transfer_legs_open(call=call, sip_call_ids={target: sip_call_id})
     if answered:
         services.dial_leg_bridged(leg=leg)
         for phone in Leg.objects.filter(call=call, role=LegRole.FORWARD_TARGET):
@@ -247,3 +249,22 @@ async def test_the_socket_frame_names_a_call_from_the_browser_by_its_call_id(com
     }
     async with asyncio.timeout(5):
         assert await layer.receive(agent) == {"type": "call.transfer", "to": TARGET}
+
+
+def test_the_record_names_the_last_target_that_took_the_call_else_the_last_tried(number):
+    def transferred_to(call) -> str | None:
+        [row] = record_rows(Call.objects.filter(pk=call.pk))
+        return row["transferred_to"]
+
+    call = inbound_call(number)
+    transferred(call)  # TARGET took it
+    services.leg_ended(leg=transferred(call, SECOND, answered=False))  # SECOND did not
+    assert transferred_to(call) == TARGET
+    taken = transferred(call, SECOND)  # handed on to SECOND again, which took it this time
+    assert transferred_to(call) == SECOND
+    services.leg_ended(leg=taken)  # over (the plan's legs at once are few)
+
+    untaken = inbound_call(NumberFactory(owner=number.owner, forward_targets=[PHONE]))
+    for target in (TARGET, SECOND):
+        services.leg_ended(leg=transferred(untaken, target, answered=False))
+    assert transferred_to(untaken) == SECOND

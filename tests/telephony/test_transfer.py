@@ -7,6 +7,7 @@ way after the transfer is read from its log line of the new bridge."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import socket
 import time
@@ -268,6 +269,33 @@ async def test_the_api_hands_the_callee_of_a_call_from_the_browser_on(relay, tmp
         transfer_bridge, relay, str(call.pk), kind="call"
     )
     assert to_callee >= 50, to_callee
+
+
+async def test_a_target_that_does_not_answer_gives_the_callee_back_to_the_tab(
+    relay, tmp_path, user
+):
+    # The tab's own Transfer (call_transfer by callId) to NOBODY, which rings out: the tab has
+    # the callee back and is told so; it then hangs up, which ends the call.
+    await sync_to_async(NumberFactory)(owner=user, alias="Shop")
+    sipp = trunk(relay, tmp_path, "", calls=2)
+    token = (await sync_to_async(session_open)(user=user)).token
+    browser = Browser()
+    try:
+        async with connect(f"{relay.ws_base}/ws?token={token}") as ws:
+            await call_from_the_browser(ws, browser, "out-2", PHONE)
+            frame = {"type": "call_transfer", "callId": "out-2", "to": NOBODY}
+            await ws.send(json.dumps(frame))
+            assert (await next_frame(ws, "out-2", "call_transfer"))["status"] == "transferring"
+            back = await next_frame(ws, "out-2", "call_transfer")
+            assert (back["status"], back["reason"], back["to"]) == ("returned", "no_answer", NOBODY)
+            await browser.pc.close()  # the tab, given the callee back, hangs up
+            assert (await status_frames(ws, "out-2"))[-1] == "completed"
+    finally:
+        await browser.pc.close()
+    assert await asyncio.to_thread(sipp.finish) == 0, sipp  # NOBODY CANCELed, PHONE's BYE
+    call = await sync_to_async(Call.objects.get)(call_id="out-2")
+    assert await sync_to_async(legs_of)(call) == [(LegRole.TRANSFER_TARGET, NOBODY, False)]
+    assert "the transfer was not taken; back to the tab" in relay.log_path.read_text()
 
 
 def test_an_attended_transfer_sends_the_targets_invite_replaces(relay, tmp_path, user):
