@@ -42,8 +42,9 @@ def phone_group(user_id: UUID | str) -> str:
 
 
 def call_group(call_id: UUID | str) -> str:
-    """The telephony agent that holds a bridged inbound call (the ledger's id), while it is
-    bridged: told of a transfer asked for by the API or the browser phone (issue 58)."""
+    """The telephony agent that holds a bridged call (the ledger's id: an inbound call, or
+    a call placed from the browser), while it is bridged: told of a transfer asked for by
+    the API or the browser phone (issue 58)."""
     return f"call.{call_id}"
 
 

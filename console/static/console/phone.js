@@ -268,7 +268,9 @@
 
   el.hangup.addEventListener("click", function () {
     if (!call) return;
-    send(about("rtc_hangup", call));
+    // A callee being handed on (Transfer pressed on a call placed from here) is left to the
+    // transfer: only this tab's side ends (its connection closes), not the call.
+    if (!(call.outbound && call.transferring)) send(about("rtc_hangup", call));
     ended(call, "You hung up.");
   });
 
