@@ -76,12 +76,13 @@ def merged(runs: list[RingRun]) -> RingRun:
                  "warnings", "sip_drops"):  # fmt: skip
         setattr(out, name, sum(getattr(r, name) for r in runs))
     tab = out.tab = {"rung": 0, "offered": 0, "answered": [], "heard": 0, "reasons": {},
-                     "still_ringing": 0, "errors": []}  # fmt: skip
+                     "still_ringing": 0, "stopped": 0, "never_ended": [], "errors": []}  # fmt: skip
     for r in runs:
         for key, value in r.by_entry.items():
             out.by_entry[key] = out.by_entry.get(key, 0) + value
-        for key in ("rung", "offered", "heard", "still_ringing", "answered", "errors"):
-            tab[key] += r.tab.get(key, [] if key in ("answered", "errors") else 0)
+        for key in ("rung", "offered", "heard", "still_ringing", "stopped", "answered",
+                    "never_ended", "errors"):  # fmt: skip
+            tab[key] += r.tab.get(key, [] if key in ("answered", "never_ended", "errors") else 0)
         for key, value in r.tab.get("reasons", {}).items():
             tab["reasons"][key] = tab["reasons"].get(key, 0) + value
     out.caller_status = "/".join(str(r.caller_status) for r in runs)
@@ -216,6 +217,10 @@ def note(run: RingRun) -> str:
     )
     if tab.get("still_ringing"):
         text += f"; {tab['still_ringing']} of its rings never ended"
+    if tab.get("never_ended"):
+        text += f" (callers {', '.join(tab['never_ended'][:5])})"
+    if tab.get("stopped"):
+        text += f"; {int(tab['stopped'])} tab(s) stopped by the harness, not done"
     if tab.get("errors"):
         text += f"; tab errors: {tab['errors'][:2]}"
     if run.warnings:

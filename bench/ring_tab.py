@@ -13,7 +13,9 @@ It writes `--ready` once Relay has switched its phone on. A ring whose caller's 
 `rtc_answer`, ICE and DTLS-SRTP; it then echoes every packet it hears (as the SIPp phones
 echo) until Relay's `rtc_hangup` (`ended`). Any other ring it lets ring until Relay's
 `rtc_hangup` says why it is over (`answered_elsewhere` when a phone took the call). It exits
-once `--rings` rings are over, or at `--deadline` seconds.
+once `--rings` rings are over, at `--deadline` seconds, or when the harness stops it
+(SIGTERM): it writes its result in each case, with the rings that never ended (`stopped` says
+the harness stopped it), so that a ring Relay never ended is counted, not lost with the result.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import resource
+import signal
 import sys
 import time
 from pathlib import Path
@@ -71,31 +74,41 @@ async def main_async(args) -> dict:
     over: dict[str, str] = {}  # ring -> the reason Relay gave
     answers: dict[str, Answer] = {}
     errors: list[str] = []
+    stopped = asyncio.Event()  # SIGTERM: the harness stops this tab
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopped.set)
+
+    async def frames(ws) -> None:
+        async for raw in ws:
+            frame = json.loads(raw)
+            kind, ring = frame.get("type"), frame.get("ring")
+            if kind == "phone" and frame.get("on") is True:
+                Path(args.ready).write_text("on\n")
+            elif kind == "incoming_call" and frame.get("ringBrowser"):
+                rung[ring] = frame.get("caller_num", "")
+                if args.answer_suffix and rung[ring].endswith(args.answer_suffix):
+                    answers[ring] = Answer(ring)
+                    await ws.send(json.dumps(await answers[ring].offer()))
+            elif kind == "rtc_answer" and ring in answers:
+                await answers[ring].answered(frame["sdp"])
+            elif kind == "rtc_hangup" and ring:
+                over[ring] = frame.get("reason", "")
+                if ring in answers:
+                    await answers[ring].pc.close()
+                if len(over) >= args.rings:
+                    return
+            elif kind == "error":
+                errors.append(json.dumps(frame)[:300])
+
     async with connect(args.ws, max_size=2**22) as ws:
         await ws.send(json.dumps({"type": "phone", "on": True}))
         started = time.perf_counter()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(args.deadline):
-                async for raw in ws:
-                    frame = json.loads(raw)
-                    kind, ring = frame.get("type"), frame.get("ring")
-                    if kind == "phone" and frame.get("on") is True:
-                        Path(args.ready).write_text("on\n")
-                    elif kind == "incoming_call" and frame.get("ringBrowser"):
-                        rung[ring] = frame.get("caller_num", "")
-                        if args.answer_suffix and rung[ring].endswith(args.answer_suffix):
-                            answers[ring] = Answer(ring)
-                            await ws.send(json.dumps(await answers[ring].offer()))
-                    elif kind == "rtc_answer" and ring in answers:
-                        await answers[ring].answered(frame["sdp"])
-                    elif kind == "rtc_hangup" and ring:
-                        over[ring] = frame.get("reason", "")
-                        if ring in answers:
-                            await answers[ring].pc.close()
-                        if len(over) >= args.rings:
-                            break
-                    elif kind == "error":
-                        errors.append(json.dumps(frame)[:300])
+        reading, stopping = asyncio.create_task(frames(ws)), asyncio.create_task(stopped.wait())
+        await asyncio.wait((reading, stopping), timeout=args.deadline,
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        for task in (reading, stopping):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         wall = time.perf_counter() - started
     for answer in answers.values():
         await answer.pc.close()
@@ -112,6 +125,9 @@ async def main_async(args) -> dict:
         "heard": sum(a.heard for a in answers.values()),
         "setup_s": [a.setup_s for a in answers.values() if a.heard],
         "still_ringing": len(set(rung) - set(over)),
+        # the callers of the rings that never ended (a few): whose calls they were
+        "never_ended": sorted(rung[ring] for ring in set(rung) - set(over))[:10],
+        "stopped": stopped.is_set(),
         "errors": errors,
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
