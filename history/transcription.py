@@ -150,8 +150,12 @@ class PocketsphinxEngine:
             # recording could give other words depending on what the process heard last.
             decoder.reinit_feat()
             decoder.start_utt()
-            decoder.process_raw(with_noise_floor(audio), full_utt=True)
-            decoder.end_utt()
+            try:
+                decoder.process_raw(with_noise_floor(audio), full_utt=True)
+            finally:
+                # Ended whatever stopped the decoding (an error, a signal), or the next
+                # message's start_utt would fail: "Utterance already started".
+                decoder.end_utt()
             hypothesis = decoder.hyp()
             posteriors = [segment.prob for segment in decoder.seg() if not _is_filler(segment.word)]
         text = hypothesis.hypstr.strip() if hypothesis is not None else ""
