@@ -20,6 +20,7 @@ from datetime import datetime
 from django.db.models import (
     Case,
     CharField,
+    Exists,
     FilteredRelation,
     IntegerField,
     OuterRef,
@@ -140,13 +141,17 @@ def _transferred_to():
     """The phone or SIP URI a call a person answered (on a phone or a tab) was handed on to
     (issue 58: its last `transfer_target` leg that took it, else the last one tried), else
     null. A call may be handed on again by whoever took it, each a dial of its own: the
-    latest dial wins, sorted among the call's few legs (its row's subquery alone)."""
-    legs = (
-        Leg.objects.filter(call=OuterRef("pk"), role=LegRole.TRANSFER_TARGET)
-        .order_by("-dial")
-        .annotate(reached=Coalesce(NullIf("phone", Value("")), "sip_uri"))
-    )
-    taken = legs.filter(answered_at__isnull=False)
+    latest dial wins: the leg with no later one of its kind (NOT EXISTS, so that the
+    history's plans stay free of sorts: test_query_plans)."""
+    transfers = Leg.objects.filter(role=LegRole.TRANSFER_TARGET)
+    reached = Coalesce(NullIf("phone", Value("")), "sip_uri")
+
+    def latest(legs):
+        later = legs.filter(call=OuterRef("call"), dial__gt=OuterRef("dial"))
+        return legs.filter(call=OuterRef("pk")).exclude(Exists(later)).order_by()
+
+    taken = latest(transfers.filter(answered_at__isnull=False)).annotate(reached=reached)
+    legs = latest(transfers).annotate(reached=reached)
     return Case(
         When(
             answered_by__in=(LedgerAnsweredBy.PERSON, LedgerAnsweredBy.BROWSER),
