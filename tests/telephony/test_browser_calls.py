@@ -262,7 +262,7 @@ async def test_a_callee_that_holds_has_the_tab_hear_the_music_of_the_number_it_c
     what = heard()
     assert {payload_type for payload_type, _ in browser.received} == {PCMU}
     assert re.fullmatch(r"o*s+n+o?s+o*", what), what
-    assert 2.5 <= what.count("n") * 0.02 <= 3.6, what
+    assert 2.0 <= what.count("n") * 0.02 <= 3.6, what
     assert await asyncio.to_thread(far_end.finish) == 0  # the agent's BYE ended SIPp's call
     call = await sync_to_async(Call.objects.get)(call_id="b6")
     assert (call.status, call.number_id) == ("completed", number.pk)

@@ -350,6 +350,6 @@ async def test_a_caller_that_holds_has_the_tab_hear_the_music_on_hold_then_the_c
         "m" if payload in music else "s" if payload in SPEECH else "o" for _, payload in received
     )
     assert re.fullmatch(r"o*s+m+o?s+o*", what), what
-    assert 2.5 <= what.count("m") * 0.02 <= 3.6, what
+    assert 2.0 <= what.count("m") * 0.02 <= 3.6, what
     [record] = await in_thread(wait_for_records, number, 1)
     assert (record.status, record.forwarded_to) == (CallStatus.ANSWERED, "browser")
