@@ -570,12 +570,8 @@ class RelayConsumer(AsyncWebsocketConsumer):
         frame = message["event"]
         if self.phone is not None:
             frame = self.phone.agent_said(message)
-        if frame is None:
-            return
-        if message.get("ringing_only"):  # its rtc.ringing crossed the ring's close
-            logger.info("%s: over before its agent heard this socket ring; told by the phone "
-                        "group", frame.get("ring"))  # fmt: skip
-        await self.send_json(frame)
+        if frame is not None:
+            await self.send_json(frame)
 
     async def relay_session_ended(self, message):
         await self.close(code=CLOSE_UNAUTHENTICATED)
