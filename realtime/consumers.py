@@ -565,13 +565,11 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.send_json(frame)
 
     async def rtc_event(self, message):
-        """A frame from the agent of a ring this socket is in: rtc_answer, rtc_hangup (one
-        told to the owner's phone group, `ringing_only`, only while this socket is in it)."""
+        """A frame from the agent of a ring this socket is in: rtc_answer, rtc_hangup."""
         frame = message["event"]
         if self.phone is not None:
-            frame = self.phone.agent_said(message)
-        if frame is not None:
-            await self.send_json(frame)
+            frame = self.phone.agent_said(frame)
+        await self.send_json(frame)
 
     async def relay_session_ended(self, message):
         await self.close(code=CLOSE_UNAUTHENTICATED)
