@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from core import events
-from telephony.dial import Dial, any_of
+from telephony.dial import any_of
 from telephony.inbound.transfer import BlindTransfer, transfer_ledger
 
 logger = logging.getLogger(__name__)
@@ -61,11 +61,6 @@ class Callee:
 
     def close(self) -> None:
         self._watch.cancel()
-
-
-def _kept() -> None:
-    """The transfer's leg holds no place of the agent's capacity of its own: it takes the
-    place of the tab's side, which ends as it answers."""
 
 
 class BrowserCallTransfer:
@@ -121,19 +116,11 @@ class BrowserCallTransfer:
             await leg.close()
             return not callee.ended.is_set()
 
-        dial = Dial(
-            ua=self.ua,
-            party=callee,
-            gone=callee.ended.wait,
-            targets=[target],
-            ring_seconds=self.number.forward_ring_seconds,
-            caller=record.caller_id,
-            headers=(),
+        dial = self.transfer.target_dial(
+            target,
             ledger=transfer_ledger(db, record),
-            leg_done=_kept,
-            label=label,
             answer=answered,
-            music=self.music,
+            label=label,
             transfer=self.transfer,  # the target may hand the callee on again
         )
         logger.info("%s: the tab handed the callee on; dialling the transfer's target", label)

@@ -130,23 +130,13 @@ class BlindTransfer:
             sip.hang_up()
             return not call.ended.is_set()
 
-        caller, headers = forwarder.caller_from()
-        if attended:
-            # RFC 3891: the target replaces its call with the referrer by this one.
-            headers = (*headers, ("Replaces", refer.replaces))
-        dial = Dial(
-            ua=forwarder.ua,
-            party=call,
-            gone=call.ended.wait,
-            targets=[refer.target],
-            ring_seconds=forwarder.number.forward_ring_seconds,
-            caller=caller,
-            headers=headers,
+        dial = self.target_dial(
+            refer.target,
             ledger=transfer_ledger(db, ledger),
-            leg_done=_kept,
-            label=self.label,
             answer=answered,
-            music=forwarder.music,
+            label=self.label,
+            # RFC 3891: the target replaces its call with the referrer by this one.
+            headers=(("Replaces", refer.replaces),) if attended else (),
             # The target that took the call may hand it on again (its own REFER, the API):
             # each hand-on is a dial inside the last one's bridge.
             transfer=self,
@@ -160,6 +150,31 @@ class BlindTransfer:
                 sip.hang_up()  # attended and not taken: the referrer keeps the caller
         logger.info("%s: the transfer's dial ended: %s", self.label, result.status)
         return result
+
+    def target_dial(
+        self, target: str, *, ledger: Ledger, answer, label: str, headers=(), transfer=None
+    ) -> Dial:
+        """A dial of `target` for the forwarder's party (its caller, or a call's callee), as
+        the number's owner: the forwarder's From (caller_from, then `headers`), its ring
+        seconds and music on hold; the leg holds no place of the agent's capacity (_kept).
+        `transfer`: who takes a hand-on of the bridge (None: the target cannot hand it on)."""
+        forwarder = self.forwarder
+        caller, own_headers = forwarder.caller_from()
+        return Dial(
+            ua=forwarder.ua,
+            party=forwarder.call,
+            gone=forwarder.call.ended.wait,
+            targets=[target],
+            ring_seconds=forwarder.number.forward_ring_seconds,
+            caller=caller,
+            headers=(*own_headers, *headers),
+            ledger=ledger,
+            leg_done=_kept,
+            label=label,
+            answer=answer,
+            music=forwarder.music,
+            transfer=transfer,
+        )
 
     async def consult(self, asked: Consulted, ring, ring_over: asyncio.Future) -> DialResult:
         """A tab's consultation (an attended transfer from the browser phone, issue 58): the
@@ -175,7 +190,7 @@ class BlindTransfer:
         if await self.check(asked.target) is not None:
             await ring.tell("call_consult", status="returned", reason="failed", to=asked.target)
             return DialResult("failed")
-        return await Consultation(self.forwarder, asked.target, ring, ring_over).run()
+        return await Consultation(self, asked.target, ring, ring_over).run()
 
 
 class Consultation:
@@ -183,9 +198,10 @@ class Consultation:
     Cancel as they arrive (`on_consult`, from the ring), the dial of the target, and what the
     tab is told."""
 
-    def __init__(self, forwarder, target: str, ring, ring_over: asyncio.Future) -> None:
-        self.forwarder, self.target, self.ring, self.ring_over = forwarder, target, ring, ring_over
-        self.call = forwarder.call
+    def __init__(self, transfer: BlindTransfer, target: str, ring, ring_over) -> None:
+        self.transfer, self.forwarder = transfer, transfer.forwarder
+        self.target, self.ring, self.ring_over = target, ring, ring_over
+        self.call = self.forwarder.call
         self.label = f"inbound call {self.call.sip_call_id}, consulting"
         self.complete, self.cancel = asyncio.Event(), asyncio.Event()
         self.talked = False
@@ -234,17 +250,9 @@ class Consultation:
         return not call.ended.is_set()
 
     def _dial(self) -> Dial:
-        forwarder = self.forwarder
-        call, db, ledger = forwarder.call, forwarder.db, forwarder.ledger
-        caller, headers = forwarder.caller_from()
-        return Dial(
-            ua=forwarder.ua,
-            party=call,
-            gone=call.ended.wait,
-            targets=[self.target],
-            ring_seconds=forwarder.number.forward_ring_seconds,
-            caller=caller,
-            headers=headers,
+        db, ledger = self.forwarder.db, self.forwarder.ledger
+        return self.transfer.target_dial(
+            self.target,
             ledger=Ledger(
                 open=lambda sip_call_ids: db(services.consult_legs_open)(
                     call=ledger, sip_call_ids=sip_call_ids
@@ -253,10 +261,8 @@ class Consultation:
                 unbridged=_talked,  # the leg talked with the tab: it ends with its seconds
                 ended=lambda leg, duration: db(services.leg_ended)(leg=leg, duration=duration),
             ),
-            leg_done=_kept,
-            label=self.label,
             answer=self.answered,
-            music=forwarder.music,
+            label=self.label,
         )
 
     async def run(self) -> DialResult:
