@@ -222,55 +222,44 @@ def touch(path: Path, *, after_ms: int) -> str:
     )
 
 
-def refer(refer_to: str, *, expect: int, cseq: int = 1, after_ms: int = 0) -> str:
-    """SIPp steps of a phone in harness/sipp/transfer_phones.xml (a UAS that answered Relay's
-    INVITE): wait `after_ms`, send REFER (RFC 3515) in the dialog with `refer_to` as its
-    Refer-To value, and receive its final response `expect` (202, or a refusal)."""
-    wait = f'  <pause milliseconds="{after_ms}"/>\n' if after_ms else ""
-    return (
-        wait
-        + f"""  <send retrans="500">
+def _in_dialog(method: str, cseq: int, headers: str = "") -> str:
+    """A SIPp `send` of `method` in the dialog of a phone in harness/sipp/transfer_phones.xml
+    (the UAS that answered Relay's INVITE), with `headers` (lines) before its empty body."""
+    return f"""  <send retrans="500">
     <![CDATA[
-REFER [$relay_contact] SIP/2.0
+{method} [$relay_contact] SIP/2.0
 Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
 Max-Forwards: 70
 From:[$invite_to];tag=[pid]SIPpTag01[call_number]
 To:[$relay_from]
 Call-ID: [call_id]
-CSeq: {cseq} REFER
+CSeq: {cseq} {method}
 Contact: <sip:[local_ip]:[local_port];transport=[transport]>
-Refer-To: {refer_to}
-Referred-By: <sip:[local_ip]:[local_port]>
-Content-Length: 0
+{headers}Content-Length: 0
 
     ]]>
   </send>
-  <recv response="{expect}"/>
 """
-    )
+
+
+def refer(refer_to: str, *, expect: int, cseq: int = 1, after_ms: int = 0) -> str:
+    """SIPp steps of a phone in harness/sipp/transfer_phones.xml (a UAS that answered Relay's
+    INVITE): wait `after_ms`, send REFER (RFC 3515) in the dialog with `refer_to` as its
+    Refer-To value, and receive its final response `expect` (202, or a refusal)."""
+    wait = f'  <pause milliseconds="{after_ms}"/>\n' if after_ms else ""
+    headers = f"Refer-To: {refer_to}\nReferred-By: <sip:[local_ip]:[local_port]>\n"
+    return wait + _in_dialog("REFER", cseq, headers) + f'  <recv response="{expect}"/>\n'
 
 
 def hang_up(*, after_ms: int, cseq: int = 20) -> str:
     """SIPp steps of a party in harness/sipp/transfer_phones.xml (a UAS that answered Relay's
     INVITE): wait `after_ms`, send its own BYE in the dialog, take the 200, and end the call
     there (no BYE from Relay follows)."""
-    return f"""  <pause milliseconds="{after_ms}"/>
-  <send retrans="500">
-    <![CDATA[
-BYE [$relay_contact] SIP/2.0
-Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-Max-Forwards: 70
-From:[$invite_to];tag=[pid]SIPpTag01[call_number]
-To:[$relay_from]
-Call-ID: [call_id]
-CSeq: {cseq} BYE
-Contact: <sip:[local_ip]:[local_port];transport=[transport]>
-Content-Length: 0
-
-    ]]>
-  </send>
-  <recv response="200" next="end"/>
-"""
+    return (
+        f'  <pause milliseconds="{after_ms}"/>\n'
+        + _in_dialog("BYE", cseq)
+        + '  <recv response="200" next="end"/>\n'
+    )
 
 
 def notified(*statuses: str) -> str:
