@@ -439,7 +439,7 @@ def call_transfer(*, user: User, call_ref: str, data) -> tuple[Call, str]:
     if call.direction == Direction.OUTBOUND:
         to = _outbound_handing_on(user=user, call=call, data=data)
     else:
-        call, to = _handing_on(user=user, call_ref=call_ref, data=data, by=TRANSFERABLE_BY)
+        to = _handing_on(user=user, call=call, data=data, consult=False)
     events.send_on_commit(events.call_group(call.pk), {"type": "call.transfer", "to": to})
     logger.info("call %s: a transfer asked for by user %s", call.pk, user.pk)
     return call, to
@@ -496,7 +496,8 @@ def call_consult(*, user: User, call_ref: str, data) -> tuple[Call, str]:
     rate of calls, call_not_transferable), and the call must have been taken by a tab. The
     caller (the socket) passes the consultation on to the agent of the tab's ring, which
     checks the target again as the owner (quotas too). Returns the call and the target."""
-    call, to = _handing_on(user=user, call_ref=call_ref, data=data, by=(AnsweredBy.BROWSER,))
+    call = selectors.inbound_call_reachable(user=user, call_ref=call_ref)
+    to = _handing_on(user=user, call=call, data=data, consult=True)
     logger.info("call %s: a consultation asked for by user %s", call.pk, user.pk)
     return call, to
 
@@ -525,15 +526,14 @@ def call_consult_decide(*, user: User, call_ref: str, complete: bool) -> Call:
     return call
 
 
-def _handing_on(*, user: User, call_ref: str, data, by: tuple) -> tuple[Call, str]:
-    """The checks a transfer and a consultation of an inbound call share (call_transfer);
-    `by`: who may have answered the call. Bridged: a leg of the ring list, or of a transfer
+def _handing_on(*, user: User, call: Call, data, consult: bool) -> str:
+    """The checks a transfer and a consultation (`consult`) of the inbound `call` share
+    (call_transfer); returns the target. Bridged: a leg of the ring list, or of a transfer
     (the call handed on before: its target may hand it on again), answered and not ended;
     a consultation is a tab's alone, so only the ring list's (the tab's) will do."""
-    call = selectors.inbound_call_reachable(user=user, call_ref=call_ref)
     owner = User.objects.get(pk=call.owner_id)
     to = _target_checked(user=user, owner=owner, data=data)
-    consult = by == (AnsweredBy.BROWSER,)
+    by = (AnsweredBy.BROWSER,) if consult else TRANSFERABLE_BY
     roles = (
         (LegRole.FORWARD_TARGET,) if consult else (LegRole.FORWARD_TARGET, LegRole.TRANSFER_TARGET)
     )
@@ -549,4 +549,4 @@ def _handing_on(*, user: User, call_ref: str, data, by: tuple) -> tuple[Call, st
             f"The call is not bridged to one of its number's phones or tabs now ({call.status}).",
             code=ErrorCode.CALL_NOT_TRANSFERABLE,
         )
-    return call, to
+    return to
