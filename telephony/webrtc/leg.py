@@ -148,43 +148,8 @@ class BrowserStream(Holding):
         self.ssrc, self.timestamp = struct.unpack("!II", os.urandom(8))
         self.keys = asyncio.Lock()
         # A recorded bridge (telephony.sip.recorder, issue 58): what the tab says while
-        # bridged, in G.711, as a SIP leg's RtpStream hands it on (`on_bridged`).
-        self._on_bridged: Callable[[bytes, int], None] | None = None
-        # Where what the tab says goes (`_wire`): the bridged stream's `relay`, or a tap that
-        # also hands it to the recorder; None unbridged.
-        self._onward: Callable[..., None] | None = None
-
-    @Holding.bridge.setter
-    def bridge(self, other) -> None:
-        Holding.bridge.fset(self, other)
-        self._wire()
-
-    @property
-    def on_bridged(self) -> Callable[[bytes, int], None] | None:
-        return self._on_bridged
-
-    @on_bridged.setter
-    def on_bridged(self, tap: Callable[[bytes, int], None] | None) -> None:
-        self._on_bridged = tap
-        self._wire()
-
-    def _wire(self) -> None:
-        """Where the tab's packets go, chosen as the bridge or the recording's tap changes,
-        never per packet: an unrecorded call pays nothing for the recording of others. The
-        tap hears each G.711 payload as it is relayed, after SRTP (the fast path's or
-        aiortc's) and after Opus is transcoded, with its payload type; not RFC 4733 keys."""
-        other, tap = self._bridge, self._on_bridged
-        if other is None or tap is None:
-            self._onward = None if other is None else other.relay
-            return
-        relay = other.relay
-
-        def tapped(packet: bytes, payload: bytes, *, event: bool) -> None:
-            relay(packet, payload, event=event)
-            if not event:
-                tap(payload, packet[1] & 0x7F)
-
-        self._onward = tapped
+        # bridged, in G.711, as a SIP leg's RtpStream hands it on.
+        self.on_bridged: Callable[[bytes, int], None] | None = None
 
     @property
     def law(self) -> int:
@@ -240,12 +205,12 @@ class BrowserStream(Holding):
     def heard_rtp(self, payload_type, marker, sequence, timestamp, ssrc, payload) -> None:
         """An RTP packet from the browser, decrypted: on to the other leg."""
         self.heard_packets += 1
-        onward = self._onward
-        if onward is None or self.held:  # a held tab's sound is not passed on (nor recorded)
+        other = self.bridge
+        if other is None or self.held:  # a held tab's sound is not passed on (nor recorded)
             return
         if self.opus is not None:
             if payload_type == self.payload_type:
-                self._relay_transcoded(onward, ssrc, payload)
+                self._relay_transcoded(other, ssrc, payload)
             return
         if payload_type not in G711.values():
             return
@@ -253,9 +218,16 @@ class BrowserStream(Holding):
         header = struct.pack(
             "!BBHII", 0x80, (0x80 if marker else 0) | payload_type, sequence, timestamp, ssrc
         )
-        onward(header + payload, payload, event=False)
+        self._relay(other, header + payload, payload)
 
-    def _relay_transcoded(self, onward, ssrc: int, opus: bytes) -> None:
+    def _relay(self, other, packet: bytes, payload: bytes) -> None:
+        """What the tab said (G.711: after SRTP, on either path, and after Opus is
+        transcoded) on to the bridged stream, and to the recorder of a recorded bridge."""
+        other.relay(packet, payload, event=False)
+        if self.on_bridged is not None:
+            self.on_bridged(payload, packet[1] & 0x7F)
+
+    def _relay_transcoded(self, other, ssrc: int, opus: bytes) -> None:
         """The browser's Opus packet, on to the other leg as PCMU packets of this stream's
         own: the browser's SSRC, an 8 kHz clock and a sequence of their own."""
         self.ssrc = ssrc
@@ -265,7 +237,7 @@ class BrowserStream(Holding):
             header = struct.pack(
                 "!BBHII", 0x80, G711["PCMU"], self.sequence, self.timestamp, self.ssrc
             )
-            onward(header + payload, payload, event=False)
+            self._relay(other, header + payload, payload)
 
     async def press(self, digits: str) -> None:
         """The page's keypad: each key (of DTMF_KEYS) sent on to the other leg as an RFC 4733
@@ -289,14 +261,14 @@ class BrowserStream(Holding):
         self.timestamp = (start + 8 * (KEY_MS + KEY_GAP_MS)) & 0xFFFFFFFF
 
     def _event(self, event: int, start: int, duration: int, *, end: bool, first: bool) -> None:
-        onward = self._onward
-        if onward is None or self.held:  # keys pressed on hold are not passed on either
+        other = self.bridge
+        if other is None or self.held:  # keys pressed on hold are not passed on either
             return
         header = struct.pack(
             "!BBHII", 0x80, (0x80 if first else 0) | EVENT_PAYLOAD_TYPE, 0, start, self.ssrc
         )
         payload = struct.pack("!BBH", event, (0x80 if end else 0) | KEY_VOLUME, duration)
-        onward(header + payload, payload, event=True)
+        other.relay(header + payload, payload, event=True)
 
 
 class BrowserLeg:
