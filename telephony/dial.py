@@ -506,14 +506,20 @@ class Transfer(Protocol):
 
 
 @dataclass(frozen=True)
-class Consulted:
-    """A tab's Consult (an attended transfer from the browser phone, issue 58): the target
-    it consults, and no REFER subscription to tell how it goes."""
+class Asked:
+    """A transfer asked for from the API or the browser phone (telephony.inbound.transfer):
+    the target, and no REFER subscription to tell how it goes."""
 
     target: str
 
     async def notify(self, status: int, reason: str) -> None:
         return None
+
+
+@dataclass(frozen=True)
+class Consulted(Asked):
+    """A tab's Consult (an attended transfer from the browser phone, issue 58): an Asked
+    whose target the tab talks with before the party is handed on."""
 
 
 def _ended(party) -> bool:

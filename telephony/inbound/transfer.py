@@ -31,13 +31,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
 
 from channels.layers import get_channel_layer
 
 from core import events
 from telephony import services
-from telephony.dial import Consulted, Dial, DialResult, Ledger
+from telephony.dial import Asked, Consulted, Dial, DialResult, Ledger
 from telephony.sip.race import race
 from telephony.sip.refer import Refer, Refusal
 from telephony.sip.uac import OutboundCall
@@ -304,17 +303,6 @@ def transfer_ledger(db, call) -> Ledger:
 async def _talked(leg) -> None:
     """A consultation's leg is not unbridged when the tab goes back to the caller: it talked
     (with the tab), and leg_ended gives it its seconds."""
-
-
-@dataclass(frozen=True)
-class Asked:
-    """A transfer asked for from the API or the browser phone: the target, and no REFER
-    subscription to tell how it goes."""
-
-    target: str
-
-    async def notify(self, status: int, reason: str) -> None:
-        return None
 
 
 def _final(dial: Dial) -> tuple[int, str]:
