@@ -4,6 +4,7 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from accounts import selectors as accounts_selectors
 from core import events, metrics, parsing
 from core.errors import ApplicationError, DatabaseUnavailable, InvalidRequest
 from realtime import pipeline, services
-from realtime.phone import CONSULT_FRAMES, Phone, ring_echo, rings_answer
+from realtime.phone import CONSULT_FRAMES, PHONE_FRAMES, Phone, ring_echo, rings_answer
 from realtime.sequence import CallFrames
 
 logger = logging.getLogger(__name__)
@@ -351,23 +352,11 @@ class RelayConsumer(AsyncWebsocketConsumer):
         if kind == "ping":
             await self.send_json({"type": "pong", "ts": now_ms()})
             return
-        if kind == "rtc_offer":  # about a ring (rings_answer): its answer
-            await self.on_phone(self.phone.answer, frame)
+        if kind in PHONE_FRAMES:
+            await self.on_phone(PHONE_FRAMES[kind], frame)
             return
         if kind == "rtc_hangup":
             await self.handle_hangup(frame)
-            return
-        if kind == "rtc_candidate":
-            await self.on_phone(self.phone.candidate, frame)
-            return
-        if kind == "rtc_dtmf":
-            await self.on_phone(self.phone.dtmf, frame)
-            return
-        if kind == "rtc_hold":
-            await self.on_phone(self.phone.hold, frame)
-            return
-        if kind == "phone":
-            await self.on_phone(self.phone.switch, frame)
             return
         if kind == "call_transfer":
             await self.handle_transfer(frame)
@@ -378,20 +367,30 @@ class RelayConsumer(AsyncWebsocketConsumer):
         await self.send_error(InvalidRequest(f"Unknown frame type {kind[:32]!r}."))
 
     async def on_phone(self, handler, frame: dict) -> None:
-        """A browser phone's frame (realtime.phone): its answer, or its error frame."""
+        """A browser phone's frame, which `handler` (a method of realtime.phone.Phone) takes
+        on this socket's phone: its answer, or its error frame."""
+        await self.reply_or_error(frame, "phone", handler(self.phone, frame))
+
+    async def reply_or_error(self, frame: dict, what: str, reply: Awaitable[dict | None]) -> None:
+        """Sends what `reply` gives for `frame` (nothing for None), or the error frame of what
+        it raises: an ApplicationError's own, database_unavailable (logged as a `what` frame's)
+        when the database does not answer."""
         try:
-            reply = await handler(frame)
+            answer = await reply
         except ApplicationError as exc:
             await self.send_error(exc, frame=frame)
-            return
-        if reply is not None:
-            await self.send_json(reply)
+        except (OperationalError, InterfaceError) as exc:
+            logger.warning("database unavailable for a %s frame: %s", what, type(exc).__name__)
+            await self.send_error(DatabaseUnavailable(), frame=frame)
+        else:
+            if answer is not None:
+                await self.send_json(answer)
 
     async def handle_hangup(self, frame: dict) -> None:
         """`rtc_hangup`: the tab leaves a ring (`ring`, or its deprecated callId), or ends its
         call from the browser (callId), as a cancel ends a call."""
         if "ring" in frame:
-            await self.on_phone(self.phone.hang_up, frame)
+            await self.on_phone(Phone.hang_up, frame)
             return
         call_id = frame.get("callId")
         if not isinstance(call_id, str) or parsing.text_problem(call_id) is not None:
@@ -399,13 +398,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
             return
         if await self.phone.hang_up_ring(call_id):
             return  # a ring this tab declined, or its talk ended from the page
-        try:
-            await _browser_call_hang_up(self.scope["user"], call_id)
-        except ApplicationError as exc:
-            await self.send_error(exc, frame=frame)
-        except (OperationalError, InterfaceError) as exc:
-            logger.warning("database unavailable for a hang-up frame: %s", type(exc).__name__)
-            await self.send_error(DatabaseUnavailable(), frame=frame)
+        await self.reply_or_error(
+            frame, "hang-up", _browser_call_hang_up(self.scope["user"], call_id)
+        )
 
     async def handle_transfer(self, frame: dict) -> None:
         """`call_transfer` (issue 58): `POST /api/calls/:call/transfer` as a frame, for the
@@ -414,15 +409,9 @@ class RelayConsumer(AsyncWebsocketConsumer):
         (the API's codes; `ring` echoed when the frame names one). A call placed from this
         browser may be named by its `callId` instead of `call`."""
         call_ref = frame["call"] if "call" in frame else frame.get("callId")
-        try:
-            reply = await _call_transfer(self.scope["user"], call_ref, frame)
-        except ApplicationError as exc:
-            await self.send_error(exc, frame=frame)
-        except (OperationalError, InterfaceError) as exc:
-            logger.warning("database unavailable for a transfer frame: %s", type(exc).__name__)
-            await self.send_error(DatabaseUnavailable(), frame=frame)
-        else:
-            await self.send_json(reply)
+        await self.reply_or_error(
+            frame, "transfer", _call_transfer(self.scope["user"], call_ref, frame)
+        )
 
     async def handle_consult(self, kind: str, frame: dict) -> None:
         """`call_consult`, `call_consult_complete` and `call_consult_cancel` (issue 58, an
@@ -431,25 +420,21 @@ class RelayConsumer(AsyncWebsocketConsumer):
         realtime.services, then passed to the agent of the ring, which tells the tab how it
         goes (docs/websocket.md). Answered `{"type": kind, "ring", "call", ...}` with
         `status` `consulting`, `completing` or `canceling`, or an error frame."""
-        try:
-            agent = self.phone.ring_agent(frame)
-            user, call_ref = self.scope["user"], frame.get("call")
-            if kind == "call_consult":
-                call, to = await _call_consult(user, call_ref, frame)
-                await self.phone.consult(agent, {"type": "rtc.consult", "to": to})
-                reply = {"call": call, "to": to, "status": "consulting"}
-            else:
-                complete = kind == "call_consult_complete"
-                call = await _call_consult_decide(user, call_ref, complete=complete)
-                await self.phone.consult(agent, {"type": CONSULT_FRAMES[kind]})
-                reply = {"call": call, "status": "completing" if complete else "canceling"}
-        except ApplicationError as exc:
-            await self.send_error(exc, frame=frame)
-        except (OperationalError, InterfaceError) as exc:
-            logger.warning("database unavailable for a consult frame: %s", type(exc).__name__)
-            await self.send_error(DatabaseUnavailable(), frame=frame)
+        await self.reply_or_error(frame, "consult", self._consult(kind, frame))
+
+    async def _consult(self, kind: str, frame: dict) -> dict:
+        agent = self.phone.ring_agent(frame)
+        user, call_ref = self.scope["user"], frame.get("call")
+        if kind == "call_consult":
+            call, to = await _call_consult(user, call_ref, frame)
+            await self.phone.consult(agent, {"type": "rtc.consult", "to": to})
+            reply = {"call": call, "to": to, "status": "consulting"}
         else:
-            await self.send_json({"type": kind, "ring": frame["ring"], **reply})
+            complete = kind == "call_consult_complete"
+            call = await _call_consult_decide(user, call_ref, complete=complete)
+            await self.phone.consult(agent, {"type": CONSULT_FRAMES[kind]})
+            reply = {"call": call, "status": "completing" if complete else "canceling"}
+        return {"type": kind, "ring": frame["ring"], **reply}
 
     async def handle_call(self, frame: dict, *, browser: bool = False) -> None:
         """A call frame: handed to the batcher at once, in arrival order, and answered by a

@@ -237,6 +237,17 @@ class Phone:
         await self.layer.send(agent, {**message, "tab": self.channel})
 
 
+# The phone's frames a tab sends, and the method of Phone that takes each (an `rtc_offer` here
+# answers a ring: rings_answer; one that places a call is the consumer's).
+PHONE_FRAMES = {
+    "rtc_offer": Phone.answer,
+    "rtc_candidate": Phone.candidate,
+    "rtc_dtmf": Phone.dtmf,
+    "rtc_hold": Phone.hold,
+    "phone": Phone.switch,
+}
+
+
 def _no_ring() -> NotFound:
     why = "No call rings this tab with this ring (it may have ended)."
     return NotFound(why, fields={"ring": [why]})
