@@ -67,6 +67,14 @@ def play(pcap: Path) -> str:
     return f'  <nop><action><exec play_pcap_audio="{pcap}"/></action></nop>'
 
 
+def silent_talk(workdir: Path, seconds: float) -> tuple[int, str]:
+    """The callers' talk: `seconds` of A-law silence in 20 ms packets (workdir/talk.pcap); the
+    milliseconds it plays, and the caller scenario's @play@ of it."""
+    pcap = workdir / "talk.pcap"
+    played = speech_pcap(pcap, b"\xd5" * round(8000 * seconds))
+    return round(played * 1000), play(pcap)
+
+
 def meter_floor(workdir: Path, *, legs: int, seconds: float) -> dict:
     """bench/rtpmeter.py's `direct` mode: the instrument alone, socket to socket."""
     workdir.mkdir(parents=True, exist_ok=True)

@@ -84,6 +84,15 @@ def embedded_var_dir(b: Bench, name: str) -> dict:
     return env
 
 
+def alternated(rounds: int, first, second):
+    """(round, kind) for `rounds` rounds of the two kinds a scenario compares, first one then
+    the other in turn (first, second, second, first, first, ...), so that neither always runs
+    on the warmer agent."""
+    for r in range(rounds):
+        for kind in (first, second) if r % 2 == 0 else (second, first):
+            yield r, kind
+
+
 def sip_start(b: Bench, name: str) -> Path:
     """A SIP scenario's clean slate: no queued call left, no task worker to race the agents
     for the calls, and the directory of scenario `name` under the bench's var dir."""

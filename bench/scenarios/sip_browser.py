@@ -73,11 +73,10 @@ def sip_browser_50(b: Bench) -> None:
 def _sip_bridges(b: Bench, workdir: Path, n: int, talk: float) -> forward.Bridges:
     """The baseline: `n` forwarded calls bridged at once, talking `talk` seconds."""
     number = fixtures.forwarding_number()
-    pcap = workdir / "talk.pcap"
-    seconds = forward.speech_pcap(pcap, b"\xd5" * round(8000 * talk))  # A-law silence
-    return forward.bridges(b, workdir, number, calls=n, talk_ms=round(seconds * 1000),
-                           capacity=2 * n, target_codec=forward.PCMU, echo=True,
-                           caller_play=forward.play(pcap), deadline=120)  # fmt: skip
+    talk_ms, play = forward.silent_talk(workdir, talk)
+    return forward.bridges(b, workdir, number, calls=n, talk_ms=talk_ms, capacity=2 * n,
+                           target_codec=forward.PCMU, echo=True, caller_play=play,
+                           deadline=120)  # fmt: skip
 
 
 def _browser_calls(b: Bench, workdir: Path, n: int, talk: float) -> dict:

@@ -9,7 +9,7 @@ import time
 
 from bench import fixtures, forward, sip
 from bench.report import Row
-from bench.scenarios.common import Bench, sip_start
+from bench.scenarios.common import Bench, alternated, sip_start
 from bench.scenarios.sip_legs import Leg, legs_note, sip_leg
 from bench.stats import percentile
 
@@ -27,20 +27,18 @@ def sip_forward_cpu(b: Bench) -> None:
     pcap, talk = forward.message_pcap(workdir, sip.message("cost", p.forward_cost_sentences))
     outbound: list[Leg] = []
     bridged: list[forward.Bridges] = []
-    for r in range(p.forward_cost_rounds):
-        for kind in ("outbound", "bridged") if r % 2 == 0 else ("bridged", "outbound"):
-            name = f"{kind}-{r}"
-            if kind == "outbound":
-                outbound.append(sip_leg(b, workdir / name, f"fwdcost-{stamp}-{name}-",
-                                         secure=False, calls=n,
-                                         sentences=p.forward_cost_sentences,
-                                         deadline=120))  # fmt: skip
-            else:
-                bridged.append(forward.bridges(b, workdir / name, number, calls=n,
-                                               talk_ms=round(talk * 1000), capacity=2 * n,
-                                               target_codec=forward.PCMU, echo=True,
-                                               caller_play=forward.play(pcap),
-                                               deadline=120))  # fmt: skip
+    for r, kind in alternated(p.forward_cost_rounds, "outbound", "bridged"):
+        name = f"{kind}-{r}"
+        if kind == "outbound":
+            outbound.append(sip_leg(b, workdir / name, f"fwdcost-{stamp}-{name}-",
+                                     secure=False, calls=n, sentences=p.forward_cost_sentences,
+                                     deadline=120))  # fmt: skip
+        else:
+            bridged.append(forward.bridges(b, workdir / name, number, calls=n,
+                                           talk_ms=round(talk * 1000), capacity=2 * n,
+                                           target_codec=forward.PCMU, echo=True,
+                                           caller_play=forward.play(pcap),
+                                           deadline=120))  # fmt: skip
     calls = sum(leg.calls for leg in outbound)
     cpu, wall = sum(leg.agent_cpu for leg in outbound), sum(leg.wall for leg in outbound)
     load = sum(leg.sipp_cpu + leg.client_cpu for leg in outbound) / wall

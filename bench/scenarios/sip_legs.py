@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench import sip, sipp_log
 from bench.report import Row
-from bench.scenarios.common import Bench, relay_urls, sip_start
+from bench.scenarios.common import Bench, alternated, relay_urls, sip_start
 from bench.stats import percentile
 from bench.wsload import ClientGroup
 
@@ -139,12 +139,11 @@ def sip_tls_srtp_cpu(b: Bench) -> None:
     workdir = sip_start(b, "sip_tls_srtp_cpu")
     stamp = int(time.time())
     legs: dict[bool, list[Leg]] = {False: [], True: []}
-    for r in range(p.sip_cost_rounds):
-        for secure in (False, True) if r % 2 == 0 else (True, False):
-            name = f"{'tls' if secure else 'udp'}-{r}"
-            legs[secure].append(sip_leg(b, workdir / name, f"cost-{stamp}-{name}-",
-                                         secure=secure, calls=p.sip_cost_calls,
-                                         sentences=p.sip_cost_sentences, deadline=120))  # fmt: skip
+    for r, secure in alternated(p.sip_cost_rounds, False, True):
+        name = f"{'tls' if secure else 'udp'}-{r}"
+        legs[secure].append(sip_leg(b, workdir / name, f"cost-{stamp}-{name}-",
+                                     secure=secure, calls=p.sip_cost_calls,
+                                     sentences=p.sip_cost_sentences, deadline=120))  # fmt: skip
     figures = {}
     for secure, runs in legs.items():
         calls = sum(leg.calls for leg in runs)

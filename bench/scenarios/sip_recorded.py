@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench import fixtures, forward
 from bench.report import Row
-from bench.scenarios.common import Bench, sip_start
+from bench.scenarios.common import Bench, alternated, sip_start
 from calls.models import Recording, RecordingKind
 
 RECORDED = re.compile(
@@ -72,21 +72,18 @@ def sip_recorded(b: Bench) -> None:
     p = b.profile
     workdir = sip_start(b, "sip_recorded")
     n, talk = p.recorded_calls, p.recorded_talk_seconds
-    pcap = workdir / "talk.pcap"
-    seconds = forward.speech_pcap(pcap, b"\xd5" * round(8000 * talk))  # A-law silence
-    talk_ms, play = round(seconds * 1000), forward.play(pcap)
+    talk_ms, play = forward.silent_talk(workdir, talk)
     base_runs: list[forward.Bridges] = []
     recorded_runs: list[tuple[forward.Bridges, dict]] = []
-    for r in range(p.recorded_rounds):  # alternated: unrecorded, recorded, recorded, ...
-        for kind in ("unrecorded", "recorded") if r % 2 == 0 else ("recorded", "unrecorded"):
-            number = _number(recording=kind == "recorded")
-            run = forward.bridges(b, workdir / f"{kind}-{r}", number, calls=n, talk_ms=talk_ms,
-                                  capacity=2 * n, target_codec=forward.PCMU, echo=True,
-                                  caller_play=play, deadline=120)  # fmt: skip
-            if kind == "recorded":
-                recorded_runs.append((run, _check(b, workdir / f"{kind}-{r}", run, number)))
-            else:
-                base_runs.append(run)
+    for r, kind in alternated(p.recorded_rounds, "unrecorded", "recorded"):
+        number = _number(recording=kind == "recorded")
+        run = forward.bridges(b, workdir / f"{kind}-{r}", number, calls=n, talk_ms=talk_ms,
+                              capacity=2 * n, target_codec=forward.PCMU, echo=True,
+                              caller_play=play, deadline=120)  # fmt: skip
+        if kind == "recorded":
+            recorded_runs.append((run, _check(b, workdir / f"{kind}-{r}", run, number)))
+        else:
+            base_runs.append(run)
     _number(recording=False)
     runs = [run for run, _ in recorded_runs]
     checks = [check for _, check in recorded_runs]

@@ -14,31 +14,28 @@ from __future__ import annotations
 
 from bench import fixtures, forward, ring_group
 from bench.report import Row
-from bench.scenarios.common import Bench, sip_start
+from bench.scenarios.common import Bench, alternated, sip_start
 
 
 def sip_ring_group(b: Bench) -> None:
     p = b.profile
     workdir = sip_start(b, "sip_ring_group")
     n, talk = p.ring_group_calls, p.ring_group_talk_seconds
-    pcap = workdir / "talk.pcap"
-    seconds = forward.speech_pcap(pcap, b"\xd5" * round(8000 * talk))  # A-law silence
-    talk_ms, play = round(seconds * 1000), forward.play(pcap)
+    talk_ms, play = forward.silent_talk(workdir, talk)
     base_runs: list[forward.Bridges] = []
     ring_runs: list[ring_group.RingRun] = []
-    for r in range(p.ring_group_rounds):  # alternated: forwarded, ring group, ring group, ...
-        for kind in ("forwarded", "ring-group") if r % 2 == 0 else ("ring-group", "forwarded"):
-            if kind == "forwarded":
-                base_runs.append(forward.bridges(b, workdir / f"{kind}-{r}",
-                                                 fixtures.forwarding_number(), calls=n,
-                                                 talk_ms=talk_ms, capacity=2 * n,
-                                                 target_codec=forward.PCMU, echo=True,
-                                                 caller_play=play, deadline=120))  # fmt: skip
-            else:
-                ring_runs.append(ring_group.ring_calls(b, workdir / f"{kind}-{r}",
-                                                       fixtures.ring_group_number(), calls=n,
-                                                       talk_ms=talk_ms, caller_play=play,
-                                                       deadline=120))  # fmt: skip
+    for r, kind in alternated(p.ring_group_rounds, "forwarded", "ring-group"):
+        if kind == "forwarded":
+            base_runs.append(forward.bridges(b, workdir / f"{kind}-{r}",
+                                             fixtures.forwarding_number(), calls=n,
+                                             talk_ms=talk_ms, capacity=2 * n,
+                                             target_codec=forward.PCMU, echo=True,
+                                             caller_play=play, deadline=120))  # fmt: skip
+        else:
+            ring_runs.append(ring_group.ring_calls(b, workdir / f"{kind}-{r}",
+                                                   fixtures.ring_group_number(), calls=n,
+                                                   talk_ms=talk_ms, caller_play=play,
+                                                   deadline=120))  # fmt: skip
     phones = ring_group.ring_calls(b, workdir / "phones-only", fixtures.ring_group_number(),
                                    calls=n, talk_ms=talk_ms, caller_play=play, deadline=120,
                                    tab_answers=False)  # fmt: skip

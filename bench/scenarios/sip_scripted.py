@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench import fixtures, sip
 from bench.report import Row
-from bench.scenarios.common import Bench, VoiceApp, relay_urls
+from bench.scenarios.common import Bench, VoiceApp, alternated, relay_urls
 from bench.stats import percentile
 from bench.wsload import ClientGroup
 
@@ -110,12 +110,11 @@ def sip_scripted_100(b: Bench) -> None:
     stamp = int(time.time())
     legs: dict[bool, list[ScriptLeg]] = {True: [], False: []}
     try:
-        for r in range(p.scripted_rounds):
-            for scripted in (True, False) if r % 2 == 0 else (False, True):
-                name = f"{'script' if scripted else 'message'}-{r}"
-                legs[scripted].append(_leg(b, workdir / name, f"scripted-{stamp}-{name}-",
-                                           scripted=scripted, calls=p.scripted_calls,
-                                           hook=hook))  # fmt: skip
+        for r, scripted in alternated(p.scripted_rounds, True, False):
+            name = f"{'script' if scripted else 'message'}-{r}"
+            legs[scripted].append(_leg(b, workdir / name, f"scripted-{stamp}-{name}-",
+                                       scripted=scripted, calls=p.scripted_calls,
+                                       hook=hook))  # fmt: skip
     finally:
         hook.stop()
         webhook_delete(user=user)
