@@ -340,6 +340,16 @@ class Transaction:
     def _resend(self, message: Message, timer: Timer, seconds: float) -> list[Action]:
         return [Transmit(message), self._start(timer, seconds)]
 
+    def _transmit(
+        self, message: Message, resend: tuple[Timer, float], limit: tuple[Timer, float]
+    ) -> list[Action]:
+        """`message` sent, the `resend` timer started to send it again over an unreliable
+        transport only, and the `limit` timer over any transport."""
+        actions: list[Action] = [Transmit(message)]
+        if not self.reliable:
+            actions.append(self._start(*resend))
+        return [*actions, self._start(*limit)]
+
     def _terminate(self, *told: Action) -> list[Action]:
         self.state = State.TERMINATED
         self.running.clear()
@@ -358,15 +368,12 @@ class InviteClient(Transaction):
 
     def start(self) -> list[Action]:
         self.transmissions = 1
-        actions: list[Action] = [Transmit(self.request)]
         # §17.1.1.2: "If an unreliable transport is being used, the client transaction MUST
         # start timer A with a value of T1. If a reliable transport is being used, the client
         # transaction SHOULD NOT start timer A ... For any transport, the client transaction
         # MUST start timer B with a value of 64*T1 seconds".
-        if not self.reliable:
-            actions.append(self._start(Timer.A, timer_a(self.timers)))
-        actions.append(self._start(Timer.B, timer_b(self.timers)))
-        return actions
+        resend, limit = (Timer.A, timer_a(self.timers)), (Timer.B, timer_b(self.timers))
+        return self._transmit(self.request, resend, limit)
 
     def _timer(self, timer: Timer) -> list[Action]:
         if timer is Timer.A:
@@ -441,14 +448,11 @@ class NonInviteClient(Transaction):
 
     def start(self) -> list[Action]:
         self.transmissions = 1
-        actions: list[Action] = [Transmit(self.request)]
         # §17.1.2.2: "the client transaction MUST set timer F to fire in 64*T1 seconds ...
         # If an unreliable transport is in use, the client transaction MUST set timer E to
         # fire in T1 seconds."
-        if not self.reliable:
-            actions.append(self._start(Timer.E, timer_e(self.timers)))
-        actions.append(self._start(Timer.F, timer_f(self.timers)))
-        return actions
+        resend, limit = (Timer.E, timer_e(self.timers)), (Timer.F, timer_f(self.timers))
+        return self._transmit(self.request, resend, limit)
 
     def _timer(self, timer: Timer) -> list[Action]:
         if timer is Timer.E and self.state is State.PROCEEDING:
@@ -565,20 +569,16 @@ class InviteServer(Transaction):
             # §13.3.1.4: "The 2xx response is passed to the transport with an interval that
             # starts at T1 seconds and doubles for each retransmission until it reaches T2".
             self.state = State.ACCEPTED
-            actions: list[Action] = [Transmit(response)]
-            if not self.reliable:
-                actions.append(self._start(Timer.ANSWER, timer_g(self.timers)))
-            return [*actions, self._start(Timer.L, timer_l(self.timers))]
+            resend, limit = (Timer.ANSWER, timer_g(self.timers)), (Timer.L, timer_l(self.timers))
+            return self._transmit(response, resend, limit)
         # §17.2.1: a 300-699 "MUST be passed to the transport layer for transmission, and the
         # state machine MUST enter the "Completed" state. For unreliable transports, timer G
         # is set to fire in T1 seconds, and is not set to fire for reliable transports."
         # "When the "Completed" state is entered, timer H MUST be set to fire in 64*T1
         # seconds for all transports."
         self.state = State.COMPLETED
-        actions = [Transmit(response)]
-        if not self.reliable:
-            actions.append(self._start(Timer.G, timer_g(self.timers)))
-        return [*actions, self._start(Timer.H, timer_h(self.timers))]
+        resend, limit = (Timer.G, timer_g(self.timers)), (Timer.H, timer_h(self.timers))
+        return self._transmit(response, resend, limit)
 
     def _timer(self, timer: Timer) -> list[Action]:
         if timer in (Timer.G, Timer.ANSWER) and self.final is not None:
