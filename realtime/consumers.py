@@ -550,10 +550,16 @@ class RelayConsumer(AsyncWebsocketConsumer):
             await self.send_json(frame)
 
     async def rtc_event(self, message):
-        """A frame from the agent of a ring this socket is in: rtc_answer, rtc_hangup."""
+        """A frame from the agent of a ring this socket is in: rtc_answer, rtc_hangup (one
+        told to the owner's phone group, `ringing_only`, only while this socket is in it)."""
         frame = message["event"]
         if self.phone is not None:
-            frame = self.phone.agent_said(frame)
+            frame = self.phone.agent_said(message)
+        if frame is None:
+            return
+        if message.get("ringing_only"):  # its rtc.ringing crossed the ring's close
+            logger.info("%s: over before its agent heard this socket ring; told by the phone "
+                        "group", frame.get("ring"))  # fmt: skip
         await self.send_json(frame)
 
     async def relay_session_ended(self, message):

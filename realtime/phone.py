@@ -20,6 +20,9 @@ agent's side; docs/websocket.md the frames).
   transfer, issue 58: CONSULT_FRAMES, checked by the consumer and realtime.services): each
   goes to the ring's agent, which takes it only from the tab that talks.
 - Switching the phone off, or the socket closing, leaves every ring it was in.
+- A ring's end reaches the socket as `rtc_hangup`, from its agent to this socket, or to the
+  owner's phone group (`ringing_only`) for a socket whose `rtc.ringing` crossed the ring's
+  close: passed on only while this socket is in that ring, so a tab learns it once.
 """
 
 from __future__ import annotations
@@ -218,12 +221,16 @@ class Phone:
         await self._to(message["reply"], {"type": "rtc.ringing"})
         return frame
 
-    def agent_said(self, frame: dict) -> dict:
-        """A frame an agent sent this socket, as the tab gets it: a ring it ended is no
-        longer this socket's."""
-        frame = _named(frame)
+    def agent_said(self, message: dict) -> dict | None:
+        """A frame an agent sent this socket (`rtc.event`), as the tab gets it: a ring it
+        ended is no longer this socket's. None: a ring's end told to the owner's phone group
+        (`ringing_only`, telephony.webrtc.ring's close) that is not for this socket: it was
+        told already, left the ring, or was never rung."""
+        frame = _named(message["event"])
         if frame.get("type") == "rtc_hangup":
-            self.rings.pop(frame.get("ring"), None)
+            ringing = self.rings.pop(frame.get("ring"), None) is not None
+            if message.get("ringing_only") and not ringing:
+                return None
         return frame
 
     def answered(self, message: dict) -> None:

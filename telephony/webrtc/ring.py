@@ -18,7 +18,10 @@ same layer that carries every event to sockets:
   not is told `call_consult` `returned` (`failed`) at once;
 - `rtc.candidate` adds the answering tab's trickled candidates; `rtc.hangup` is a tab that
   declined, switched its phone off or closed: the ring is over when no tab is left, and the
-  talk when the answering tab leaves.
+  talk when the answering tab leaves;
+- at close every tab the ring knows is told `rtc_hangup` with its reason, and the phone group
+  is told the same for the tabs whose `rtc.ringing` (or offer) crossed the close: a socket
+  still in the ring passes it on, so a tab always learns its ring is over.
 Nothing here touches the database: telephony.dial records the leg as it records a phone's.
 """
 
@@ -136,6 +139,17 @@ class BrowserRing:
             why = "ended" if talked and tab == self.answering else reason
             await self._tell(tab, self._frame("rtc_hangup", reason=why))
         self.tabs.clear()
+        if self.channel:
+            # A socket whose `rtc.ringing` had not reached the receiver (a phone answered, or
+            # the caller hung up, first; or it said so after PROBE_SECONDS) rings a tab that
+            # no one above told: the owner's phone group is told too, after the probe (so
+            # each socket reads it after the probe), and a socket still in the ring passes it
+            # to its tab; one told already, or never rung, lets it go (realtime.phone).
+            told = {"type": "rtc.event", "event": self._frame("rtc_hangup", reason=reason)}
+            with contextlib.suppress(Exception):  # the layer down: the sockets' rings are lost
+                await self.layer.group_send(
+                    events.phone_group(self.owner_id), {**told, "ringing_only": True}
+                )
         if self.leg is not None:
             await self.leg.close()
 
