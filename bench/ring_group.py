@@ -66,6 +66,7 @@ class RingRun:
     warnings: int = 0
     sip_drops: int = 0
     warmups: int = 1  # unmeasured calls (phone 1's) the tab also rang, one a batch
+    told_late: int = 0  # the tab's rings whose end reached it by the phone group (Daphne's log)
 
 
 def merged(runs: list[RingRun]) -> RingRun:
@@ -73,7 +74,7 @@ def merged(runs: list[RingRun]) -> RingRun:
     out = RingRun(sum(r.calls for r in runs), warmups=len(runs))
     for name in ("answered", "by_expected", "lost", "legs_to_cancel", "cancelled",
                  "with_reason", "phones_answered_late", "agent_cpu", "load_cpu", "wall",
-                 "warnings", "sip_drops"):  # fmt: skip
+                 "warnings", "sip_drops", "told_late"):  # fmt: skip
         setattr(out, name, sum(getattr(r, name) for r in runs))
     tab = out.tab = {"rung": 0, "offered": 0, "answered": [], "heard": 0, "reasons": {},
                      "still_ringing": 0, "stopped": 0, "never_ended": [], "errors": []}  # fmt: skip
@@ -172,6 +173,9 @@ def ring_calls(b, workdir: Path, number, *, calls: int, talk_ms: int, caller_pla
             if process is not None:
                 process.stop()
     run.warnings = agents.warnings()
+    daphne_log = workdir / "daphne.log"
+    if daphne_log.exists():  # realtime.consumers: a ring's end that crossed the tab's ringing
+        run.told_late = daphne_log.read_text(errors="replace").count("told by the phone group")
     run.tab = json.loads(out.read_text()) if out.exists() else {"errors": ["no result"]}
     _tally(run, number, t0, phones)
     return run
@@ -215,6 +219,9 @@ def note(run: RingRun) -> str:
         f"{len(tab.get('answered', []))} of the {tab.get('offered', 0)} it offered to take "
         f"and echoed {tab.get('heard', 0):,} packets; its rings ended: {reasons or 'none'}"
     )
+    if run.told_late:
+        text += (f" ({run.told_late} of them told by the phone group: Relay's ring had ended "
+                 "before the tab's socket said it rang)")  # fmt: skip
     if tab.get("still_ringing"):
         text += f"; {tab['still_ringing']} of its rings never ended"
     if tab.get("never_ended"):
