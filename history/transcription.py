@@ -35,6 +35,7 @@ The built-in engines:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import logging
@@ -197,16 +198,21 @@ def _samples(frame) -> bytes:
     return bytes(frame.planes[0])[: frame.samples * 2]  # a plane may be padded
 
 
-# One second of it, repeated. S311: noise, not a secret.
-_NOISE = random.Random(0)  # noqa: S311
-_FLOOR = array("h", (round(_NOISE.gauss(0, NOISE_FLOOR)) for _ in range(MODEL_RATE)))
+@functools.cache
+def _floor() -> array:
+    """One second of the noise, repeated over a message: made at the first transcription,
+    not at import (16,000 draws that every Relay process would pay at its start). S311:
+    noise, not a secret."""
+    noise = random.Random(0)  # noqa: S311
+    return array("h", (round(noise.gauss(0, NOISE_FLOOR)) for _ in range(MODEL_RATE)))
 
 
 def with_noise_floor(pcm: bytes) -> bytes:
     """16-bit PCM with NOISE_FLOOR's noise added (the same noise every time, so a message
     always gives the same words), clipped to 16 bits."""
     samples = array("h", pcm)
-    floor, size = _FLOOR, len(_FLOOR)
+    floor = _floor()
+    size = len(floor)
     return array(
         "h",
         [min(32767, max(-32768, s + floor[i % size])) for i, s in enumerate(samples)],
