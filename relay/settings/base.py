@@ -13,8 +13,11 @@ VAR_DIR = path("RELAY_VAR_DIR", BASE_DIR / "var").resolve()
 
 DEBUG = boolean("DEBUG", False)
 
+# Not "daphne": its app only imports Twisted and installs its reactor at every process's
+# start (a fifth of a Django start's CPU in processes that serve no WebSocket) for a
+# `runserver` Relay does not use; relay.platform.daphne_server imports daphne.server first,
+# before Django, where the reactor is needed (docs/decisions.md).
 INSTALLED_APPS = [
-    "daphne",
     "relay.apps.RelayAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
