@@ -127,9 +127,9 @@ def relay_env(var_dir: Path, **extra) -> dict:
         SIMULATED_TALK_SCALE="0",
         # An idle worker polls the database every interval: at 0.02 s an idle Relay cost 14%
         # of a core (6% at 0.05, measured with runrelay's two workers), and the suite runs
-        # four at once on two cores; at 0.05 the workers' polls were the suite's largest CPU
-        # use on PostgreSQL (19% of it, issue 55), at 0.2 (the default) an idle worker costs
-        # about 1.3% of a core. Once a task is found the worker takes the next at once.
+        # four at once on two cores; on PostgreSQL an idle worker polling every 0.05 s took
+        # about 4% of a core (issue 55), at 0.2 (the default) about 1.3%. Once a task is
+        # found the worker takes the next at once.
         WORKER_POLL_INTERVAL=WORKER_POLL_INTERVAL,
         # One gunicorn worker, with its threads: a process less to import Django at each start
         # of a test's server, so the suite's CPU goes to tests. Tests of several set it.
