@@ -38,7 +38,11 @@ from virtual_numbers.models import Number
 from voiceapps.services import voice_app_set
 from voiceapps.verbs import script_check
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(120),
+    pytest.mark.usefixtures("calls_settled"),  # the agent's last writes before the flush
+]
 
 TARGET = "+441134960200"
 PCMA = 8
