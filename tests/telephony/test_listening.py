@@ -61,6 +61,9 @@ def test_a_speech_gather_begun_starts_the_child_and_its_model_before_the_utteran
     listening.warm("off")
     assert listening._pool is None  # no engine, no child
 
+    # The utterance's budget is the next test's: here the model loads first in the child, and
+    # on a loaded machine that and the utterance together may take more than its 10 s.
+    monkeypatch.setattr(listening, "TRANSCRIBE_TIMEOUT", 60.0)
     listening.warm("whisper")
     pool = listening._pool
     assert pool is not None
